@@ -1,0 +1,3 @@
+from fibtui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""What this machine can run: a GPU, Nsight Compute, Triton's CPU interpreter, Modal, the
+official flashinfer-bench CLI. Detection never imports torch, triton or modal (start-up stays
+fast); it looks for executables, device files and installed packages."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass
+class Backends:
+    gpu: bool
+    gpu_names: list[str]
+    ncu: str | None
+    interpreter: bool  # torch + triton importable: the CPU interpreter runner works
+    torch: bool
+    triton: bool
+    flashinfer_bench: bool
+    modal_installed: bool
+    modal_credentials: str | None  # where they come from ("env", "~/.modal.toml"), never the token
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _gpu_names() -> list[str]:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
+def modal_credentials_source() -> str | None:
+    if os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"):
+        return "env"
+    cfg = Path(os.environ.get("MODAL_CONFIG_PATH", Path.home() / ".modal.toml"))
+    try:
+        text = cfg.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return str(cfg).replace(str(Path.home()), "~") if "token_id" in text else None
+
+
+def detect(probe_gpu: bool = True) -> Backends:
+    names = _gpu_names() if probe_gpu else []
+    has_torch = _has_module("torch")
+    has_triton = _has_module("triton")
+    return Backends(
+        gpu=bool(names),
+        gpu_names=names,
+        ncu=shutil.which("ncu"),
+        interpreter=has_torch and has_triton and _has_module("numpy"),
+        torch=has_torch,
+        triton=has_triton,
+        flashinfer_bench=_has_module("flashinfer_bench"),
+        modal_installed=_has_module("modal"),
+        modal_credentials=modal_credentials_source(),
+    )

@@ -1,0 +1,843 @@
+"""Readers for the FlashInfer-Trace dataset layout: definitions, workloads, solutions, traces.
+
+Tolerant of extra fields, strict on required ones: every rejection is an :class:`InputError` that
+names the file, the line (JSONL) and the field. Workload files are read through polars with a
+schema derived from the definition (100,000 lines in about a tenth of a second); when that fast
+path sees anything odd, the file is re-read line by line to name the exact line and field.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import polars as pl
+
+from fibtui.core.dtypes import KNOWN_DTYPES
+from fibtui.core.errors import InputError
+from fibtui.core.status import ALL_STATUSES
+
+# --------------------------------------------------------------------------------------------
+# Model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    kind: str  # "const" | "var"
+    value: int | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[str, ...] | None  # None: a scalar
+    dtype: str
+    optional: bool = False
+    description: str | None = None
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.shape is None
+
+
+@dataclass
+class Definition:
+    name: str
+    op_type: str
+    axes: dict[str, Axis]
+    inputs: dict[str, TensorSpec]
+    outputs: dict[str, TensorSpec]
+    reference: str
+    description: str | None = None
+    tags: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    path: Path | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def var_axes(self) -> list[str]:
+        return [a.name for a in self.axes.values() if a.kind == "var"]
+
+    @property
+    def const_axes(self) -> dict[str, int]:
+        return {a.name: int(a.value) for a in self.axes.values() if a.kind == "const"}
+
+    def axis_values(self, workload_axes: dict[str, int]) -> dict[str, int]:
+        """Every axis of the definition bound to a number: consts plus the workload's vars."""
+        values = dict(self.const_axes)
+        for name in self.var_axes:
+            if name in workload_axes:
+                values[name] = int(workload_axes[name])
+        return values
+
+    def shape(self, spec: TensorSpec, workload_axes: dict[str, int]) -> tuple[int, ...] | None:
+        if spec.shape is None:
+            return None
+        values = self.axis_values(workload_axes)
+        return tuple(values[a] for a in spec.shape)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    type: str  # random | scalar | safetensors
+    value: Any = None
+    path: str | None = None
+    tensor_key: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.type == "scalar":
+            out["value"] = self.value
+        if self.type == "safetensors":
+            out["path"] = self.path
+            out["tensor_key"] = self.tensor_key
+        return out
+
+
+@dataclass
+class Workload:
+    uuid: str
+    axes: dict[str, int]
+    inputs: dict[str, InputSpec]
+    definition: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "uuid": self.uuid,
+            "axes": dict(self.axes),
+            "inputs": {k: v.to_json() for k, v in self.inputs.items()},
+        }
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    content: str
+
+
+@dataclass
+class BuildSpec:
+    language: str
+    entry_point: str
+    target_hardware: list[str] = field(default_factory=list)
+    dependencies: list[str] = field(default_factory=list)
+    destination_passing_style: bool = True
+    binding: str | None = None
+
+    @property
+    def entry_file(self) -> str:
+        return self.entry_point.split("::", 1)[0]
+
+    @property
+    def entry_function(self) -> str:
+        return self.entry_point.split("::", 1)[1]
+
+
+@dataclass
+class Solution:
+    name: str
+    definition: str
+    author: str
+    spec: BuildSpec
+    sources: list[SourceFile]
+    description: str | None = None
+    path: Path | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "language": self.spec.language,
+            "target_hardware": list(self.spec.target_hardware),
+            "entry_point": self.spec.entry_point,
+            "dependencies": list(self.spec.dependencies),
+            "destination_passing_style": self.spec.destination_passing_style,
+        }
+        if self.spec.binding:
+            spec["binding"] = self.spec.binding
+        out: dict[str, Any] = {
+            "name": self.name,
+            "definition": self.definition,
+            "author": self.author,
+            "description": self.description or "",
+            "spec": spec,
+            "sources": [{"path": s.path, "content": s.content} for s in self.sources],
+        }
+        return out
+
+
+@dataclass
+class Trace:
+    """One line of a traces JSONL: a workload, the solution that ran and its evaluation."""
+
+    definition: str
+    workload: Workload
+    solution: str | None
+    status: str | None
+    latency_ms: float | None = None
+    reference_latency_ms: float | None = None
+    speedup: float | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    hardware: str | None = None
+    libs: dict[str, str] = field(default_factory=dict)
+    timestamp: str | None = None
+    log: str = ""
+    line: int | None = None
+
+
+SOLUTION_LANGUAGES = ("python", "triton", "cpp", "cuda", "tilelang", "tvm-ffi", "torch")
+INPUT_TYPES = ("random", "scalar", "safetensors")
+
+# --------------------------------------------------------------------------------------------
+# Small strict-field helpers
+# --------------------------------------------------------------------------------------------
+
+
+class _Ctx:
+    """Where we are while validating: the file, the line and the dotted field path."""
+
+    def __init__(self, path: Path | str | None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+
+    def fail(self, field_name: str | None, message: str) -> InputError:
+        return InputError(self.path, message, line=self.line, field=field_name)
+
+    def obj(self, value: Any, name: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(name, f"expected an object, got {_kind(value)}")
+        return value
+
+    def req(self, obj: dict[str, Any], key: str, prefix: str = "") -> Any:
+        name = f"{prefix}{key}"
+        if key not in obj or obj[key] is None:
+            raise self.fail(name, "required field is missing")
+        return obj[key]
+
+    def string(self, obj: dict[str, Any], key: str, prefix: str = "", required: bool = True) -> str | None:
+        name = f"{prefix}{key}"
+        if key not in obj or obj[key] is None:
+            if required:
+                raise self.fail(name, "required field is missing")
+            return None
+        value = obj[key]
+        if not isinstance(value, str):
+            raise self.fail(name, f"expected a string, got {_kind(value)}")
+        if required and not value.strip():
+            raise self.fail(name, "must not be empty")
+        return value
+
+    def number(self, obj: dict[str, Any], key: str, prefix: str = "") -> float | None:
+        if key not in obj or obj[key] is None:
+            return None
+        value = obj[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"{prefix}{key}", f"expected a number, got {_kind(value)}")
+        return float(value)
+
+    def str_list(self, obj: dict[str, Any], key: str, prefix: str = "") -> list[str]:
+        value = obj.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(f"{prefix}{key}", "expected a list of strings")
+        return list(value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def read_json_file(path: Path) -> Any:
+    """Parse a whole JSON file; a syntax error names the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise InputError(path, "not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+
+
+def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) for each non-blank line; a bad line names itself."""
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise InputError(path, "file not found") from None
+        except IsADirectoryError:
+            raise InputError(path, "is a folder, not a file") from None
+        except OSError as exc:
+            raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except UnicodeDecodeError:
+            raise InputError(path, "not UTF-8 text", line=number) from None
+        except json.JSONDecodeError as exc:
+            hint = " (truncated line?)" if number == len(lines) or exc.pos >= len(raw.strip()) else ""
+            raise InputError(path, f"not valid JSON: {exc.msg}{hint}", line=number) from None
+        if not isinstance(obj, dict):
+            raise InputError(path, f"expected a JSON object, got {_kind(obj)}", line=number)
+        yield number, obj
+
+
+# --------------------------------------------------------------------------------------------
+# Definitions
+# --------------------------------------------------------------------------------------------
+
+
+def _tensor_specs(ctx: _Ctx, obj: dict[str, Any], key: str, axes: dict[str, Axis]) -> dict[str, TensorSpec]:
+    raw = ctx.obj(ctx.req(obj, key), key)
+    specs: dict[str, TensorSpec] = {}
+    for name, spec in raw.items():
+        prefix = f"{key}.{name}."
+        spec = ctx.obj(spec, f"{key}.{name}")
+        if "shape" not in spec:
+            raise ctx.fail(f"{prefix}shape", "required field is missing (null for a scalar)")
+        shape = spec["shape"]
+        if shape is not None:
+            if not isinstance(shape, list) or not all(isinstance(a, str) and a for a in shape):
+                raise ctx.fail(f"{prefix}shape", "expected a list of axis names or null")
+            for axis in shape:
+                if axis not in axes:
+                    raise ctx.fail(f"{prefix}shape", f"names axis '{axis}', which is not in 'axes'")
+        dtype = ctx.string(spec, "dtype", prefix)
+        if dtype not in KNOWN_DTYPES:
+            raise ctx.fail(f"{prefix}dtype", f"unknown dtype '{dtype}'")
+        optional = spec.get("optional", False)
+        if not isinstance(optional, bool):
+            raise ctx.fail(f"{prefix}optional", f"expected true or false, got {_kind(optional)}")
+        specs[name] = TensorSpec(
+            name=name,
+            shape=tuple(shape) if shape is not None else None,
+            dtype=dtype,  # type: ignore[arg-type]
+            optional=optional,
+            description=spec.get("description") if isinstance(spec.get("description"), str) else None,
+        )
+    return specs
+
+
+def parse_definition(obj: Any, path: Path | str | None = None) -> Definition:
+    ctx = _Ctx(path)
+    obj = ctx.obj(obj, "<root>")
+    name = ctx.string(obj, "name")
+    op_type = ctx.string(obj, "op_type")
+    raw_axes = ctx.obj(ctx.req(obj, "axes"), "axes")
+    axes: dict[str, Axis] = {}
+    for axis_name, spec in raw_axes.items():
+        prefix = f"axes.{axis_name}."
+        spec = ctx.obj(spec, f"axes.{axis_name}")
+        kind = ctx.string(spec, "type", prefix)
+        if kind == "const":
+            value = ctx.req(spec, "value", prefix)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ctx.fail(f"{prefix}value", f"expected a non-negative integer, got {value!r}")
+            axes[axis_name] = Axis(axis_name, "const", value, spec.get("description"))
+        elif kind == "var":
+            axes[axis_name] = Axis(axis_name, "var", None, spec.get("description"))
+        else:
+            raise ctx.fail(f"{prefix}type", f"expected 'const' or 'var', got {kind!r}")
+    inputs = _tensor_specs(ctx, obj, "inputs", axes)
+    outputs = _tensor_specs(ctx, obj, "outputs", axes)
+    overlap = set(inputs) & set(outputs)
+    if overlap:
+        raise ctx.fail("outputs", f"names also used by inputs: {', '.join(sorted(overlap))}")
+    reference = ctx.string(obj, "reference")
+    try:
+        module = ast.parse(reference, mode="exec")
+    except SyntaxError as exc:
+        raise ctx.fail("reference", f"not valid Python: {exc.msg} (reference line {exc.lineno})") from None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in module.body):
+        raise ctx.fail("reference", "must define a top-level function 'run'")
+    constraints = ctx.str_list(obj, "constraints")
+    for i, expr in enumerate(constraints):
+        try:
+            ast.parse(expr, mode="eval")
+        except SyntaxError:
+            raise ctx.fail(f"constraints[{i}]", f"not a valid Python expression: {expr!r}") from None
+    description = obj.get("description")
+    return Definition(
+        name=name,  # type: ignore[arg-type]
+        op_type=op_type,  # type: ignore[arg-type]
+        axes=axes,
+        inputs=inputs,
+        outputs=outputs,
+        reference=reference,  # type: ignore[arg-type]
+        description=description if isinstance(description, str) else None,
+        tags=ctx.str_list(obj, "tags"),
+        constraints=constraints,
+        path=Path(path) if path is not None else None,
+        raw=obj,
+    )
+
+
+def load_definition(path: str | Path) -> Definition:
+    path = Path(path)
+    return parse_definition(read_json_file(path), path)
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads
+# --------------------------------------------------------------------------------------------
+
+
+def parse_workload(
+    ctx: _Ctx, obj: dict[str, Any], definition: Definition | None, prefix: str = "workload."
+) -> Workload:
+    """Validate one workload object (the value of a JSONL line's ``workload`` field)."""
+    uuid = ctx.string(obj, "uuid", prefix)
+    axes_raw = ctx.obj(ctx.req(obj, "axes", prefix), f"{prefix}axes")
+    axes: dict[str, int] = {}
+    for axis, value in axes_raw.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ctx.fail(f"{prefix}axes.{axis}", f"expected a non-negative integer, got {_kind(value)}")
+        if value < 0:
+            raise ctx.fail(f"{prefix}axes.{axis}", f"expected a non-negative integer, got {value}")
+        axes[axis] = value
+    inputs_raw = ctx.obj(ctx.req(obj, "inputs", prefix), f"{prefix}inputs")
+    inputs: dict[str, InputSpec] = {}
+    for name, spec in inputs_raw.items():
+        where = f"{prefix}inputs.{name}"
+        spec = ctx.obj(spec, where)
+        kind = ctx.string(spec, "type", where + ".")
+        if kind not in INPUT_TYPES:
+            raise ctx.fail(f"{where}.type", f"expected one of {', '.join(INPUT_TYPES)}, got {kind!r}")
+        if kind == "scalar":
+            if "value" not in spec:
+                raise ctx.fail(f"{where}.value", "required field is missing")
+            value = spec["value"]
+            if not isinstance(value, (int, float, bool)):
+                raise ctx.fail(f"{where}.value", f"expected a number or boolean, got {_kind(value)}")
+            inputs[name] = InputSpec("scalar", value=value)
+        elif kind == "safetensors":
+            p = ctx.string(spec, "path", where + ".")
+            key = ctx.string(spec, "tensor_key", where + ".")
+            inputs[name] = InputSpec("safetensors", path=p, tensor_key=key)
+        else:
+            inputs[name] = InputSpec("random")
+    if definition is not None:
+        for axis in definition.var_axes:
+            if axis not in axes:
+                raise ctx.fail(f"{prefix}axes.{axis}", f"missing (a variable axis of {definition.name})")
+        for name in inputs:
+            if name not in definition.inputs:
+                raise ctx.fail(f"{prefix}inputs.{name}", f"not an input of {definition.name}")
+    return Workload(uuid=uuid, axes=axes, inputs=inputs, line=ctx.line)  # type: ignore[arg-type]
+
+
+class WorkloadSet:
+    """The workloads of one definition: a polars table of uuid + axes, exact lines on demand."""
+
+    def __init__(
+        self,
+        definition: str,
+        frame: pl.DataFrame,
+        axis_names: list[str],
+        path: Path | None = None,
+        data: bytes | None = None,
+        parsed: dict[str, Workload] | None = None,
+        definition_obj: Definition | None = None,
+    ) -> None:
+        self.definition = definition
+        self.frame = frame  # columns: uuid, line, <axis names...>
+        self.axis_names = axis_names
+        self.path = path
+        self._data = data
+        self._parsed: dict[str, Workload] = dict(parsed or {})
+        self._definition_obj = definition_obj
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    @cached_property
+    def uuids(self) -> list[str]:
+        return self.frame.get_column("uuid").to_list()
+
+    @cached_property
+    def _row_of(self) -> dict[str, int]:
+        return {u: i for i, u in enumerate(self.uuids)}
+
+    def __contains__(self, uuid: str) -> bool:
+        return uuid in self._row_of
+
+    def axes_of(self, uuid: str) -> dict[str, int]:
+        row = self.frame.row(self._row_of[uuid], named=True)
+        return {a: int(row[a]) for a in self.axis_names if row[a] is not None}
+
+    @cached_property
+    def _lines(self) -> list[bytes]:
+        return (self._data or b"").split(b"\n")
+
+    def get(self, uuid: str) -> Workload:
+        """The full workload (inputs included), validated strictly from its own line."""
+        if uuid in self._parsed:
+            return self._parsed[uuid]
+        if uuid not in self._row_of:
+            raise KeyError(uuid)
+        line_no = int(self.frame.get_column("line")[self._row_of[uuid]])
+        ctx = _Ctx(self.path, line_no)
+        try:
+            obj = json.loads(self._lines[line_no - 1])
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ctx.fail(None, f"not valid JSON: {exc}") from None
+        workload = parse_workload(ctx, ctx.obj(obj.get("workload"), "workload"), self._definition_obj)
+        workload.definition = self.definition
+        self._parsed[uuid] = workload
+        return workload
+
+    def __iter__(self) -> Iterator[Workload]:
+        for uuid in self.uuids:
+            yield self.get(uuid)
+
+    def validate_all(self) -> None:
+        """Strictly validate every line (what ``fibtui check`` runs)."""
+        for _ in self:
+            pass
+
+
+def _axis_names_guess(data: bytes) -> list[str]:
+    for raw in data.split(b"\n"):
+        if raw.strip():
+            try:
+                obj = json.loads(raw)
+                axes = obj["workload"]["axes"]
+                if isinstance(axes, dict):
+                    return list(axes)
+            except Exception:  # the strict path will name the problem
+                return []
+            return []
+    return []
+
+
+_NON_STRING_UUID = re.compile(rb'"uuid"\s*:\s*[^"\s]')
+
+
+def _fast_workloads(data: bytes, definition: Definition | None, axis_names: list[str], def_name: str) -> pl.DataFrame | None:
+    """Read uuid + axes with polars; None when anything looks off (the strict path takes over)."""
+    if not axis_names:
+        return None
+    if _NON_STRING_UUID.search(data):
+        return None  # polars would turn a number into a string; the strict path refuses it
+    # Inputs stay out of the schema (nested structs cost polars ten times more); each workload's
+    # inputs are validated strictly from its own line when it is used, and by validate_all().
+    workload_fields: dict[str, Any] = {
+        "uuid": pl.String,
+        "axes": pl.Struct({a: pl.Int64 for a in axis_names}),
+    }
+    schema = {"definition": pl.String, "workload": pl.Struct(workload_fields)}
+    try:
+        df = pl.read_ndjson(io.BytesIO(data), schema=schema)
+    except Exception:
+        return None
+    if df.height == 0:
+        return None
+    w = pl.col("workload")
+    cols = [w.struct.field("uuid").alias("uuid")]
+    cols += [w.struct.field("axes").struct.field(a).alias(a) for a in axis_names]
+    out = df.select([pl.col("definition"), *cols])
+    # Anything the strict path must explain: missing/empty uuids, missing or negative axes,
+    # another definition's lines, duplicates, bad input types.
+    bad = out.select(
+        (pl.col("uuid").is_null() | (pl.col("uuid").str.len_chars() == 0)).any().alias("uuid"),
+        pl.any_horizontal([pl.col(a).is_null() | (pl.col(a) < 0) for a in axis_names]).any().alias("axes"),
+        (pl.col("definition").is_null() | (pl.col("definition") != def_name)).any().alias("definition"),
+        pl.col("uuid").is_duplicated().any().alias("dup"),
+    ).row(0)
+    if any(bad):
+        return None
+    return out.drop("definition")
+
+
+def _content_end(data: bytes) -> int:
+    """Index just past the last non-whitespace byte, without copying the buffer."""
+    end = len(data)
+    while end and data[end - 1] in b" \t\r\n":
+        end -= 1
+    return end
+
+
+def load_workloads(path: str | Path, definition: Definition | None = None) -> WorkloadSet:
+    """Read a workloads JSONL. With a definition, its variable axes must be on every line."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise InputError(path, "file is empty (no workloads)")
+    def_name = definition.name if definition else None
+    axis_names = definition.var_axes if definition else _axis_names_guess(data)
+    if def_name is None:
+        first = next(iter_jsonl(path, data.split(b"\n", 1)[0] + b"\n"), None)
+        def_name = first[1].get("definition") if first else None
+    body_end = _content_end(data)
+    blank_inside = 0 <= data.find(b"\n\n") < body_end - 1 or data[:1] == b"\n"
+    if isinstance(def_name, str) and not blank_inside:
+        frame = _fast_workloads(data, definition, axis_names, def_name)
+        if frame is not None and frame.height == data.count(b"\n", 0, body_end) + 1:
+            frame = frame.with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
+            frame = frame.select(["uuid", "line", *axis_names])
+            return WorkloadSet(def_name, frame, axis_names, path, data, definition_obj=definition)
+    # Strict path: line by line, naming the first problem exactly.
+    parsed: dict[str, Workload] = {}
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for number, obj in iter_jsonl(path, data):
+        ctx = _Ctx(path, number)
+        name = ctx.string(obj, "definition")
+        if def_name is None:
+            def_name = name
+        if name != def_name:
+            raise ctx.fail("definition", f"is {name!r}, but this file holds {def_name!r}")
+        workload = parse_workload(ctx, ctx.obj(ctx.req(obj, "workload"), "workload"), definition)
+        if workload.uuid in seen:
+            raise ctx.fail("workload.uuid", f"duplicate uuid {workload.uuid} (first on line {seen[workload.uuid]})")
+        seen[workload.uuid] = number
+        workload.definition = name
+        parsed[workload.uuid] = workload
+        rows.append({"uuid": workload.uuid, "line": number, **{a: workload.axes.get(a) for a in axis_names}})
+    if not rows:
+        raise InputError(path, "no workloads in file")
+    schema = {"uuid": pl.String, "line": pl.Int64, **{a: pl.Int64 for a in axis_names}}
+    frame = pl.DataFrame(rows, schema=schema)
+    return WorkloadSet(def_name or "", frame, axis_names, path, data, parsed, definition)
+
+
+# --------------------------------------------------------------------------------------------
+# Solutions
+# --------------------------------------------------------------------------------------------
+
+
+def safe_relative_path(ctx: _Ctx, rel: str, field_name: str) -> str:
+    """Refuse absolute paths and parent traversal in solution sources."""
+    p = PurePosixPath(rel.replace("\\", "/"))
+    if p.is_absolute() or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
+        raise ctx.fail(field_name, f"absolute path not allowed: {rel!r}")
+    if any(part == ".." for part in p.parts):
+        raise ctx.fail(field_name, f"parent-folder traversal not allowed: {rel!r}")
+    return str(p)
+
+
+def parse_solution(obj: Any, path: Path | str | None = None) -> Solution:
+    ctx = _Ctx(path)
+    obj = ctx.obj(obj, "<root>")
+    name = ctx.string(obj, "name")
+    definition = ctx.string(obj, "definition")
+    author = ctx.string(obj, "author")
+    spec_raw = ctx.obj(ctx.req(obj, "spec"), "spec")
+    language = ctx.string(spec_raw, "language", "spec.")
+    if language not in SOLUTION_LANGUAGES:
+        raise ctx.fail("spec.language", f"expected one of {', '.join(SOLUTION_LANGUAGES)}, got {language!r}")
+    entry = ctx.string(spec_raw, "entry_point", "spec.")
+    if entry.count("::") != 1 or not all(entry.split("::")):
+        raise ctx.fail("spec.entry_point", f"expected 'file::function', got {entry!r}")
+    dps = spec_raw.get("destination_passing_style", True)
+    if not isinstance(dps, bool):
+        raise ctx.fail("spec.destination_passing_style", f"expected true or false, got {_kind(dps)}")
+    binding = spec_raw.get("binding")
+    if binding is not None and not isinstance(binding, str):
+        raise ctx.fail("spec.binding", f"expected a string, got {_kind(binding)}")
+    sources_raw = ctx.req(obj, "sources")
+    if not isinstance(sources_raw, list) or not sources_raw:
+        raise ctx.fail("sources", "expected a non-empty list of {path, content}")
+    sources: list[SourceFile] = []
+    for i, src in enumerate(sources_raw):
+        src = ctx.obj(src, f"sources[{i}]")
+        rel = ctx.string(src, "path", f"sources[{i}].")
+        content = src.get("content")
+        if not isinstance(content, str):
+            raise ctx.fail(f"sources[{i}].content", f"expected a string, got {_kind(content)}")
+        sources.append(SourceFile(safe_relative_path(ctx, rel, f"sources[{i}].path"), content))
+    entry_file = entry.split("::", 1)[0]
+    if entry_file not in {s.path for s in sources}:
+        raise ctx.fail("spec.entry_point", f"file {entry_file!r} is not among the sources")
+    return Solution(
+        name=name,  # type: ignore[arg-type]
+        definition=definition,  # type: ignore[arg-type]
+        author=author,  # type: ignore[arg-type]
+        spec=BuildSpec(
+            language=language,  # type: ignore[arg-type]
+            entry_point=entry,  # type: ignore[arg-type]
+            target_hardware=ctx.str_list(spec_raw, "target_hardware", "spec."),
+            dependencies=ctx.str_list(spec_raw, "dependencies", "spec."),
+            destination_passing_style=dps,
+            binding=binding,
+        ),
+        sources=sources,
+        description=obj.get("description") if isinstance(obj.get("description"), str) else None,
+        path=Path(path) if path is not None else None,
+    )
+
+
+def load_solution(path: str | Path) -> Solution:
+    path = Path(path)
+    return parse_solution(read_json_file(path), path)
+
+
+# --------------------------------------------------------------------------------------------
+# Traces
+# --------------------------------------------------------------------------------------------
+
+
+def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
+    definition = ctx.string(obj, "definition")
+    workload = parse_workload(ctx, ctx.obj(ctx.req(obj, "workload"), "workload"), None)
+    workload.definition = definition
+    solution = ctx.string(obj, "solution", required=False)
+    evaluation = obj.get("evaluation")
+    trace = Trace(definition=definition, workload=workload, solution=solution, status=None, line=ctx.line)  # type: ignore[arg-type]
+    if evaluation is None:
+        return trace
+    ev = ctx.obj(evaluation, "evaluation")
+    status = ctx.string(ev, "status", "evaluation.")
+    if status not in ALL_STATUSES:
+        raise ctx.fail("evaluation.status", f"unknown status {status!r}")
+    trace.status = status
+    env = ev.get("environment")
+    if isinstance(env, dict):
+        hw = env.get("hardware")
+        trace.hardware = hw if isinstance(hw, str) else None
+        libs = env.get("libs")
+        if isinstance(libs, dict):
+            trace.libs = {str(k): str(v) for k, v in libs.items()}
+    ts = ev.get("timestamp")
+    trace.timestamp = ts if isinstance(ts, str) else None
+    log = ev.get("log")
+    trace.log = log if isinstance(log, str) else ""
+    corr = ev.get("correctness")
+    if corr is not None:
+        corr = ctx.obj(corr, "evaluation.correctness")
+        trace.max_abs_error = ctx.number(corr, "max_absolute_error", "evaluation.correctness.")
+        trace.max_rel_error = ctx.number(corr, "max_relative_error", "evaluation.correctness.")
+    perf = ev.get("performance")
+    if perf is not None:
+        perf = ctx.obj(perf, "evaluation.performance")
+        trace.latency_ms = ctx.number(perf, "latency_ms", "evaluation.performance.")
+        trace.reference_latency_ms = ctx.number(perf, "reference_latency_ms", "evaluation.performance.")
+        trace.speedup = ctx.number(perf, "speedup_factor", "evaluation.performance.")
+        for key in ("latency_ms", "reference_latency_ms", "speedup_factor"):
+            v = perf.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+                raise ctx.fail(f"evaluation.performance.{key}", f"must not be negative, got {v}")
+    if status == "PASSED" and trace.latency_ms is None:
+        raise ctx.fail("evaluation.performance.latency_ms", "a PASSED evaluation must carry a latency")
+    return trace
+
+
+def load_traces(path: str | Path) -> list[Trace]:
+    path = Path(path)
+    traces = [parse_trace_line(_Ctx(path, n), obj) for n, obj in iter_jsonl(path)]
+    if not traces:
+        raise InputError(path, "file is empty (no traces)")
+    return traces
+
+
+# --------------------------------------------------------------------------------------------
+# The dataset folder
+# --------------------------------------------------------------------------------------------
+
+
+class Dataset:
+    """A FlashInfer-Trace folder: definitions/, workloads/, solutions/, traces/ (all optional but
+    definitions/)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self._definitions: dict[str, Definition] = {}
+        self._workloads: dict[str, WorkloadSet] = {}
+
+    @staticmethod
+    def looks_like(folder: Path) -> bool:
+        return (folder / "definitions").is_dir()
+
+    @cached_property
+    def definition_paths(self) -> dict[str, Path]:
+        folder = self.root / "definitions"
+        if not folder.is_dir():
+            return {}
+        return {p.stem: p for p in sorted(folder.rglob("*.json"))}
+
+    @property
+    def definition_names(self) -> list[str]:
+        return list(self.definition_paths)
+
+    def definition(self, name: str) -> Definition:
+        if name not in self._definitions:
+            path = self.definition_paths.get(name)
+            if path is None:
+                raise InputError(self.root / "definitions", f"no definition named {name!r}")
+            definition = load_definition(path)
+            if definition.name != name:
+                raise InputError(path, f"declares name {definition.name!r}, but the file is named {name}.json", field="name")
+            self._definitions[name] = definition
+        return self._definitions[name]
+
+    def workloads_path(self, name: str) -> Path | None:
+        folder = self.root / "workloads"
+        if not folder.is_dir():
+            return None
+        found = sorted(folder.rglob(f"{name}.jsonl"))
+        return found[0] if found else None
+
+    def workloads(self, name: str) -> WorkloadSet:
+        if name not in self._workloads:
+            path = self.workloads_path(name)
+            if path is None:
+                raise InputError(self.root / "workloads", f"no workloads file {name}.jsonl")
+            self._workloads[name] = load_workloads(path, self.definition(name))
+        return self._workloads[name]
+
+    def solution_paths(self) -> list[Path]:
+        folder = self.root / "solutions"
+        return sorted(folder.rglob("*.json")) if folder.is_dir() else []
+
+    def solutions(self, definition: str | None = None) -> list[Solution]:
+        out = [load_solution(p) for p in self.solution_paths()]
+        return [s for s in out if definition is None or s.definition == definition]
+
+    def trace_paths(self, definition: str | None = None) -> list[Path]:
+        folder = self.root / "traces"
+        if not folder.is_dir():
+            return []
+        pattern = f"{definition}.jsonl" if definition else "*.jsonl"
+        return sorted(folder.rglob(pattern))

@@ -1,0 +1,67 @@
+"""Copy the bundled demo operator into a new workspace a user can play with at once."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from fibtui.core.errors import InputError
+from fibtui.resources import bundled, demo_source
+
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+
+
+def create_demo_workspace(target: str | Path, *, with_history: bool = True, git_init: bool = True) -> Path:
+    """Create a demo workspace in ``target`` (which must be missing or empty).
+
+    The workspace holds config.toml, solution/triton/kernel.py, the demo dataset and its candidate
+    kernels; with ``with_history`` the archived demo rounds (real measurements) come along under
+    optimize_ops/. It becomes a git repository with one commit, so reject-and-restore and
+    submission tags work as in a real solution repo.
+    """
+    target = Path(target).expanduser()
+    if target.exists() and not target.is_dir():
+        raise InputError(target, "exists and is not a folder", field="DIR")
+    if target.is_dir() and any(target.iterdir()):
+        raise InputError(target, "folder is not empty; the demo is only copied into a new or empty folder", field="DIR")
+    target.mkdir(parents=True, exist_ok=True)
+    src = demo_source()
+    for item in src.iterdir():
+        if item.name in ("__pycache__",):
+            continue
+        dest = target / item.name
+        if item.is_dir():
+            shutil.copytree(item, dest, ignore=_IGNORE)
+        else:
+            shutil.copy2(item, dest)
+    if with_history:
+        try:
+            archive = bundled("optimize_ops")
+        except FileNotFoundError:
+            archive = None
+        if archive is not None and any(archive.iterdir()):
+            shutil.copytree(archive, target / "optimize_ops", ignore=_IGNORE, dirs_exist_ok=True)
+    gitignore = target / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("__pycache__/\n.fibtui/cache/\n")
+    if git_init:
+        _git_init(target)
+    return target
+
+
+def _git_init(folder: Path) -> None:
+    try:
+        import git
+    except ImportError:  # gitpython is a runtime dependency; be graceful anyway
+        return
+    try:
+        repo = git.Repo.init(folder)
+        with repo.config_writer() as cw:
+            if not cw.has_option("user", "name"):
+                cw.set_value("user", "name", "fibtui demo")
+            if not cw.has_option("user", "email"):
+                cw.set_value("user", "email", "demo@fibtui.invalid")
+        repo.git.add(A=True)
+        repo.index.commit("fibtui demo workspace")
+    except (git.GitCommandError, OSError):
+        pass

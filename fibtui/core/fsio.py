@@ -1,0 +1,111 @@
+"""Durable file writes: every write is a temp file in the same folder, fsync, then rename.
+
+A reader never sees a half-written file, a failed write (a full disk, say) leaves the old file
+as it was, and appends to a journal are one ``write`` of a whole line followed by ``fsync``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=False) + "\n")
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Append one line durably: a single write of the whole line, then fsync."""
+    if "\n" in line:
+        raise ValueError("a journal line must not contain a newline")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (line + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        # A previous writer killed mid-line leaves a fragment without its newline; start ours on a
+        # fresh line so the fragment stays one corrupt line and ours stays whole.
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """``kernel.tar.gz`` -> (``kernel``, ``.tar.gz``); a dot-less name has no suffix."""
+    stem, dot, rest = name.partition(".")
+    if not dot or not stem:
+        return name, ""
+    return stem, "." + rest
+
+
+def reserve_unique_path(path: str | Path, *, directory: bool = False) -> Path:
+    """Claim ``path``, or ``<stem>_run2<suffix>``, ``_run3``...: archiving never overwrites.
+
+    The claim is atomic (``O_EXCL`` for a file, ``mkdir`` for a folder), so two writers racing for
+    the same name get two different names. The file is created empty; fill it with
+    :func:`atomic_write_bytes` (which replaces it) or copy into the folder.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stem, suffix = _split_name(path.name)
+    n = 1
+    while True:
+        candidate = path if n == 1 else path.with_name(f"{stem}_run{n}{suffix}")
+        try:
+            if directory:
+                os.mkdir(candidate)
+            else:
+                os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            return candidate
+        except FileExistsError:
+            n += 1

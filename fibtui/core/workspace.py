@@ -1,0 +1,422 @@
+"""The workspace: a contest-style solution repo (config.toml + solution/<language>/...).
+
+Topologies seen in the wild: one definition at the root, or one definition per subfolder
+(``<definition>/config.toml`` + ``<definition>/solution/...``), possibly several. The topology
+check names every invalid case of FORMATS.md with the file it concerns.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fibtui.core.dataset import Dataset
+from fibtui.core.errors import InputError, UsageError
+
+CONFIG_NAME = "config.toml"
+#: Folders never searched for solution configs.
+SKIP_DIRS = {
+    ".git", ".venv", "venv", "node_modules", "__pycache__", "optimize_ops", "reference",
+    "dataset", "build", "dist", ".fibtui", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+}
+#: Source files that do not count as a solution's sources (and are never packed).
+IGNORED_SOURCE_PARTS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".DS_Store"}
+LANGUAGE_SUFFIXES = {
+    "triton": (".py",),
+    "python": (".py",),
+    "torch": (".py",),
+    "tilelang": (".py",),
+    "cuda": (".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc"),
+    "cpp": (".cpp", ".cc", ".h", ".hpp", ".cu"),
+}
+DEFAULT_ENTRY_FILE = {"triton": "kernel.py", "python": "kernel.py", "cuda": "kernel.cu", "cpp": "kernel.cpp"}
+
+
+@dataclass
+class SolutionConfig:
+    """One config.toml: the solution it describes and where its sources live."""
+
+    path: Path  # the config.toml
+    name: str
+    definition: str
+    author: str
+    language: str
+    entry_point_raw: str
+    entry_file: str | None
+    entry_function: str
+    binding: str | None = None
+    destination_passing_style: bool | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    @property
+    def source_dir(self) -> Path:
+        return self.folder / "solution" / self.language
+
+    @property
+    def entry_point(self) -> str:
+        """Normalized ``file::function``."""
+        return f"{self.entry_file or '?'}::{self.entry_function}"
+
+    @property
+    def dps(self) -> bool:
+        return True if self.destination_passing_style is None else self.destination_passing_style
+
+    def source_files(self) -> list[Path]:
+        if not self.source_dir.is_dir():
+            return []
+        out = []
+        for p in sorted(self.source_dir.rglob("*")):
+            rel = p.relative_to(self.source_dir)
+            if not p.is_file() or any(part in IGNORED_SOURCE_PARTS for part in rel.parts):
+                continue
+            if p.name == CONFIG_NAME or p.suffix in (".pyc",):
+                continue
+            out.append(p)
+        return out
+
+
+def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
+    m = re.search(r"line (\d+)", str(exc))
+    return int(m.group(1)) if m else None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except UnicodeDecodeError:
+        raise InputError(path, "not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise InputError(path, f"not valid TOML: {message}", line=_toml_error_line(exc)) from None
+
+
+def has_solution_table(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        # A config.toml we cannot read still counts, so the check reports it instead of hiding it.
+        return True
+    return isinstance(data.get("solution"), dict)
+
+
+def _resolve_bare_entry(source_dir: Path, language: str, function: str) -> str | None:
+    """Older kits give a bare function name: find the file that defines it."""
+    default = DEFAULT_ENTRY_FILE.get(language)
+    if default and (source_dir / default).is_file():
+        return default
+    suffixes = LANGUAGE_SUFFIXES.get(language, (".py",))
+    pattern = re.compile(rf"\bdef\s+{re.escape(function)}\s*\(" if ".py" in suffixes else rf"\b{re.escape(function)}\s*\(")
+    hits = []
+    if source_dir.is_dir():
+        for p in sorted(source_dir.rglob("*")):
+            if p.is_file() and p.suffix in suffixes:
+                try:
+                    if pattern.search(p.read_text(encoding="utf-8", errors="replace")):
+                        hits.append(p.relative_to(source_dir).as_posix())
+                except OSError:
+                    continue
+    return hits[0] if len(hits) == 1 else None
+
+
+def load_config(path: str | Path) -> SolutionConfig:
+    path = Path(path)
+    data = read_toml(path)
+    sol = data.get("solution")
+    if not isinstance(sol, dict):
+        raise InputError(path, "has no [solution] table", field="solution")
+    build = data.get("build", {})
+    if not isinstance(build, dict):
+        raise InputError(path, "expected a table", field="build")
+
+    def text(table: dict[str, Any], key: str, section: str, required: bool = True) -> str | None:
+        value = table.get(key)
+        if value is None:
+            if required:
+                raise InputError(path, "required field is missing", field=f"{section}.{key}")
+            return None
+        if not isinstance(value, str) or (required and not value.strip()):
+            raise InputError(path, f"expected a non-empty string, got {value!r}", field=f"{section}.{key}")
+        return value
+
+    name = text(sol, "name", "solution")
+    definition = text(sol, "definition", "solution")
+    author = text(sol, "author", "solution", required=False) or ""
+    language = text(build, "language", "build")
+    if language not in LANGUAGE_SUFFIXES:
+        raise InputError(path, f"expected one of {', '.join(LANGUAGE_SUFFIXES)}, got {language!r}", field="build.language")
+    entry = text(build, "entry_point", "build")
+    assert entry is not None and language is not None
+    if "::" in entry:
+        entry_file, _, function = entry.partition("::")
+        if not entry_file or not function:
+            raise InputError(path, f"expected 'file.py::function' or a function name, got {entry!r}", field="build.entry_point")
+    else:
+        function = entry
+        entry_file = _resolve_bare_entry(path.parent / "solution" / language, language, function)
+    binding = text(build, "binding", "build", required=False)
+    dps = build.get("destination_passing_style")
+    if dps is not None and not isinstance(dps, bool):
+        raise InputError(path, f"expected true or false, got {dps!r}", field="build.destination_passing_style")
+    return SolutionConfig(
+        path=path,
+        name=name,  # type: ignore[arg-type]
+        definition=definition,  # type: ignore[arg-type]
+        author=author,
+        language=language,
+        entry_point_raw=entry,
+        entry_file=entry_file,
+        entry_function=function,
+        binding=binding,
+        destination_passing_style=dps,
+        raw=data,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Topology
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Problem:
+    path: Path
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        return str(InputError(self.path, self.message, line=self.line, field=self.field))
+
+
+@dataclass
+class Topology:
+    kind: str  # "single" | "per-definition" | "invalid" | "empty"
+    configs: list[SolutionConfig]
+    problems: list[Problem]
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems and bool(self.configs)
+
+
+def find_config_files(root: Path) -> list[Path]:
+    """Every config.toml with a [solution] table under ``root`` (skipping caches, archives,
+    reference checkouts and the dataset)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        if CONFIG_NAME in filenames:
+            p = Path(dirpath) / CONFIG_NAME
+            if has_solution_table(p):
+                found.append(p)
+    return found
+
+
+def check_topology(root: str | Path) -> Topology:
+    root = Path(root)
+    problems: list[Problem] = []
+    configs: list[SolutionConfig] = []
+    paths = find_config_files(root)
+    if not paths:
+        return Topology("empty", [], [Problem(root, f"no {CONFIG_NAME} with a [solution] table here or in its subfolders")])
+    for p in paths:
+        rel = p.relative_to(root)
+        if "solution" in rel.parts[:-1]:
+            problems.append(Problem(p, "config.toml inside solution/ (it belongs next to solution/, not in it)"))
+            continue
+        try:
+            configs.append(load_config(p))
+        except InputError as exc:
+            problems.append(Problem(p, exc.message, exc.line, exc.field))
+    root_cfg = [c for c in configs if c.folder == root]
+    sub_cfg = [c for c in configs if c.folder != root]
+    if root_cfg and sub_cfg:
+        problems.append(Problem(
+            root / CONFIG_NAME,
+            "root and per-definition configs together: "
+            + ", ".join(str(c.path.relative_to(root)) for c in sub_cfg)
+            + " (keep one layout)",
+        ))
+    for c in sub_cfg:
+        depth = len(c.folder.relative_to(root).parts)
+        if depth > 1:
+            problems.append(Problem(c.path, "per-definition configs belong one folder below the workspace root"))
+    by_def: dict[str, list[SolutionConfig]] = {}
+    for c in configs:
+        by_def.setdefault(c.definition, []).append(c)
+    for definition, group in by_def.items():
+        if len(group) > 1:
+            problems.append(Problem(
+                group[1].path,
+                f"two configs for one definition {definition!r}: "
+                + ", ".join(str(c.path.relative_to(root)) for c in group),
+                field="solution.definition",
+            ))
+    for c in configs:
+        problems.extend(check_sources(c))
+    kind = "invalid" if problems else ("single" if root_cfg else "per-definition")
+    return Topology(kind, configs, problems)
+
+
+def check_sources(c: SolutionConfig) -> list[Problem]:
+    out: list[Problem] = []
+    if not c.source_dir.is_dir():
+        out.append(Problem(c.path, f"source folder {c.source_dir.relative_to(c.folder)}/ does not exist", field="build.language"))
+        return out
+    if not c.source_files():
+        out.append(Problem(c.path, f"source folder {c.source_dir.relative_to(c.folder)}/ is empty", field="build.language"))
+        return out
+    if c.entry_file is None:
+        out.append(Problem(c.path, f"entry point {c.entry_point_raw!r}: no file in {c.source_dir.relative_to(c.folder)}/ defines it", field="build.entry_point"))
+    elif not (c.source_dir / c.entry_file).is_file():
+        out.append(Problem(c.path, f"entry point file {c.source_dir.relative_to(c.folder) / c.entry_file} does not exist", field="build.entry_point"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Finding the workspace and its dataset
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    root: Path
+    topology: Topology
+    active: SolutionConfig | None
+    dataset_root: Path | None
+    dataset_source: str  # "--dataset" | "FIB_DATASET_PATH" | "dataset/" | "embedded:<folder>" | "none"
+
+    @property
+    def configs(self) -> list[SolutionConfig]:
+        return self.topology.configs
+
+    @property
+    def definitions(self) -> list[str]:
+        return [c.definition for c in self.configs]
+
+    @property
+    def archive_root(self) -> Path:
+        return self.root / "optimize_ops"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".fibtui"
+
+    def dataset(self) -> Dataset:
+        if self.dataset_root is None:
+            raise UsageError(
+                f"no dataset for workspace {self.root}: pass --dataset DIR, set FIB_DATASET_PATH, "
+                "or put a FlashInfer-Trace folder at dataset/"
+            )
+        return Dataset(self.dataset_root)
+
+    def config_for(self, definition: str | None) -> SolutionConfig:
+        if definition is None:
+            if self.active is None:
+                raise UsageError(f"no valid solution config in {self.root}")
+            return self.active
+        for c in self.configs:
+            if c.definition == definition:
+                return c
+        raise UsageError(f"no solution config for definition {definition!r} in {self.root}")
+
+
+def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
+    """Walk up from ``start``: (workspace root, the config we started in) or None.
+
+    A config.toml with [solution] marks a solution folder. When its parent holds other solution
+    folders (the per-definition layout), the parent is the workspace and the folder we are in
+    becomes the active one.
+    """
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        cfg = folder / CONFIG_NAME
+        if cfg.is_file() and has_solution_table(cfg):
+            parent = folder.parent
+            siblings = [
+                d for d in parent.iterdir()
+                if d.is_dir() and d != folder and (d / CONFIG_NAME).is_file() and has_solution_table(d / CONFIG_NAME)
+            ] if parent != folder else []
+            if siblings and not (parent / CONFIG_NAME).is_file():
+                return parent, cfg
+            if folder.name == "solution" or folder.parent.name == "solution":
+                # An invalid config inside solution/: the workspace is above it; the check reports it.
+                continue
+            return folder, cfg
+    # Not inside a solution folder: the start may be the root of a per-definition layout.
+    children = [d / CONFIG_NAME for d in sorted(start.iterdir()) if d.is_dir() and d.name not in SKIP_DIRS]
+    if any(p.is_file() and has_solution_table(p) for p in children):
+        return start, None
+    return None
+
+
+def resolve_dataset(root: Path, explicit: str | Path | None) -> tuple[Path | None, str]:
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        if not path.is_dir():
+            raise InputError(path, "dataset folder does not exist", field="--dataset")
+        if not Dataset.looks_like(path):
+            raise InputError(path, "not a FlashInfer-Trace folder (no definitions/ inside)", field="--dataset")
+        return path.resolve(), "--dataset"
+    env = os.environ.get("FIB_DATASET_PATH")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_dir() or not Dataset.looks_like(path):
+            raise InputError(path, "FIB_DATASET_PATH does not point at a FlashInfer-Trace folder (no definitions/ inside)", field="FIB_DATASET_PATH")
+        return path.resolve(), "FIB_DATASET_PATH"
+    if Dataset.looks_like(root / "dataset"):
+        return (root / "dataset").resolve(), "dataset/"
+    candidates: list[Path] = []
+    for parent in (root, root / "reference"):
+        if parent.is_dir():
+            candidates += [d for d in sorted(parent.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    for d in candidates:
+        if Dataset.looks_like(d):
+            return d.resolve(), f"embedded:{d.relative_to(root)}"
+        if Dataset.looks_like(d / "dataset"):
+            return (d / "dataset").resolve(), f"embedded:{(d / 'dataset').relative_to(root)}"
+    return None, "none"
+
+
+def open_workspace(
+    workspace: str | Path | None = None,
+    dataset: str | Path | None = None,
+    cwd: str | Path | None = None,
+) -> Workspace:
+    """Find and open the workspace (``--workspace`` or upward from the current directory)."""
+    active_cfg: Path | None = None
+    if workspace is not None:
+        root = Path(workspace).expanduser()
+        if not root.is_dir():
+            raise InputError(root, "workspace folder does not exist", field="--workspace")
+        root = root.resolve()
+    else:
+        found = find_workspace_root(Path(cwd or os.getcwd()))
+        if found is None:
+            raise UsageError(
+                f"no workspace found from {Path(cwd or os.getcwd()).resolve()} upward (a {CONFIG_NAME} "
+                "with a [solution] table); pass --workspace DIR, or try the bundled demo: fibtui demo DIR"
+            )
+        root, active_cfg = found
+    topology = check_topology(root)
+    active = None
+    if active_cfg is not None:
+        active = next((c for c in topology.configs if c.path == active_cfg.resolve() or c.path == active_cfg), None)
+    if active is None and topology.configs:
+        active = topology.configs[0]
+    dataset_root, source = resolve_dataset(root, dataset)
+    return Workspace(root, topology, active, dataset_root, source)

@@ -1,0 +1,40 @@
+"""Shown when fibtui starts outside any workspace: offer the bundled demo."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class NoWorkspaceScreen(ModalScreen[bool]):
+    """Dismisses with True to open the demo, False to quit."""
+
+    BINDINGS = [
+        Binding("d", "choose(True)", "Open demo", id="noworkspace.demo", tooltip="Copy and open the bundled demo"),
+        Binding("q,escape", "choose(False)", "Quit", id="noworkspace.quit", tooltip="Quit fibtui"),
+    ]
+
+    def __init__(self, cwd: str, demo_dir: str) -> None:
+        super().__init__()
+        self._cwd = cwd
+        self._demo_dir = demo_dir
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="noworkspace-box"):
+            yield Static(
+                f"[b]No workspace found[/b] from {self._cwd} upward (a config.toml with a [solution] table).\n\n"
+                f"Open the bundled demo operator? It is copied to {self._demo_dir} (once) and opened.\n"
+                "Or quit and start fibtui inside your solution repo, or with --workspace DIR."
+            )
+            with Horizontal(id="noworkspace-buttons"):
+                yield Button("Open demo (d)", id="open-demo", variant="primary")
+                yield Button("Quit (q)", id="quit")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "open-demo")
+
+    def action_choose(self, open_demo: bool) -> None:
+        self.dismiss(open_demo)

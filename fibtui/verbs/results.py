@@ -1,0 +1,92 @@
+"""``fibtui results show FILE``."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from fibtui.core.errors import InputError
+from fibtui.core.results import RunTable, load_results, summarize, table_to_json
+from fibtui.verbs.common import console, emit_json, fmt_ms, workspace_from
+
+
+def _axes_lookup(args: argparse.Namespace):
+    """Join axes from the workspace's dataset when the result file has none."""
+    ws = workspace_from(args, required=False)
+    if ws is None or ws.dataset_root is None:
+        return None
+    ds = ws.dataset()
+
+    def lookup(definition: str, uuid: str):
+        if definition not in ds.definition_paths:
+            return None
+        try:
+            workloads = ds.workloads(definition)
+        except InputError:
+            return None
+        return workloads.axes_of(uuid) if uuid in workloads else None
+
+    return lookup
+
+
+def results(args: argparse.Namespace) -> int:
+    table = load_results(args.file, axes_lookup=_axes_lookup(args))
+    if args.solution is not None and args.solution not in table.solutions:
+        raise InputError(args.file, f"no rows for solution {args.solution!r}; solutions here: {', '.join(table.solutions) or 'none'}",
+                         field="--solution")
+    if args.json:
+        emit_json(table_to_json(table, args.solution))
+        return 0
+    _print_table(table, args.solution)
+    return 0
+
+
+def _print_table(table: RunTable, solution: str | None) -> None:
+    con = console()
+    con.print(f"[bold]{table.path}[/]  [dim]{table.source_format}[/]  definition: {table.definition or '?'}")
+    for key in ("runs", "sizes"):
+        if key in table.extra:
+            _print_extra(con, key, table.extra[key])
+    if "tables" in table.extra:
+        from rich.markdown import Markdown
+
+        con.print(Markdown(table.extra["markdown"]))
+    rows = table.for_solution(solution)
+    if rows:
+        axes_names = sorted({a for r in rows for a in r.axes})
+        t = Table("#", "solution", "uuid", *axes_names, "status", "latency ms", "ref ms", "speedup", "abs err", "rel err",
+                  box=None, pad_edge=False, header_style="bold")
+        for i, r in enumerate(rows):
+            colour = "green" if r.passed else "red"
+            t.add_row(str(i), r.solution or "-", r.uuid, *[str(r.axes.get(a, "")) for a in axes_names],
+                      f"[{colour}]{r.status}[/]", fmt_ms(r.latency_ms), fmt_ms(r.reference_latency_ms, 3),
+                      f"{r.speedup:.2f}x" if r.speedup is not None else "-",
+                      f"{r.max_abs_error:.2e}" if r.max_abs_error is not None else "-",
+                      f"{r.max_rel_error:.2e}" if r.max_rel_error is not None else (r.error or "-"))
+        con.print(t)
+    groups = [solution] if solution or len(table.solutions) <= 1 else table.solutions
+    for name in groups:
+        s = summarize(table.for_solution(name))
+        if not s["total"]:
+            continue
+        label = f"{name}: " if name else ""
+        con.print(
+            f"[bold]{label}{s['passed']}/{s['total']} PASSED[/]"
+            + (f" ({s['failed']} failed: {', '.join(f'{k} {v}' for k, v in s['by_status'].items() if k != 'PASSED')})" if s["failed"] else "")
+            + f"  mean {fmt_ms(s['mean_latency_ms'])} ms  median {fmt_ms(s['median_latency_ms'])} ms"
+            + f"  p95 {fmt_ms(s['p95_latency_ms'])} ms  (latency over PASSED rows; p95 by linear interpolation)"
+        )
+    for note in table.notes:
+        con.print(f"[yellow]note[/] {note}")
+
+
+def _print_extra(con, key: str, items: list[dict]) -> None:
+    if not items:
+        return
+    cols = list(dict.fromkeys(k for item in items for k in item))
+    cols = [c for c in cols if c not in ("note", "env")][:10]
+    t = Table(*cols, box=None, pad_edge=False, header_style="bold", title=key)
+    for item in items:
+        t.add_row(*[f"{item.get(c):.6g}" if isinstance(item.get(c), float) else str(item.get(c, "")) for c in cols])
+    con.print(t)

@@ -1,0 +1,41 @@
+"""Shared fixtures. Tests that read ../shared skip when it is absent (a user's clone lacks it);
+everything else makes its own data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("FIBTUI_SHARED", REPO.parent / "shared"))
+DEMO = REPO / "kernels" / "gdn_decode_demo"
+DEMO_DEFINITION = "demo_gdn_decode_qk4_v8_d128_k_last"
+
+
+def shared_path(*parts: str) -> Path:
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared fixture {path} is absent (only the project's own data is used here)")
+    return path
+
+
+@pytest.fixture
+def shared():
+    return shared_path
+
+
+@pytest.fixture
+def demo_ws(tmp_path: Path) -> Path:
+    """A fresh copy of the bundled demo workspace (no git, no history) in a temp folder."""
+    target = tmp_path / "demo"
+    shutil.copytree(DEMO, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+@pytest.fixture(autouse=True)
+def _no_dataset_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's FIB_DATASET_PATH must not leak into tests."""
+    monkeypatch.delenv("FIB_DATASET_PATH", raising=False)
