@@ -32,3 +32,16 @@ def test_cli_start_imports_no_gpu_stack() -> None:
     loaded = _loaded_after_import(["fibtui.cli", "fibtui.ui.app"])
     for banned in ("torch", "triton", "modal", "flashinfer_bench"):
         assert banned not in loaded, f"starting the TUI pulled in {banned}"
+
+
+def test_building_the_cli_parser_stays_light() -> None:
+    code = (
+        "import json, sys\n"
+        "import fibtui.cli\n"
+        "fibtui.cli.build_parser()\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    for heavy in ("polars", "rich", "textual", "torch", "git"):
+        assert heavy not in loaded, f"a verb module imports {heavy} at module level"

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from fibtui.core.demo import create_demo_workspace
-from fibtui.verbs.common import console
+
+def register(sub, common) -> None:
+    p = sub.add_parser("demo", help="copy the bundled demo operator into a new workspace DIR")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--no-tui", action="store_true", help="only create it; do not open the TUI")
+    p.add_argument("--no-history", action="store_true", help="leave out the archived demo rounds")
+    p.set_defaults(func=demo)
 
 
 def demo(args: argparse.Namespace) -> int:
+    from fibtui.core.demo import create_demo_workspace
+    from fibtui.verbs._common import console
+
     target = create_demo_workspace(args.dir, with_history=not args.no_history)
     con = console()
     con.print(f"[green]✓[/] demo workspace created in {target}")

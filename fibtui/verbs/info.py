@@ -6,15 +6,25 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
 
-from fibtui.core import backends
-from fibtui.core.errors import FibError
-from fibtui.core.workspace import Workspace, check_topology, open_workspace
-from fibtui.verbs.common import console, emit_json, workspace_from
+def register(sub, common) -> None:
+    p = sub.add_parser("status", help="workspace, solution, definitions, dataset, topology, backends")
+    common(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=status)
+
+    p = sub.add_parser("check", help="check the workspace topology (exit 1 when invalid)")
+    common(p)
+    p.add_argument("dir", nargs="?", metavar="DIR")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--deep", action="store_true", help="also validate every workload line strictly")
+    p.set_defaults(func=check)
 
 
-def status_json(ws: Workspace | None, probe_gpu: bool = True) -> dict[str, Any]:
+def status_json(ws, probe_gpu: bool = True) -> dict[str, Any]:
+    from fibtui.core import backends
+    from fibtui.core.errors import FibError
+
     be = backends.detect(probe_gpu=probe_gpu).to_json()
     if ws is None:
         return {"workspace": None, "solution": None, "definitions": [], "dataset": None,
@@ -55,6 +65,10 @@ def status_json(ws: Workspace | None, probe_gpu: bool = True) -> dict[str, Any]:
 
 
 def status(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from fibtui.verbs._common import console, emit_json, workspace_from
+
     ws = workspace_from(args, required=False)
     info = status_json(ws)
     if args.json:
@@ -91,6 +105,10 @@ def status(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
+    from fibtui.core.errors import FibError
+    from fibtui.core.workspace import check_topology, open_workspace
+    from fibtui.verbs._common import console, emit_json, workspace_from
+
     if args.dir is not None:
         root = Path(args.dir)
         if not root.is_dir():

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import argparse
 
-from rich.table import Table
 
-from fibtui.core.errors import InputError
-from fibtui.core.results import RunTable, load_results, summarize, table_to_json
-from fibtui.verbs.common import console, emit_json, fmt_ms, workspace_from
+def register(sub, common) -> None:
+    p = sub.add_parser("results", help="read result files")
+    rsub = p.add_subparsers(dest="results_verb", metavar="ACTION", required=True, parser_class=type(p))
+    rp = rsub.add_parser("show", help="normalize any result file into one run table")
+    common(rp)
+    rp.add_argument("file", metavar="FILE")
+    rp.add_argument("--solution", metavar="NAME")
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(func=results)
 
 
 def _axes_lookup(args: argparse.Namespace):
     """Join axes from the workspace's dataset when the result file has none."""
+    from fibtui.core.errors import InputError
+    from fibtui.verbs._common import workspace_from
+
     ws = workspace_from(args, required=False)
     if ws is None or ws.dataset_root is None:
         return None
@@ -31,6 +39,10 @@ def _axes_lookup(args: argparse.Namespace):
 
 
 def results(args: argparse.Namespace) -> int:
+    from fibtui.core.errors import InputError
+    from fibtui.core.results import load_results, table_to_json
+    from fibtui.verbs._common import emit_json
+
     table = load_results(args.file, axes_lookup=_axes_lookup(args))
     if args.solution is not None and args.solution not in table.solutions:
         raise InputError(args.file, f"no rows for solution {args.solution!r}; solutions here: {', '.join(table.solutions) or 'none'}",
@@ -42,7 +54,12 @@ def results(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_table(table: RunTable, solution: str | None) -> None:
+def _print_table(table, solution: str | None) -> None:
+    from rich.table import Table
+
+    from fibtui.core.results import summarize
+    from fibtui.verbs._common import console, fmt_ms
+
     con = console()
     con.print(f"[bold]{table.path}[/]  [dim]{table.source_format}[/]  definition: {table.definition or '?'}")
     for key in ("runs", "sizes"):
@@ -82,6 +99,8 @@ def _print_table(table: RunTable, solution: str | None) -> None:
 
 
 def _print_extra(con, key: str, items: list[dict]) -> None:
+    from rich.table import Table
+
     if not items:
         return
     cols = list(dict.fromkeys(k for item in items for k in item))

@@ -6,17 +6,24 @@ import argparse
 import os
 from pathlib import Path
 
-from platformdirs import user_data_path
 
-from fibtui.core.errors import UsageError
-from fibtui.core.workspace import open_workspace
+def register(sub, common) -> None:
+    p = sub.add_parser("tui", help="open the terminal UI (the default when no verb is given)")
+    common(p)
+    p.add_argument("--watch", action="store_true")
+    p.add_argument("--or-demo", action="store_true", help="open the bundled demo workspace when no workspace is found")
+    p.set_defaults(func=tui)
 
 
-def default_demo_dir():
+def default_demo_dir() -> Path:
+    from platformdirs import user_data_path
+
     return user_data_path("fibtui") / "demo-workspace"
 
 
 def open_tui(workspace: str | None, dataset: str | None, *, watch: bool = False, or_demo: bool = False) -> int:
+    from fibtui.core.errors import UsageError
+    from fibtui.core.workspace import open_workspace
     from fibtui.ui.app import make_app
 
     ws = None
@@ -34,6 +41,7 @@ def open_tui(workspace: str | None, dataset: str | None, *, watch: bool = False,
 
 def open_demo_workspace(dataset: str | None = None, target: str | Path | None = None):
     from fibtui.core.demo import create_demo_workspace
+    from fibtui.core.workspace import open_workspace
 
     target = Path(target) if target is not None else default_demo_dir()
     if not (target / "config.toml").is_file():
