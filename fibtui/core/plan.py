@@ -1,0 +1,189 @@
+"""Planning a run: which solutions (snapshotted first), which workloads, how many repeats.
+
+Every solution that runs is copied into the run folder before anything executes, and the worker
+reads that snapshot, never the mutable workspace: a kernel saved mid-run cannot change what a run
+measured, and every number points at the exact sources that produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fibtui.core.dataset import Dataset, Definition, load_solution, parse_solution
+from fibtui.core.errors import InputError, UsageError
+from fibtui.core.fsio import atomic_write_json
+from fibtui.core.runs import JobSpec, RunHeader, SolutionRef, now_iso
+from fibtui.core.workspace import CONFIG_NAME, IGNORED_SOURCE_PARTS, SolutionConfig, load_config
+
+MAX_SOURCE_BYTES = 8 * 2**20
+
+
+@dataclass
+class SolutionSource:
+    name: str
+    language: str
+    entry_point: str
+    dps: bool
+    sources: list[dict[str, str]]  # [{path, content}]
+    origin: str
+    binding: str | None = None
+    author: str = ""
+    definition: str = ""
+
+    @property
+    def source_hash(self) -> str:
+        h = hashlib.sha256()
+        for s in sorted(self.sources, key=lambda s: s["path"]):
+            h.update(s["path"].encode() + b"\0" + s["content"].encode() + b"\0")
+        return h.hexdigest()[:16]
+
+    def to_solution_json(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"language": self.language, "target_hardware": ["B200", "H200", "H100"],
+                                "entry_point": self.entry_point, "dependencies": [],
+                                "destination_passing_style": self.dps}
+        if self.binding:
+            spec["binding"] = self.binding
+        return {"name": self.name, "definition": self.definition, "author": self.author or "unknown",
+                "description": f"snapshot of {self.origin}", "spec": spec, "sources": self.sources}
+
+
+def _read_sources(folder: Path) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    total = 0
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if not p.is_file() or any(part in IGNORED_SOURCE_PARTS or part.startswith(".") for part in rel.parts):
+            continue
+        if p.name == CONFIG_NAME or p.suffix in (".pyc", ".so", ".o"):
+            continue
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise InputError(p, "source file is not UTF-8 text") from None
+        total += len(text)
+        if total > MAX_SOURCE_BYTES:
+            raise InputError(folder, f"sources exceed {MAX_SOURCE_BYTES // 2**20} MiB")
+        out.append({"path": rel.as_posix(), "content": text})
+    if not out:
+        raise InputError(folder, "no source files")
+    return out
+
+
+def solution_from_config(cfg: SolutionConfig) -> SolutionSource:
+    if cfg.entry_file is None:
+        raise InputError(cfg.path, f"entry point {cfg.entry_point_raw!r} resolves to no file", field="build.entry_point")
+    sources = _read_sources(cfg.source_dir)
+    if cfg.entry_file not in {s["path"] for s in sources}:
+        raise InputError(cfg.path, f"entry point file {cfg.entry_file} is not in {cfg.source_dir}", field="build.entry_point")
+    return SolutionSource(name=cfg.name, language=cfg.language, entry_point=cfg.entry_point, dps=cfg.dps,
+                          sources=sources, origin=str(cfg.folder), binding=cfg.binding, author=cfg.author,
+                          definition=cfg.definition)
+
+
+def solution_from_path(path: str | Path, active: SolutionConfig | None) -> SolutionSource:
+    """A solution given on the command line: a folder with config.toml, a solution.json, or a
+    plain folder of sources (which takes the active config's language and entry point)."""
+    path = Path(path).expanduser()
+    if path.is_file() and path.suffix == ".json":
+        sol = load_solution(path)
+        return SolutionSource(name=sol.name, language=sol.spec.language, entry_point=sol.spec.entry_point,
+                              dps=sol.spec.destination_passing_style,
+                              sources=[{"path": s.path, "content": s.content} for s in sol.sources],
+                              origin=str(path), binding=sol.spec.binding, author=sol.author, definition=sol.definition)
+    if not path.is_dir():
+        raise InputError(path, "not a solution folder or solution.json", field="--solution")
+    if (path / CONFIG_NAME).is_file():
+        return solution_from_config(load_config(path / CONFIG_NAME))
+    if active is None:
+        raise UsageError(f"{path} has no config.toml and the workspace has no active config to take the entry point from")
+    sources = _read_sources(path)
+    if active.entry_file not in {s["path"] for s in sources}:
+        raise InputError(path, f"has no {active.entry_file} (the entry point file of {active.name})", field="--solution")
+    return SolutionSource(name=path.name, language=active.language, entry_point=active.entry_point, dps=active.dps,
+                          sources=sources, origin=str(path), binding=active.binding, author=active.author,
+                          definition=active.definition)
+
+
+def snapshot(sol: SolutionSource, role: str, run_folder: Path, index: int = 0) -> SolutionRef:
+    """Copy the sources into ``<run>/snapshots/<role>-<name>/`` (plus solution.json)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", sol.name)[:80] or "solution"
+    rel = f"snapshots/{role}-{safe}" + (f"-{index}" if index else "")
+    folder = run_folder / rel
+    for s in sol.sources:
+        target = folder / "sources" / s["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(s["content"], encoding="utf-8")
+    atomic_write_json(folder / "solution.json", sol.to_solution_json())
+    return SolutionRef(name=sol.name, role=role, snapshot=rel, language=sol.language, entry_point=sol.entry_point,
+                       source_hash=sol.source_hash, origin=sol.origin)
+
+
+def load_snapshot(run_folder: Path, ref: SolutionRef) -> dict[str, Any]:
+    """The solution JSON the worker runs, read back from the run's own snapshot."""
+    path = run_folder / ref.snapshot / "solution.json"
+    sol = parse_solution(json.loads(path.read_text(encoding="utf-8")), path)
+    return {"name": sol.name, "spec": {"language": sol.spec.language, "entry_point": sol.spec.entry_point,
+                                       "destination_passing_style": sol.spec.destination_passing_style,
+                                       "binding": sol.spec.binding},
+            "sources": [{"path": s.path, "content": s.content} for s in sol.sources]}
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads
+# --------------------------------------------------------------------------------------------
+
+
+def simple_representatives(definition: Definition, dataset: Dataset) -> list[str]:
+    """One workload per distinct value of the first varying axis (the fallback picker)."""
+    workloads = dataset.workloads(definition.name)
+    if not workloads.axis_names:
+        return workloads.uuids[:1]
+    axis = workloads.axis_names[0]
+    seen: dict[int, str] = {}
+    for uuid, value in zip(workloads.uuids, workloads.frame.get_column(axis).to_list(), strict=True):
+        seen.setdefault(value, uuid)
+    return [seen[v] for v in sorted(seen)]
+
+
+def select_workloads(selection: str, definition: Definition, dataset: Dataset,
+                     representatives: list[str] | None = None) -> list[str]:
+    """``rep`` | ``all`` | comma-separated uuids (unique prefixes allowed)."""
+    workloads = dataset.workloads(definition.name)
+    if selection == "all":
+        return list(workloads.uuids)
+    if selection == "rep":
+        return list(representatives) if representatives else simple_representatives(definition, dataset)
+    chosen: list[str] = []
+    for token in (t.strip() for t in selection.split(",")):
+        if not token:
+            continue
+        matches = [u for u in workloads.uuids if u == token] or [u for u in workloads.uuids if u.startswith(token)]
+        if not matches:
+            raise InputError(None, f"no workload {token!r} in {definition.name}", field="--workloads")
+        if len(matches) > 1:
+            raise InputError(None, f"{token!r} matches {len(matches)} workloads; give more of the uuid", field="--workloads")
+        if matches[0] not in chosen:
+            chosen.append(matches[0])
+    if not chosen:
+        raise InputError(None, "no workloads selected", field="--workloads")
+    return chosen
+
+
+def build_header(run_id: str, definition: Definition, dataset: Dataset, solutions: list[SolutionRef], uuids: list[str],
+                 repeats: int, backend: str, timing_kind: str, l2_policy: str, selection: str,
+                 settings: dict[str, Any]) -> RunHeader:
+    workloads = dataset.workloads(definition.name)
+    jobs = []
+    for r in range(repeats):
+        for uuid in uuids:
+            axes = workloads.axes_of(uuid)
+            for ref in solutions:
+                jobs.append(JobSpec(uuid=uuid, axes=axes, solution=ref.name, role=ref.role, repeat=r))
+    return RunHeader(run_id=run_id, definition=definition.name, backend=backend, timing_kind=timing_kind,
+                     l2_policy=l2_policy, solutions=solutions, jobs=jobs, repeats=repeats,
+                     workload_selection=selection, started=now_iso(), settings=settings)

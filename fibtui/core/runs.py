@@ -1,0 +1,440 @@
+"""Runs: the plan, the journal on disk, and the run record regenerated from the journal.
+
+Layout of one run (``<workspace>/optimize_ops/runs/<run_id>/``)::
+
+    journal.jsonl     line 1: the header (the plan); then one line per finished job, appended
+                      with fsync the moment the job finishes; a final "end" line
+    run.json          the run record, regenerated from the journal (never from screen state)
+    snapshots/<role>-<name>/   the exact sources that ran (solution.json + files)
+    worker.log        everything the worker and the kernels printed (never mixed into results)
+    lock              pid of the process running it (absent once it ended)
+
+A job is one (workload, solution, repeat). A paired job of the worker times baseline and
+candidate of one workload in the same process, interleaved; it yields two job results.
+A run killed at any moment resumes from its journal: finished jobs are never redone or lost, a
+torn last line is ignored (and reported), and every job ends up exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fibtui.core import numbers
+from fibtui.core.errors import InputError, UsageError
+from fibtui.core.fsio import append_line, atomic_write_json, reserve_unique_path
+from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
+
+RUNS_DIR = "runs"
+RECORD_FORMAT = "fibtui-run"
+RECORD_VERSION = 1
+
+ROLES = ("baseline", "candidate")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class SolutionRef:
+    """A solution as it ran: its name, role and the snapshot folder (relative to the run)."""
+
+    name: str
+    role: str  # baseline | candidate
+    snapshot: str  # relative path of the snapshot folder inside the run folder
+    language: str = ""
+    entry_point: str = ""
+    source_hash: str = ""
+    origin: str = ""  # where it was snapshotted from
+
+    @property
+    def key(self) -> str:
+        return f"{self.role}:{self.name}"
+
+
+@dataclass
+class JobSpec:
+    uuid: str
+    axes: dict[str, int]
+    solution: str
+    role: str
+    repeat: int
+
+    @property
+    def key(self) -> str:
+        return job_key(self.uuid, self.solution, self.role, self.repeat)
+
+
+def job_key(uuid: str, solution: str, role: str, repeat: int) -> str:
+    return f"{repeat}|{role}|{solution}|{uuid}"
+
+
+@dataclass
+class JobResult:
+    uuid: str
+    axes: dict[str, int]
+    solution: str
+    role: str
+    repeat: int
+    status: str
+    latency_ms: float | None = None
+    reference_latency_ms: float | None = None
+    speedup: float | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    error: str | None = None
+    #: how the latency was measured: samples (block medians), kernels seen, clocks...
+    timing: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 1
+    started: str | None = None
+    finished: str | None = None
+    wall_s: float | None = None
+
+    @property
+    def key(self) -> str:
+        return job_key(self.uuid, self.solution, self.role, self.repeat)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> JobResult:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in obj.items() if k in known})
+
+
+@dataclass
+class RunHeader:
+    run_id: str
+    definition: str
+    backend: str  # local | interpreter | modal | parity
+    timing_kind: str  # cupti | cpu-interpreter | ...
+    l2_policy: str  # cold | warm | n/a
+    solutions: list[SolutionRef]
+    jobs: list[JobSpec]
+    repeats: int
+    workload_selection: str
+    started: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["kind"] = "header"
+        out["format"] = RECORD_FORMAT
+        out["version"] = RECORD_VERSION
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], path: Path | None = None) -> RunHeader:
+        try:
+            return cls(
+                run_id=obj["run_id"],
+                definition=obj["definition"],
+                backend=obj["backend"],
+                timing_kind=obj["timing_kind"],
+                l2_policy=obj.get("l2_policy", "n/a"),
+                solutions=[SolutionRef(**s) for s in obj["solutions"]],
+                jobs=[JobSpec(**j) for j in obj["jobs"]],
+                repeats=int(obj.get("repeats", 1)),
+                workload_selection=obj.get("workload_selection", ""),
+                started=obj.get("started", ""),
+                settings=dict(obj.get("settings") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(path, f"journal header is malformed: {exc}", line=1, field="header") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Run ids and folders
+# --------------------------------------------------------------------------------------------
+
+
+def runs_root(archive_root: Path) -> Path:
+    return archive_root / RUNS_DIR
+
+
+def new_run_dir(archive_root: Path, definition: str, backend: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    short = definition.split("_")[0] if definition else "run"
+    return reserve_unique_path(runs_root(archive_root) / f"{stamp}_{short}_{backend}", directory=True)
+
+
+def run_dir(archive_root: Path, run_id: str) -> Path:
+    path = runs_root(archive_root) / run_id
+    if not (path / "journal.jsonl").is_file():
+        known = sorted(p.name for p in runs_root(archive_root).glob("*") if (p / "journal.jsonl").is_file()) if runs_root(archive_root).is_dir() else []
+        hint = f" (known: {', '.join(known[-5:])})" if known else ""
+        raise UsageError(f"no run {run_id!r} under {runs_root(archive_root)}{hint}")
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# The journal
+# --------------------------------------------------------------------------------------------
+
+
+class Journal:
+    """Append-only record of a run. Every line is a whole JSON object, written with fsync."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / "journal.jsonl"
+
+    def write_header(self, header: RunHeader) -> None:
+        if self.path.exists() and self.path.stat().st_size:
+            raise UsageError(f"journal {self.path} already exists; resume the run instead")
+        append_line(self.path, json.dumps(header.to_json(), separators=(",", ":")))
+
+    def append_result(self, result: JobResult) -> None:
+        line = {"kind": "result", **result.to_json()}
+        append_line(self.path, json.dumps(line, separators=(",", ":"), default=str))
+
+    def append_end(self, state: str, reason: str = "") -> None:
+        append_line(self.path, json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso()}))
+
+    def read(self) -> JournalContents:
+        return read_journal(self.path)
+
+
+@dataclass
+class JournalContents:
+    header: RunHeader
+    results: dict[str, JobResult]  # job key -> result (the first valid line per job)
+    end: dict[str, Any] | None
+    corrupt_lines: list[int]
+    duplicate_lines: list[int]
+
+
+def read_journal(path: Path) -> JournalContents:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "journal not found") from None
+    lines = data.split(b"\n")
+    header: RunHeader | None = None
+    results: dict[str, JobResult] = {}
+    end: dict[str, Any] | None = None
+    corrupt: list[int] = []
+    duplicates: list[int] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            corrupt.append(number)
+            continue
+        if not isinstance(obj, dict):
+            corrupt.append(number)
+            continue
+        kind = obj.get("kind")
+        if kind == "header":
+            if header is None:
+                header = RunHeader.from_json(obj, path)
+            continue
+        if kind == "end":
+            end = obj
+            continue
+        if kind != "result":
+            corrupt.append(number)
+            continue
+        try:
+            result = JobResult.from_json({k: v for k, v in obj.items() if k != "kind"})
+        except TypeError:
+            corrupt.append(number)
+            continue
+        if result.status not in ALL_STATUSES:
+            corrupt.append(number)
+            continue
+        if result.key in results:
+            duplicates.append(number)
+            continue
+        results[result.key] = result
+    if header is None:
+        raise InputError(path, "journal has no header line (the run never started)", line=1, field="header")
+    known = {j.key for j in header.jobs}
+    stray = [k for k in results if k not in known]
+    for k in stray:
+        results.pop(k)
+    return JournalContents(header, results, end, corrupt, duplicates)
+
+
+# --------------------------------------------------------------------------------------------
+# Run state and record
+# --------------------------------------------------------------------------------------------
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_path(folder: Path) -> Path:
+    return folder / "lock"
+
+
+def take_lock(folder: Path) -> None:
+    lock = lock_path(folder)
+    if lock.exists():
+        try:
+            pid = int(lock.read_text().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid != os.getpid() and _pid_alive(pid):
+            raise UsageError(f"run {folder.name} is being run by process {pid}")
+    lock.write_text(str(os.getpid()))
+
+
+def release_lock(folder: Path) -> None:
+    try:
+        lock_path(folder).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def run_state(folder: Path, contents: JournalContents | None = None) -> str:
+    """running | interrupted | complete | failed (| cancelled)."""
+    contents = contents or read_journal(folder / "journal.jsonl")
+    lock = lock_path(folder)
+    if lock.exists():
+        try:
+            pid = int(lock.read_text().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if _pid_alive(pid) and contents.end is None:
+            return "running"
+    done = len(contents.results)
+    total = len(contents.header.jobs)
+    if done < total:
+        return "interrupted" if contents.end is None or contents.end.get("state") != "cancelled" else "cancelled"
+    failed = any(r.status in INFRA_STATUSES for r in contents.results.values())
+    return "failed" if failed else "complete"
+
+
+def build_record(folder: Path, contents: JournalContents | None = None) -> dict[str, Any]:
+    """The run record (run.json), derived from the journal alone."""
+    contents = contents or read_journal(folder / "journal.jsonl")
+    h = contents.header
+    order = {j.key: i for i, j in enumerate(h.jobs)}
+    results = sorted(contents.results.values(), key=lambda r: order.get(r.key, 1 << 30))
+    jobs = []
+    for r in results:
+        job = r.to_json()
+        jobs.append(job)
+    passed = sum(1 for r in results if r.status == PASSED)
+    total = len(h.jobs)
+    per_solution: dict[str, dict[str, Any]] = {}
+    for ref in h.solutions:
+        mine = [r for r in results if r.solution == ref.name and r.role == ref.role]
+        lat = [r.latency_ms for r in mine if r.status == PASSED and r.latency_ms is not None]
+        per_solution[ref.key] = {
+            "name": ref.name, "role": ref.role,
+            "jobs": sum(1 for j in h.jobs if j.solution == ref.name and j.role == ref.role),
+            "done": len(mine), "passed": sum(1 for r in mine if r.status == PASSED),
+            "mean_latency_ms": numbers.mean(lat), "p95_latency_ms": numbers.p95(lat),
+        }
+    state = run_state(folder, contents)
+    return {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "run_id": h.run_id,
+        "definition": h.definition,
+        "backend": h.backend,
+        "timing_kind": h.timing_kind,
+        "l2_policy": h.l2_policy,
+        "state": state,
+        "started": h.started,
+        "finished": (contents.end or {}).get("at"),
+        "repeats": h.repeats,
+        "workload_selection": h.workload_selection,
+        "settings": h.settings,
+        "environment": _environment(results),
+        "solutions": [asdict(s) for s in h.solutions],
+        "jobs": jobs,
+        "summary": {
+            "total": total,
+            "done": len(results),
+            "passed": passed,
+            "failed": len(results) - passed,
+            "complete": passed == total and total > 0,
+            "per_solution": per_solution,
+        },
+        "journal": {"corrupt_lines": contents.corrupt_lines, "duplicate_lines": contents.duplicate_lines},
+    }
+
+
+def _environment(results: list[JobResult]) -> dict[str, Any]:
+    for r in results:
+        env = r.timing.get("environment") if isinstance(r.timing, dict) else None
+        if env:
+            return env
+    return {}
+
+
+def write_record(folder: Path, contents: JournalContents | None = None) -> dict[str, Any]:
+    record = build_record(folder, contents)
+    atomic_write_json(folder / "run.json", record)
+    return record
+
+
+@dataclass
+class RunListing:
+    run_id: str
+    state: str
+    jobs_done: int
+    jobs_total: int
+    backend: str
+    started: str
+    definition: str
+    path: Path
+    passed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["path"] = str(self.path)
+        return out
+
+
+def list_runs(archive_root: Path) -> list[RunListing]:
+    root = runs_root(archive_root)
+    out: list[RunListing] = []
+    if not root.is_dir():
+        return out
+    for folder in sorted(root.iterdir()):
+        journal = folder / "journal.jsonl"
+        if not journal.is_file():
+            continue
+        try:
+            contents = read_journal(journal)
+        except InputError:
+            continue
+        h = contents.header
+        out.append(RunListing(
+            run_id=h.run_id, state=run_state(folder, contents), jobs_done=len(contents.results),
+            jobs_total=len(h.jobs), backend=h.backend, started=h.started, definition=h.definition,
+            path=folder, passed=sum(1 for r in contents.results.values() if r.status == PASSED),
+        ))
+    return out
+
+
+def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
+    if done <= 0 or total <= done:
+        return 0.0 if total <= done else None
+    return elapsed_s / done * (total - done)
+
+
+def monotonic() -> float:
+    return time.monotonic()

@@ -1,0 +1,426 @@
+"""The local runner: persistent worker processes (one per GPU, or several CPU-interpreter
+workers), one job queue, one journal.
+
+Containment: a worker is a separate process in its own session. A kernel that raises gets
+RUNTIME_ERROR from the worker itself; one that kills the process (segfault, ``os._exit``, the
+OOM killer) or hangs past the job timeout is attributed by rerunning each solution of that job
+alone on a fresh worker: the one that crashes alone gets RUNTIME_ERROR (or TIMEOUT), the other
+its normal result. Infrastructure failures (a worker that died before the job started, a
+reference that failed, a measurement that failed) are retried alone up to a limit and merged
+back; kernel failures are never retried. Every finished job is appended to the journal at once
+(fsync), so a run killed at any moment resumes without redoing or losing finished jobs. The
+paired baseline and candidate of one workload always run in the same worker, on the same GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fibtui.core.runs import (
+    JobResult,
+    Journal,
+    RunHeader,
+    eta_seconds,
+    now_iso,
+    read_journal,
+    release_lock,
+    take_lock,
+    write_record,
+)
+from fibtui.core.status import INFRA_STATUSES, PASSED
+from fibtui.runners.events import JobFinished, JobStarted, LogLine, RunFinished, RunStarted, WorkerRestarted
+
+EventSink = Callable[[object], None]
+
+_EOF = object()
+
+
+@dataclass
+class WorkerPool:
+    """Where workers run: one slot per entry of ``devices`` (``cuda:N`` or ``cpu``)."""
+
+    devices: list[str]
+    engine_config: dict[str, Any]
+    interpreter: bool = False
+    job_timeout_s: float = 300.0
+    load_timeout_s: float = 600.0
+    max_infra_retries: int = 2
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env_for(self, slot: int) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        env["PYTHONUNBUFFERED"] = "1"
+        device = self.devices[slot]
+        if self.interpreter:
+            env["TRITON_INTERPRET"] = "1"
+            env.setdefault("CUDA_VISIBLE_DEVICES", "")
+        elif device.startswith("cuda:"):
+            env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
+        # the worker must import this very fibtui, wherever it is installed
+        pkg_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        return env
+
+    def config_for(self, slot: int) -> dict[str, Any]:
+        cfg = dict(self.engine_config)
+        cfg["device"] = "cpu" if self.interpreter or self.devices[slot] == "cpu" else "cuda:0"
+        return cfg
+
+
+class WorkerProcess:
+    """One ``python -m fibtui.worker serve`` with a thread turning its stdout into events."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, cwd: Path) -> None:
+        self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        cwd.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fibtui.worker", "serve"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=str(cwd),
+            start_new_session=True,
+        )
+        self.events: queue.Queue[Any] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            try:
+                self.events.put(json.loads(raw))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                self.events.put({"event": "garbage", "text": raw[:200].decode("utf-8", "replace")})
+        self.events.put(_EOF)
+
+    def send(self, obj: dict[str, Any]) -> bool:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def next_event(self, deadline: float) -> Any:
+        """The next event, ``_EOF`` when the process ended, None at the deadline."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                ev = self.events.get(timeout=min(remaining, 0.5))
+            except queue.Empty:
+                continue
+            if ev is _EOF or not isinstance(ev, dict) or ev.get("event") != "garbage":
+                return ev
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.log.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.send({"op": "shutdown"})
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with code {code}"
+
+
+@dataclass
+class Task:
+    uuid: str
+    repeat: int
+    sids: list[str]
+    attempt: int = 1
+
+
+class LocalRunner:
+    def __init__(self, folder: Path, header: RunHeader, definition: dict[str, Any],
+                 solutions: dict[str, dict[str, Any]], workloads: dict[str, dict[str, Any]], pool: WorkerPool) -> None:
+        self.folder = folder
+        self.header = header
+        self.definition = definition
+        self.pool = pool
+        self.workloads = workloads
+        self.journal = Journal(folder)
+        # worker-side ids: one per solution of the run, in header order
+        self.sid_of: dict[tuple[str, str], str] = {}
+        self.ref_of: dict[str, tuple[str, str]] = {}
+        self.solutions: list[dict[str, Any]] = []
+        for i, ref in enumerate(header.solutions):
+            sid = f"{ref.role}-{i}"
+            self.sid_of[(ref.role, ref.name)] = sid
+            self.ref_of[sid] = (ref.role, ref.name)
+            self.solutions.append({"id": sid, **solutions[ref.key]})
+        self.axes = {j.uuid: j.axes for j in header.jobs}
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._tasks: list[Task] = []
+        self._outstanding = 0
+        self._done = 0
+        self._passed = 0
+        self._failed = 0
+        self._session_done = 0
+        self._t0 = time.monotonic()
+        self._workers: dict[int, WorkerProcess] = {}
+
+    # -- the queue ----------------------------------------------------------------------------
+
+    def _push(self, task: Task, front: bool = False) -> None:
+        with self._cond:
+            if front:
+                self._tasks.insert(0, task)
+            else:
+                self._tasks.append(task)
+            self._outstanding += 1
+            self._cond.notify_all()
+
+    def _pop(self, cancel: threading.Event) -> Task | None:
+        with self._cond:
+            while not self._tasks:
+                if self._outstanding == 0 or cancel.is_set():
+                    return None
+                self._cond.wait(timeout=0.2)
+            return self._tasks.pop(0)
+
+    def _task_done(self) -> None:
+        with self._cond:
+            self._outstanding -= 1
+            self._cond.notify_all()
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]:
+        cancel = cancel or threading.Event()
+        take_lock(self.folder)
+        try:
+            contents = read_journal(self.journal.path)
+            done_keys = set(contents.results)
+            self._done = len(done_keys)
+            self._passed = sum(1 for r in contents.results.values() if r.status == PASSED)
+            self._failed = self._done - self._passed
+            on_event(RunStarted(self.header, str(self.folder), resumed=self._done > 0, done_before=self._done))
+            groups: dict[tuple[str, int], list[str]] = {}
+            for job in self.header.jobs:
+                if job.key in done_keys:
+                    continue
+                groups.setdefault((job.uuid, job.repeat), []).append(self.sid_of[(job.role, job.solution)])
+            for (uuid, repeat), sids in groups.items():
+                self._push(Task(uuid, repeat, sids))
+            threads = [threading.Thread(target=self._slot, args=(slot, on_event, cancel), daemon=True, name=f"fibtui-slot-{slot}")
+                       for slot in range(len(self.pool.devices))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(timeout=0.2)
+            if cancel.is_set():
+                self.journal.append_end("cancelled", "cancelled by the user")
+            else:
+                self.journal.append_end("finished")
+            record = write_record(self.folder)
+            on_event(RunFinished(record["state"], record))
+            return record
+        finally:
+            for w in self._workers.values():
+                w.kill()
+            release_lock(self.folder)
+
+    def _start_worker(self, slot: int, on_event: EventSink) -> WorkerProcess | None:
+        old = self._workers.pop(slot, None)
+        if old is not None:
+            old.kill()
+        w = WorkerProcess(self.pool.env_for(slot), self.folder / f"worker-{slot}.log", self.folder / "work" / f"slot-{slot}")
+        self._workers[slot] = w
+        ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
+        if not isinstance(ev, dict) or ev.get("event") != "ready":
+            on_event(LogLine(f"worker {slot} did not start: {self._describe(ev, w)}", "error"))
+            return None
+        cfg = self.pool.config_for(slot)
+        w.send({"op": "load", "config": cfg, "definition": self.definition, "solutions": self.solutions})
+        ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
+        if not isinstance(ev, dict) or ev.get("event") != "loaded":
+            on_event(LogLine(f"worker {slot} failed to load the solutions: {self._describe(ev, w)}", "error"))
+            return None
+        for sid, rep in (ev.get("solutions") or {}).items():
+            if not rep.get("ok"):
+                on_event(LogLine(f"{self.ref_of[sid][1]}: COMPILE_ERROR: {rep.get('error')}", "error"))
+        return w
+
+    def _describe(self, ev: Any, w: WorkerProcess) -> str:
+        if ev is None:
+            return "timed out"
+        if ev is _EOF:
+            time.sleep(0.05)
+            return f"worker {w.exit_description()}" + self._log_tail(w)
+        if isinstance(ev, dict) and ev.get("event") == "error":
+            return str(ev.get("message"))
+        return f"unexpected event {ev!r:.200}"
+
+    def _log_tail(self, w: WorkerProcess, lines: int = 3) -> str:
+        try:
+            w.log.flush()
+            data = Path(w.log.name).read_bytes()[-4000:].decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return ""
+        tail = " | ".join(line.strip() for line in data[-lines:] if line.strip())
+        return f" ({tail[:400]})" if tail else ""
+
+    def _slot(self, slot: int, on_event: EventSink, cancel: threading.Event) -> None:
+        worker: WorkerProcess | None = None
+        while not cancel.is_set():
+            task = self._pop(cancel)
+            if task is None:
+                break
+            try:
+                if worker is None or worker.proc.poll() is not None:
+                    worker = self._start_worker(slot, on_event)
+                    if worker is None:
+                        self._infra(task, "the worker could not start or load the solutions", on_event)
+                        continue
+                worker = self._run_task(slot, worker, task, on_event, cancel)
+            finally:
+                self._task_done()
+        if worker is not None:
+            worker.close()
+            self._workers.pop(slot, None)
+
+    def _infra(self, task: Task, reason: str, on_event: EventSink) -> None:
+        if task.attempt <= self.pool.max_infra_retries:
+            on_event(LogLine(f"retrying {task.uuid[:8]} (attempt {task.attempt + 1}): {reason}", "warning"))
+            self._push(Task(task.uuid, task.repeat, task.sids, task.attempt + 1), front=True)
+            return
+        for sid in task.sids:
+            self._record(sid, task, {"status": "INFRA_ERROR", "error": reason}, on_event)
+
+    def _run_task(self, slot: int, worker: WorkerProcess, task: Task, on_event: EventSink,
+                  cancel: threading.Event) -> WorkerProcess | None:
+        on_event(JobStarted(task.uuid, task.repeat, [self.ref_of[s][1] for s in task.sids], slot))
+        started_at = now_iso()
+        job = {"op": "job", "job_id": f"{task.repeat}|{task.uuid}", "workload": self.workloads[task.uuid],
+               "repeat": task.repeat, "solutions": task.sids}
+        if not worker.send(job):
+            self._infra(task, f"worker {worker.exit_description()} before the job", on_event)
+            worker.kill()
+            return None
+        deadline = time.monotonic() + self.pool.job_timeout_s
+        began = False
+        while True:
+            if cancel.is_set():
+                worker.kill()
+                return None
+            ev = worker.next_event(min(deadline, time.monotonic() + 0.5))
+            if ev is None:
+                if time.monotonic() < deadline:
+                    continue
+                worker.kill()
+                on_event(WorkerRestarted(slot, f"job {task.uuid[:8]} passed its {self.pool.job_timeout_s:.0f} s timeout"))
+                self._blame(task, "TIMEOUT", f"no result within {self.pool.job_timeout_s:.0f} s", on_event)
+                return None
+            if ev is _EOF:
+                time.sleep(0.05)
+                why = worker.exit_description() + self._log_tail(worker)
+                worker.kill()
+                on_event(WorkerRestarted(slot, f"worker {why}"))
+                if began:
+                    self._blame(task, "RUNTIME_ERROR", f"the worker process died during the job: {why}", on_event)
+                else:
+                    self._infra(task, f"worker {why} before the job began", on_event)
+                return None
+            kind = ev.get("event")
+            if kind == "job_started":
+                began = True
+            elif kind == "result":
+                for r in ev.get("results", []):
+                    sid = r.get("solution_id")
+                    if sid not in task.sids:
+                        continue
+                    r.setdefault("started", started_at)
+                    r["wall_s"] = ev.get("wall_s")
+                    if r.get("status") in INFRA_STATUSES and task.attempt <= self.pool.max_infra_retries:
+                        self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event)
+                        continue
+                    self._record(sid, task, r, on_event)
+                if ev.get("restart"):
+                    worker.kill()
+                    on_event(WorkerRestarted(slot, "the CUDA context was lost; starting a fresh worker"))
+                    return None
+                return worker
+            elif kind == "error":
+                on_event(LogLine(f"worker {slot}: {ev.get('message')}", "error"))
+
+    def _blame(self, task: Task, status: str, reason: str, on_event: EventSink) -> None:
+        """A job took the worker down: run each solution alone to find which one did it."""
+        if len(task.sids) > 1:
+            on_event(LogLine(f"{task.uuid[:8]}: {reason}; rerunning each solution alone to attribute it", "warning"))
+            for sid in reversed(task.sids):
+                self._push(Task(task.uuid, task.repeat, [sid], task.attempt), front=True)
+            return
+        self._record(task.sids[0], task, {"status": status, "error": reason}, on_event)
+
+    def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink) -> None:
+        role, name = self.ref_of[sid]
+        result = JobResult(
+            uuid=task.uuid, axes=dict(self.axes.get(task.uuid, {})), solution=name, role=role, repeat=task.repeat,
+            status=str(r.get("status")), latency_ms=r.get("latency_ms"),
+            reference_latency_ms=r.get("reference_latency_ms"), speedup=r.get("speedup"),
+            max_abs_error=_num(r.get("max_abs_error")), max_rel_error=_num(r.get("max_rel_error")),
+            error=r.get("error"), timing=r.get("timing") or {}, attempt=task.attempt,
+            started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
+        )
+        with self._lock:
+            self.journal.append_result(result)
+            self._done += 1
+            self._session_done += 1
+            if result.status == PASSED:
+                self._passed += 1
+            else:
+                self._failed += 1
+            total = len(self.header.jobs)
+            remaining = total - self._done
+            eta = eta_seconds(self._session_done, self._session_done + remaining, time.monotonic() - self._t0)
+            event = JobFinished(result, self._done, total, self._passed, self._failed, eta)
+        on_event(event)
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None

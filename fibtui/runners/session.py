@@ -1,0 +1,180 @@
+"""Setting up a run from a workspace: the one service behind ``fibtui run`` and the TUI's Runs pane.
+
+``prepare_run`` snapshots the solutions into a new run folder, writes the journal header and
+returns a runner; ``prepare_resume`` reopens an interrupted run from its journal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fibtui.core import backends
+from fibtui.core.dataset import Dataset, Definition
+from fibtui.core.errors import UsageError
+from fibtui.core.plan import (
+    build_header,
+    load_snapshot,
+    select_workloads,
+    snapshot,
+    solution_from_config,
+    solution_from_path,
+)
+from fibtui.core.presets import preset_for
+from fibtui.core.runs import Journal, RunHeader, new_run_dir, read_journal, run_dir
+from fibtui.core.workspace import Workspace
+from fibtui.runners.local import LocalRunner, WorkerPool
+
+BACKENDS = ("local", "interpreter")
+
+#: Timing defaults per backend (MEASUREMENT.md: blocks of many launches, median per block).
+GPU_PLAN = {"calls_per_block": 20, "blocks": 6, "warmup_calls": 3}
+INTERPRETER_PLAN = {"calls_per_block": 1, "blocks": 2, "warmup_calls": 0}
+
+
+@dataclass
+class RunOptions:
+    backend: str = "local"
+    workloads: str = "rep"
+    solutions: list[str] = field(default_factory=list)
+    baseline: str | None = None
+    repeats: int = 1
+    workers: int | None = None  # interpreter workers, or GPUs to use
+    job_timeout_s: float | None = None
+    l2_policy: str = "cold"
+    calls_per_block: int | None = None
+    blocks: int | None = None
+    correctness_trials: int | None = None
+    representatives: list[str] | None = None
+    definition: str | None = None
+
+
+@dataclass
+class PreparedRun:
+    folder: Path
+    header: RunHeader
+    runner: LocalRunner
+
+    @property
+    def run_id(self) -> str:
+        return self.header.run_id
+
+
+def check_backend(backend: str) -> backends.Backends:
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)}; modal and parity have their own verbs)")
+    found = backends.detect()
+    if backend == "local" and not found.gpu:
+        raise UsageError("no NVIDIA GPU on this machine: use --backend interpreter (Triton's CPU interpreter) "
+                         "or --backend modal")
+    if not (found.torch and found.triton):
+        raise UsageError(f"the {backend} backend needs torch and triton in this Python ({sys.executable}): "
+                         "pip install 'fibtui[gpu]'")
+    if backend == "interpreter" and not found.interpreter:
+        raise UsageError("Triton's CPU interpreter needs numpy: pip install numpy")
+    return found
+
+
+def default_cache_dir() -> str:
+    from platformdirs import user_cache_path
+
+    return str(os.environ.get("FIBTUI_CACHE_DIR") or (user_cache_path("fibtui") / "reference"))
+
+
+def engine_config(backend: str, definition: Definition, dataset_root: Path, options: RunOptions) -> dict[str, Any]:
+    preset = preset_for(definition)
+    interpreter = backend == "interpreter"
+    plan = dict(INTERPRETER_PLAN if interpreter else GPU_PLAN)
+    if options.calls_per_block:
+        plan["calls_per_block"] = options.calls_per_block
+    if options.blocks:
+        plan["blocks"] = options.blocks
+    plan["l2_policy"] = options.l2_policy
+    return {
+        "backend": backend,
+        "device": "cpu" if interpreter else "cuda:0",
+        "correctness_trials": options.correctness_trials or (1 if interpreter else 2),
+        "atol": preset.atol,
+        "rtol": preset.rtol,
+        "matched_ratio": preset.matched_ratio,
+        "plan": plan,
+        "cache_dir": default_cache_dir(),
+        "dataset_root": str(dataset_root),
+    }
+
+
+def worker_pool(backend: str, found: backends.Backends, config: dict[str, Any], options: RunOptions) -> WorkerPool:
+    interpreter = backend == "interpreter"
+    if interpreter:
+        devices = ["cpu"] * max(1, options.workers or 1)
+        timeout = options.job_timeout_s or 900.0
+    else:
+        n_gpus = len(found.gpu_names)
+        n = min(options.workers or n_gpus, n_gpus)
+        devices = [f"cuda:{i}" for i in range(max(1, n))]
+        timeout = options.job_timeout_s or 300.0
+    return WorkerPool(devices=devices, engine_config=config, interpreter=interpreter, job_timeout_s=timeout)
+
+
+def _workload_json(dataset: Dataset, definition: Definition, uuids: list[str]) -> dict[str, dict[str, Any]]:
+    workloads = dataset.workloads(definition.name)
+    return {u: workloads.get(u).to_json() for u in uuids}
+
+
+def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
+    found = check_backend(options.backend)
+    if options.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    cfg = ws.config_for(options.definition)
+    dataset = ws.dataset()
+    definition = dataset.definition(cfg.definition)
+    candidates = [solution_from_path(p, cfg) for p in options.solutions] or [solution_from_config(cfg)]
+    baseline = None
+    if options.baseline:
+        baseline = solution_from_path(options.baseline, cfg)
+    for sol in candidates + ([baseline] if baseline else []):
+        if sol.definition and sol.definition != definition.name:
+            raise UsageError(f"solution {sol.name} is for {sol.definition}, not {definition.name}")
+    uuids = select_workloads(options.workloads, definition, dataset, options.representatives)
+    workloads = _workload_json(dataset, definition, uuids)  # strict validation before anything runs
+    config = engine_config(options.backend, definition, ws.dataset_root or dataset.root, options)
+    folder = new_run_dir(ws.archive_root, definition.name, options.backend)
+    refs = []
+    if baseline is not None:
+        refs.append(snapshot(baseline, "baseline", folder))
+    names = {r.name for r in refs}
+    for i, sol in enumerate(candidates):
+        if sol.name in names:
+            sol.name = f"{sol.name}-{i + 1}"
+        names.add(sol.name)
+        refs.append(snapshot(sol, "candidate", folder, index=0))
+    timing_kind = "cpu-interpreter" if options.backend == "interpreter" else "cupti"
+    header = build_header(
+        folder.name, definition, dataset, refs, uuids, options.repeats, options.backend, timing_kind,
+        options.l2_policy if options.backend != "interpreter" else "n/a", options.workloads,
+        {"engine": config, "workspace": str(ws.root)},
+    )
+    Journal(folder).write_header(header)
+    solutions = {ref.key: load_snapshot(folder, ref) for ref in refs}
+    runner = LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(options.backend, found, config, options))
+    return PreparedRun(folder, header, runner)
+
+
+def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None) -> PreparedRun:
+    folder = run_dir(ws.archive_root, run_id)
+    contents = read_journal(folder / "journal.jsonl")
+    header = contents.header
+    options = options or RunOptions(backend=header.backend)
+    found = check_backend(header.backend)
+    dataset = ws.dataset()
+    definition = dataset.definition(header.definition)
+    uuids = list(dict.fromkeys(j.uuid for j in header.jobs))
+    workloads = _workload_json(dataset, definition, uuids)
+    config = dict(header.settings.get("engine") or engine_config(header.backend, definition, ws.dataset_root or dataset.root, options))
+    solutions = {ref.key: load_snapshot(folder, ref) for ref in header.solutions}
+    options.backend = header.backend
+    runner = LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(header.backend, found, config, options))
+    return PreparedRun(folder, header, runner)

@@ -1,0 +1,180 @@
+"""``fibtui run`` (start or resume a run) and ``fibtui runs list``.
+
+``fibtui run --json`` prints the final run record: ``run_id``, ``backend``, ``timing_kind``,
+``l2_policy``, ``state``, ``jobs`` (each ``uuid``, ``axes``, ``solution``, ``role``, ``repeat``,
+``status``, ``latency_ms``, ``reference_latency_ms``, ``speedup``, ``max_abs_error``,
+``max_rel_error``, ``error``, ``timing``) and ``summary`` (``total``, ``done``, ``passed``,
+``failed``, ``complete``, ``per_solution``). Live progress goes to stderr when ``--json`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("run", help="run a gate or a sweep (local GPU or the CPU interpreter)")
+    common(p)
+    p.add_argument("--backend", default=None, help="local (GPU, default when one is present) | interpreter (CPU)")
+    p.add_argument("--workloads", default="rep", metavar="rep|all|UUID,...",
+                   help="representatives (default), every workload, or a list of uuids (unique prefixes work)")
+    p.add_argument("--solution", action="append", default=[], metavar="DIR",
+                   help="candidate: a folder with config.toml, a solution.json, or a folder of sources "
+                        "(default: the workspace's solution); repeat for several")
+    p.add_argument("--baseline", metavar="DIR", help="baseline to pair with, timed in the same process, interleaved")
+    p.add_argument("--repeats", type=int, default=1, metavar="N")
+    p.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run from its journal")
+    p.add_argument("--definition", metavar="NAME", help="the definition to run (per-definition workspaces)")
+    p.add_argument("--workers", type=int, metavar="N", help="GPUs to use (local) or interpreter worker processes")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-job timeout in seconds")
+    p.add_argument("--l2", choices=("cold", "warm"), default="cold", help="L2 policy between launches (default cold)")
+    p.add_argument("--calls-per-block", type=int, metavar="N")
+    p.add_argument("--blocks", type=int, metavar="N")
+    p.add_argument("--json", action="store_true", help="print the final run record as JSON")
+    p.set_defaults(func=run)
+
+    p = sub.add_parser("runs", help="list runs and their state")
+    rsub = p.add_subparsers(dest="runs_verb", metavar="ACTION", required=True, parser_class=type(p))
+    lp = rsub.add_parser("list", help="every run under optimize_ops/runs with its state")
+    common(lp)
+    lp.add_argument("--json", action="store_true")
+    lp.set_defaults(func=runs_list)
+
+
+def _default_backend() -> str:
+    from fibtui.core import backends
+
+    return "local" if backends.detect().gpu else "interpreter"
+
+
+def run(args: argparse.Namespace) -> int:
+    import threading
+
+    from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+    from fibtui.verbs._common import emit_json, workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    options = RunOptions(
+        backend=args.backend or _default_backend(), workloads=args.workloads, solutions=list(args.solution),
+        baseline=args.baseline, repeats=args.repeats, workers=args.workers, job_timeout_s=args.timeout,
+        l2_policy=args.l2, calls_per_block=args.calls_per_block, blocks=args.blocks, definition=args.definition,
+    )
+    if args.resume:
+        prepared = prepare_resume(ws, args.resume, options if args.backend else None)
+    else:
+        options.representatives = _representatives(ws, options)
+        prepared = prepare_run(ws, options)
+    printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
+    cancel = threading.Event()
+    try:
+        record = prepared.runner.run(printer, cancel)
+    except KeyboardInterrupt:
+        cancel.set()
+        sys.stderr.write(f"\ninterrupted: resume with  fibtui run --resume {prepared.run_id}\n")
+        return 130
+    if args.json:
+        emit_json(record)
+    else:
+        printer.summary(record)
+    return 0 if record["summary"]["complete"] else 1
+
+
+def _representatives(ws, options) -> list[str] | None:
+    """Representatives for ``--workloads rep``; None means the simple picker of core.plan
+    (one workload per distinct value of the first varying axis)."""
+    return None
+
+
+class _Printer:
+    """Live progress for a terminal: one line per finished job, ETA, the final table."""
+
+    def __init__(self, stream) -> None:
+        from fibtui.verbs._common import console
+
+        self.con = console()
+        self.con.file = stream
+        self.lock = __import__("threading").Lock()
+
+    def __call__(self, event: object) -> None:
+        from fibtui.runners.events import JobFinished, LogLine, RunFinished, RunStarted, WorkerRestarted
+
+        with self.lock:
+            if isinstance(event, RunStarted):
+                h = event.header
+                sols = ", ".join(f"{s.role} {s.name}" for s in h.solutions)
+                self.con.print(f"[bold]run {h.run_id}[/]  {h.definition}  backend {h.backend} "
+                               f"({h.timing_kind}{', L2 ' + h.l2_policy if h.l2_policy != 'n/a' else ''})")
+                self.con.print(f"  {len(h.jobs)} jobs: {len(set(j.uuid for j in h.jobs))} workloads × {h.repeats} repeat(s) × [{sols}]")
+                if h.timing_kind == "cpu-interpreter":
+                    self.con.print("  [yellow]timings are CPU-interpreter wall times: they check the gate, they say nothing about GPU speed[/]")
+                if event.resumed:
+                    self.con.print(f"  resuming: {event.done_before} job(s) already in the journal")
+            elif isinstance(event, JobFinished):
+                r = event.result
+                colour = "green" if r.status == "PASSED" else "red"
+                axes = " ".join(f"{k}={v}" for k, v in r.axes.items())
+                lat = _fmt_latency(r.latency_ms)
+                ref = f"ref {_fmt_latency(r.reference_latency_ms)}" if r.reference_latency_ms else ""
+                eta = f"ETA {_fmt_eta(event.eta_s)}" if event.eta_s is not None else ""
+                err = f"  {r.error[:160]}" if r.error and r.status != "PASSED" else ""
+                width = len(str(event.total))
+                self.con.print(f"[{event.done:>{width}}/{event.total}] [{colour}]{r.status:<8}[/] {r.role[:4]} {r.solution[:24]} "
+                               f"{axes}  {lat}  {ref}  {event.passed}/{event.done} ok  {eta}{err}", soft_wrap=True)
+            elif isinstance(event, WorkerRestarted):
+                self.con.print(f"  [yellow]worker {event.slot} restarted: {event.reason}[/]")
+            elif isinstance(event, LogLine):
+                style = {"error": "red", "warning": "yellow"}.get(event.level, "dim")
+                self.con.print(f"  [{style}]{event.text}[/]")
+            elif isinstance(event, RunFinished):
+                pass
+
+    def summary(self, record: dict) -> None:
+        s = record["summary"]
+        state = record["state"]
+        colour = "green" if s["complete"] else "red"
+        self.con.print(f"[bold {colour}]{state}[/]: {s['passed']}/{s['total']} PASSED "
+                       f"({s['done']} done)  record: {record['run_id']}/run.json")
+        for info in s["per_solution"].values():
+            mean = info["mean_latency_ms"]
+            p95 = info["p95_latency_ms"]
+            stats = f"  mean {_fmt_latency(mean)}  p95 {_fmt_latency(p95)}" if mean is not None else ""
+            self.con.print(f"  {info['role']:<9} {info['name']}  {info['passed']}/{info['jobs']} PASSED{stats}", soft_wrap=True)
+        if record["timing_kind"] == "cpu-interpreter":
+            self.con.print("  [yellow](CPU-interpreter timings)[/]")
+
+
+def _fmt_latency(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    if ms >= 1.0:
+        return f"{ms:.2f} ms"
+    return f"{ms * 1000:.2f} us"
+
+
+def _fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def runs_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from fibtui.core.runs import list_runs
+    from fibtui.verbs._common import console, emit_json, workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    runs = list_runs(ws.archive_root)
+    if args.json:
+        emit_json({"runs": [r.to_json() for r in runs]})
+        return 0
+    t = Table("run_id", "state", "jobs", "passed", "backend", "started", box=None, pad_edge=False, header_style="bold")
+    for r in runs:
+        colour = {"complete": "green", "running": "cyan", "interrupted": "yellow"}.get(r.state, "red")
+        t.add_row(r.run_id, f"[{colour}]{r.state}[/]", f"{r.jobs_done}/{r.jobs_total}", str(r.passed), r.backend, r.started)
+    console().print(t)
+    return 0

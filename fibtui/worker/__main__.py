@@ -1,0 +1,143 @@
+"""``python -m fibtui.worker serve | run --request FILE | profile --request FILE``.
+
+serve: a persistent worker. Requests are JSON lines on stdin::
+
+    {"op": "load", "config": {...}, "definition": {...}, "solutions": [{"id", "name", "spec", "sources"}]}
+    {"op": "job", "job_id": "...", "workload": {...}, "repeat": 0, "solutions": ["baseline", "candidate"]}
+    {"op": "shutdown"}
+
+Events are JSON lines on the worker's private stdout: ``ready``, ``loaded``, ``job_started``,
+``result`` (one per job, holding one result per solution), ``error``. A worker whose CUDA context
+is lost answers the job in flight and exits with code 3 so its runner starts a fresh one.
+
+run: one-shot over a request file (what a Modal container runs); prints the same events.
+profile: build one solution, warm it up, then run ONE call inside cudaProfilerStart/Stop, for
+``ncu --profile-from-start off``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+
+def _serve() -> int:
+    from fibtui.worker import protocol
+
+    protocol.claim_stdout()
+    engine = None
+    try:
+        from fibtui.worker.engine import ContextPoisoned, Engine, EngineConfig
+    except Exception as exc:  # noqa: BLE001 - torch/triton missing: say so and stop
+        protocol.emit({"event": "error", "fatal": True, "message": f"worker cannot start: {type(exc).__name__}: {exc}"})
+        return 2
+    protocol.emit({"event": "ready", "pid": os.getpid()})
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+        except json.JSONDecodeError as exc:
+            protocol.emit({"event": "error", "message": f"bad request: {exc}"})
+            continue
+        op = req.get("op")
+        try:
+            if op == "load":
+                engine = Engine(EngineConfig.from_json(req.get("config") or {}), protocol.emit)
+                report = engine.load(req["definition"], req["solutions"])
+                protocol.emit({"event": "loaded", "solutions": report, "environment": engine.environment})
+            elif op == "job":
+                if engine is None:
+                    protocol.emit({"event": "error", "message": "job before load"})
+                    continue
+                protocol.emit({"event": "job_started", "job_id": req.get("job_id")})
+                try:
+                    result = engine.run_job(req)
+                except ContextPoisoned as exc:
+                    sids = req.get("solutions") or list(engine.solutions)
+                    protocol.emit({"event": "result", "job_id": req.get("job_id"), "uuid": req["workload"]["uuid"],
+                                   "repeat": req.get("repeat", 0),
+                                   "results": [{"solution_id": s, "status": "RUNTIME_ERROR",
+                                                "error": f"CUDA context lost: {exc}"} for s in sids],
+                                   "restart": True})
+                    return 3
+                protocol.emit({"event": "result", **result})
+            elif op == "ping":
+                protocol.emit({"event": "pong"})
+            elif op == "shutdown":
+                return 0
+            else:
+                protocol.emit({"event": "error", "message": f"unknown op {op!r}"})
+        except Exception as exc:  # noqa: BLE001 - report and keep serving
+            protocol.emit({"event": "error", "message": f"{type(exc).__name__}: {exc}",
+                           "traceback": traceback.format_exc()[-4000:]})
+    return 0
+
+
+def _run(path: str) -> int:
+    from fibtui.worker import protocol
+    from fibtui.worker.engine import execute
+
+    protocol.claim_stdout()
+    with open(path, encoding="utf-8") as fh:
+        request = json.load(fh)
+    out = execute(request, protocol.emit)
+    protocol.emit({"event": "done", "poisoned": out["poisoned"]})
+    return 3 if out["poisoned"] else 0
+
+
+def _profile(path: str) -> int:
+    """Warm up, then one call between cudaProfilerStart/Stop (what ncu profiles)."""
+    import torch
+
+    from fibtui.worker.engine import Engine, EngineConfig
+    from fibtui.worker.inputs import seed_for
+
+    with open(path, encoding="utf-8") as fh:
+        request = json.load(fh)
+    engine = Engine(EngineConfig.from_json(request.get("config") or {}))
+    report = engine.load(request["definition"], request["solutions"])
+    sid = request["solutions"][0]["id"]
+    if not report[sid]["ok"]:
+        print(f"COMPILE_ERROR: {report[sid]['error']}", file=sys.stderr)
+        return 2
+    sol = engine.solutions[sid]
+    workload = request["workload"]
+    assert engine.maker is not None
+    inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+    outs = engine.maker.allocate_outputs(workload, poison=False)
+    warmup = int(request.get("warmup_calls", 3))
+    with torch.no_grad():
+        for _ in range(warmup):
+            sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        for _ in range(int(request.get("profiled_calls", 1))):
+            sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fibtui.worker")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("serve")
+    r = sub.add_parser("run")
+    r.add_argument("--request", required=True)
+    p = sub.add_parser("profile")
+    p.add_argument("--request", required=True)
+    args = parser.parse_args(argv)
+    if args.cmd == "serve":
+        return _serve()
+    if args.cmd == "run":
+        return _run(args.request)
+    return _profile(args.request)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,290 @@
+"""The worker's engine: build solutions, make inputs, get (cached) reference outputs, check
+correctness, time. One entry point for every backend: the local runner's persistent process
+(``serve``), the CPU interpreter, a Modal container (``execute``), and ncu profiling.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fibtui.worker import env as envmod
+from fibtui.worker.build import BuildError, BuiltSolution, build
+from fibtui.worker.check import Tolerance, compare, normalize
+from fibtui.worker.inputs import InputErrorW, InputMaker, seed_for, torch_dtype
+from fibtui.worker.reference import ReferenceRunner
+from fibtui.worker.timing import TimingError, TimingPlan, time_cupti, time_wall
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class EngineConfig:
+    backend: str = "local"  # local | interpreter | modal
+    device: str = "cuda"
+    seed: int = 0
+    correctness_trials: int = 2
+    time_reference: bool = True
+    atol: float = 1e-2
+    rtol: float = 1e-2
+    matched_ratio: float = 1.0
+    plan: TimingPlan = field(default_factory=TimingPlan)
+    cache_dir: str | None = None
+    workdir: str | None = None
+    dataset_root: str | None = None
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> EngineConfig:
+        plan = TimingPlan(**(obj.get("plan") or {}))
+        known = {k: v for k, v in obj.items() if k in cls.__dataclass_fields__ and k != "plan"}
+        return cls(plan=plan, **known)
+
+    @property
+    def timing_kind(self) -> str:
+        return "cpu-interpreter" if self.backend == "interpreter" or self.device == "cpu" else "cupti"
+
+
+class ContextPoisoned(Exception):
+    """The CUDA context no longer works (e.g. after an illegal memory access): restart the worker."""
+
+
+class Engine:
+    def __init__(self, config: EngineConfig, emit: Emit | None = None) -> None:
+        self.config = config
+        self.emit = emit or (lambda _e: None)
+        if config.device.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError("CUDA is not available on this machine (use the interpreter backend)")
+        self.device = torch.device(config.device)
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        self.environment = envmod.describe(str(self.device), config.backend)
+        self.device_name = self.environment.get("gpu") or "cpu"
+        self.workdir = Path(config.workdir or tempfile.mkdtemp(prefix="fibtui-worker-"))
+        self.definition: dict[str, Any] | None = None
+        self.solutions: dict[str, BuiltSolution] = {}
+        self.build_errors: dict[str, str] = {}
+        self.maker: InputMaker | None = None
+        self.reference: ReferenceRunner | None = None
+        self.poisoned = False
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def load(self, definition: dict[str, Any], solutions: list[dict[str, Any]]) -> dict[str, Any]:
+        self.definition = definition
+        self.maker = InputMaker(definition, str(self.device), self.config.dataset_root)
+        self.reference = ReferenceRunner(definition, str(self.device), self.device_name, self.config.cache_dir)
+        self.solutions.clear()
+        self.build_errors.clear()
+        report: dict[str, Any] = {}
+        for sol in solutions:
+            sid = sol["id"]
+            try:
+                self.solutions[sid] = build(sid, sol, self.workdir)
+                report[sid] = {"ok": True, "source_hash": self.solutions[sid].source_hash}
+            except BuildError as exc:
+                self.build_errors[sid] = str(exc)
+                report[sid] = {"ok": False, "status": "COMPILE_ERROR", "error": str(exc)}
+        return report
+
+    # -- one job ------------------------------------------------------------------------------
+
+    def _tolerance(self) -> Tolerance:
+        return Tolerance(self.config.atol, self.config.rtol, self.config.matched_ratio)
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _check_context(self) -> None:
+        if self.device.type != "cuda":
+            return
+        try:
+            torch.cuda.synchronize(self.device)
+            torch.ones(1, device=self.device).add_(1).item()
+        except Exception as exc:  # noqa: BLE001 - any failure here means the context is gone
+            self.poisoned = True
+            raise ContextPoisoned(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+    def _call(self, sol: BuiltSolution, inputs: list[Any], workload: dict[str, Any], poison: bool) -> list[torch.Tensor]:
+        assert self.maker is not None and self.definition is not None
+        names = list(self.definition["outputs"])
+        dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+        with torch.no_grad():
+            if sol.dps:
+                outs = self.maker.allocate_outputs(workload, poison=poison)
+                sol.fn(*inputs, *outs)
+            else:
+                outs = normalize(sol.fn(*inputs), names, dtypes, self.device)
+        self._sync()
+        return outs
+
+    @staticmethod
+    def _clone(inputs: list[Any]) -> list[Any]:
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Check and time every loaded solution on one workload; one result per solution."""
+        assert self.definition is not None and self.maker is not None and self.reference is not None
+        workload = job["workload"]
+        uuid = workload["uuid"]
+        sids = [s for s in job.get("solutions", list(self.solutions) + list(self.build_errors))]
+        t_start = time.monotonic()
+        results: dict[str, dict[str, Any]] = {}
+        for sid in sids:
+            if sid in self.build_errors:
+                results[sid] = {"status": "COMPILE_ERROR", "error": self.build_errors[sid]}
+        alive = [sid for sid in sids if sid in self.solutions]
+        names = list(self.definition["outputs"])
+        dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+        errors: dict[str, tuple[float, float]] = {sid: (0.0, 0.0) for sid in alive}
+        ref_latency: float | None = None
+        tol = self._tolerance()
+        try:
+            for trial in range(max(1, self.config.correctness_trials)):
+                if not alive:
+                    break
+                seed = seed_for(uuid, trial, self.config.seed)
+                inputs = self.maker.make(workload, seed)
+                ref_out, lat = self.reference.outputs(workload, seed, self._clone(inputs), names, dtypes,
+                                                      time_it=self.config.time_reference and trial == 0)
+                if trial == 0:
+                    ref_latency = lat
+                for sid in list(alive):
+                    sol = self.solutions[sid]
+                    try:
+                        outs = self._call(sol, self._clone(inputs), workload, poison=True)
+                    except Exception as exc:  # noqa: BLE001 - the kernel's failure is its result
+                        results[sid] = self._failure(exc)
+                        alive.remove(sid)
+                        self._check_context()
+                        continue
+                    verdict = compare(outs, ref_out, names, tol)
+                    a, r = errors[sid]
+                    errors[sid] = (max(a, verdict.max_abs_error or 0.0), max(r, verdict.max_rel_error or 0.0))
+                    if verdict.status != "PASSED":
+                        results[sid] = {"status": verdict.status, "error": verdict.detail,
+                                        "max_abs_error": verdict.max_abs_error, "max_rel_error": verdict.max_rel_error}
+                        alive.remove(sid)
+                del inputs, ref_out
+            if alive:
+                timings = self._time(alive, workload)
+                for sid in alive:
+                    t = timings[sid]
+                    results[sid] = {
+                        "status": "PASSED",
+                        "latency_ms": t.latency_ms,
+                        "max_abs_error": errors[sid][0],
+                        "max_rel_error": errors[sid][1],
+                        "timing": t.to_json(self.config.timing_kind, self.config.plan),
+                    }
+        except ContextPoisoned:
+            raise
+        except InputErrorW as exc:
+            for sid in alive:
+                results[sid] = {"status": "INFRA_ERROR", "error": f"inputs: {exc}"}
+        except TimingError as exc:
+            for sid in alive:
+                results.setdefault(sid, {"status": "INFRA_ERROR", "error": f"timing: {exc}"})
+        except Exception as exc:  # noqa: BLE001 - reference or timing-time failure
+            where = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            for sid in alive:
+                results.setdefault(sid, self._failure(exc) if _from_solution(exc) else {"status": "INFRA_ERROR", "error": where})
+            self._check_context()
+        out = []
+        for sid in sids:
+            r = results.get(sid, {"status": "INFRA_ERROR", "error": "no result"})
+            r["solution_id"] = sid
+            r["reference_latency_ms"] = ref_latency
+            if r.get("latency_ms") and ref_latency:
+                r["speedup"] = ref_latency / r["latency_ms"]
+            timing = r.setdefault("timing", {"kind": self.config.timing_kind})
+            timing["environment"] = self.environment
+            timing["reference_cache"] = {"hits": self.reference.hits, "misses": self.reference.misses}
+            out.append(r)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        return {"job_id": job.get("job_id"), "uuid": uuid, "repeat": job.get("repeat", 0), "results": out,
+                "wall_s": time.monotonic() - t_start}
+
+    def _time(self, sids: list[str], workload: dict[str, Any]):
+        assert self.maker is not None
+        plan = self.config.plan
+        n_sets = max(1, min(plan.blocks, 4))
+        sets = [self.maker.make(workload, seed_for(workload["uuid"], 1000 + k, self.config.seed)) for k in range(n_sets)]
+        outs = {sid: self.maker.allocate_outputs(workload, poison=False) for sid in sids if self.solutions[sid].dps}
+
+        def caller(sid: str):
+            sol = self.solutions[sid]
+            if sol.dps:
+                o = outs[sid]
+                return lambda k: sol.fn(*sets[k], *o)
+            return lambda k: sol.fn(*sets[k])
+
+        calls = {sid: caller(sid) for sid in sids}
+        with torch.no_grad():
+            if self.config.timing_kind == "cupti":
+                idx = self.device.index or 0
+                return time_cupti(calls, n_sets, plan, self.device, clock=lambda: envmod.sm_clock_mhz(idx)[0])
+            return time_wall(calls, n_sets, plan)
+
+    @staticmethod
+    def _failure(exc: BaseException) -> dict[str, Any]:
+        kind = type(exc).__name__
+        module = type(exc).__module__ or ""
+        status = "COMPILE_ERROR" if ("CompilationError" in kind or "triton.compiler" in module) else "RUNTIME_ERROR"
+        msg = str(exc).strip().splitlines()
+        text = f"{kind}: {msg[0] if msg else ''}".strip()
+        if len(msg) > 1:
+            text += " … " + msg[-1]
+        return {"status": status, "error": text[:2000]}
+
+
+def _from_solution(exc: BaseException) -> bool:
+    """Did this exception come out of solution code (vs the reference or the harness)?"""
+    tb = exc.__traceback__
+    while tb is not None:
+        if "fibtui_solution_" in tb.tb_frame.f_globals.get("__name__", ""):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def execute(request: dict[str, Any], emit: Emit | None = None) -> dict[str, Any]:
+    """One-shot: load the definition and solutions, run every job, return all results.
+
+    This is the body of the Modal function and of ``python -m fibtui.worker run``.
+    """
+    config = EngineConfig.from_json(request.get("config") or {})
+    engine = Engine(config, emit)
+    load = engine.load(request["definition"], request["solutions"])
+    emit = emit or (lambda _e: None)
+    emit({"event": "loaded", "solutions": load, "environment": engine.environment})
+    jobs_out = []
+    for job in request.get("jobs", []):
+        emit({"event": "job_started", "job_id": job.get("job_id")})
+        try:
+            result = engine.run_job(job)
+        except ContextPoisoned as exc:
+            result = {"job_id": job.get("job_id"), "uuid": job["workload"]["uuid"], "repeat": job.get("repeat", 0),
+                      "results": [{"solution_id": sid, "status": "RUNTIME_ERROR", "error": f"CUDA context lost: {exc}"}
+                                  for sid in job.get("solutions", list(engine.solutions))]}
+            jobs_out.append(result)
+            emit({"event": "result", **result})
+            break
+        jobs_out.append(result)
+        emit({"event": "result", **result})
+    return {"environment": engine.environment, "load": load, "jobs": jobs_out,
+            "timing_kind": config.timing_kind, "poisoned": engine.poisoned}
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("FIBTUI_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fibtui")
+    return os.path.join(base, "reference")

@@ -1,0 +1,171 @@
+"""Inputs from a workload: random by dtype (seeded, reproducible), scalars, safetensors."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+if hasattr(torch, "float4_e2m1fn_x2"):
+    DTYPES["float4_e2m1"] = torch.float4_e2m1fn_x2
+    DTYPES["float4_e2m1fn_x2"] = torch.float4_e2m1fn_x2
+
+_INT_RANGES = {torch.int8: (-128, 128), torch.int16: (-1024, 1024), torch.int32: (-1024, 1024),
+               torch.int64: (-1024, 1024), torch.uint8: (0, 256)}
+
+_ST_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+              "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2, "I64": torch.int64,
+              "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
+
+
+class InputErrorW(Exception):
+    """A workload whose inputs cannot be made (reported as an infrastructure failure)."""
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise InputErrorW(f"dtype {name!r} is not supported by this torch build") from None
+
+
+def seed_for(uuid: str, trial: int, base_seed: int = 0) -> int:
+    return (zlib.crc32(uuid.encode()) * 1_000_003 + trial * 7919 + base_seed) % (2**62)
+
+
+def _random(shape: list[int] | tuple[int, ...], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> torch.Tensor:
+    if dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        return torch.randn(shape, dtype=dtype, device=device, generator=gen)
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return torch.randn(shape, dtype=torch.float32, device=device, generator=gen).clamp_(-2.0, 2.0).to(dtype)
+    if hasattr(torch, "float4_e2m1fn_x2") and dtype == torch.float4_e2m1fn_x2:
+        raw = torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=gen)
+        return raw.view(dtype)
+    if dtype is torch.bool:
+        return torch.randint(0, 2, shape, dtype=torch.bool, device=device, generator=gen)
+    if dtype in _INT_RANGES:
+        lo, hi = _INT_RANGES[dtype]
+        return torch.randint(lo, hi, shape, dtype=dtype, device=device, generator=gen)
+    raise InputErrorW(f"cannot make random values of {dtype}")
+
+
+def read_safetensors(path: Path, key: str) -> torch.Tensor:
+    """A minimal safetensors reader (header length, JSON header, raw little-endian data)."""
+    try:
+        with open(path, "rb") as fh:
+            (n,) = struct.unpack("<Q", fh.read(8))
+            if n <= 0 or n > 100_000_000:
+                raise InputErrorW(f"{path}: not a safetensors file")
+            header = json.loads(fh.read(n))
+            if key not in header:
+                raise InputErrorW(f"{path}: no tensor {key!r} (has {', '.join(k for k in header if k != '__metadata__')})")
+            info = header[key]
+            start, end = info["data_offsets"]
+            fh.seek(8 + n + start)
+            data = bytearray(fh.read(end - start))
+    except (OSError, ValueError, KeyError, struct.error) as exc:
+        raise InputErrorW(f"{path}: cannot read safetensors ({exc})") from None
+    dtype = _ST_DTYPES.get(info["dtype"])
+    if dtype is None:
+        raise InputErrorW(f"{path}: unsupported safetensors dtype {info['dtype']}")
+    if not data:
+        return torch.empty(info["shape"], dtype=dtype)
+    return torch.frombuffer(data, dtype=dtype).reshape(info["shape"]).clone()
+
+
+def resolve_inside(root: Path | None, rel: str) -> Path:
+    """A workload's safetensors path, refused when it leaves the dataset root."""
+    if root is None:
+        raise InputErrorW(f"safetensors input {rel!r} needs the dataset root")
+    root = root.resolve()
+    path = (root / rel).resolve()
+    if path != root and root not in path.parents:
+        raise InputErrorW(f"safetensors path {rel!r} leaves the dataset root {root}")
+    return path
+
+
+class InputMaker:
+    """Makes the inputs of one workload in definition order; caches safetensors loads."""
+
+    def __init__(self, definition: dict[str, Any], device: str, dataset_root: str | None) -> None:
+        self.definition = definition
+        self.device = torch.device(device)
+        self.dataset_root = Path(dataset_root) if dataset_root else None
+        self._loaded: dict[tuple[str, str], torch.Tensor] = {}
+
+    def axis_values(self, workload: dict[str, Any]) -> dict[str, int]:
+        values = {n: a["value"] for n, a in self.definition["axes"].items() if a.get("type") == "const"}
+        values.update({k: int(v) for k, v in workload.get("axes", {}).items()})
+        return values
+
+    def shape(self, spec: dict[str, Any], axes: dict[str, int]) -> list[int] | None:
+        if spec.get("shape") is None:
+            return None
+        try:
+            return [axes[a] for a in spec["shape"]]
+        except KeyError as exc:
+            raise InputErrorW(f"axis {exc.args[0]!r} has no value in this workload") from None
+
+    def make(self, workload: dict[str, Any], seed: int) -> list[Any]:
+        axes = self.axis_values(workload)
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(seed)
+        out: list[Any] = []
+        winputs = workload.get("inputs") or {}
+        for name, spec in self.definition["inputs"].items():
+            kind = (winputs.get(name) or {}).get("type", "random")
+            dtype = torch_dtype(spec["dtype"])
+            if kind == "scalar":
+                out.append(winputs[name]["value"])
+            elif kind == "safetensors":
+                w = winputs[name]
+                key = (w["path"], w["tensor_key"])
+                if key not in self._loaded:
+                    t = read_safetensors(resolve_inside(self.dataset_root, w["path"]), w["tensor_key"])
+                    expect = self.shape(spec, axes)
+                    if expect is not None and list(t.shape) != expect:
+                        raise InputErrorW(f"safetensors input {name!r}: shape {list(t.shape)}, expected {expect}")
+                    if t.dtype != dtype:
+                        raise InputErrorW(f"safetensors input {name!r}: dtype {t.dtype}, expected {dtype}")
+                    self._loaded[key] = t
+                out.append(self._loaded[key].to(self.device))
+            else:
+                shape = self.shape(spec, axes)
+                if shape is None:
+                    out.append(_random((), dtype, self.device, gen).item())
+                else:
+                    out.append(_random(shape, dtype, self.device, gen))
+        return out
+
+    def output_shapes(self, workload: dict[str, Any]) -> list[tuple[list[int], torch.dtype]]:
+        axes = self.axis_values(workload)
+        return [((self.shape(spec, axes) or []), torch_dtype(spec["dtype"])) for spec in self.definition["outputs"].values()]
+
+    def allocate_outputs(self, workload: dict[str, Any], poison: bool) -> list[torch.Tensor]:
+        outs = []
+        for shape, dtype in self.output_shapes(workload):
+            t = torch.empty(shape, dtype=dtype, device=self.device)
+            if poison and t.is_floating_point() and t.element_size() >= 2:
+                t.fill_(float("nan"))
+            elif poison and t.dtype in (torch.int32, torch.int64, torch.int16):
+                t.fill_(-(2**15) + 7)
+            outs.append(t)
+        return outs

@@ -1,0 +1,95 @@
+"""Reference outputs from the definition's ``reference``, cached on disk with their timing.
+
+Keyed by a hash of (definition, workload, seed, device), so a sweep never reruns a slow reference:
+the second sweep reads outputs from the cache instead of recomputing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def definition_fingerprint(definition: dict[str, Any]) -> str:
+    keep = {k: definition.get(k) for k in ("name", "axes", "inputs", "outputs", "reference")}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
+
+
+def cache_key(def_fp: str, workload: dict[str, Any], seed: int, device_name: str) -> str:
+    wl = {"uuid": workload.get("uuid"), "axes": workload.get("axes"), "inputs": workload.get("inputs")}
+    blob = json.dumps({"d": def_fp, "w": wl, "s": seed, "dev": device_name}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ReferenceRunner:
+    def __init__(self, definition: dict[str, Any], device: str, device_name: str, cache_dir: str | None) -> None:
+        self.definition = definition
+        self.device = torch.device(device)
+        self.device_name = device_name
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.fp = definition_fingerprint(definition)
+        namespace: dict[str, Any] = {"__name__": "fibtui_reference"}
+        exec(compile(definition["reference"], f"<reference of {definition['name']}>", "exec"), namespace)  # noqa: S102 - the definition's reference is the contract
+        self.run = namespace["run"]
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / key[:2] / f"{key}.pt"
+
+    def outputs(self, workload: dict[str, Any], seed: int, inputs: list[Any], out_names: list[str],
+                out_dtypes: list[torch.dtype], time_it: bool) -> tuple[list[torch.Tensor], float | None]:
+        """Reference outputs (on the device) and its latency in ms (None when not timed)."""
+        from fibtui.worker.check import normalize
+
+        key = cache_key(self.fp, workload, seed, self.device_name)
+        path = self._path(key)
+        if path is not None and path.is_file():
+            try:
+                blob = torch.load(path, map_location=self.device, weights_only=True)
+                self.hits += 1
+                return list(blob["outputs"]), blob.get("latency_ms")
+            except Exception:  # noqa: BLE001 - a broken cache entry is recomputed
+                pass
+        self.misses += 1
+        with torch.no_grad():
+            result = self.run(*inputs)
+        outs = normalize(result, out_names, out_dtypes, self.device)
+        latency = self.time(inputs) if time_it else None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            os.close(fd)
+            try:
+                torch.save({"outputs": [o.detach().cpu() for o in outs], "latency_ms": latency}, tmp)
+                os.replace(tmp, path)
+            except OSError:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        return outs, latency
+
+    def time(self, inputs: list[Any], calls: int = 3) -> float:
+        """Median wall time of a few reference calls, synchronized (context only: never a decision)."""
+        samples = []
+        for _ in range(calls):
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                self.run(*inputs)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            samples.append((time.perf_counter() - t0) * 1000.0)
+        samples.sort()
+        return samples[len(samples) // 2]

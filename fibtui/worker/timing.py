@@ -1,0 +1,252 @@
+"""Timing the solution's own device time.
+
+GPU (``cupti``): torch.profiler (Kineto, i.e. CUPTI activity records) around blocks of launches.
+Before every solution call the worker launches one delimiter kernel of its own: an L2 flush
+(``_fibtui_l2_flush``, writing twice the L2 size) under the default cold policy, or a one-thread
+marker (``_fibtui_marker``) under the warm policy. The device activity list, sorted by start time,
+is cut at the delimiters: each segment is one call of the solution, and its latency is the span
+from the first kernel's start to the last kernel's end (launch gaps inside a multi-kernel call
+count; the delimiters do not). A block is ``calls`` launches summarized by the median; blocks of
+baseline and candidate alternate ABBA in one profiling session on the same input sets, so drift
+lands on both. All inputs are made before profiling starts, so no input-generation kernel lands in
+a segment. The SM clock is read at each block when NVML is there; a block whose clock sagged below
+85% of the job's median clock is measured again.
+
+CPU interpreter (``cpu-interpreter``): wall time of each call (Triton's interpreter runs on the
+CPU synchronously); few calls, labelled as interpreter timings everywhere.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+FLUSH_NAME = "_fibtui_l2_flush"
+MARKER_NAME = "_fibtui_marker"
+
+
+class TimingError(Exception):
+    """The measurement itself failed (not the kernel): an infrastructure failure."""
+
+
+@dataclass
+class TimingPlan:
+    calls_per_block: int = 20
+    blocks: int = 6  # per solution
+    warmup_calls: int = 3
+    l2_policy: str = "cold"  # cold | warm
+
+
+@dataclass
+class SolutionTiming:
+    latency_ms: float
+    block_medians_ms: list[float]
+    busy_ms: float | None = None
+    kernels_per_call: float | None = None
+    kernel_names: list[str] = field(default_factory=list)
+    sm_clocks_mhz: list[int] = field(default_factory=list)
+    redone_blocks: int = 0
+
+    def to_json(self, kind: str, plan: TimingPlan) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "l2_policy": plan.l2_policy if kind == "cupti" else "n/a",
+            "blocks": len(self.block_medians_ms),
+            "calls_per_block": plan.calls_per_block,
+            "block_medians_ms": self.block_medians_ms,
+            "busy_ms": self.busy_ms,
+            "kernels_per_call": self.kernels_per_call,
+            "kernel_names": self.kernel_names[:8],
+            "sm_clocks_mhz": self.sm_clocks_mhz,
+            "redone_blocks": self.redone_blocks,
+        }
+
+
+def abba_order(sids: list[str], blocks: int) -> list[str]:
+    """A B B A A B B A ... for two solutions; round-robin with alternating direction for more."""
+    order: list[str] = []
+    for b in range(blocks):
+        seq = sids if b % 2 == 0 else list(reversed(sids))
+        order.extend(seq)
+    return order
+
+
+# --------------------------------------------------------------------------------------------
+# GPU delimiters
+# --------------------------------------------------------------------------------------------
+
+_delims: dict[str, Any] = {}
+
+
+def _delimiters(device: torch.device):
+    """(flush(), marker()) launching our own named Triton kernels on ``device``."""
+    key = str(device)
+    if key in _delims:
+        return _delims[key]
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _fibtui_l2_flush(ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.int32), mask=offs < n)
+
+    @triton.jit
+    def _fibtui_marker(ptr):
+        tl.store(ptr, 1)
+
+    props = torch.cuda.get_device_properties(device)
+    l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
+    n = max(2 * l2, 64 * 2**20) // 4
+    buf = torch.empty(n, dtype=torch.int32, device=device)
+    flag = torch.zeros(1, dtype=torch.int32, device=device)
+    block = 4096
+    grid = (triton.cdiv(n, block),)
+
+    def flush() -> None:
+        _fibtui_l2_flush[grid](buf, n, BLOCK=block)
+
+    def marker() -> None:
+        _fibtui_marker[(1,)](flag)
+
+    flush()
+    marker()
+    torch.cuda.synchronize(device)
+    _delims[key] = (flush, marker)
+    return _delims[key]
+
+
+def _device_events(prof) -> list[tuple[str, int, int]]:
+    """(name, start_ns, end_ns) of every device-side activity, sorted by start."""
+    out = []
+    for e in prof.profiler.kineto_results.events():
+        if e.device_type() != torch.autograd.DeviceType.CUDA:
+            continue
+        name = e.name()
+        start = e.start_ns()
+        dur = e.duration_ns()
+        if dur <= 0:
+            continue
+        out.append((name, start, start + dur))
+    out.sort(key=lambda t: t[1])
+    return out
+
+
+def _is_delim(name: str) -> bool:
+    return FLUSH_NAME in name or MARKER_NAME in name
+
+
+def segment(events: list[tuple[str, int, int]]) -> list[list[tuple[str, int, int]]]:
+    """Cut the device activity at our delimiter kernels: one segment per solution call."""
+    segments: list[list[tuple[str, int, int]]] = []
+    current: list[tuple[str, int, int]] | None = None
+    for ev in events:
+        if _is_delim(ev[0]):
+            current = []
+            segments.append(current)
+        elif current is not None:
+            current.append(ev)
+    return segments
+
+
+def time_cupti(
+    calls: dict[str, Callable[[int], None]],
+    n_sets: int,
+    plan: TimingPlan,
+    device: torch.device,
+    clock: Callable[[], int | None] | None = None,
+) -> dict[str, SolutionTiming]:
+    """Time each solution. ``calls[sid](set_index)`` launches one call on input set ``set_index``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    flush, marker = _delimiters(device)
+    delim = flush if plan.l2_policy == "cold" else marker
+    sids = list(calls)
+    for sid in sids:  # warm-up: compile, autotune, module load
+        for i in range(plan.warmup_calls):
+            calls[sid](i % n_sets)
+    torch.cuda.synchronize(device)
+    order = abba_order(sids, plan.blocks)
+
+    def measure(blocks: list[tuple[str, int]]):
+        clocks: list[int | None] = []
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for sid, set_index in blocks:
+                clocks.append(clock() if clock else None)
+                fn = calls[sid]
+                for _ in range(plan.calls_per_block):
+                    delim()
+                    fn(set_index)
+            torch.cuda.synchronize(device)
+        segs = segment(_device_events(prof))
+        expected = len(blocks) * plan.calls_per_block
+        if len(segs) != expected:
+            raise TimingError(f"profiler saw {len(segs)} delimited calls, expected {expected} (dropped activity records?)")
+        spans: list[list[float]] = []
+        busy: list[list[float]] = []
+        counts: list[float] = []
+        names: list[set[str]] = []
+        for b in range(len(blocks)):
+            block_segs = segs[b * plan.calls_per_block:(b + 1) * plan.calls_per_block]
+            if any(not seg for seg in block_segs):
+                raise TimingError(f"a call of {blocks[b][0]!r} launched no device work (nothing to time)")
+            spans.append([(max(e[2] for e in seg) - seg[0][1]) / 1e6 for seg in block_segs])
+            busy.append([sum(e[2] - e[1] for e in seg) / 1e6 for seg in block_segs])
+            counts.append(statistics.median(len(seg) for seg in block_segs))
+            names.append({e[0] for seg in block_segs for e in seg})
+        return spans, busy, counts, names, clocks
+
+    blocks = [(sid, i // len(sids) % max(n_sets, 1)) for i, sid in enumerate(order)]
+    spans, busy, counts, names, clocks = measure(blocks)
+    redone = 0
+    known = [c for c in clocks if c]
+    if known:
+        ref_clock = statistics.median(known)
+        sagged = [i for i, c in enumerate(clocks) if c and c < 0.85 * ref_clock]
+        if sagged:
+            again = [blocks[i] for i in sagged]
+            s2, b2, n2, _, c2 = measure(again)
+            for j, i in enumerate(sagged):
+                spans[i], busy[i], counts[i], clocks[i] = s2[j], b2[j], n2[j], c2[j]
+            redone = len(sagged)
+    out: dict[str, SolutionTiming] = {}
+    for sid in sids:
+        idx = [i for i, (s, _) in enumerate(blocks) if s == sid]
+        medians = [statistics.median(spans[i]) for i in idx]
+        busy_all = [statistics.median(busy[i]) for i in idx]
+        kernels = {k for i in idx for k in names[i]}
+        per_call = statistics.median(counts[i] for i in idx)
+        out[sid] = SolutionTiming(
+            latency_ms=statistics.median(medians),
+            block_medians_ms=medians,
+            busy_ms=statistics.median(busy_all),
+            kernels_per_call=per_call,
+            kernel_names=sorted(kernels),
+            sm_clocks_mhz=[c for i, c in enumerate(clocks) if i in idx and c],
+            redone_blocks=redone,
+        )
+    return out
+
+
+def time_wall(calls: dict[str, Callable[[int], None]], n_sets: int, plan: TimingPlan) -> dict[str, SolutionTiming]:
+    """CPU-interpreter timing: wall time per call, blocks interleaved ABBA."""
+    sids = list(calls)
+    for sid in sids:
+        for i in range(plan.warmup_calls):
+            calls[sid](i % n_sets)
+    order = abba_order(sids, plan.blocks)
+    per: dict[str, list[float]] = {sid: [] for sid in sids}
+    for i, sid in enumerate(order):
+        set_index = i // len(sids) % max(n_sets, 1)
+        samples = []
+        for _ in range(plan.calls_per_block):
+            t0 = time.perf_counter()
+            calls[sid](set_index)
+            samples.append((time.perf_counter() - t0) * 1000.0)
+        per[sid].append(statistics.median(samples))
+    return {sid: SolutionTiming(latency_ms=statistics.median(m), block_medians_ms=m) for sid, m in per.items()}

@@ -1,0 +1,178 @@
+"""The worker and the local runner end to end on the CPU (Triton's interpreter): real kernels,
+real worker processes, real journals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fibtui.core.runs import list_runs, read_journal
+from fibtui.core.workspace import open_workspace
+from fibtui.runners.events import JobFinished
+from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from tests.runner_helpers import make_candidate, make_tiny_workspace
+
+pytestmark = pytest.mark.slow
+
+
+def run_ws(root: Path, **opts):
+    ws = open_workspace(root)
+    options = RunOptions(backend="interpreter", workloads="all", **opts)
+    prepared = prepare_run(ws, options)
+    events: list[object] = []
+    record = prepared.runner.run(events.append)
+    return record, events, prepared
+
+
+def statuses(record) -> dict[tuple[str, str], str]:
+    return {(j["solution"], j["uuid"]): j["status"] for j in record["jobs"]}
+
+
+def test_paired_run_with_good_wrong_and_unwritten_kernels(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws")
+    wrong = make_candidate(root, "wrong_v2", "wrong")
+    unwritten = make_candidate(root, "lazy_v3", "unwritten")
+    record, events, prepared = run_ws(root, solutions=[str(root / "solution" / "triton"), str(wrong), str(unwritten)],
+                                      baseline=str(make_candidate(root, "base_py", "good_py")))
+    s = statuses(record)
+    assert record["state"] == "complete" or record["state"] == "failed" or record["summary"]["done"] == 12
+    assert {v for (sol, _), v in s.items() if sol == "triton"} == {"PASSED"}
+    assert {v for (sol, _), v in s.items() if sol == "base_py"} == {"PASSED"}
+    assert {v for (sol, _), v in s.items() if sol == "wrong_v2"} == {"INCORRECT_NUMERICAL"}
+    assert {v for (sol, _), v in s.items() if sol == "lazy_v3"} == {"INCORRECT_NUMERICAL"}
+    assert record["timing_kind"] == "cpu-interpreter"
+    good = [j for j in record["jobs"] if j["solution"] == "triton"]
+    assert all(j["latency_ms"] > 0 and j["reference_latency_ms"] is not None for j in good)
+    assert all(j["timing"]["kind"] == "cpu-interpreter" and j["timing"]["environment"]["backend"] == "interpreter" for j in good)
+    wrong_jobs = [j for j in record["jobs"] if j["solution"] == "wrong_v2"]
+    assert all(j["max_abs_error"] > 0 and "beyond atol" in j["error"] for j in wrong_jobs)
+    assert "non-finite" in next(j for j in record["jobs"] if j["solution"] == "lazy_v3")["error"]
+    # the snapshot, not the workspace, is what ran
+    snap = prepared.folder / "snapshots"
+    assert (snap / "candidate-wrong_v2" / "sources" / "kernel.py").is_file()
+    assert json.loads((prepared.folder / "run.json").read_text())["summary"]["total"] == 12
+    assert sum(isinstance(e, JobFinished) for e in events) == 12
+
+
+def test_hostile_kernels_are_contained(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    sols = {name: make_candidate(root, name, name) for name in ("raises", "exits", "sleeps", "noisy", "syntax")}
+    record, events, prepared = run_ws(root, solutions=[str(p) for p in sols.values()] + [str(root / "solution" / "triton")],
+                                      job_timeout_s=10)
+    s = {sol: st for (sol, _), st in statuses(record).items()}
+    assert s["raises"] == "RUNTIME_ERROR"
+    assert s["exits"] == "RUNTIME_ERROR"
+    assert s["sleeps"] == "TIMEOUT"
+    assert s["noisy"] == "PASSED"  # megabytes on stdout go to the worker log, not the result stream
+    assert s["syntax"] == "COMPILE_ERROR"
+    assert s["triton"] == "PASSED"  # the good kernel in the same job still gets its own result
+    err = {j["solution"]: j["error"] for j in record["jobs"]}
+    assert "planted failure" in err["raises"]
+    assert "died" in err["exits"] and "7" in err["exits"]
+    assert "SyntaxError" in err["syntax"]
+    log = (prepared.folder / "worker-0.log").read_bytes()
+    assert b"x" * 100_000 in log
+    assert record["summary"]["done"] == 6
+
+
+def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4, 5, 6))
+    script = (
+        "import sys\n"
+        "from fibtui.cli import main\n"
+        f"sys.exit(main(['run', '--backend', 'interpreter', '--workloads', 'all', '--workspace', {str(root)!r}]))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    runs_dir = root / "optimize_ops" / "runs"
+    deadline = time.monotonic() + 120
+    journal = None
+    while time.monotonic() < deadline:
+        found = list(runs_dir.glob("*/journal.jsonl")) if runs_dir.is_dir() else []
+        if found and len(found[0].read_text().splitlines()) >= 3:  # header + 2 results
+            journal = found[0]
+            break
+        time.sleep(0.05)
+    assert journal is not None, "the run never got going"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = read_journal(journal)
+    assert 2 <= len(before.results) < 6
+    listing = {r.run_id: r for r in list_runs(root / "optimize_ops")}
+    run_id = journal.parent.name
+    assert listing[run_id].state == "interrupted"
+    ws = open_workspace(root)
+    prepared = prepare_resume(ws, run_id)
+    record = prepared.runner.run(lambda e: None)
+    after = read_journal(journal)
+    assert len(after.results) == 6 and not after.duplicate_lines
+    assert {k: v.latency_ms for k, v in before.results.items()} == {k: after.results[k].latency_ms for k in before.results}
+    assert record["state"] == "complete" and record["summary"]["passed"] == 6
+
+
+def test_cancel_stops_and_resume_finishes(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4))
+    ws = open_workspace(root)
+    prepared = prepare_run(ws, RunOptions(backend="interpreter", workloads="all"))
+    cancel = threading.Event()
+
+    def on_event(e):
+        if isinstance(e, JobFinished) and e.done >= 1:
+            cancel.set()
+
+    record = prepared.runner.run(on_event, cancel)
+    assert record["state"] == "cancelled" and record["summary"]["done"] < 4
+    record = prepare_resume(ws, prepared.run_id).runner.run(lambda e: None)
+    assert record["state"] == "complete" and record["summary"]["done"] == 4
+
+
+def test_demo_gate_on_the_interpreter(demo_ws: Path) -> None:
+    """The bundled demo kernel, real Triton, smallest workloads: every job PASSED."""
+    ws = open_workspace(demo_ws)
+    workloads = ws.dataset().workloads("demo_gdn_decode_qk4_v8_d128_k_last")
+    small = [u for u in workloads.uuids if workloads.axes_of(u)["batch_size"] == 1][:2]
+    prepared = prepare_run(ws, RunOptions(backend="interpreter", workloads=",".join(small)))
+    record = prepared.runner.run(lambda e: None)
+    assert record["summary"]["passed"] == 2 and record["summary"]["complete"]
+    assert all(j["max_abs_error"] < 0.5 for j in record["jobs"])
+
+
+def test_cli_run_json_and_runs_list(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--backend", "interpreter", "--workloads", "all",
+                           "--json", "--workspace", str(root)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = json.loads(proc.stdout)
+    assert {"run_id", "backend", "timing_kind", "jobs", "summary"} <= set(rec)
+    assert rec["backend"] == "interpreter" and rec["timing_kind"] == "cpu-interpreter"
+    assert {"uuid", "solution", "role", "repeat", "status", "latency_ms", "reference_latency_ms", "max_abs_error",
+            "max_rel_error", "error"} <= set(rec["jobs"][0])
+    assert rec["summary"]["total"] == 2 and rec["summary"]["passed"] == 2 and rec["summary"]["complete"]
+    assert "[1/2]" in proc.stderr or "[2/2]" in proc.stderr  # live progress on stderr
+    proc = subprocess.run([sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
+                          capture_output=True, text=True, timeout=60)
+    runs = json.loads(proc.stdout)["runs"]
+    assert runs[0]["run_id"] == rec["run_id"] and runs[0]["state"] == "complete"
+    assert {"run_id", "state", "jobs_done", "jobs_total", "backend", "started"} <= set(runs[0])
+
+
+def test_run_refuses_bad_options(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws")
+    for argv, needle in (
+        (["--workloads", "nope"], "no workload 'nope'"),
+        (["--backend", "warp-drive"], "unknown backend"),
+        (["--solution", str(tmp_path / "missing")], "not a solution folder"),
+        (["--resume", "no-such-run"], "no run 'no-such-run'"),
+    ):
+        proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--workspace", str(root), "--backend", "interpreter", *argv],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert needle in proc.stderr and "Traceback" not in proc.stderr
