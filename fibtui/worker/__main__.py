@@ -91,7 +91,8 @@ def _run(path: str) -> int:
 
 
 def _profile(path: str) -> int:
-    """Warm up, then one call between cudaProfilerStart/Stop (what ncu profiles)."""
+    """For ncu --profile-from-start off: per workload, warm up, then the profiled calls inside
+    cudaProfilerStart/Stop (one range per workload, in request order)."""
     import torch
 
     from fibtui.worker.engine import Engine, EngineConfig
@@ -106,20 +107,23 @@ def _profile(path: str) -> int:
         print(f"COMPILE_ERROR: {report[sid]['error']}", file=sys.stderr)
         return 2
     sol = engine.solutions[sid]
-    workload = request["workload"]
     assert engine.maker is not None
-    inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
-    outs = engine.maker.allocate_outputs(workload, poison=False)
+    workloads = request.get("workloads") or [request["workload"]]
     warmup = int(request.get("warmup_calls", 3))
-    with torch.no_grad():
-        for _ in range(warmup):
-            sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
-        torch.cuda.synchronize()
-        torch.cuda.cudart().cudaProfilerStart()
-        for _ in range(int(request.get("profiled_calls", 1))):
-            sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
-        torch.cuda.synchronize()
-        torch.cuda.cudart().cudaProfilerStop()
+    calls = int(request.get("profiled_calls", 1))
+    for workload in workloads:
+        inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+        outs = engine.maker.allocate_outputs(workload, poison=False)
+        with torch.no_grad():
+            for _ in range(warmup):
+                sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStart()
+            for _ in range(calls):
+                sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStop()
+        print(f"profiled {workload['uuid']} axes={workload.get('axes')}", file=sys.stderr)
     return 0
 
 
