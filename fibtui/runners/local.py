@@ -164,6 +164,9 @@ class Task:
     repeat: int
     sids: list[str]
     attempt: int = 1
+    #: the slot (GPU) this task must run on: the halves of a split paired job stay on the GPU
+    #: where the pair started, so baseline and candidate are never compared across GPUs
+    slot: int | None = None
 
 
 class LocalRunner:
@@ -207,13 +210,15 @@ class LocalRunner:
             self._outstanding += 1
             self._cond.notify_all()
 
-    def _pop(self, cancel: threading.Event) -> Task | None:
+    def _pop(self, cancel: threading.Event, slot: int) -> Task | None:
         with self._cond:
-            while not self._tasks:
+            while True:
+                for i, task in enumerate(self._tasks):
+                    if task.slot is None or task.slot == slot:
+                        return self._tasks.pop(i)
                 if self._outstanding == 0 or cancel.is_set():
                     return None
                 self._cond.wait(timeout=0.2)
-            return self._tasks.pop(0)
 
     def _task_done(self) -> None:
         with self._cond:
@@ -301,7 +306,7 @@ class LocalRunner:
     def _slot(self, slot: int, on_event: EventSink, cancel: threading.Event) -> None:
         worker: WorkerProcess | None = None
         while not cancel.is_set():
-            task = self._pop(cancel)
+            task = self._pop(cancel, slot)
             if task is None:
                 break
             try:
@@ -320,7 +325,7 @@ class LocalRunner:
     def _infra(self, task: Task, reason: str, on_event: EventSink) -> None:
         if task.attempt <= self.pool.max_infra_retries:
             on_event(LogLine(f"retrying {task.uuid[:8]} (attempt {task.attempt + 1}): {reason}", "warning"))
-            self._push(Task(task.uuid, task.repeat, task.sids, task.attempt + 1), front=True)
+            self._push(Task(task.uuid, task.repeat, task.sids, task.attempt + 1, slot=task.slot), front=True)
             return
         for sid in task.sids:
             self._record(sid, task, {"status": "INFRA_ERROR", "error": reason}, on_event)
@@ -347,7 +352,7 @@ class LocalRunner:
                     continue
                 worker.kill()
                 on_event(WorkerRestarted(slot, f"job {task.uuid[:8]} passed its {self.pool.job_timeout_s:.0f} s timeout"))
-                self._blame(task, "TIMEOUT", f"no result within {self.pool.job_timeout_s:.0f} s", on_event)
+                self._blame(task, "TIMEOUT", f"no result within {self.pool.job_timeout_s:.0f} s", on_event, slot)
                 return None
             if ev is _EOF:
                 time.sleep(0.05)
@@ -355,7 +360,7 @@ class LocalRunner:
                 worker.kill()
                 on_event(WorkerRestarted(slot, f"worker {why}"))
                 if began:
-                    self._blame(task, "RUNTIME_ERROR", f"the worker process died during the job: {why}", on_event)
+                    self._blame(task, "RUNTIME_ERROR", f"the worker process died during the job: {why}", on_event, slot)
                 else:
                     self._infra(task, f"worker {why} before the job began", on_event)
                 return None
@@ -381,12 +386,12 @@ class LocalRunner:
             elif kind == "error":
                 on_event(LogLine(f"worker {slot}: {ev.get('message')}", "error"))
 
-    def _blame(self, task: Task, status: str, reason: str, on_event: EventSink) -> None:
-        """A job took the worker down: run each solution alone to find which one did it."""
+    def _blame(self, task: Task, status: str, reason: str, on_event: EventSink, slot: int) -> None:
+        """A job took the worker down: run each solution alone (on the same GPU) to find which."""
         if len(task.sids) > 1:
             on_event(LogLine(f"{task.uuid[:8]}: {reason}; rerunning each solution alone to attribute it", "warning"))
             for sid in reversed(task.sids):
-                self._push(Task(task.uuid, task.repeat, [sid], task.attempt), front=True)
+                self._push(Task(task.uuid, task.repeat, [sid], task.attempt, slot=slot), front=True)
             return
         self._record(task.sids[0], task, {"status": status, "error": reason}, on_event)
 

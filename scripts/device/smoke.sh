@@ -17,3 +17,7 @@ time python3 -m fibtui run --backend local --workloads rep --workspace /tmp/ws \
 tar czf $OUT/smoke_runs.tgz -C /tmp/ws optimize_ops
 ncu --import .device/gdn_b64.ncu-rep --page details > $OUT/gdn_b64_details.txt 2>&1; head -5 $OUT/gdn_b64_details.txt
 tail -5 /tmp/ws/optimize_ops/runs/*/worker-0.log
+python3 -c "import torch; print('gpus', torch.cuda.device_count())"
+time python3 -m fibtui run --backend local --workloads rep --workers 2 --workspace /tmp/ws \
+  --baseline /tmp/ws/solution/triton --solution /tmp/ws/candidates/v2_smallb_splitv
+tar czf $OUT/smoke_runs.tgz -C /tmp/ws optimize_ops
