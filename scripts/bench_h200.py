@@ -59,9 +59,9 @@ def cmd_noise(a: argparse.Namespace) -> None:
     out = Path(a.out)
     runs = []
     for i in range(2):
-        rec, wall, _ = fibtui("run", "--backend", "local", "--workloads", "all", "--workspace", a.ws)
+        rec, wall, _ = fibtui("run", "--backend", "local", "--workloads", "all", "--l2", a.l2, "--workspace", a.ws)
         runs.append(rec)
-        (out / f"noise_run{i + 1}.json").write_text(json.dumps(rec, indent=1))
+        (out / f"noise_{a.l2}_run{i + 1}.json").write_text(json.dumps(rec, indent=1))
         print(f"run {i + 1}: {rec['run_id']} {rec['summary']['passed']}/{rec['summary']['total']} PASSED in {wall:.1f} s")
     r1, r2 = by_key(runs[0]), by_key(runs[1])
     pairs, bands = [], {}
@@ -73,7 +73,8 @@ def cmd_noise(a: argparse.Namespace) -> None:
     res = {"overall": log_ratio_stats(pairs), "bands": {b: log_ratio_stats(p) | {"mean_us_run1": 1000 * statistics.mean(x for x, _ in p)}
                                                          for b, p in bands.items()},
            "runs": [r["run_id"] for r in runs], "target": {"std_log_ratio": 0.01, "p95_abs_log_ratio": 0.02}}
-    (out / "noise.json").write_text(json.dumps(res, indent=1))
+    res["l2_policy"] = a.l2
+    (out / f"noise_{a.l2}.json").write_text(json.dumps(res, indent=1))
     print(f"{'band':<16}{'n':>4}{'mean us':>10}{'std log':>10}{'p95 |log|':>11}")
     for b, s in sorted(res["bands"].items(), key=lambda kv: int(kv[0].split('=')[1])):
         print(f"{b:<16}{s['n']:>4}{s['mean_us_run1']:>10.2f}{s['std_log_ratio']:>10.4f}{s['p95_abs_log_ratio']:>11.4f}")
@@ -136,11 +137,12 @@ def cmd_fidelity(a: argparse.Namespace) -> None:
     record = json.loads((w.archive_root / "runs" / a.run / "run.json").read_text())
     jobs = [j for j in record["jobs"] if j["status"] == "PASSED" and j["repeat"] == 0]
     uuids = [j["uuid"] for j in jobs]
-    req = out / "fidelity_request.json"
+    tag = f"fidelity_{a.cache_control}"
+    req = out / f"{tag}_request.json"
     _profile_request(a.ws, None, uuids, req)
-    rep = out / "fidelity.ncu-rep"
-    _ncu(["--metrics", "gpu__time_duration.sum", "--kernel-name", "regex:gdn"], req, rep)
-    raw = rep.with_name("fidelity_raw.csv")
+    rep = out / f"{tag}.ncu-rep"
+    _ncu(["--metrics", "gpu__time_duration.sum", "--kernel-name", "regex:gdn", "--cache-control", a.cache_control], req, rep)
+    raw = rep.with_name(f"{tag}_raw.csv")
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     with open(raw, "w") as fh:
         subprocess.run([ncu, "--import", str(rep), "--page", "raw", "--csv"], stdout=fh, check=True, timeout=300)
@@ -164,8 +166,9 @@ def cmd_fidelity(a: argparse.Namespace) -> None:
     summary = {b: {"n": len(ps), "fibtui_us": statistics.median(x["fibtui_us"] for x in ps),
                    "ncu_us": statistics.median(x["ncu_us"] for x in ps), "ratio_median": statistics.median(x["ratio"] for x in ps),
                    "ratio_min": min(x["ratio"] for x in ps), "ratio_max": max(x["ratio"] for x in ps)} for b, ps in bands.items()}
-    (out / "fidelity.json").write_text(json.dumps({"run": a.run, "unit": unit, "workloads": per, "bands": summary,
-                                                    "target": [0.95, 1.05]}, indent=1))
+    (out / f"{tag}.json").write_text(json.dumps({"run": a.run, "l2_policy": record["l2_policy"], "ncu_cache_control": a.cache_control,
+                                                 "unit": unit, "workloads": per, "bands": summary, "target": [0.95, 1.05]}, indent=1))
+    print(f"fibtui run {a.run} (L2 {record['l2_policy']}) vs ncu --cache-control {a.cache_control}")
     print(f"{'band':<16}{'n':>4}{'fibtui us':>11}{'ncu us':>10}{'ratio':>8}{'min':>8}{'max':>8}")
     for b, s in sorted(summary.items(), key=lambda kv: int(kv[0].split('=')[1])):
         print(f"{b:<16}{s['n']:>4}{s['fibtui_us']:>11.3f}{s['ncu_us']:>10.3f}{s['ratio_median']:>8.3f}{s['ratio_min']:>8.3f}{s['ratio_max']:>8.3f}")
@@ -232,10 +235,12 @@ def main() -> None:
     s = sub.add_parser("noise")
     s.add_argument("--ws", required=True)
     s.add_argument("--out", required=True)
+    s.add_argument("--l2", default="cold", choices=("cold", "warm"))
     s = sub.add_parser("fidelity")
     s.add_argument("--ws", required=True)
     s.add_argument("--run", required=True)
     s.add_argument("--out", required=True)
+    s.add_argument("--cache-control", default="all", choices=("all", "none"))
     s = sub.add_parser("sweep")
     s.add_argument("--ws", required=True)
     s.add_argument("--out", required=True)

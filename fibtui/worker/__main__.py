@@ -30,7 +30,7 @@ def _serve() -> int:
     protocol.claim_stdout()
     engine = None
     try:
-        from fibtui.worker.engine import ContextPoisoned, Engine, EngineConfig
+        from fibtui.worker.engine import Engine, EngineConfig
     except Exception as exc:  # noqa: BLE001 - torch/triton missing: say so and stop
         protocol.emit({"event": "error", "fatal": True, "message": f"worker cannot start: {type(exc).__name__}: {exc}"})
         return 2
@@ -55,17 +55,10 @@ def _serve() -> int:
                     protocol.emit({"event": "error", "message": "job before load"})
                     continue
                 protocol.emit({"event": "job_started", "job_id": req.get("job_id")})
-                try:
-                    result = engine.run_job(req)
-                except ContextPoisoned as exc:
-                    sids = req.get("solutions") or list(engine.solutions)
-                    protocol.emit({"event": "result", "job_id": req.get("job_id"), "uuid": req["workload"]["uuid"],
-                                   "repeat": req.get("repeat", 0),
-                                   "results": [{"solution_id": s, "status": "RUNTIME_ERROR",
-                                                "error": f"CUDA context lost: {exc}"} for s in sids],
-                                   "restart": True})
-                    return 3
+                result = engine.run_job(req)
                 protocol.emit({"event": "result", **result})
+                if result.get("restart"):
+                    return 3  # the CUDA context is lost: the runner starts a fresh worker
             elif op == "ping":
                 protocol.emit({"event": "pong"})
             elif op == "shutdown":

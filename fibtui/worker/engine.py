@@ -103,15 +103,18 @@ class Engine:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def _check_context(self) -> None:
+    def _context_lost(self) -> bool:
+        """After a failure on the GPU: does the CUDA context still work? (An illegal memory
+        access poisons it for good; only a fresh process recovers.)"""
         if self.device.type != "cuda":
-            return
+            return False
         try:
             torch.cuda.synchronize(self.device)
             torch.ones(1, device=self.device).add_(1).item()
-        except Exception as exc:  # noqa: BLE001 - any failure here means the context is gone
+            return False
+        except Exception:  # noqa: BLE001 - any failure here means the context is gone
             self.poisoned = True
-            raise ContextPoisoned(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+            return True
 
     def _call(self, sol: BuiltSolution, inputs: list[Any], workload: dict[str, Any], poison: bool) -> list[torch.Tensor]:
         assert self.maker is not None and self.definition is not None
@@ -164,7 +167,8 @@ class Engine:
                     except Exception as exc:  # noqa: BLE001 - the kernel's failure is its result
                         results[sid] = self._failure(exc)
                         alive.remove(sid)
-                        self._check_context()
+                        if self._context_lost():
+                            raise ContextPoisoned(sid) from None
                         continue
                     verdict = compare(outs, ref_out, names, tol)
                     a, r = errors[sid]
@@ -185,8 +189,13 @@ class Engine:
                         "max_rel_error": errors[sid][1],
                         "timing": t.to_json(self.config.timing_kind, self.config.plan),
                     }
-        except ContextPoisoned:
-            raise
+        except ContextPoisoned as exc:
+            # The culprit has its RUNTIME_ERROR; the others were not measured: the runner reruns
+            # them alone on a fresh worker (an infrastructure failure, not theirs).
+            culprit = exc.args[0] if exc.args else None
+            for sid in alive:
+                results.setdefault(sid, {"status": "INFRA_ERROR",
+                                         "error": f"not measured: {culprit or 'another solution'} lost the CUDA context"})
         except InputErrorW as exc:
             for sid in alive:
                 results[sid] = {"status": "INFRA_ERROR", "error": f"inputs: {exc}"}
@@ -195,9 +204,16 @@ class Engine:
                 results.setdefault(sid, {"status": "INFRA_ERROR", "error": f"timing: {exc}"})
         except Exception as exc:  # noqa: BLE001 - reference or timing-time failure
             where = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            culprit = _solution_in_traceback(exc)
+            lost = self._context_lost()
             for sid in alive:
-                results.setdefault(sid, self._failure(exc) if _from_solution(exc) else {"status": "INFRA_ERROR", "error": where})
-            self._check_context()
+                if sid == culprit:
+                    results.setdefault(sid, self._failure(exc))
+                elif culprit is None and len(alive) == 1 and _from_solution(exc):
+                    results.setdefault(sid, self._failure(exc))
+                else:
+                    why = f"not measured: {culprit} failed" + (" and lost the CUDA context" if lost else "") if culprit else where
+                    results.setdefault(sid, {"status": "INFRA_ERROR", "error": why})
         out = []
         for sid in sids:
             r = results.get(sid, {"status": "INFRA_ERROR", "error": "no result"})
@@ -209,10 +225,10 @@ class Engine:
             timing["environment"] = self.environment
             timing["reference_cache"] = {"hits": self.reference.hits, "misses": self.reference.misses}
             out.append(r)
-        if self.device.type == "cuda":
+        if self.device.type == "cuda" and not self.poisoned:
             torch.cuda.empty_cache()
         return {"job_id": job.get("job_id"), "uuid": uuid, "repeat": job.get("repeat", 0), "results": out,
-                "wall_s": time.monotonic() - t_start}
+                "wall_s": time.monotonic() - t_start, "restart": self.poisoned}
 
     def _time(self, sids: list[str], workload: dict[str, Any]):
         assert self.maker is not None
@@ -247,6 +263,18 @@ class Engine:
         return {"status": status, "error": text[:2000]}
 
 
+def _solution_in_traceback(exc: BaseException) -> str | None:
+    """The worker-side id of the solution whose code raised, read from the traceback's modules."""
+    tb = exc.__traceback__
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_globals.get("__name__", "")
+        if name.startswith("fibtui_solution_"):
+            found = name[len("fibtui_solution_"):].rsplit("_", 1)[0].replace("_", "-")
+        tb = tb.tb_next
+    return found
+
+
 def _from_solution(exc: BaseException) -> bool:
     """Did this exception come out of solution code (vs the reference or the harness)?"""
     tb = exc.__traceback__
@@ -269,16 +297,15 @@ def execute(request: dict[str, Any], emit: Emit | None = None) -> dict[str, Any]
     emit({"event": "loaded", "solutions": load, "environment": engine.environment})
     jobs_out = []
     for job in request.get("jobs", []):
-        emit({"event": "job_started", "job_id": job.get("job_id")})
-        try:
-            result = engine.run_job(job)
-        except ContextPoisoned as exc:
+        if engine.poisoned:
+            # A previous job lost the CUDA context: the rest cannot run in this process.
             result = {"job_id": job.get("job_id"), "uuid": job["workload"]["uuid"], "repeat": job.get("repeat", 0),
-                      "results": [{"solution_id": sid, "status": "RUNTIME_ERROR", "error": f"CUDA context lost: {exc}"}
-                                  for sid in job.get("solutions", list(engine.solutions))]}
-            jobs_out.append(result)
-            emit({"event": "result", **result})
-            break
+                      "results": [{"solution_id": sid, "status": "INFRA_ERROR", "error": "not run: the CUDA context was lost earlier"}
+                                  for sid in job.get("solutions", list(engine.solutions) + list(engine.build_errors))],
+                      "restart": True}
+        else:
+            emit({"event": "job_started", "job_id": job.get("job_id")})
+            result = engine.run_job(job)
         jobs_out.append(result)
         emit({"event": "result", **result})
     return {"environment": engine.environment, "load": load, "jobs": jobs_out,

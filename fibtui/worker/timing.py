@@ -2,7 +2,9 @@
 
 GPU (``cupti``): torch.profiler (Kineto, i.e. CUPTI activity records) around blocks of launches.
 Before every solution call the worker launches one delimiter kernel of its own: an L2 flush
-(``_fibtui_l2_flush``, writing twice the L2 size) under the default cold policy, or a one-thread
+(``_fibtui_l2_flush``, reading twice the L2 size, so the cache is cold but clean: a flush by
+writing would leave dirty lines whose write-back the next call would pay for; measured on the
+H200 as +8% at batch 64 against Nsight Compute) under the default cold policy, or a one-thread
 marker (``_fibtui_marker``) under the warm policy. The device activity list, sorted by start time,
 is cut at the delimiters: each segment is one call of the solution, and its latency is the span
 from the first kernel's start to the last kernel's end (launch gaps inside a multi-kernel call
@@ -92,9 +94,14 @@ def _delimiters(device: torch.device):
     import triton.language as tl
 
     @triton.jit
-    def _fibtui_l2_flush(ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.int32), mask=offs < n)
+    def _fibtui_l2_flush(ptr, sink, n, BLOCK: tl.constexpr):
+        # Read (not write) twice the L2: the cache ends up full of clean lines, so the next call
+        # pays cold misses but never the write-back of a dirty flush buffer. The store below is
+        # never taken (the buffer holds zeros) but keeps the loads alive.
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        total = tl.sum(tl.load(ptr + offs, mask=offs < n, other=0), axis=0)
+        tl.store(sink + pid, total, mask=total == 123456789)
 
     @triton.jit
     def _fibtui_marker(ptr):
@@ -103,13 +110,14 @@ def _delimiters(device: torch.device):
     props = torch.cuda.get_device_properties(device)
     l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
     n = max(2 * l2, 64 * 2**20) // 4
-    buf = torch.empty(n, dtype=torch.int32, device=device)
+    buf = torch.zeros(n, dtype=torch.int32, device=device)
     flag = torch.zeros(1, dtype=torch.int32, device=device)
     block = 4096
     grid = (triton.cdiv(n, block),)
+    sink = torch.zeros(grid[0], dtype=torch.int32, device=device)
 
     def flush() -> None:
-        _fibtui_l2_flush[grid](buf, n, BLOCK=block)
+        _fibtui_l2_flush[grid](buf, sink, n, BLOCK=block)
 
     def marker() -> None:
         _fibtui_marker[(1,)](flag)
