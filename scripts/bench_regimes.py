@@ -96,7 +96,7 @@ def main() -> int:
             times.append(time.perf_counter() - t0)
         assert report is not None
     median = statistics.median(times)
-    print(f"command: PYTHONPATH=$PWD .venv/bin/python scripts/bench_regimes.py --workloads {args.workloads} --runs {args.runs} --seed {args.seed}")
+    print(f"settings: --workloads {args.workloads} --runs {args.runs} --seed {args.seed}")
     print(f"machine: {platform.platform()}, python {platform.python_version()}, {os.cpu_count()} CPUs")
     import polars
 

@@ -573,8 +573,9 @@ def _merge_tiny(protos: list[_Proto], n: int, total_latency: float | None) -> li
 
 
 def _dominant_axis(table: pl.DataFrame, varying: list[str], bins_of: dict[str, list[tuple[int, int]]], has_latency: bool) -> str | None:
-    """The varying axis that explains most of the latency's spread (between-bin share of the
-    variance); without latency, the axis with the most bins. Ties go to definition order."""
+    """The varying axis that explains most of the latency's spread (the between-bin share of its
+    variance, over each axis's own bins); without latency, the axis with the most bins. Ties go
+    to definition order."""
     if not varying:
         return None
     if len(varying) == 1:
@@ -587,7 +588,9 @@ def _dominant_axis(table: pl.DataFrame, varying: list[str], bins_of: dict[str, l
             if total_ss > 0:
                 best, best_score = varying[0], -1.0
                 for a in varying:
-                    g = data.group_by(a).agg(pl.len().alias("_fib_n"), pl.col("latency_ms").mean().alias("_fib_m"))
+                    lows = pl.Series([lo for lo, _ in bins_of[a]], dtype=pl.Int64)
+                    index = lows.search_sorted(data.get_column(a).cast(pl.Int64), side="right")
+                    g = data.with_columns(pl.Series("_fib_bin", index)).group_by("_fib_bin").agg(pl.len().alias("_fib_n"), pl.col("latency_ms").mean().alias("_fib_m"))
                     score = float(g.select((pl.col("_fib_n") * (pl.col("_fib_m") - mean) ** 2).sum()).item()) / total_ss
                     if score > best_score + 1e-12:
                         best, best_score = a, score
