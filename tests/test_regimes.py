@@ -314,7 +314,7 @@ def test_cli_bad_results_files_exit_2(capsys, demo_ws: Path, tmp_path: Path) -> 
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"definition": "x", "results": {"x": {"u1": {"status": "PASSED", "latency_ms": 1.0}}}}))
     code, _, err = run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--results", str(other))
-    assert code == 2 and "none of its result rows" in err
+    assert code == 2 and "none of its 1 result rows names one of the 50 workloads" in err
 
 
 def test_cli_multi_solution_traces_need_solution(capsys, shared, demo_ws: Path) -> None:

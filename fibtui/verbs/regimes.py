@@ -100,9 +100,11 @@ def _rows_from_file(args: argparse.Namespace, definition: str, ds) -> tuple[list
                          field="--solution")
     else:
         rows = list(table.rows)
+    n_rows = len(rows)
     rows = [r for r in rows if not r.definition or r.definition == definition]
     if not any(r.uuid in workloads for r in rows):
-        raise InputError(path, f"none of its result rows names a workload of {definition}", field="--results")
+        raise InputError(path, f"none of its {n_rows} result rows names one of the {len(workloads)} workloads of {definition} "
+                         f"in {workloads.path} (results from another copy of the dataset?)", field="--results")
     hardware = None
     env = table.meta.get("environment")
     if isinstance(env, dict) and isinstance(env.get("hardware"), str):
@@ -195,12 +197,15 @@ def _print_report(report) -> None:
                   f"[dim]({dev['source']}; {dev.get('chosen_by', '')})[/]  floor = max(bytes / bandwidth, FLOPs / rate); "
                   "% of floor = 100 x latency / floor")
 
-    t = Table("band", "workloads", "passed", "mean us", "share", "floor us", "% of floor", "",
-              box=None, pad_edge=False, header_style="bold", title="bands", title_justify="left")
+    t = Table(box=None, pad_edge=False, header_style="bold", title="bands", title_justify="left")
+    t.add_column("band", ratio=1, overflow="fold")
+    for col in ("workloads", "passed", "mean us", "share", "floor us", "% of floor"):
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+    t.add_column("", no_wrap=True, min_width=7)
     for b in report.bands:
         share = "-" if b.latency_share is None else f"{b.latency_share:.1%}"
         passed = "-" if b.passed is None else f"{b.passed}/{b.workloads}"
-        floor = "-" if b.mean_floor_us is None else f"{b.mean_floor_us:.2f}"
+        floor = "-" if b.mean_floor_us is None else f"{b.mean_floor_us:.3g}"
         pct = "-" if b.mean_pct_of_floor is None else f"{b.mean_pct_of_floor:.0f}%"
         flag = "[red]outlier[/]" if b.outlier else ("[dim]merged[/]" if b.kind == "merged" else "")
         t.add_row(b.name, str(b.workloads), passed, _us(b.mean_latency_ms), share, floor, pct, flag)
@@ -254,6 +259,9 @@ def latency_chart(report, width: int = 78, height: int = 16) -> str | None:
         plt.plot([float(v) for v in floors.get_column(axis).to_list()], floors.get_column("floor_us").to_list(), label="floor")
     if min(xs) > 0 and max(xs) / min(xs) >= 16:
         plt.xscale("log")
+    ys = data.get_column("latency_ms")
+    if ys.min() > 0 and ys.max() / ys.min() >= 100:
+        plt.yscale("log")
     plt.title(f"latency vs {axis}")
     plt.xlabel(axis)
     plt.ylabel("us")
