@@ -378,8 +378,8 @@ def definition_tokens(name: str) -> list[str]:
         i += 1
     out: list[str] = []
     for tok in joined:
-        if tok in _STOP_TOKENS or len(tok) < 2:
-            continue
+        if tok in _STOP_TOKENS or len(tok) < 2 or (tok.isalpha() and len(tok) < 3):
+            continue  # "ds" or "nn" would match everywhere
         if tok not in out:
             out.append(tok)
         m = re.fullmatch(r"([a-z]{3,})\d+", tok)
@@ -391,11 +391,12 @@ def definition_tokens(name: str) -> list[str]:
 @dataclass(frozen=True)
 class SearchTerm:
     text: str
-    kind: str  # "name" | "token" | "keyword" | "user"
+    kind: str  # "name" | "prefix" | "token" | "keyword" | "user"
+    rank: int = 0  # added to the kind's weight (a longer name prefix is more specific)
 
     @property
     def weight(self) -> int:
-        return {"name": 100, "user": 30, "token": 30, "keyword": 12}[self.kind]
+        return {"name": 100, "prefix": 40, "user": 30, "token": 30, "keyword": 12}.get(self.kind, 10) + self.rank
 
 
 def search_terms(definition: str | None, op_type: str | None = None,
@@ -405,17 +406,22 @@ def search_terms(definition: str | None, op_type: str | None = None,
     terms: list[SearchTerm] = []
     seen: set[str] = set()
 
-    def add(text: str, kind: str) -> None:
+    def add(text: str, kind: str, rank: int = 0) -> None:
         key = text.strip().lower()
         if len(key) >= 2 and key not in seen:
             seen.add(key)
-            terms.append(SearchTerm(text.strip(), kind))
+            terms.append(SearchTerm(text.strip(), kind, rank))
 
     if definition:
         add(definition, "name")
         parts = definition.split("_")
         if parts and parts[0].lower() in _STOP_TOKENS and len(parts) > 1:
-            add("_".join(parts[1:]), "name")  # demo_gdn_decode_... also finds gdn_decode_...
+            parts = parts[1:]
+            add("_".join(parts), "name")  # demo_gdn_decode_... also finds gdn_decode_...
+        # Longer prefixes first: gdn_decode_qk4_v8_d128 finds a sibling definition without k_last.
+        for n in range(len(parts) - 1, 1, -1):
+            if len(parts[n - 1]) > 1:
+                add("_".join(parts[:n]), "prefix", 58 * n // len(parts))  # by the share of the name
         for tok in definition_tokens(definition):
             add(tok, "token")
     for word in operator_keywords(op_type, definition, table):
@@ -443,6 +449,7 @@ IMPL_DIRS = ("csrc", "include", "kernels", "kernel", "src", "ops", "tests", "tes
 _DOC_SUFFIXES = (".md", ".rst", ".txt", ".html", ".ipynb")
 _DATA_SUFFIXES = (".jsonl", ".csv", ".log", ".tsv")
 _GREP_MAX_PER_FILE = 200
+_LONG_LINE = 300  # minified or embedded data, not code to reuse
 
 
 @dataclass
@@ -494,18 +501,23 @@ def _path_score(path: str, tokens: Sequence[str]) -> int:
     return score
 
 
+def _ere_escape(text: str) -> str:
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+
+
 def _grep_repo(repo: RefRepo, terms: Sequence[SearchTerm], timeout_s: float) -> tuple[str | None, list[tuple[str, int, str]]]:
     """(HEAD commit, [(path, line, text)]) of every line matching any term (any variant)."""
     r = git.Repo(repo.path)
     try:
         commit = r.head.commit.hexsha if r.head.is_valid() else None
+        # One alternation of escaped literals: git grep tests each -e pattern on each line in turn,
+        # so 15 patterns over a large repo cost ~10 s where one alternation costs under a second.
+        pattern = "|".join(_ere_escape(v) for t in terms for v in _variants(t.text))
         cmd = ["git", "-c", "grep.lineNumber=true", "-c", "grep.column=false", "-c", "grep.fullName=false",
-               "-c", "core.quotePath=false", "grep", "-n", "-I", "-i", "-F", "-z", "--no-color"]
+               "-c", "core.quotePath=false", "grep", "-n", "-I", "-i", "-E", "-z", "--no-color"]
         if r.git.version_info >= (2, 38):
             cmd += ["-m", str(_GREP_MAX_PER_FILE)]
-        for t in terms:
-            for v in _variants(t.text):
-                cmd += ["-e", v]
+        cmd += ["-e", pattern]
         status, out, err = r.git.execute(cmd, with_extended_output=True, with_exceptions=False,
                                          stdout_as_string=False, kill_after_timeout=timeout_s)
     finally:
@@ -536,12 +548,13 @@ def search_repos(
     """Grep every repo for the terms; hits ranked best first (see the module docstring)."""
     terms = [t for t in terms if t.text.strip()]
     tokens = [t.text.lower() for t in terms if t.kind in ("name", "token", "user")]
-    hits: list[SearchHit] = []
     repo_rows: list[dict[str, Any]] = []
     if not terms:
         return SearchResult([], [], [{"name": r.name, "path": str(r.path), "commit": None, "matches": 0,
                                       "error": None} for r in repos])
-    lowered = [(t, [v for v in _variants(t.text)]) for t in terms]
+    flat = [(v, i) for i, t in enumerate(terms) for v in _variants(t.text)]
+    order = {i: (t.weight, len(t.text)) for i, t in enumerate(terms)}
+    ranked: list[tuple[int, str, str, int, str, str | None, list[int], int]] = []
     for repo in repos:
         info: dict[str, Any] = {"name": repo.name, "path": str(repo.path), "commit": None, "matches": 0, "error": None}
         repo_rows.append(info)
@@ -555,31 +568,38 @@ def search_repos(
             continue
         info["commit"] = commit
         info["matches"] = len(rows)
+        path_scores: dict[str, int] = {}
         for path, line, text in rows:
             low = text.lower()
-            matched = [t for t, variants in lowered if any(v in low for v in variants)]
+            matched = sorted({i for v, i in flat if v in low})
             if not matched:
                 continue  # a -i match the Python lower() does not see (exotic case folding)
-            best = max(matched, key=lambda t: (t.weight, len(t.text)))
-            score = best.weight + 8 * (len(matched) - 1) + _path_score(path, tokens)
-            hits.append(SearchHit(repo=repo.name, path=path, line=line, text=text.strip()[:240],
-                                  term=best.text, commit=commit, terms=[t.text for t in matched],
-                                  kind=best.kind, score=score))
-    total = len(hits)
-    hits.sort(key=lambda h: (-h.score, h.repo, h.path, h.line))
+            best = max(matched, key=order.__getitem__)
+            others = sum(1 for i in matched if terms[i].kind != "prefix") - (terms[best].kind != "prefix")
+            if path not in path_scores:
+                path_scores[path] = _path_score(path, tokens)
+            score = terms[best].weight + 8 * min(max(others, 0), 3) + path_scores[path]
+            if len(text) > _LONG_LINE:
+                score -= 25
+            ranked.append((-score, repo.name, path, line, text, commit, matched, best))
+    total = len(ranked)
+    ranked.sort(key=lambda r: r[:4])
     if per_file is not None and per_file > 0:
         count: dict[tuple[str, str], int] = {}
         kept = []
-        for h in hits:
-            key = (h.repo, h.path)
+        for r in ranked:
+            key = (r[1], r[2])
             count[key] = count.get(key, 0) + 1
             if count[key] <= per_file:
-                kept.append(h)
-        hits = kept
+                kept.append(r)
+        ranked = kept
     truncated = False
-    if limit is not None and limit > 0 and len(hits) > limit:
-        hits = hits[:limit]
+    if limit is not None and limit > 0 and len(ranked) > limit:
+        ranked = ranked[:limit]
         truncated = True
+    hits = [SearchHit(repo=name, path=path, line=line, text=text.strip()[:240], term=terms[best].text,
+                      commit=commit, terms=[terms[i].text for i in matched], kind=terms[best].kind, score=-neg)
+            for neg, name, path, line, text, commit, matched, best in ranked]
     return SearchResult(hits, list(terms), repo_rows, total_matches=total, truncated=truncated)
 
 
@@ -587,7 +607,7 @@ def suggested_relevance(hit: SearchHit) -> str:
     """direct: the definition itself; partial: its layout tokens; concept: family keywords only."""
     if hit.kind == "name":
         return "direct"
-    if hit.kind in ("token", "user"):
+    if hit.kind in ("prefix", "token", "user"):
         return "partial"
     return "concept"
 
@@ -661,9 +681,18 @@ def note_path(workspace: str | Path, definition: str, day: date | datetime | str
     return notes_dir(workspace) / f"recon_{_day(day)}_{_safe_name(definition)}.md"
 
 
+def cell_text(text: str) -> str:
+    """What a cell can hold: one line (line breaks become spaces), no outer whitespace."""
+    return " ".join(text.splitlines()).strip()
+
+
 def _escape_cell(text: str) -> str:
-    one_line = " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
-    return one_line.replace("\\", "\\\\").replace("|", "\\|").strip()
+    return cell_text(text).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def notes_text(text: str) -> str:
+    """Free text as a note keeps it: lines joined with newlines, no outer whitespace."""
+    return "\n".join(text.splitlines()).strip()
 
 
 def _meta_value(text: str) -> str:
@@ -671,7 +700,7 @@ def _meta_value(text: str) -> str:
 
 
 def render_note(note: ReconNote) -> str:
-    lines = [f"# Recon note: {note.definition}", "",
+    lines = [f"# Recon note: {_meta_value(note.definition)}", "",
              f"- definition: {_meta_value(note.definition)}", f"- date: {note.date}"]
     if note.updated:
         lines.append(f"- updated: {note.updated}")
@@ -683,8 +712,9 @@ def render_note(note: ReconNote) -> str:
     for row in note.rows:
         lines.append("| " + " | ".join(_escape_cell(c) for c in row.cells()) + " |")
     text = "\n".join(lines) + "\n"
-    if note.notes.strip():
-        text += "\n" + note.notes.strip("\n") + "\n"
+    body = notes_text(note.notes)
+    if body:
+        text += "\n" + body + "\n"
     return text
 
 
@@ -760,7 +790,7 @@ def parse_note(text: str, path: str | Path | None = None, definition_hint: str |
     while n <= len(lines) and lines[n - 1].strip().startswith("|"):
         rows.append(_parse_row(lines[n - 1], path, n))
         n += 1
-    notes = "\n".join(lines[n - 1:]).strip("\n")
+    notes = notes_text("\n".join(lines[n - 1:]))
 
     definition = meta.pop("definition", None) or definition_hint
     if not definition:

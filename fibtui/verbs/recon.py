@@ -10,7 +10,8 @@ def register(sub, common) -> None:
     p = sub.add_parser("recon", help="reference repos: refresh them, search them, keep the recon note")
     rsub = p.add_subparsers(dest="recon_verb", metavar="ACTION", required=True, parser_class=type(p))
 
-    rp = rsub.add_parser("refresh", help="fetch every reference repo; fast-forward the clean ones only")
+    rp = rsub.add_parser("refresh", help="fetch every reference repo; fast-forward the clean ones only "
+                                         "(exit 1 when a repo could not be fetched or advanced)")
     common(rp)
     rp.add_argument("--json", action="store_true")
     rp.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per git command (default 60)")
@@ -74,9 +75,10 @@ def refresh(args: argparse.Namespace) -> int:
     results = recon.refresh_all(repos, timeout_s=args.timeout, jobs=args.jobs)
     if results:
         recon.save_refresh(ws.root, results)
+    failed = 1 if any(r.state == "error" for r in results) else 0
     if args.json:
         emit_json({"workspace": str(ws.root), "repos": [r.to_json() for r in results]})
-        return 0
+        return failed
     con = console()
     if not results:
         con.print(f"no reference repos in {ws.root} (clone them into reference/)")
@@ -90,7 +92,7 @@ def refresh(args: argparse.Namespace) -> int:
         table.add_row(r.name, r.branch or "(detached)", state, (r.head or "-")[:12], (r.upstream_head or "-")[:12],
                       ab, r.error or (f"untracked files: {r.untracked}" if r.untracked else ""))
     con.print(table)
-    return 0
+    return failed
 
 
 def search(args: argparse.Namespace) -> int:
