@@ -88,6 +88,8 @@ def refresh(args: argparse.Namespace) -> int:
         colour = {"fast-forwarded": "green", "up to date": "green", "diverged": "yellow",
                   "not advanced (dirty)": "yellow", "error": "red"}.get(r.state, "")
         state = f"[{colour}]{r.state}[/]" if colour else r.state
+        if r.dirty and r.state != "not advanced (dirty)":
+            state += " [yellow](dirty)[/]"
         ab = "-" if r.ahead is None else f"+{r.ahead}/-{r.behind}"
         table.add_row(r.name, r.branch or "(detached)", state, (r.head or "-")[:12], (r.upstream_head or "-")[:12],
                       ab, r.error or (f"untracked files: {r.untracked}" if r.untracked else ""))
