@@ -1,0 +1,1 @@
+"""Turn jobs into events: local GPU, CPU interpreter, Modal, official parity, Nsight Compute."""
