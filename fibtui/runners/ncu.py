@@ -1,0 +1,157 @@
+"""Profile a program under Nsight Compute and export its pages next to the report.
+
+:func:`build_ncu_command` is pure (tested without ncu); :func:`profile` runs it with a timeout
+(list arguments, never a shell; the whole process group is stopped on timeout), then writes, next
+to ``X.ncu-rep``: ``X_details.csv`` and ``X_raw.csv`` (the details and raw pages as CSV),
+``X_details.txt`` (the details text page) and ``X_ncu.log`` (what ncu printed while profiling).
+
+The profiled program is an argv list; for a workload of the workspace's solution it is the
+worker's profile entry point (:func:`worker_profile_argv`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fibtui.core.errors import UsageError
+from fibtui.core.fsio import atomic_write_text
+from fibtui.core.ncu import NcuFailed, NcuTimeout, export_page, find_ncu
+
+SETS = ("basic", "detailed", "full")
+DEFAULT_SET = "detailed"
+DEFAULT_CLOCK_CONTROL = "none"  # shared machines: leave the clocks alone (ncu's own default locks them)
+DEFAULT_LAUNCH_SKIP = 0
+DEFAULT_LAUNCH_COUNT = 1
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def build_ncu_command(
+    profiled_argv: Sequence[str],
+    export: str | Path,
+    *,
+    kernel_regex: str | None = None,
+    launch_skip: int = DEFAULT_LAUNCH_SKIP,
+    launch_count: int = DEFAULT_LAUNCH_COUNT,
+    section_set: str = DEFAULT_SET,
+    clock_control: str = DEFAULT_CLOCK_CONTROL,
+    target_processes: str = "all",
+    ncu: str = "ncu",
+) -> list[str]:
+    """The ncu command line (a list; nothing runs here)."""
+    if not profiled_argv or any(not isinstance(a, str) for a in profiled_argv):
+        raise UsageError("the profiled program must be a non-empty list of strings")
+    if section_set not in SETS:
+        raise UsageError(f"unknown NCU set {section_set!r}; choose one of {', '.join(SETS)}")
+    if not isinstance(launch_skip, int) or launch_skip < 0:
+        raise UsageError(f"--launch-skip must be a whole number >= 0, not {launch_skip!r}")
+    if not isinstance(launch_count, int) or launch_count < 1:
+        raise UsageError(f"--launch-count must be a whole number >= 1, not {launch_count!r}")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", clock_control or ""):
+        raise UsageError(f"--clock-control takes a word such as none or base, not {clock_control!r}")
+    cmd = [ncu]
+    if kernel_regex:
+        cmd += ["--kernel-name", f"regex:{kernel_regex}"]
+    cmd += ["--launch-skip", str(launch_skip), "--launch-count", str(launch_count),
+            "--set", section_set, "--clock-control", clock_control,
+            "--target-processes", target_processes,
+            "--export", str(export), "--force-overwrite"]
+    return cmd + list(profiled_argv)
+
+
+@dataclass
+class ProfileResult:
+    report: Path  # X.ncu-rep
+    details_csv: Path
+    raw_csv: Path
+    details_txt: Path
+    log: Path
+    command: list[str]
+
+    def to_json(self) -> dict:
+        return {"report": str(self.report), "details_csv": str(self.details_csv), "raw_csv": str(self.raw_csv),
+                "details_txt": str(self.details_txt), "log": str(self.log), "command": self.command}
+
+
+def sibling_paths(report: str | Path) -> dict[str, Path]:
+    """``X.ncu-rep`` -> the paths of its exported pages and log."""
+    rep = Path(report)
+    stem = rep.name[: -len(".ncu-rep")] if rep.name.endswith(".ncu-rep") else rep.name
+    return {name: rep.with_name(f"{stem}{suffix}") for name, suffix in
+            (("details_csv", "_details.csv"), ("raw_csv", "_raw.csv"), ("details_txt", "_details.txt"),
+             ("log", "_ncu.log"))}
+
+
+def _run(cmd: list[str], timeout_s: float, env: dict[str, str] | None, cwd: str | Path | None) -> tuple[int, str]:
+    """Run in its own process group; on timeout stop that whole group (ncu forks the target)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # noqa: S603
+                            errors="replace", env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise NcuTimeout(f"ncu did not finish within {timeout_s:g} s and was stopped (raise --timeout, "
+                         "filter with --kernel, or use a smaller --set)") from None
+    return proc.returncode, out or ""
+
+
+def profile(
+    profiled_argv: Sequence[str],
+    report: str | Path,
+    *,
+    kernel_regex: str | None = None,
+    launch_skip: int = DEFAULT_LAUNCH_SKIP,
+    launch_count: int = DEFAULT_LAUNCH_COUNT,
+    section_set: str = DEFAULT_SET,
+    clock_control: str = DEFAULT_CLOCK_CONTROL,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    ncu: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> ProfileResult:
+    """Profile ``profiled_argv`` into ``report`` (a path ending in ``.ncu-rep``) and export its pages."""
+    rep = Path(report)
+    if not rep.name.endswith(".ncu-rep"):
+        rep = rep.with_name(rep.name + ".ncu-rep")
+    exe = find_ncu(ncu)
+    cmd = build_ncu_command(profiled_argv, rep, kernel_regex=kernel_regex, launch_skip=launch_skip,
+                            launch_count=launch_count, section_set=section_set, clock_control=clock_control, ncu=exe)
+    rep.parent.mkdir(parents=True, exist_ok=True)
+    paths = sibling_paths(rep)
+    try:
+        code, out = _run(cmd, timeout_s, env, cwd)
+    except OSError as exc:
+        raise NcuFailed(f"cannot run {exe}: {exc.strerror or exc}") from None
+    atomic_write_text(paths["log"], out)
+    if code != 0:
+        tail = " | ".join(line for line in out.strip().splitlines()[-3:])
+        raise NcuFailed(f"ncu exited with {code} (log: {paths['log']}): {tail or 'no output'}")
+    if not rep.is_file() or rep.stat().st_size == 0:
+        hint = " (no kernel matched: check --kernel and --launch-skip)" if "No kernels were profiled" in out else ""
+        raise NcuFailed(f"ncu finished but wrote no report at {rep}{hint}; log: {paths['log']}")
+    page_timeout = max(60.0, timeout_s / 2)
+    atomic_write_text(paths["details_csv"], export_page(rep, "details", ncu=exe, timeout_s=page_timeout))
+    atomic_write_text(paths["raw_csv"], export_page(rep, "raw", ncu=exe, timeout_s=page_timeout))
+    atomic_write_text(paths["details_txt"], export_page(rep, "details", csv_format=False, ncu=exe, timeout_s=page_timeout))
+    return ProfileResult(rep, paths["details_csv"], paths["raw_csv"], paths["details_txt"], paths["log"], cmd)
+
+
+def worker_profile_argv(request: str | Path, *, python: str | None = None) -> list[str]:
+    """The argv that profiles one workload through the worker (``fibtui.worker profile``).
+
+    Placeholder until the worker exists: raises UsageError when ``fibtui/worker/__main__.py`` is
+    absent. The lead replaces this with the worker's real entry point."""
+    worker_main = Path(__file__).resolve().parent.parent / "worker" / "__main__.py"
+    if not worker_main.is_file():
+        raise UsageError("profiling through the worker needs fibtui.worker (not built yet)")
+    return [python or sys.executable, "-m", "fibtui.worker", "profile", "--request", str(request)]

@@ -1,0 +1,255 @@
+"""``fibtui ncu import FILE``, ``fibtui ncu diff A B``, ``fibtui ncu profile --workload UUID``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("ncu", help="Nsight Compute: profile a workload, import a report, diff two")
+    nsub = p.add_subparsers(dest="ncu_verb", metavar="ACTION", required=True, parser_class=type(p))
+
+    ip = nsub.add_parser("import", help="compact table + bottleneck classification of an NCU report")
+    ip.add_argument("file", metavar="FILE",
+                    help="details CSV, raw CSV, details text page, hand-workflow result JSON, or .ncu-rep (needs ncu)")
+    _host_options(ip)
+    ip.add_argument("--json", action="store_true")
+    ip.set_defaults(func=ncu_import)
+
+    dp = nsub.add_parser("diff", help="baseline vs candidate per kernel and band")
+    dp.add_argument("baseline", metavar="A")
+    dp.add_argument("candidate", metavar="B")
+    dp.add_argument("--json", action="store_true")
+    dp.set_defaults(func=ncu_diff)
+
+    pp = nsub.add_parser("profile", help="profile one workload of the solution through the worker under ncu")
+    common(pp)
+    pp.add_argument("--workload", required=True, metavar="UUID")
+    pp.add_argument("--definition", metavar="NAME", help="default: the active solution's definition")
+    pp.add_argument("--set", dest="section_set", default="detailed", choices=("basic", "detailed", "full"))
+    pp.add_argument("--kernel", metavar="REGEX", help="profile only kernels whose name matches (ncu regex:)")
+    pp.add_argument("--launch-skip", type=int, default=0, metavar="N", help="matching launches to skip first (warm-up)")
+    pp.add_argument("--launch-count", type=int, default=1, metavar="M", help="matching launches to profile")
+    pp.add_argument("--clock-control", default="none", metavar="MODE",
+                    help="ncu --clock-control (default none: clocks left alone on shared machines)")
+    pp.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds before ncu is stopped")
+    pp.add_argument("--json", action="store_true")
+    pp.set_defaults(func=ncu_profile)
+
+
+def _host_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host-gap-us", type=float, metavar="US",
+                   help="idle time between launches in one call, from a host profile (enables launch-bound)")
+    p.add_argument("--host-busy-us", type=float, metavar="US",
+                   help="kernel time in that call (default: the report's total kernel duration)")
+
+
+def _host(args: argparse.Namespace, report) -> Any:
+    from fibtui.core.errors import InputError
+    from fibtui.core.ncu import HostGaps, launch_fields
+
+    gap = getattr(args, "host_gap_us", None)
+    busy = getattr(args, "host_busy_us", None)
+    if gap is None:
+        if busy is not None:
+            raise InputError(None, "--host-busy-us needs --host-gap-us", field="--host-busy-us")
+        return None
+    if gap < 0 or (busy is not None and busy < 0):
+        raise InputError(None, "host times must be >= 0", field="--host-gap-us")
+    if busy is None:
+        busy = sum(f["duration_us"] or 0.0 for f in map(launch_fields, report.launches))
+    return HostGaps(gap_us=gap, busy_us=busy, source="command line")
+
+
+# ------------------------------------------------------------------------------------- display
+
+ROWS: list[tuple[str, str, str]] = [
+    # (field, label, kind: us | pct | bytes | count | float)
+    ("duration_us", "duration", "us"),
+    ("compute_throughput_pct", "compute (SM) throughput", "pct"),
+    ("memory_throughput_pct", "memory throughput", "pct"),
+    ("dram_throughput_pct", "DRAM throughput", "pct"),
+    ("l2_hit_rate_pct", "L2 hit rate", "pct"),
+    ("registers_per_thread", "registers / thread", "count"),
+    ("dynamic_shared_memory_bytes", "dynamic shared mem / block", "bytes"),
+    ("static_shared_memory_bytes", "static shared mem / block", "bytes"),
+    ("theoretical_occupancy_pct", "theoretical occupancy", "pct"),
+    ("achieved_occupancy_pct", "achieved occupancy", "pct"),
+    ("waves_per_sm", "waves per SM", "float"),
+    ("grid_blocks", "grid (blocks)", "count"),
+    ("block_threads", "block (threads)", "count"),
+    ("block_limit_registers", "block limit: registers", "count"),
+    ("block_limit_shared_memory", "block limit: shared mem", "count"),
+    ("block_limit_warps", "block limit: warps", "count"),
+    ("block_limit_blocks", "block limit: SM (blocks)", "count"),
+    ("l2_persisting_size_bytes", "L2 persisting size", "bytes"),
+    ("local_spilling_requests", "local-memory spilling requests", "count"),
+]
+
+
+def fmt_value(value: float | None, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "us":
+        return f"{value:.2f} us"
+    if kind == "pct":
+        return f"{value:.2f} %"
+    if kind == "bytes":
+        for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+            if abs(value) >= size:
+                return f"{value / size:.2f} {unit}"
+        return f"{value:.0f} B"
+    if kind == "count" and float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:.2f}"
+
+
+def _label(s) -> str:
+    return f"{s.name} [{s.band}]" if s.band else s.name
+
+
+def _dims(d) -> str:
+    return "x".join(str(v) for v in d) if d else "-"
+
+
+def print_summaries(con, summaries, title: str = "") -> None:
+    from rich.table import Table
+
+    t = Table("metric", *[_label(s) for s in summaries], box=None, pad_edge=False, header_style="bold",
+              title=title or None, title_justify="left")
+    t.add_row("instances", *[str(s.instances) for s in summaries])
+    t.add_row("grid x block", *[f"{_dims(s.grid)} x {_dims(s.block)}" for s in summaries])
+    for key, label, kind in ROWS:
+        if any(s.get(key) is not None for s in summaries):
+            t.add_row(label, *[fmt_value(s.get(key), kind) for s in summaries])
+    t.add_row("[bold]bottleneck[/]", *[f"[bold]{s.bottleneck or '?'}[/]" for s in summaries])
+    t.add_row("[bold]occupancy limiter[/]", *[f"[bold]{s.limiter or '-'}[/]" for s in summaries])
+    con.print(t)
+    for s in summaries:
+        c = s.classification
+        if not c.findings:
+            continue
+        con.print(f"\n[bold]{_label(s)}[/]")
+        for f in c.findings:
+            con.print(f"  [yellow]{f.kind}[/]: {f.summary}")
+            for tactic in f.tactics:
+                con.print(f"    [dim]try:[/] {tactic}")
+
+
+def ncu_import(args: argparse.Namespace) -> int:
+    from fibtui.core.ncu import load_report, report_to_json, shape_matrix, summarize
+    from fibtui.verbs._common import console, emit_json
+
+    report = load_report(args.file)
+    summaries = summarize(report, _host(args, report))
+    if args.json:
+        emit_json(report_to_json(report, summaries))
+        return 0
+    con = console()
+    con.print(f"[bold]{report.path}[/]  [dim]{report.source_format}, {len(report.launches)} launch(es)[/]")
+    print_summaries(con, summaries)
+    bands = shape_matrix(summaries)
+    if len(bands) > 1:
+        from rich.table import Table
+
+        t = Table("band", "workload", "dominant kernel", "bottleneck", "limiter", box=None, pad_edge=False,
+                  header_style="bold", title="shape matrix", title_justify="left")
+        for row in bands:
+            t.add_row(*[str(row[k] if row[k] is not None else "-") for k in ("band", "workload", "kernel", "bottleneck", "limiter")])
+        con.print()
+        con.print(t)
+    for note in report.notes:
+        con.print(f"[yellow]note[/] {note}")
+    return 0
+
+
+def ncu_diff(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from fibtui.core.ncu import diff_reports, load_report
+    from fibtui.verbs._common import console, emit_json
+
+    base, cand = load_report(args.baseline), load_report(args.candidate)
+    diff = diff_reports(base, cand)
+    if args.json:
+        emit_json({"baseline": base.path, "candidate": cand.path, **diff.to_json()})
+        return 0
+    con = console()
+    con.print(f"[bold]baseline[/]  {base.path}\n[bold]candidate[/] {cand.path}")
+    kinds = {key: kind for key, _, kind in ROWS}
+    labels = {key: label for key, label, _ in ROWS}
+    for pair in diff.pairs:
+        head = f"\n[bold]{pair.kernel}[/]" + (f" [{pair.band}]" if pair.band else "")
+        b, c = pair.baseline.classification, pair.candidate.classification
+        head += f"  bottleneck {b.bottleneck or '?'} -> {c.bottleneck or '?'}, limiter {b.limiter or '-'} -> {c.limiter or '-'}"
+        con.print(head)
+        if pair.classification_changed:
+            con.print(f"  [bold red]classification changed:[/] {'; '.join(pair.changes)}")
+        t = Table("metric", "before", "after", "delta", "%", box=None, pad_edge=False, header_style="bold")
+        for m in pair.metrics:
+            kind = kinds.get(m.metric, "float")
+            delta = "-" if m.delta is None else ("+" if m.delta > 0 else "") + fmt_value(m.delta, kind)
+            pct = "-" if m.pct is None else f"{m.pct:+.1f}%"
+            style = "" if m.metric != "duration_us" or not m.delta else ("green" if m.delta < 0 else "red")
+            t.add_row(labels.get(m.metric, m.metric), fmt_value(m.before, kind), fmt_value(m.after, kind),
+                      f"[{style}]{delta}[/]" if style else delta, pct)
+        con.print(t)
+    for band, kernel in diff.only_in_baseline:
+        con.print(f"[yellow]only in baseline[/]  {kernel}" + (f" [{band}]" if band else ""))
+    for band, kernel in diff.only_in_candidate:
+        con.print(f"[yellow]only in candidate[/] {kernel}" + (f" [{band}]" if band else ""))
+    if not diff.pairs:
+        con.print("[yellow]no kernel matched between the two reports[/]")
+    return 0
+
+
+def ncu_profile(args: argparse.Namespace) -> int:
+    import json
+    import re
+
+    from fibtui.core.errors import InputError
+    from fibtui.core.fsio import atomic_write_json, reserve_unique_path
+    from fibtui.core.ncu import load_exported, report_to_json, summarize
+    from fibtui.runners import ncu as runner
+    from fibtui.verbs._common import console, emit_json, workspace_from
+
+    if args.launch_skip < 0:
+        raise InputError(None, "must be >= 0", field="--launch-skip")
+    if args.launch_count < 1:
+        raise InputError(None, "must be >= 1", field="--launch-count")
+    if args.timeout <= 0:
+        raise InputError(None, "must be > 0 seconds", field="--timeout")
+    if args.kernel is not None:
+        try:
+            re.compile(args.kernel)
+        except re.error as exc:
+            raise InputError(None, f"not a valid regular expression: {exc}", field="--kernel") from None
+    ws = workspace_from(args)
+    config = ws.config_for(args.definition)
+    workloads = ws.dataset().workloads(config.definition)
+    if args.workload not in workloads:
+        raise InputError(None, f"no workload {args.workload!r} in {config.definition}", field="--workload")
+    out_dir = ws.archive_root / "benchmarks" / "ncu"
+    stem = f"{config.definition}_{args.workload[:8]}_{args.section_set}"
+    runner.worker_profile_argv(out_dir / f"{stem}_request.json")  # fails early while the worker is absent
+    rep = reserve_unique_path(out_dir / f"{stem}.ncu-rep")
+    request = rep.with_name(rep.name[: -len(".ncu-rep")] + "_request.json")
+    atomic_write_json(request, {"action": "profile", "workspace": str(ws.root), "definition": config.definition,
+                                "workload": args.workload, "axes": workloads.axes_of(args.workload)})
+    result = runner.profile(runner.worker_profile_argv(request), rep, kernel_regex=args.kernel,
+                            launch_skip=args.launch_skip, launch_count=args.launch_count,
+                            section_set=args.section_set, clock_control=args.clock_control, timeout_s=args.timeout,
+                            cwd=ws.root)
+    report = load_exported(result.details_csv, result.raw_csv)
+    for launch in report.launches:
+        launch.workload, launch.axes = args.workload, workloads.axes_of(args.workload)
+    summaries = summarize(report)
+    if args.json:
+        emit_json({"profile": result.to_json(), **report_to_json(report, summaries)})
+        return 0
+    con = console()
+    con.print(f"[green]✓[/] {result.report}\n  pages: {result.details_csv.name}, {result.raw_csv.name}, "
+              f"{result.details_txt.name}  command: {json.dumps(result.command)}")
+    print_summaries(con, summaries)
+    return 0
