@@ -49,6 +49,7 @@ BODIES = {
     "noisy": "    print('x' * 2_000_000)\n    sys.stdout.flush()\n    y.copy_(x * alpha)",
     "unwritten": "    pass",
     "syntax": "    return (",
+    "slow_py": "    time.sleep(0.25)\n    y.copy_(x * alpha)",
 }
 
 

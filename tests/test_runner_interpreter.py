@@ -84,7 +84,7 @@ def test_hostile_kernels_are_contained(tmp_path: Path) -> None:
 
 
 def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
-    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4, 5, 6))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4, 5, 6), kernel="slow_py")
     script = (
         "import sys\n"
         "from fibtui.cli import main\n"

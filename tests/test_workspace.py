@@ -50,6 +50,7 @@ def test_no_workspace_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_per_definition_layout_and_active_folder(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # a solution repo with one folder per definition
     make_solution(tmp_path / "def_a", "def_a")
     make_solution(tmp_path / "def_b", "def_b")
     topo = check_topology(tmp_path)
@@ -138,3 +139,13 @@ def test_dataset_resolution_order(demo_ws: Path, tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("FIB_DATASET_PATH", str(tmp_path / "missing"))
     with pytest.raises(InputError, match="FIB_DATASET_PATH"):
         open_workspace(demo_ws)
+
+
+def test_sibling_workspaces_in_a_plain_folder_are_not_one_workspace(tmp_path: Path) -> None:
+    make_solution(tmp_path / "ws1", "d1")
+    make_solution(tmp_path / "ws2", "d2")
+    ws = open_workspace(cwd=tmp_path / "ws1")
+    assert ws.root == (tmp_path / "ws1").resolve() and ws.topology.kind == "single"
+    (tmp_path / "ws2" / ".git").mkdir()
+    (tmp_path / ".git").mkdir()  # even inside a repo, a folder that is its own repository stands alone
+    assert open_workspace(cwd=tmp_path / "ws2").root == (tmp_path / "ws2").resolve()

@@ -438,3 +438,29 @@ def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
 
 def monotonic() -> float:
     return time.monotonic()
+
+
+def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ...] = ("cupti",)):
+    """Result rows of the newest run of ``definition`` measured on a GPU, as
+    ``(rows, label, hardware)``, or None. Rows are the first candidate's (the solution under test); runs
+    timed by the CPU interpreter are skipped, since their latencies say nothing about the GPU."""
+    from fibtui.core.results import load_results
+
+    for listing in reversed(list_runs(archive_root)):
+        if listing.definition != definition or listing.passed == 0:
+            continue
+        record = listing.path / "run.json"
+        if not record.is_file():
+            continue
+        try:
+            table = load_results(record)
+        except InputError:
+            continue
+        if table.meta.get("timing_kind") not in timing_kinds:
+            continue
+        candidates = [r for r in table.rows if r.role == "candidate"] or table.rows
+        first = next((r.solution for r in candidates if r.solution), None)
+        rows = [r for r in candidates if r.solution == first]
+        hardware = (table.meta.get("environment") or {}).get("gpu")
+        return rows, f"run {listing.run_id} ({first}, {table.meta.get('timing_kind')})", hardware
+    return None

@@ -335,6 +335,24 @@ class Workspace:
         raise UsageError(f"no solution config for definition {definition!r} in {self.root}")
 
 
+def _is_per_definition_root(parent: Path, child: Path) -> bool:
+    """Is ``parent`` a workspace holding one solution folder per definition (``child`` among them)?
+
+    Only when ``child`` is not a repository of its own, ``parent`` has no config of its own, holds
+    other solution folders, and looks like a workspace itself (a git repository, fibtui.toml, an
+    archive, a dataset or reference checkouts). Sibling demo workspaces in /tmp are not one.
+    """
+    if (child / ".git").exists() or (parent / CONFIG_NAME).is_file():
+        return False
+    if not any((parent / marker).exists() for marker in (".git", "fibtui.toml", "optimize_ops", "dataset", "reference")):
+        return False
+    try:
+        siblings = [d for d in parent.iterdir() if d.is_dir() and d != child]
+    except OSError:
+        return False
+    return any((d / CONFIG_NAME).is_file() and has_solution_table(d / CONFIG_NAME) for d in siblings)
+
+
 def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
     """Walk up from ``start``: (workspace root, the config we started in) or None.
 
@@ -346,16 +364,12 @@ def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
     for folder in (start, *start.parents):
         cfg = folder / CONFIG_NAME
         if cfg.is_file() and has_solution_table(cfg):
-            parent = folder.parent
-            siblings = [
-                d for d in parent.iterdir()
-                if d.is_dir() and d != folder and (d / CONFIG_NAME).is_file() and has_solution_table(d / CONFIG_NAME)
-            ] if parent != folder else []
-            if siblings and not (parent / CONFIG_NAME).is_file():
-                return parent, cfg
             if folder.name == "solution" or folder.parent.name == "solution":
                 # An invalid config inside solution/: the workspace is above it; the check reports it.
                 continue
+            parent = folder.parent
+            if parent != folder and _is_per_definition_root(parent, folder):
+                return parent, cfg
             return folder, cfg
     # Not inside a solution folder: the start may be the root of a per-definition layout.
     children = [d / CONFIG_NAME for d in sorted(start.iterdir()) if d.is_dir() and d.name not in SKIP_DIRS]

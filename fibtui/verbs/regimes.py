@@ -67,13 +67,27 @@ def register(sub, common) -> None:
 
 
 def latest_results(workspace, definition: str):
-    """The latest result rows of ``definition`` from fibtui's own run records in ``workspace``.
+    """The latest GPU-timed result rows of ``definition`` from fibtui's own run records in
+    ``workspace``, as ``(rows, label, hardware)``, or None (then ``fibtui regimes`` reports counts
+    only)."""
+    from fibtui.core.runs import latest_rows
 
-    Not wired yet (the runs layer writes those records): returns None, and ``fibtui regimes``
-    then reports counts only. When wired it returns ``(rows, label)``: a list of
-    :class:`fibtui.core.results.ResultRow` and a label naming where they came from.
-    """
-    return None
+    return latest_rows(workspace.archive_root, definition)
+
+
+def representatives_for_workspace(ws, definition: str | None = None) -> list[str]:
+    """The uuids `fibtui run --workloads rep` gates on: the regime analysis's representatives
+    (latest GPU results when there are some, the user's pins honored)."""
+    from fibtui.core import regimes
+
+    cfg = ws.config_for(definition)
+    ds = ws.dataset()
+    d = ds.definition(cfg.definition)
+    latest = latest_results(ws, d.name)
+    pinned, unpinned = regimes.load_pins(ws.root)
+    report = regimes.analyze(d, ds.workloads(d.name), latest[0] if latest else None, pinned=pinned, unpinned=unpinned,
+                             latency_source=latest[1] if latest else None)
+    return [r.uuid for r in report.representatives]
 
 
 def _rows_from_file(args: argparse.Namespace, definition: str, ds) -> tuple[list[Any], str, str | None]:
@@ -138,7 +152,7 @@ def regimes_verb(args: argparse.Namespace) -> int:
     else:
         latest = latest_results(ws, name)
         if latest is not None:
-            rows, label = latest
+            rows, label, hardware = latest
     for uuid in args.pin:
         if uuid not in workloads:
             from fibtui.core.errors import InputError

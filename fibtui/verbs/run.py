@@ -82,9 +82,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _representatives(ws, options) -> list[str] | None:
-    """Representatives for ``--workloads rep``; None means the simple picker of core.plan
-    (one workload per distinct value of the first varying axis)."""
-    return None
+    """Representatives for ``--workloads rep`` from the regime analysis (pins honored)."""
+    if options.workloads != "rep":
+        return None
+    from fibtui.verbs.regimes import representatives_for_workspace
+
+    return representatives_for_workspace(ws, options.definition)
 
 
 class _Printer:
