@@ -39,7 +39,14 @@ from fibtui.core.runs import (
     write_record,
 )
 from fibtui.core.status import INFRA_STATUSES, PASSED
-from fibtui.runners.events import JobFinished, JobStarted, LogLine, RunFinished, RunStarted, WorkerRestarted
+from fibtui.runners.events import (
+    JobFinished,
+    JobStarted,
+    LogLine,
+    RunFinished,
+    RunStarted,
+    WorkerRestarted,
+)
 
 EventSink = Callable[[object], None]
 

@@ -101,7 +101,13 @@ class _Printer:
         self.lock = __import__("threading").Lock()
 
     def __call__(self, event: object) -> None:
-        from fibtui.runners.events import JobFinished, LogLine, RunFinished, RunStarted, WorkerRestarted
+        from fibtui.runners.events import (
+            JobFinished,
+            LogLine,
+            RunFinished,
+            RunStarted,
+            WorkerRestarted,
+        )
 
         with self.lock:
             if isinstance(event, RunStarted):
