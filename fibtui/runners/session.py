@@ -178,3 +178,25 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     options.backend = header.backend
     runner = LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(header.backend, found, config, options))
     return PreparedRun(folder, header, runner)
+
+
+def profile_request(ws: Workspace, uuids: list[str], solution: str | None = None, definition: str | None = None,
+                    warmup_calls: int = 5, profiled_calls: int = 1) -> dict[str, Any]:
+    """The request ``python -m fibtui.worker profile`` reads: for each workload, warm-up calls,
+    then ``profiled_calls`` inside cudaProfilerStart/Stop (ncu --profile-from-start off)."""
+    cfg = ws.config_for(definition)
+    dataset = ws.dataset()
+    d = dataset.definition(cfg.definition)
+    sol = solution_from_path(solution, cfg) if solution else solution_from_config(cfg)
+    options = RunOptions(backend="local")
+    return {
+        "config": engine_config("local", d, ws.dataset_root or dataset.root, options),
+        "definition": d.raw,
+        "solutions": [{"id": "candidate-0", "name": sol.name,
+                       "spec": {"language": sol.language, "entry_point": sol.entry_point,
+                                "destination_passing_style": sol.dps, "binding": sol.binding},
+                       "sources": sol.sources}],
+        "workloads": list(_workload_json(dataset, d, uuids).values()),
+        "warmup_calls": warmup_calls,
+        "profiled_calls": profiled_calls,
+    }
