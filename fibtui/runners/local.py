@@ -384,7 +384,7 @@ class LocalRunner:
                     if r.get("status") in INFRA_STATUSES and task.attempt <= self.pool.max_infra_retries:
                         self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event)
                         continue
-                    self._record(sid, task, r, on_event)
+                    self._record(sid, task, r, on_event, slot)
                 if ev.get("restart"):
                     worker.kill()
                     on_event(WorkerRestarted(slot, "the CUDA context was lost; starting a fresh worker"))
@@ -400,16 +400,20 @@ class LocalRunner:
             for sid in reversed(task.sids):
                 self._push(Task(task.uuid, task.repeat, [sid], task.attempt, slot=slot), front=True)
             return
-        self._record(task.sids[0], task, {"status": status, "error": reason}, on_event)
+        self._record(task.sids[0], task, {"status": status, "error": reason}, on_event, slot)
 
-    def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink) -> None:
+    def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink, slot: int | None = None) -> None:
         role, name = self.ref_of[sid]
+        timing = dict(r.get("timing") or {})
+        if slot is not None:
+            timing["slot"] = slot
+            timing["worker_device"] = self.pool.devices[slot]
         result = JobResult(
             uuid=task.uuid, axes=dict(self.axes.get(task.uuid, {})), solution=name, role=role, repeat=task.repeat,
             status=str(r.get("status")), latency_ms=r.get("latency_ms"),
             reference_latency_ms=r.get("reference_latency_ms"), speedup=r.get("speedup"),
             max_abs_error=_num(r.get("max_abs_error")), max_rel_error=_num(r.get("max_rel_error")),
-            error=r.get("error"), timing=r.get("timing") or {}, attempt=task.attempt,
+            error=r.get("error"), timing=timing, attempt=task.attempt,
             started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
         )
         with self._lock:
