@@ -50,6 +50,8 @@ class RunOptions:
     correctness_trials: int | None = None
     representatives: list[str] | None = None
     definition: str | None = None
+    #: warm worker processes to use first (watch mode), a fibtui.runners.local.WarmWorkers
+    warm: Any = None
 
 
 @dataclass
@@ -160,7 +162,20 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     Journal(folder).write_header(header)
     solutions = {ref.key: load_snapshot(folder, ref) for ref in refs}
     runner = LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(options.backend, found, config, options))
+    runner.warm = options.warm
     return PreparedRun(folder, header, runner)
+
+
+def prepare_retry(ws: Workspace, run_id: str, options: RunOptions | None = None) -> PreparedRun:
+    """Run the failed jobs of a run again, alone, merged back into the same journal."""
+    from fibtui.core.runs import failed_keys
+
+    folder = run_dir(ws.archive_root, run_id)
+    keys = failed_keys(read_journal(folder / "journal.jsonl"))
+    if not keys:
+        raise UsageError(f"run {run_id} has no failed jobs to retry")
+    Journal(folder).append_retry(keys, f"retry of {len(keys)} failed job(s)")
+    return prepare_resume(ws, run_id, options)
 
 
 def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None) -> PreparedRun:
