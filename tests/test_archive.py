@@ -296,6 +296,28 @@ def test_reject_archives_then_restores_from_the_last_commit(capsys, tmp_path: Pa
     assert rec.decision == "rejected" and "restored from git HEAD" in rec.notes[0]
 
 
+def test_reject_of_an_unmeasured_edit_leaves_the_recorded_rounds_alone(capsys, tmp_path: Path) -> None:
+    ws = _workspace_with_round(tmp_path)
+    root = ws / "optimize_ops"
+    archive.archive_only(archive.gather_round(root), reason="kept")
+    before = (root / archive.ROUNDS_FILE).read_text()
+    code, _, err = run_cli(capsys, "reject", "--workspace", str(ws))
+    assert code == 2 and "already decided" in err  # nothing edited, the newest round is decided
+    kernel = ws / "solution" / "triton" / "kernel.py"
+    original = kernel.read_text()
+    kernel.write_text("an edit no run measured\n")
+    code, out, _ = run_cli(capsys, "reject", "--workspace", str(ws))
+    assert code == 0 and kernel.read_text() == original
+    assert (root / archive.ROUNDS_FILE).read_text() == before
+    assert (root / "kernels" / "rejected_workspace" / "sources" / "kernel.py").read_text() == "an edit no run measured\n"
+    # the workspace holding the candidate's exact sources: its reject joins that round
+    snap = root / "runs" / SWEEP_RUN / "snapshots" / "candidate-v2_smallb_splitv" / "sources" / "kernel.py"
+    kernel.write_text(snap.read_text())
+    code, out, _ = run_cli(capsys, "reject", "--workspace", str(ws))
+    assert code == 0 and kernel.read_text() == original
+    assert archive.find_round(root).decision == "rejected"
+
+
 def test_reject_restores_from_the_best_snapshot_without_git(tmp_path: Path) -> None:
     _need_round()
     ws = tmp_path / "ws"
@@ -337,3 +359,15 @@ def test_aa_sessions_include_same_code_paired_runs(tmp_path: Path) -> None:
     sessions = stats.aa_sessions(root)
     assert len(sessions) == 1 and sessions[0].kind == "paired-run" and sessions[0].source == GATE_RUN
     assert abs(sessions[0].log_g) > 0.05  # (the arms really differ; the hashes say they do not)
+
+
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(min_value=-10, max_value=10**9),
+                 st.booleans(), st.text(max_size=5), st.none()))
+def test_latency_tag_accepts_or_refuses_cleanly(value) -> None:
+    try:
+        tag = archive.latency_tag(value)
+    except InputError as exc:
+        assert "latency" in str(exc)
+    else:
+        whole, _, rest = tag[3:].partition("p")
+        assert tag.startswith("lat") and tag.endswith("us") and whole.isdigit() and rest[:-2].isdigit() and len(rest) == 5

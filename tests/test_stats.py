@@ -401,3 +401,42 @@ def test_compare_aa_records_a_session(capsys, demo_history: Path) -> None:
 def test_compare_bad_input_is_one_line(capsys, tmp_path: Path) -> None:
     code, _, err = run_cli(capsys, "compare", str(tmp_path / "nope.json"), str(tmp_path / "nope2.json"))
     assert code == 2 and "not a result file" in err and "Traceback" not in err
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["min_gain", "confidence", "guard_margin", "tie_band", "other"]),
+       st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.integers(-5, 5), st.booleans(),
+                 st.text(alphabet="abc", max_size=3)))
+def test_stats_settings_parser(tmp_path: Path, key: str, value) -> None:
+    import tomlkit
+
+    (tmp_path / "fibtui.toml").write_text(tomlkit.dumps({"stats": {key: value}}))
+    try:
+        s = stats.StatsSettings.from_workspace(tmp_path)
+    except InputError as exc:
+        assert f"stats.{key}" in str(exc)
+    else:
+        assert 0.0 <= s.min_gain <= 0.5 and 0.5 <= s.confidence < 1.0
+
+
+def test_compare_several_candidates_prints_a_leaderboard(capsys, tmp_path: Path) -> None:
+    rng = random.Random(9)
+    jobs = []
+    for w in range(8):
+        axes = {"batch_size": 2 ** w}
+        true = 0.001 * (w + 1)
+        for j in range(2):
+            for name, role, factor in (("base", "baseline", 1.0), ("fast", "candidate", 0.8), ("slow", "candidate", 1.2)):
+                jobs.append({"uuid": f"w{w}", "axes": axes, "solution": name, "role": role, "repeat": j, "status": "PASSED",
+                             "latency_ms": true * factor * math.exp(rng.gauss(0, 0.003))})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"format": "fibtui-run", "definition": "d", "run_id": "r1", "jobs": jobs,
+                                "workload_selection": "all"}))
+    code, out, _ = run_cli(capsys, "compare", str(path), "--json")
+    data = json.loads(out)
+    assert code == 0 and [e["name"] for e in data["leaderboard"]] == ["fast", "slow"]
+    assert [e["verdict"] for e in data["leaderboard"]] == ["PROMOTE", "REJECT"]
+    code, out, _ = run_cli(capsys, "compare", str(path))
+    assert code == 0 and "leaderboard" in out and out.index("fast") < out.index("slow")
+    code, out, _ = run_cli(capsys, "compare", str(path), "--solution-cand", "slow", "--json")
+    assert json.loads(out)["candidate"] == "slow"

@@ -516,21 +516,24 @@ def run_kind(run: RunData, total_workloads: int | None = None) -> str:
     return "selection"
 
 
-def _pair_key(run: RunData, candidate: str | None) -> tuple[str, str, str, str] | None:
+def _pair_key(run: RunData, candidate: str | None, candidate_hash: str | None = None) -> tuple[str, str, str, str] | None:
     base = run.solutions("baseline")
     cands = run.solutions("candidate")
     if len(base) != 1 or not cands:
         return None
-    chosen = [c for c in cands if candidate is None or c.get("name") == candidate]
+    chosen = [c for c in cands if (candidate is None or c.get("name") == candidate)
+              and (candidate_hash is None or c.get("source_hash") == candidate_hash)]
     if not chosen:
         return None
     c = chosen[0]
     return (base[0].get("name", ""), base[0].get("source_hash", ""), c.get("name", ""), c.get("source_hash", ""))
 
 
-def round_runs(archive_root: Path, run_ids: list[str] | None = None, candidate: str | None = None) -> list[RunData]:
-    """The runs of a round: the named ones; else the newest paired run (with ``candidate`` when
-    given) and every other paired run of the same baseline and candidate sources."""
+def round_runs(archive_root: Path, run_ids: list[str] | None = None, candidate: str | None = None,
+               candidate_hash: str | None = None) -> list[RunData]:
+    """The runs of a round: the named ones; else the newest paired run (with ``candidate`` and
+    its ``candidate_hash`` when given) and every other paired run of the same baseline and
+    candidate sources."""
     from fibtui.core.runs import list_runs
 
     if run_ids:
@@ -544,24 +547,25 @@ def round_runs(archive_root: Path, run_ids: list[str] | None = None, candidate: 
     newest: tuple[RunData, tuple[str, str, str, str]] | None = None
     for listing in reversed(listings):
         try:
-            run = load_run(archive_root, listing.run_id)
+            run = load_run(archive_root, listing.path.name)
         except (InputError, UsageError):
             continue
-        key = _pair_key(run, candidate)
+        key = _pair_key(run, candidate, candidate_hash)
         if key is not None and key[1] != key[3]:
             newest = (run, key)
             break
     if newest is None:
         what = f" with candidate {candidate!r}" if candidate else ""
+        what += f" of sources {candidate_hash}" if candidate_hash else ""
         raise UsageError(f"no paired run{what} under {archive_root / RUNS_DIR} (run one with fibtui run --baseline DIR "
                          "--solution DIR, or name the runs)")
     out = []
     for listing in listings:
         try:
-            run = load_run(archive_root, listing.run_id)
+            run = load_run(archive_root, listing.path.name)
         except (InputError, UsageError):
             continue
-        key = _pair_key(run, newest[1][2])
+        key = _pair_key(run, newest[1][2], newest[1][3])
         if key == newest[1] and run.record.get("definition") == newest[0].record.get("definition"):
             out.append(run)
     return out
@@ -1103,12 +1107,13 @@ def _ref_of(run: RunData, role: str, name: str | None = None) -> dict[str, Any]:
 
 
 def gather_round(archive_root: Path, *, run_ids: list[str] | None = None, candidate: str | None = None,
-                 settings: stats.StatsSettings | None = None, definition_obj: Any = None, workloads: Any = None) -> RoundInputs:
-    runs = round_runs(archive_root, run_ids, candidate)
+                 settings: stats.StatsSettings | None = None, definition_obj: Any = None, workloads: Any = None,
+                 candidate_hash: str | None = None) -> RoundInputs:
+    runs = round_runs(archive_root, run_ids, candidate, candidate_hash)
     total = len(workloads) if workloads is not None else None
     first = runs[-1]
     base = _ref_of(first, "baseline")
-    cand = _ref_of(first, "candidate", candidate or _pair_key(first, None)[2])  # type: ignore[index]
+    cand = _ref_of(first, "candidate", candidate or _pair_key(first, None, candidate_hash)[2])  # type: ignore[index]
     sweeps = [r for r in runs if run_kind(r, total) == "sweep"]
     deciding = sweeps[-1] if sweeps else runs[-1]
     settings = settings or stats.StatsSettings()
@@ -1274,6 +1279,18 @@ def _same_files(a: Path, b: Path) -> bool:
                 if p.is_file() and "__pycache__" not in p.parts}
 
     return a.is_dir() and b.is_dir() and files(a) == files(b)
+
+
+def decided_round(archive_root: Path, run_ids: list[str]) -> RoundRecord | None:
+    """The recorded round over exactly these runs, if there is one."""
+    want = sorted(run_ids)
+    found = [r for r in load_rounds(archive_root) if sorted(x["run_id"] for x in r.runs) == want]
+    return found[-1] if found else None
+
+
+def differs_from_head(workspace_root: Path, folder: Path) -> bool:
+    """Does ``folder`` differ from the last commit (or is it outside any commit)?"""
+    return _differs_from_head(workspace_root, folder)
 
 
 def _differs_from_head(workspace_root: Path, folder: Path) -> bool:

@@ -58,8 +58,9 @@ Regression guard
 
 Noise of one paired log ratio (sigma), for the guard, the band intervals and the z-interval
     the larger of this run's pooled repeat-to-repeat spread (workloads with 2+ paired repeats) and
-    the A/A sessions' pooled sigma; with neither, a robust spread (1.4826 x MAD) of the per-workload
-    ratios around their band's median, scaled by sqrt(repeats); never below 0.3%.
+    the A/A sessions' pooled sigma; with neither, the standard deviation of the per-workload ratios
+    around their band's mean, scaled by sqrt(repeats) (real differences inside a band count as noise
+    there, so the guard errs toward not blocking); never below 0.3%.
 
 Latency summaries of one arm (``ArmSummary``)
     per repeat j: the mean and the p95 over workloads of that repeat's PASSED latencies; the arm's
@@ -568,20 +569,22 @@ def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> 
         by_band: dict[str, list[WorkloadPair]] = {}
         for p in pairs:
             by_band.setdefault(p.band, []).append(p)
-        residuals: list[float] = []
+        ss = 0.0
         scale: list[float] = []
+        groups = 0
         for group in by_band.values():
             if len(group) < 2:
                 continue
-            med = numbers.median([p.log_ratio for p in group]) or 0.0
-            residuals += [abs(p.log_ratio - med) for p in group]
-            scale += [math.sqrt(p.pairs) for p in group]
-        groups = sum(1 for g in by_band.values() if len(g) >= 2)
-        if len(residuals) - groups >= 2:
-            mad = numbers.median(residuals) or 0.0
-            sigma = 1.4826 * mad * (sum(scale) / len(scale))
-            best = PairNoise(sigma, float(len(residuals) - groups),
-                             "spread of the per-workload ratios within bands (no repeats, no A/A history)")
+            groups += 1
+            m = sum(p.log_ratio for p in group) / len(group)
+            ss += sum((p.log_ratio - m) ** 2 for p in group)
+            scale += [p.pairs for p in group]
+        dof = len(scale) - groups
+        if dof >= 2:
+            sigma = math.sqrt(ss / dof) * math.sqrt(sum(scale) / len(scale))
+            best = PairNoise(sigma, float(dof),
+                             "spread of the per-workload ratios around their band's mean (no repeats, no A/A history; "
+                             "real differences inside a band count as noise, so the guard errs toward not blocking)")
         else:
             best = PairNoise(DEFAULT_NOISE, None, "the default (nothing to estimate it from)")
     if best.sigma < MIN_NOISE:

@@ -110,14 +110,14 @@ def _dataset_for(ws, definition: str | None):
         return None, None
 
 
-def _gather(ws, args, *, required: bool = True):
+def _gather(ws, args, *, required: bool = True, candidate_hash: str | None = None):
     from fibtui.core import archive, stats
     from fibtui.core.errors import UsageError
 
     settings = stats.StatsSettings.from_workspace(ws.root)
     root = ws.archive_root
     try:
-        runs = archive.round_runs(root, args.runs or None, args.candidate)
+        runs = archive.round_runs(root, args.runs or None, args.candidate, candidate_hash)
     except UsageError:
         if required:
             raise
@@ -125,7 +125,7 @@ def _gather(ws, args, *, required: bool = True):
     definition = runs[-1].record.get("definition")
     d, workloads = _dataset_for(ws, definition)
     inputs = archive.gather_round(root, run_ids=[r.run_id for r in runs], candidate=args.candidate, settings=settings,
-                                  definition_obj=d, workloads=workloads)
+                                  definition_obj=d, workloads=workloads, candidate_hash=candidate_hash)
     return inputs, d, workloads
 
 
@@ -150,7 +150,7 @@ def _report(ws, result, args) -> int:
             shown = path.resolve().relative_to(ws.root.resolve())
         except ValueError:
             shown = path
-        con.print(f"  wrote {shown}")
+        con.print(f"  wrote {shown}", no_wrap=True, overflow="ignore", crop=False)
     if result.restored is not None:
         con.print(f"  restored {len(result.restored.restored)} file(s) from {result.restored.source}"
                   + (f"; removed {', '.join(result.restored.removed)}" if result.restored.removed else ""))
@@ -190,15 +190,38 @@ def promote(args: argparse.Namespace) -> int:
     return _report(ws, result, args)
 
 
+def _workspace_hash(cfg) -> str | None:
+    from fibtui.core.errors import InputError
+    from fibtui.core.plan import solution_from_config
+
+    try:
+        return solution_from_config(cfg).source_hash
+    except InputError:
+        return None
+
+
 def reject(args: argparse.Namespace) -> int:
     from fibtui.core import archive
+    from fibtui.core.errors import UsageError
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
     assert ws is not None
-    inputs, d, workloads = _gather(ws, args, required=bool(args.runs))
-    definition = inputs.deciding.record.get("definition", "") if inputs else None
-    cfg = _config_for(ws, definition or "")
+    cfg = ws.config_for(None)
+    if args.runs:
+        inputs, d, workloads = _gather(ws, args)
+        cfg = _config_for(ws, inputs.deciding.record.get("definition", ""))
+    elif archive.differs_from_head(ws.root, cfg.source_dir):
+        # the candidate is the workspace's edited kernel: its round is the runs of those exact sources
+        h = _workspace_hash(cfg)
+        inputs, d, workloads = _gather(ws, args, required=False, candidate_hash=h) if h else (None, None, None)
+    else:
+        inputs, d, workloads = _gather(ws, args, required=False)
+        if inputs is not None:
+            done = archive.decided_round(ws.archive_root, [r.run_id for r in inputs.runs])
+            if done is not None:
+                raise UsageError(f"the newest round ({done.round}) was already decided ({done.decision}) and the checked-in "
+                                 "kernel has no edits to reject; name the runs to decide that round again")
     result = archive.reject(inputs, workspace_root=ws.root, source_dir=cfg.source_dir, archive_root=ws.archive_root,
                             language=cfg.language, candidate_name=args.candidate, topic=args.topic, reason=args.reason,
                             definition_obj=d, workloads=workloads)
