@@ -139,8 +139,10 @@ def _report(ws, result, args) -> int:
     rec = result.record
     if rec.round:
         con.print(f"[bold]{rec.decision}[/] {rec.candidate.get('name', '')}  (round {rec.round}, verdict {rec.verdict})")
+    elif rec.decision == "rejected":
+        con.print("[bold]rejected[/] the workspace's kernel (no paired run measured these sources, so no round was recorded)")
     else:
-        con.print(f"[bold]{rec.decision}[/] {rec.candidate.get('name', '')}")
+        con.print(f"[bold]{rec.decision}[/] (files only, no round recorded)")
     if result.comparison is not None and result.comparison.geomean_ratio is not None:
         c = result.comparison
         iv = f" [{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else ""
