@@ -57,7 +57,8 @@ def test_gate_in_a_real_terminal(tmp_path: Path) -> None:
         assert "PASSED" in shown and "CPU-interpreter timings" in shown
         tmux("send-keys", "-t", session, "5")
         shown = wait_for(session, "verdict")
-        assert any(v in shown for v in ("PROMOTE", "REJECT", "INCONCLUSIVE"))
+        assert any(f"verdict {v}" in shown for v in ("PROMOTE", "REJECT", "INCONCLUSIVE", "BLOCKED", "INCOMPLETE")), shown
+        assert "tau" in shown and "G = " in shown
         tmux("send-keys", "-t", session, "q")
         wait_for(session, "EXITED:0", timeout=20)
     finally:

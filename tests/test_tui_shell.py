@@ -282,3 +282,31 @@ def test_palette_commands_depend_on_state(demo_ws: Path) -> None:
     texts = [t for t, _, _ in app.palette_commands()]
     assert "Open the bundled demo workspace" in texts and "Start a full sweep" not in texts
     assert json.dumps(texts)  # plain strings
+
+
+async def test_promotion_pane_verdict_and_archive(demo_ws: Path) -> None:
+    """The synthetic paired run: candidate 25% faster at batch <= 16, equal above."""
+    from fibtui.ui.panes.promotion import PromotionPane
+
+    synthetic_gpu_run(demo_ws)
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("5")
+        pane = app.query_one(PromotionPane)
+        assert pane.run_id == "20260101-000000_demo_local"
+        c = pane.outcome.single
+        assert c.verdict == "PROMOTE" and c.geomean_ratio < 0.9
+        text = str(pane.query_one("#verdict").render())
+        assert "verdict PROMOTE" in text and "tau" in text and "G = " in text
+        assert pane.query_one("#bands", DataTable).row_count == 9
+        await pilot.press("A")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert list((demo_ws / "optimize_ops" / "docs").glob("round_*_v2_smallb_splitv.md"))
+        await pilot.press("R")  # reject needs a confirmation too
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")

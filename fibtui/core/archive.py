@@ -102,7 +102,7 @@ def latency_tag(latency_us: float) -> str:
     if not isinstance(latency_us, (int, float)) or isinstance(latency_us, bool) or not math.isfinite(latency_us) or latency_us < 0:
         raise InputError(None, f"latency must be a finite non-negative number of microseconds, got {latency_us!r}",
                          field="latency_us")
-    whole, _, frac = f"{latency_us:.3f}".partition(".")
+    whole, _, frac = f"{float(latency_us) + 0.0:.3f}".partition(".")  # + 0.0 turns -0.0 into 0.0
     return f"lat{whole}p{frac}us"
 
 
@@ -243,6 +243,20 @@ def read_best(archive_root: Path, language: str) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise InputError(path, "expected an object")
     return data
+
+
+def best_solution_path(archive_root: Path, language: str) -> Path | None:
+    """What to pair a gate against: the best snapshot's solution.json (from best.json), or a plain
+    best_solution_<language>/ folder of sources; None when nothing was promoted yet."""
+    folder = archive_root / f"best_solution_{safe_name(language, 'language')}"
+    best = read_best(archive_root, language)
+    if best and isinstance(best.get("snapshot"), str):
+        candidate = folder / best["snapshot"] / "solution.json"
+        if candidate.is_file():
+            return candidate
+    if folder.is_dir() and any(p.suffix in (".py", ".cu") for p in folder.iterdir() if p.is_file()):
+        return folder
+    return None
 
 
 # --------------------------------------------------------------------------------------------

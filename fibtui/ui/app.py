@@ -94,6 +94,9 @@ class FibApp(App[int]):
         B("x", "delete_note_row", "Delete row", "recon.delete", "Delete the selected recon note row", show=False),
         B("ctrl+s", "write_note", "Write note", "recon.write", "Write the recon note to optimize_ops/docs/", show=False),
         B("b", "mark_baseline", "Baseline", "ncu.baseline", "Mark the selected NCU report as the diff baseline", show=False),
+        B("A", "decide('archive')", "Archive", "promotion.archive", "Archive the candidate and write the round summary", show=False),
+        B("P", "decide('promote')", "Promote", "promotion.promote", "Promote the candidate (asks first; needs PROMOTE)", show=False),
+        B("R", "decide('reject')", "Reject", "promotion.reject", "Reject the candidate and restore the previous best (asks first)", show=False),
         B("ctrl+t", "next_theme", "Theme", "app.theme", "Switch to the next theme (remembered)", show=False),
         B("q", "quit", "Quit", "app.quit", "Quit fibtui"),
         B("question_mark", "show_keys", "Keys", "app.keys", "List every key binding", key_display="?"),
@@ -240,6 +243,10 @@ class FibApp(App[int]):
         if self.active_pane == "recon":
             self.pane("recon").write_note()
 
+    def action_decide(self, action: str) -> None:
+        if self.active_pane == "promotion":
+            self.pane("promotion").decide(action)
+
     def action_mark_baseline(self) -> None:
         if self.active_pane == "ncu":
             self.pane("ncu").mark_baseline()
@@ -268,13 +275,12 @@ class FibApp(App[int]):
 
     def _baseline_dir(self) -> Path | None:
         """The promoted best solution, when there is one: gates are paired against it."""
+        from fibtui.core.archive import best_solution_path
+
         ws = self.workspace
         if ws is None or ws.active is None:
             return None
-        best = ws.archive_root / f"best_solution_{ws.active.language}"
-        if best.is_dir() and ((best / "config.toml").is_file() or any(best.rglob("*.py"))):
-            return best
-        return None
+        return best_solution_path(ws.archive_root, ws.active.language)
 
     def _gate_options(self, workloads: str, repeats: int = 1):
         from fibtui.runners.session import RunOptions

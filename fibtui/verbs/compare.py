@@ -49,64 +49,16 @@ def register(sub, common) -> None:
     p.set_defaults(func=compare)
 
 
-def _context(args: argparse.Namespace):
-    """(workspace or None, axes lookup or None)."""
-    from fibtui.core.errors import InputError
-    from fibtui.verbs._common import workspace_from
+def compare(args: argparse.Namespace) -> int:
+    from fibtui.core import decisions, stats
+    from fibtui.core.errors import UsageError
+    from fibtui.verbs._common import emit_json, workspace_from
 
     ws = workspace_from(args, required=False)
-    if ws is None or ws.dataset_root is None:
-        return ws, None
-    ds = ws.dataset()
-
-    def lookup(definition: str, uuid: str):
-        if definition not in ds.definition_paths:
-            return None
-        try:
-            workloads = ds.workloads(definition)
-        except InputError:
-            return None
-        return workloads.axes_of(uuid) if uuid in workloads else None
-
-    return ws, lookup
-
-
-def _bands(ws, definition: str | None, rows):
-    """(uuid -> band, workload count) from the workspace's dataset, or (None, None)."""
-    from fibtui.core import regimes
-    from fibtui.core.errors import InputError
-
-    if ws is None or ws.dataset_root is None or not definition:
-        return None, None
-    ds = ws.dataset()
-    if definition not in ds.definition_paths:
-        return None, None
-    try:
-        d = ds.definition(definition)
-        workloads = ds.workloads(definition)
-        report = regimes.analyze(d, workloads, rows)
-    except InputError:
-        return None, None
-    known = {r.uuid for r in rows if r.uuid in workloads}
-    if not known:
-        return None, None
-    return dict(report.table.select("uuid", "band").iter_rows()), len(workloads)
-
-
-def compare(args: argparse.Namespace) -> int:
-    from fibtui.core import stats
-    from fibtui.core.errors import UsageError
-    from fibtui.verbs._common import emit_json
-
-    ws, lookup = _context(args)
     archive_root = ws.archive_root if ws is not None else None
-    base = stats.load_source(args.base, archive_root, lookup)
-    cand = stats.load_source(args.cand, archive_root, lookup) if args.cand else None
-    settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
-    definition = base.table.definition or (cand.table.definition if cand else None)
-    band_of, total = _bands(ws, definition, base.table.rows)
-    outcome = stats.compare_sources(base, cand, solution_base=args.solution_base, solution_cand=args.solution_cand,
-                                    settings=settings, archive_root=archive_root, band_of=band_of, total_workloads=total)
+    outcome = decisions.compare(ws, args.base, args.cand, solution_base=args.solution_base, solution_cand=args.solution_cand)
+    base = outcome.base
+    definition = base.table.definition
     if args.aa:
         if archive_root is None:
             raise UsageError("--aa stores the session in the workspace's optimize_ops/: run it inside a workspace (or pass --workspace)")

@@ -95,40 +95,6 @@ def register(sub, common) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _dataset_for(ws, definition: str | None):
-    """(Definition, WorkloadSet) of ``definition`` from the workspace's dataset, or (None, None)."""
-    from fibtui.core.errors import InputError, UsageError
-
-    if ws.dataset_root is None or not definition:
-        return None, None
-    try:
-        ds = ws.dataset()
-        if definition not in ds.definition_paths:
-            return None, None
-        return ds.definition(definition), ds.workloads(definition)
-    except (InputError, UsageError):
-        return None, None
-
-
-def _gather(ws, args, *, required: bool = True, candidate_hash: str | None = None):
-    from fibtui.core import archive, stats
-    from fibtui.core.errors import UsageError
-
-    settings = stats.StatsSettings.from_workspace(ws.root)
-    root = ws.archive_root
-    try:
-        runs = archive.round_runs(root, args.runs or None, args.candidate, candidate_hash)
-    except UsageError:
-        if required:
-            raise
-        return None, None, None
-    definition = runs[-1].record.get("definition")
-    d, workloads = _dataset_for(ws, definition)
-    inputs = archive.gather_round(root, run_ids=[r.run_id for r in runs], candidate=args.candidate, settings=settings,
-                                  definition_obj=d, workloads=workloads, candidate_hash=candidate_hash)
-    return inputs, d, workloads
-
-
 def _report(ws, result, args) -> int:
     from fibtui.verbs._common import console, emit_json
 
@@ -163,70 +129,24 @@ def _report(ws, result, args) -> int:
     return 0
 
 
-def _config_for(ws, definition: str):
-    from fibtui.core.errors import UsageError
-
-    try:
-        return ws.config_for(definition)
-    except UsageError:
-        return ws.config_for(None)
-
-
 def promote(args: argparse.Namespace) -> int:
-    from fibtui.core import archive
-    from fibtui.core.errors import UsageError
-    from fibtui.core.settings import get_setting
+    from fibtui.core import decisions
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
     assert ws is not None
-    inputs, d, workloads = _gather(ws, args)
-    cfg = _config_for(ws, inputs.deciding.record.get("definition", ""))
-    lang = inputs.candidate.get("language") or cfg.language
-    if lang != cfg.language:
-        raise UsageError(f"the candidate is {lang} but {cfg.path} builds {cfg.language}: change [build] language first")
-    result = archive.promote(
-        inputs, workspace_root=ws.root, source_dir=cfg.source_dir, config_path=cfg.path, topic=args.topic,
-        force=args.force, new_name=args.name, operator=get_setting(ws.root, "archive.operator"),
-        model=get_setting(ws.root, "archive.model"), commit=not args.no_commit, definition_obj=d, workloads=workloads)
+    result = decisions.promote(ws, args.runs, args.candidate, topic=args.topic, force=args.force, new_name=args.name,
+                               commit=not args.no_commit)
     return _report(ws, result, args)
 
 
-def _workspace_hash(cfg) -> str | None:
-    from fibtui.core.errors import InputError
-    from fibtui.core.plan import solution_from_config
-
-    try:
-        return solution_from_config(cfg).source_hash
-    except InputError:
-        return None
-
-
 def reject(args: argparse.Namespace) -> int:
-    from fibtui.core import archive
-    from fibtui.core.errors import UsageError
+    from fibtui.core import decisions
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
     assert ws is not None
-    cfg = ws.config_for(None)
-    if args.runs:
-        inputs, d, workloads = _gather(ws, args)
-        cfg = _config_for(ws, inputs.deciding.record.get("definition", ""))
-    elif archive.differs_from_head(ws.root, cfg.source_dir):
-        # the candidate is the workspace's edited kernel: its round is the runs of those exact sources
-        h = _workspace_hash(cfg)
-        inputs, d, workloads = _gather(ws, args, required=False, candidate_hash=h) if h else (None, None, None)
-    else:
-        inputs, d, workloads = _gather(ws, args, required=False)
-        if inputs is not None:
-            done = archive.decided_round(ws.archive_root, [r.run_id for r in inputs.runs])
-            if done is not None:
-                raise UsageError(f"the newest round ({done.round}) was already decided ({done.decision}) and the checked-in "
-                                 "kernel has no edits to reject; name the runs to decide that round again")
-    result = archive.reject(inputs, workspace_root=ws.root, source_dir=cfg.source_dir, archive_root=ws.archive_root,
-                            language=cfg.language, candidate_name=args.candidate, topic=args.topic, reason=args.reason,
-                            definition_obj=d, workloads=workloads)
+    result = decisions.reject(ws, args.runs, args.candidate, topic=args.topic, reason=args.reason)
     return _report(ws, result, args)
 
 
@@ -252,8 +172,9 @@ def archive(args: argparse.Namespace) -> int:
     if files_only:
         rec = RoundRecord(round="", date="", topic="", definition="", baseline={}, candidate={}, runs=[], decision="archived")
         return _report(ws, DecisionResult(rec, None, written, []), args)
-    inputs, d, workloads = _gather(ws, args)
-    result = arch.archive_only(inputs, topic=args.topic, reason=args.reason, definition_obj=d, workloads=workloads)
+    from fibtui.core import decisions
+
+    result = decisions.archive_round(ws, args.runs, args.candidate, topic=args.topic, reason=args.reason)
     result.written = written + result.written
     return _report(ws, result, args)
 
@@ -261,7 +182,7 @@ def archive(args: argparse.Namespace) -> int:
 def round_summary(args: argparse.Namespace) -> int:
     import sys
 
-    from fibtui.core import archive, stats
+    from fibtui.core import archive, decisions, stats
     from fibtui.core.errors import UsageError
     from fibtui.verbs._common import emit_json, workspace_from
 
@@ -272,11 +193,11 @@ def round_summary(args: argparse.Namespace) -> int:
         if args.round or args.write:
             raise UsageError("--runs summarizes undecided runs: it takes no ROUND and writes nothing")
         first = archive.load_run(root, args.runs[0])
-        d, workloads = _dataset_for(ws, first.record.get("definition"))
+        d, workloads = decisions.dataset_for(ws, first.record.get("definition"))
         md, report = archive.summary_for_runs(root, args.runs, args.candidate, stats.StatsSettings.from_workspace(ws.root), d, workloads)
     else:
         rec = archive.find_round(root, args.round)
-        d, workloads = _dataset_for(ws, rec.definition)
+        d, workloads = decisions.dataset_for(ws, rec.definition)
         md, report = archive.render_round(root, rec, d, workloads)
         if args.write:
             for path in archive.write_round_summary(root, rec, d, workloads):

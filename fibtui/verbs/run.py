@@ -22,7 +22,8 @@ def register(sub, common) -> None:
     p.add_argument("--solution", action="append", default=[], metavar="DIR",
                    help="candidate: a folder with config.toml, a solution.json, or a folder of sources "
                         "(default: the workspace's solution); repeat for several")
-    p.add_argument("--baseline", metavar="DIR", help="baseline to pair with, timed in the same process, interleaved")
+    p.add_argument("--baseline", metavar="DIR|best",
+                   help="baseline to pair with, timed in the same process, interleaved ('best': the promoted best snapshot)")
     p.add_argument("--repeats", type=int, default=1, metavar="N")
     p.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run from its journal")
     p.add_argument("--retry-failed", metavar="RUN_ID", help="run the failed jobs of a run again, merged back into it")
@@ -57,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
 
     ws = workspace_from(args)
     assert ws is not None
+    if args.baseline == "best":
+        from fibtui.core.archive import best_solution_path
+        from fibtui.core.errors import UsageError
+
+        best = best_solution_path(ws.archive_root, ws.config_for(args.definition).language)
+        if best is None:
+            raise UsageError("--baseline best: nothing was promoted in this workspace yet (optimize_ops/best_solution_*)")
+        args.baseline = str(best)
     options = RunOptions(
         backend=args.backend or _default_backend(), workloads=args.workloads, solutions=list(args.solution),
         baseline=args.baseline, repeats=args.repeats, workers=args.workers, job_timeout_s=args.timeout,

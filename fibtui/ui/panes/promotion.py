@@ -1,31 +1,181 @@
-"""Promotion pane: the verdict for the latest paired run (PROMOTE / REJECT / INCONCLUSIVE with the
-geometric-mean ratio, its interval, tau and where tau came from), the per-band breakdown, what
-blocked a promotion, and the decisions: archive, promote, reject-and-restore."""
+"""Promotion pane: the verdict for the newest paired run (PROMOTE / REJECT / INCONCLUSIVE /
+BLOCKED / INCOMPLETE with the geometric-mean ratio G, its interval, tau and where tau came from),
+the per-band breakdown, what blocked a promotion, and the decisions: A archive, P promote,
+R reject-and-restore (each confirmed first). All statistics come from fibtui.core.stats through
+fibtui.core.decisions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import DataTable, RichLog, Static
 
 from fibtui.ui.panes.base import Pane
-from fibtui.ui.panes.missing import MissingCore
+
+COLOUR = {"PROMOTE": "bold green", "REJECT": "bold red", "INCONCLUSIVE": "bold yellow", "BLOCKED": "bold red",
+          "INCOMPLETE": "bold red"}
 
 
 class PromotionPane(Pane):
+    DEFAULT_CSS = """
+    PromotionPane #verdict { height: auto; padding: 0 1; border: round $primary; }
+    PromotionPane #bands { height: 1fr; }
+    PromotionPane #decision-log { height: 6; border-top: solid $panel; }
+    """
+
+    @dataclass
+    class Evaluated(Message):
+        run_id: str | None
+        outcome: Any  # fibtui.core.stats.CompareOutcome | None
+        reason: str = ""
+
+    @dataclass
+    class Decided(Message):
+        action: str
+        result: Any  # fibtui.core.archive.DecisionResult
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.workspace = None
+        self.run_id: str | None = None
+        self.outcome = None
 
     def compose(self) -> ComposeResult:
-        yield MissingCore("Promotion is not built yet.",
-                          "It needs fibtui/core/stats.py (paired verdict) and fibtui/core/archive.py.")
+        yield Static("no paired run yet: a gate (g) against a promoted best solution, or `fibtui run --baseline DIR`",
+                     id="verdict")
+        yield DataTable(id="bands", cursor_type="row", zebra_stripes=True)
+        yield RichLog(id="decision-log", wrap=True, markup=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#bands", DataTable).add_columns("band", "n", "base us", "cand us", "change", "ratio", "interval", "W/T/L", "")
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
+        self.evaluate()
 
-    def evaluate(self) -> None:
-        return None
+    @work(thread=True, exclusive=True, group="promotion", exit_on_error=False)
+    def evaluate(self, run_id: str | None = None) -> None:
+        from fibtui.core import decisions
+        from fibtui.core.errors import FibError
+
+        ws = self.workspace
+        if ws is None:
+            return
+        run_id = run_id or decisions.latest_paired_run(ws)
+        if run_id is None:
+            self.post_message(self.Evaluated(None, None, "no paired run yet"))
+            return
+        try:
+            outcome = decisions.compare(ws, run_id)
+        except FibError as exc:
+            self.post_message(self.Evaluated(run_id, None, exc.one_line()))
+            return
+        self.post_message(self.Evaluated(run_id, outcome))
+
+    @on(Evaluated)
+    def _evaluated(self, message: Evaluated) -> None:
+        self.run_id, self.outcome = message.run_id, message.outcome
+        box = self.query_one("#verdict", Static)
+        bands = self.query_one("#bands", DataTable)
+        bands.clear()
+        if message.outcome is None:
+            box.update(message.reason if message.run_id is None else Text(f"{message.run_id}: {message.reason}", style="red"))
+            return
+        c = message.outcome.single or (message.outcome.entries[0].comparison if message.outcome.entries else None)
+        if c is None:
+            box.update(f"{message.run_id}: nothing to compare")
+            return
+        g = f"{c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)" if c.geomean_ratio else "-"
+        iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}] ({c.interval.method})" if c.interval else "-"
+        wins, ties, losses = c.wins
+        lines = [
+            f"[{COLOUR.get(c.verdict, 'bold')}]verdict {c.verdict}[/]  {c.candidate.name} vs {c.baseline.name}  "
+            f"(run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)",
+            f"G = {g}  95% interval {iv}",
+            f"tau {c.tau.tau * 100:.2f}% ({c.tau.source})  ·  threshold: the baseline's mean across repeats "
+            f"{(c.baseline.mean_latency_ms or 0) * 1000:.3f} us",
+            f"wins/ties/losses {wins}/{ties}/{losses}  ·  {c.recommendation()}",
+        ]
+        if c.blocked_by:
+            lines.append("[red]blocked by: " + "; ".join(c.blocked_by) + "[/]")
+        if c.failures:
+            lines.append("[red]failures: " + "; ".join(c.failures[:4]) + "[/]")
+        if len(message.outcome.entries) > 1:
+            board = " > ".join(f"{e.arm.name} {((e.arm.mean_latency_ms or 0) * 1000):.3f} us"
+                               for e in message.outcome.entries)
+            lines.append(f"leaderboard: {board}")
+        lines.append("[dim]A archive · P promote · R reject and restore the previous best[/dim]")
+        box.update("\n".join(lines))
+        for b in c.per_band:
+            tag = "regression" if b.regression else ("dispatch candidate" if b.dispatch_candidate else "")
+            style = "green" if b.change_pct < -0.5 else ("red" if b.change_pct > 0.5 else "")
+            bands.add_row(b.band, str(b.workloads), _us(b.base_mean_ms), _us(b.cand_mean_ms),
+                          Text(f"{b.change_pct:+.2f}%", style=style), f"{b.geomean_ratio:.4f}",
+                          f"[{b.ci_low:.4f}, {b.ci_high:.4f}]", f"{b.wins}/{b.ties}/{b.losses}",
+                          Text(tag, style="bold red" if b.regression else "cyan"))
+
+    # ---------------------------------------------------------------- decisions
+
+    def decide(self, action: str) -> None:
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
+        if self.workspace is None or self.outcome is None or self.run_id is None:
+            self.notify("no verdict to act on yet", severity="warning")
+            return
+        c = self.outcome.single or self.outcome.entries[0].comparison
+        facts = [("run", self.run_id), ("candidate", c.candidate.name), ("verdict", c.verdict),
+                 ("G", f"{c.geomean_ratio:.4f}" if c.geomean_ratio else "-")]
+        what = {"archive": ("Archive this round", "Archive the candidate and write the round summary?"),
+                "promote": ("Promote the candidate", "Install it as the solution, make it the best snapshot and commit?"),
+                "reject": ("Reject and restore", "Archive the candidate, then restore the checked-in kernel to the previous best?")}[action]
+        if action == "promote" and c.verdict != "PROMOTE":
+            facts.append(("warning", f"the verdict is {c.verdict}: promotion needs PROMOTE (the CLI has --force)"))
+            self.app.push_screen(ConfirmScreen(what[0], facts, "Not allowed without PROMOTE.", yes="OK (y)", no="Back (n)"))
+            return
+        self.app.push_screen(ConfirmScreen(what[0], facts, what[1]),
+                             lambda ok: self._decide(action) if ok else None)
+
+    @work(thread=True, exclusive=True, group="promotion-decide", exit_on_error=False)
+    def _decide(self, action: str) -> None:
+        from fibtui.core import decisions
+
+        ws = self.workspace
+        if action == "promote":
+            result = decisions.promote(ws, [self.run_id])
+        elif action == "reject":
+            result = decisions.reject(ws, [self.run_id])
+        else:
+            result = decisions.archive_round(ws, [self.run_id])
+        self.post_message(self.Decided(action, result))
+
+    @on(Decided)
+    def _decided(self, message: Decided) -> None:
+        log = self.query_one("#decision-log", RichLog)
+        rec = message.result.record
+        log.write(f"[b]{message.action}[/b]: {rec.decision} {rec.candidate.get('name', '')} (round {rec.round or '-'})")
+        for path in message.result.written:
+            log.write(f"  wrote {path}")
+        if message.result.commit:
+            log.write(f"  committed {message.result.commit[:12]}")
+        for w in message.result.warnings:
+            log.write(f"  [yellow]{w}[/]")
+        self.notify(f"{message.action}: done")
 
     def palette_commands(self) -> list[tuple[str, Any, str]]:
-        return []
+        if self.outcome is None:
+            return []
+        out = [("Archive this round", lambda: self.decide("archive"), "candidate snapshot + round summary"),
+               ("Reject the candidate and restore the previous best", lambda: self.decide("reject"), "archives it first")]
+        c = self.outcome.single
+        if c is not None and c.verdict == "PROMOTE":
+            out.insert(0, ("Promote the candidate", lambda: self.decide("promote"), "the verdict says PROMOTE"))
+        return out
+
+
+def _us(ms: float | None) -> str:
+    return f"{ms * 1000:.3f}" if ms is not None else "-"

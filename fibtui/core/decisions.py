@@ -1,0 +1,176 @@
+"""The decisions of a round as workspace-level services, shared by the CLI verbs (compare,
+promote, reject, archive) and the TUI's Promotion pane: which runs make the round, the verdict,
+and what promoting, rejecting or archiving writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fibtui.core import archive, stats
+from fibtui.core.errors import InputError, UsageError
+from fibtui.core.settings import get_setting
+from fibtui.core.workspace import SolutionConfig, Workspace
+
+
+def dataset_for(ws: Workspace, definition: str | None):
+    """(Definition, WorkloadSet) of ``definition`` from the workspace's dataset, or (None, None)."""
+    if ws.dataset_root is None or not definition:
+        return None, None
+    try:
+        ds = ws.dataset()
+        if definition not in ds.definition_paths:
+            return None, None
+        return ds.definition(definition), ds.workloads(definition)
+    except (InputError, UsageError):
+        return None, None
+
+
+def axes_lookup(ws: Workspace | None):
+    """uuid -> axes from the workspace's dataset (for result files that carry no axes)."""
+    if ws is None or ws.dataset_root is None:
+        return None
+    ds = ws.dataset()
+
+    def lookup(definition: str, uuid: str):
+        if definition not in ds.definition_paths:
+            return None
+        try:
+            workloads = ds.workloads(definition)
+        except InputError:
+            return None
+        return workloads.axes_of(uuid) if uuid in workloads else None
+
+    return lookup
+
+
+def band_map(ws: Workspace | None, definition: str | None, rows) -> tuple[dict[str, str] | None, int | None]:
+    """(uuid -> band, workload count) from the workspace's regimes, or (None, None)."""
+    from fibtui.core import regimes
+
+    if ws is None:
+        return None, None
+    d, workloads = dataset_for(ws, definition)
+    if d is None:
+        return None, None
+    try:
+        report = regimes.analyze(d, workloads, rows)
+    except InputError:
+        return None, None
+    if not any(r.uuid in workloads for r in rows):
+        return None, None
+    return dict(report.table.select("uuid", "band").iter_rows()), len(workloads)
+
+
+def compare(ws: Workspace | None, base_spec: str, cand_spec: str | None = None, *, solution_base: str | None = None,
+            solution_cand: str | None = None) -> stats.CompareOutcome:
+    archive_root = ws.archive_root if ws is not None else None
+    lookup = axes_lookup(ws)
+    base = stats.load_source(base_spec, archive_root, lookup)
+    cand = stats.load_source(cand_spec, archive_root, lookup) if cand_spec else None
+    settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
+    definition = base.table.definition or (cand.table.definition if cand else None)
+    band_of, total = band_map(ws, definition, base.table.rows)
+    return stats.compare_sources(base, cand, solution_base=solution_base, solution_cand=solution_cand,
+                                 settings=settings, archive_root=archive_root, band_of=band_of, total_workloads=total)
+
+
+def latest_paired_run(ws: Workspace) -> str | None:
+    """The newest run with a baseline and a candidate and at least one finished job."""
+    from fibtui.core.runs import list_runs, read_journal
+
+    for listing in reversed(list_runs(ws.archive_root)):
+        if not listing.jobs_done:
+            continue
+        try:
+            header = read_journal(listing.path / "journal.jsonl").header
+        except InputError:
+            continue
+        roles = {s.role for s in header.solutions}
+        if {"baseline", "candidate"} <= roles:
+            return listing.run_id
+    return None
+
+
+@dataclass
+class Gathered:
+    inputs: Any  # archive.RoundInputs
+    definition: Any
+    workloads: Any
+
+
+def gather(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *, required: bool = True,
+           candidate_hash: str | None = None) -> Gathered | None:
+    settings = stats.StatsSettings.from_workspace(ws.root)
+    root = ws.archive_root
+    try:
+        runs = archive.round_runs(root, run_ids or None, candidate, candidate_hash)
+    except UsageError:
+        if required:
+            raise
+        return None
+    definition = runs[-1].record.get("definition")
+    d, workloads = dataset_for(ws, definition)
+    inputs = archive.gather_round(root, run_ids=[r.run_id for r in runs], candidate=candidate, settings=settings,
+                                  definition_obj=d, workloads=workloads, candidate_hash=candidate_hash)
+    return Gathered(inputs, d, workloads)
+
+
+def config_for(ws: Workspace, definition: str) -> SolutionConfig:
+    try:
+        return ws.config_for(definition)
+    except UsageError:
+        return ws.config_for(None)
+
+
+def promote(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *, topic: str | None = None,
+            force: bool = False, new_name: str | None = None, commit: bool = True) -> archive.DecisionResult:
+    g = gather(ws, run_ids, candidate)
+    assert g is not None
+    cfg = config_for(ws, g.inputs.deciding.record.get("definition", ""))
+    lang = g.inputs.candidate.get("language") or cfg.language
+    if lang != cfg.language:
+        raise UsageError(f"the candidate is {lang} but {cfg.path} builds {cfg.language}: change [build] language first")
+    return archive.promote(
+        g.inputs, workspace_root=ws.root, source_dir=cfg.source_dir, config_path=cfg.path, topic=topic,
+        force=force, new_name=new_name, operator=get_setting(ws.root, "archive.operator"),
+        model=get_setting(ws.root, "archive.model"), commit=commit, definition_obj=g.definition, workloads=g.workloads)
+
+
+def _workspace_hash(cfg: SolutionConfig) -> str | None:
+    from fibtui.core.plan import solution_from_config
+
+    try:
+        return solution_from_config(cfg).source_hash
+    except InputError:
+        return None
+
+
+def reject(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *, topic: str | None = None,
+           reason: str | None = None) -> archive.DecisionResult:
+    """Archive the rejected candidate first, then restore the checked-in kernel."""
+    cfg = ws.config_for(None)
+    if run_ids:
+        g = gather(ws, run_ids, candidate)
+        cfg = config_for(ws, g.inputs.deciding.record.get("definition", ""))
+    elif archive.differs_from_head(ws.root, cfg.source_dir):
+        # the candidate is the workspace's edited kernel: its round is the runs of those exact sources
+        h = _workspace_hash(cfg)
+        g = gather(ws, None, candidate, required=False, candidate_hash=h) if h else None
+    else:
+        g = gather(ws, None, candidate, required=False)
+        if g is not None:
+            done = archive.decided_round(ws.archive_root, [r.run_id for r in g.inputs.runs])
+            if done is not None:
+                raise UsageError(f"the newest round ({done.round}) was already decided ({done.decision}) and the checked-in "
+                                 "kernel has no edits to reject; name the runs to decide that round again")
+    return archive.reject(g.inputs if g else None, workspace_root=ws.root, source_dir=cfg.source_dir,
+                          archive_root=ws.archive_root, language=cfg.language, candidate_name=candidate, topic=topic,
+                          reason=reason, definition_obj=g.definition if g else None, workloads=g.workloads if g else None)
+
+
+def archive_round(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *,
+                  topic: str | None = None, reason: str | None = None) -> archive.DecisionResult:
+    g = gather(ws, run_ids, candidate)
+    assert g is not None
+    return archive.archive_only(g.inputs, topic=topic, reason=reason, definition_obj=g.definition, workloads=g.workloads)
