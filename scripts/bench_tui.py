@@ -19,7 +19,6 @@ import pty
 import select
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -212,7 +211,7 @@ async def watch_latency(saves: int = 10) -> dict:
             kernel.write_text(GOOD_TRITON + f"\n# save {i}\n")
             await until(lambda: runs.last_job_started_at is not None)
             latencies.append((runs.last_job_started_at - t0) * 1000)
-            await until(lambda: sum(isinstance(m.event, RunFinished) for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()) > finished)
+            await until(lambda before=finished: sum(isinstance(m.event, RunFinished) for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()) > before)
     return {"saves": saves, "median_ms": statistics.median(latencies), "p95_ms": p95(latencies), "max_ms": max(latencies),
             "all_ms": [round(v, 1) for v in latencies]}
 
