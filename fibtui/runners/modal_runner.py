@@ -661,7 +661,7 @@ class ModalRunner:
                                      f"{scrub(str(r.get('error')))[:300]}", "warning"))
                     retry.append(Task(task.uuid, task.repeat, [sid], task.attempt + 1))
                     continue
-                self.recorder.record(sid, task.uuid, task.repeat, task.attempt, r, on_event)
+                self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), r, on_event)
         lost = [Task(t.uuid, t.repeat, [s], t.attempt) for t in sl.tasks for s in t.sids if (t.uuid, t.repeat, s) not in seen]
         if lost:
             retry.extend(self._infra_or_final(lost, "the container returned no result for it", on_event))
