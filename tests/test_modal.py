@@ -686,3 +686,26 @@ def test_cli_in_process_run_prints_and_records_no_token(tmp_path: Path) -> None:
     files = "".join(p.read_text(errors="replace") for p in (root / "optimize_ops").rglob("*") if p.is_file())
     for text in [*(p.stdout + p.stderr for p in procs), files]:
         assert FAKE_ID not in text and FAKE_SECRET not in text
+
+
+def test_modal_unreachable_is_one_line_and_the_run_can_resume(tmp_path: Path, monkeypatch) -> None:
+    from fibtui.runners.modal_runner import ModalUnavailable
+
+    ws, prepared = tiny_modal_run(tmp_path, batch_sizes=(1,), workers=1)
+
+    class Unreachable(FakeCaller):
+        @contextmanager
+        def session(self):
+            raise ConnectionError(f"could not connect to api.modal.com with {FAKE_SECRET}")
+            yield self
+
+    prepared.runner.caller = Unreachable()
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", FAKE_SECRET)
+    with pytest.raises(ModalUnavailable) as exc:
+        prepared.runner.run(lambda e: None)
+    text = exc.value.one_line()
+    assert "could not connect" in text and f"--resume {prepared.run_id}" in text and FAKE_SECRET not in text
+    assert exc.value.exit_code == 1 and not (prepared.folder / "lock").exists()
+    resumed = prepare_resume(ws, prepared.run_id)
+    resumed.runner.caller = FakeCaller()
+    assert resumed.runner.run(lambda e: None)["state"] == "complete"

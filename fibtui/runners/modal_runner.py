@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core import numbers
-from fibtui.core.errors import InputError
+from fibtui.core.errors import FibError, InputError
 from fibtui.core.runs import RunHeader, list_runs, now_iso, read_journal, release_lock, take_lock
 from fibtui.core.settings import get_setting, settings_path
 from fibtui.core.status import INFRA_STATUSES
@@ -466,6 +466,12 @@ def is_timeout(exc: BaseException) -> bool:
     return bool(names & {"SliceTimeout", "FunctionTimeoutError", "TimeoutError"})
 
 
+class ModalUnavailable(FibError):
+    """The Modal app could not run (no connection, credentials refused, the app failed)."""
+
+    exit_code = 1
+
+
 class ModalRunner:
     """Runs a prepared run's pending jobs as slices on Modal (or in-process), journaling every
     result the way the local runner does."""
@@ -548,9 +554,15 @@ class ModalRunner:
                     f"on Modal ({self.settings.gpu}, {self.settings.image})"
                 slices = make_slices(tasks, self.workers, first_number=self._numbers + 1)
                 on_event(LogLine(f"{sum(s.jobs for s in slices)} job(s) in {len(slices)} slice(s) {where}"))
-                with self.caller.session():
-                    self.sync_volume(on_event)
-                    self._loop(slices, on_event, cancel)
+                try:
+                    with self.caller.session():
+                        self.sync_volume(on_event)
+                        self._loop(slices, on_event, cancel)
+                except FibError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - Modal unreachable, refused, or the app failed
+                    raise ModalUnavailable(f"Modal: {describe_failure(exc)}; the {self.recorder.done} finished job(s) are "
+                                           f"kept: fibtui run --resume {self.header.run_id}") from None
             return self.recorder.finish(cancel.is_set(), on_event)
         finally:
             release_lock(self.folder)
