@@ -5,6 +5,8 @@
 ``status``, ``latency_ms``, ``reference_latency_ms``, ``speedup``, ``max_abs_error``,
 ``max_rel_error``, ``error``, ``timing``) and ``summary`` (``total``, ``done``, ``passed``,
 ``failed``, ``complete``, ``per_solution``). Live progress goes to stderr when ``--json`` is given.
+``fibtui run --backend modal --plan [--json]`` prints what a Modal run would do and cost, with no
+network (:func:`fibtui.runners.modal_runner.plan_modal`).
 """
 
 from __future__ import annotations
