@@ -311,6 +311,8 @@ def test_fake_calls_flow_into_the_journal_like_a_local_run(tmp_path: Path) -> No
     results = [x for x in lines if x["kind"] == "result"]
     assert set(results[0]) == {"kind", *JobResult.__dataclass_fields__}
     assert {r["wall_s"] for r in results} == {0.5} and {r["started"] for r in results} == {"2026-11-29T10:00:00+00:00"}
+    assert {(r["timing"]["slot"], r["timing"]["worker_device"], r["timing"]["container"]) for r in results} == {
+        (1, "in-process", "ta-fake"), (2, "in-process", "ta-fake")}
 
 
 def test_a_failed_slice_is_retried_alone_and_merged_back(tmp_path: Path) -> None:
@@ -587,7 +589,7 @@ def test_in_process_modal_run_on_the_demo_matches_a_local_run(demo_ws: Path) -> 
     local_record = local.runner.run(lambda e: None)
     assert set(local_record) == set(record)
     assert set(local_record["jobs"][0]) == set(record["jobs"][0])
-    assert set(local_record["jobs"][0]["timing"]) == set(record["jobs"][0]["timing"])
+    assert set(local_record["jobs"][0]["timing"]) | {"container"} == set(record["jobs"][0]["timing"])
     assert set(local_record["summary"]) == set(record["summary"])
     assert {j["status"] for j in local_record["jobs"]} == {j["status"] for j in record["jobs"]} == {"PASSED"}
 

@@ -854,11 +854,14 @@ def test_cli_profile_end_to_end_with_a_stand_in_worker(capsys, fake_ncu: Path, d
     assert code == 0
     rep = Path(data["profile"]["report"])
     assert rep.parent == demo_ws / "optimize_ops" / "benchmarks" / "ncu"
-    assert rep.name == f"{DEMO_DEFINITION}_{first['uuid'][:8]}_detailed.ncu-rep"
+    assert rep.name == f"{DEMO_DEFINITION}_demo_gdn_decode_triton_v1_{first['uuid'][:8]}_detailed.ncu-rep"
     request = json.loads(rep.with_name(rep.name.replace(".ncu-rep", "_request.json")).read_text())
-    assert request["workload"] == first["uuid"] and request["axes"] == first["axes"]
+    # the worker's own profile request: the definition, the solution's sources, the workload
+    assert [w["uuid"] for w in request["workloads"]] == [first["uuid"]] and request["workloads"][0]["axes"] == first["axes"]
+    assert request["definition"]["name"] == DEMO_DEFINITION and request["solutions"][0]["sources"]
     cmd = data["profile"]["command"]
     assert cmd[cmd.index("--launch-skip") + 1] == "3" and cmd[-2] == "stand-in-worker"
+    assert cmd[cmd.index("--profile-from-start") + 1] == "off" and "--launch-count" not in cmd
     (k,) = data["kernels"]
     assert k["workload"] == first["uuid"] and k["axes"] == first["axes"] and k["limiter"] == "registers"
     code, out, _ = run_cli(capsys, *argv)  # a second profile never overwrites the first

@@ -176,3 +176,22 @@ def test_run_refuses_bad_options(tmp_path: Path) -> None:
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_retry_failed_jobs_merges_back_into_the_same_run(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    kernel = root / "solution" / "triton" / "kernel.py"
+    good = kernel.read_text()
+    kernel.write_text(good.replace("* alpha, mask=mask)", "* alpha * 1.5, mask=mask)"))
+    ws = open_workspace(root)
+    prepared = prepare_run(ws, RunOptions(backend="interpreter", workloads="all"))
+    record = prepared.runner.run(lambda e: None)
+    assert record["summary"]["passed"] == 0
+    # A retry reruns the run's own snapshot (never the workspace): still wrong, still one journal.
+    from fibtui.runners.session import prepare_retry
+
+    record = prepare_retry(ws, prepared.run_id).runner.run(lambda e: None)
+    contents = read_journal(prepared.folder / "journal.jsonl")
+    assert len(contents.results) == 2 and record["summary"]["done"] == 2
+    assert all(r.status == "INCORRECT_NUMERICAL" and r.attempt == 1 for r in contents.results.values())
+    assert sum(1 for line in (prepared.folder / "journal.jsonl").read_text().splitlines() if '"kind":"result"' in line) == 4

@@ -1103,6 +1103,50 @@ def classify(metrics: Mapping[str, Any], host: HostGaps | None = None) -> Classi
 # --------------------------------------------------------------------------------------------
 
 
+def request_path_for(report_file: str | Path) -> Path | None:
+    """The worker profile request saved next to a report (``X_request.json`` beside
+    ``X.ncu-rep`` / ``X_details.csv`` / ``X_raw.csv`` / ``X_details.txt``), if any."""
+    p = Path(report_file)
+    stem = p.name
+    for suffix in (".ncu-rep", "_details.csv", "_raw.csv", "_details.txt"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    else:
+        return None
+    candidate = p.with_name(stem + "_request.json")
+    return candidate if candidate.is_file() else None
+
+
+def attach_workloads(report: NcuReport, workloads: Sequence[Mapping[str, Any]]) -> NcuReport:
+    """Give each launch its workload and axes. The worker profiles one range per workload in
+    request order with the same calls each, so launches split evenly across the workloads."""
+    if not workloads or not report.launches or len(report.launches) % len(workloads):
+        return report
+    per = len(report.launches) // len(workloads)
+    for i, launch in enumerate(report.launches):
+        w = workloads[i // per]
+        launch.workload = str(w.get("uuid")) if w.get("uuid") is not None else None
+        axes = w.get("axes")
+        launch.axes = dict(axes) if isinstance(axes, Mapping) else {}
+    return report
+
+
+def attach_request(report: NcuReport, report_file: str | Path) -> NcuReport:
+    """Attach workloads from the profile request saved beside ``report_file`` (when there is one)."""
+    req = request_path_for(report_file)
+    if req is None:
+        return report
+    try:
+        data = json.loads(req.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return report
+    workloads = data.get("workloads") if isinstance(data, dict) else None
+    if isinstance(workloads, list) and all(isinstance(w, Mapping) for w in workloads):
+        attach_workloads(report, workloads)
+    return report
+
+
 def band_of(launch: Launch) -> str | None:
     """The band label of a launch: its axes (``batch_size=64``), else its workload, else None."""
     if launch.axes:

@@ -195,6 +195,11 @@ class Journal:
         line = {"kind": "result", **result.to_json()}
         append_line(self.path, json.dumps(line, separators=(",", ":"), default=str))
 
+    def append_retry(self, keys: list[str], reason: str = "retry requested") -> None:
+        """Reopen these jobs: their earlier results are superseded and a resume runs them again
+        (a user's explicit retry of failed jobs; the run keeps one journal)."""
+        append_line(self.path, json.dumps({"kind": "retry", "keys": keys, "reason": reason, "at": now_iso()}))
+
     def append_end(self, state: str, reason: str = "") -> None:
         append_line(self.path, json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso()}))
 
@@ -240,6 +245,11 @@ def read_journal(path: Path) -> JournalContents:
             continue
         if kind == "end":
             end = obj
+            continue
+        if kind == "retry":
+            for key in obj.get("keys") or []:
+                results.pop(key, None)
+            end = None  # the run is open again
             continue
         if kind != "result":
             corrupt.append(number)
@@ -438,6 +448,10 @@ def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
 
 def monotonic() -> float:
     return time.monotonic()
+
+
+def failed_keys(contents: JournalContents) -> list[str]:
+    return [k for k, r in contents.results.items() if r.status != PASSED]
 
 
 def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ...] = ("cupti",)):

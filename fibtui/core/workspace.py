@@ -12,10 +12,12 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fibtui.core.dataset import Dataset
 from fibtui.core.errors import InputError, UsageError
+
+if TYPE_CHECKING:  # polars loads with the dataset module: keep it off the start-up path
+    from fibtui.core.dataset import Dataset
 
 CONFIG_NAME = "config.toml"
 #: Folders never searched for solution configs.
@@ -317,6 +319,8 @@ class Workspace:
         return self.root / ".fibtui"
 
     def dataset(self) -> Dataset:
+        from fibtui.core.dataset import Dataset
+
         if self.dataset_root is None:
             raise UsageError(
                 f"no dataset for workspace {self.root}: pass --dataset DIR, set FIB_DATASET_PATH, "
@@ -378,30 +382,34 @@ def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
     return None
 
 
+def _looks_like_dataset(folder: Path) -> bool:
+    return (folder / "definitions").is_dir()
+
+
 def resolve_dataset(root: Path, explicit: str | Path | None) -> tuple[Path | None, str]:
     if explicit is not None:
         path = Path(explicit).expanduser()
         if not path.is_dir():
             raise InputError(path, "dataset folder does not exist", field="--dataset")
-        if not Dataset.looks_like(path):
+        if not _looks_like_dataset(path):
             raise InputError(path, "not a FlashInfer-Trace folder (no definitions/ inside)", field="--dataset")
         return path.resolve(), "--dataset"
     env = os.environ.get("FIB_DATASET_PATH")
     if env:
         path = Path(env).expanduser()
-        if not path.is_dir() or not Dataset.looks_like(path):
+        if not path.is_dir() or not _looks_like_dataset(path):
             raise InputError(path, "FIB_DATASET_PATH does not point at a FlashInfer-Trace folder (no definitions/ inside)", field="FIB_DATASET_PATH")
         return path.resolve(), "FIB_DATASET_PATH"
-    if Dataset.looks_like(root / "dataset"):
+    if _looks_like_dataset(root / "dataset"):
         return (root / "dataset").resolve(), "dataset/"
     candidates: list[Path] = []
     for parent in (root, root / "reference"):
         if parent.is_dir():
             candidates += [d for d in sorted(parent.iterdir()) if d.is_dir() and not d.name.startswith(".")]
     for d in candidates:
-        if Dataset.looks_like(d):
+        if _looks_like_dataset(d):
             return d.resolve(), f"embedded:{d.relative_to(root)}"
-        if Dataset.looks_like(d / "dataset"):
+        if _looks_like_dataset(d / "dataset"):
             return (d / "dataset").resolve(), f"embedded:{(d / 'dataset').relative_to(root)}"
     return None, "none"
 

@@ -81,14 +81,19 @@ class JobRecorder:
         self._t0 = time.monotonic()
         return done_keys
 
-    def record(self, sid: str, uuid: str, repeat: int, attempt: int, r: dict[str, Any], on_event: EventSink) -> JobResult:
+    def record(self, sid: str, uuid: str, repeat: int, attempt: int, r: dict[str, Any], on_event: EventSink,
+               where: dict[str, Any] | None = None) -> JobResult:
+        """``where``: which worker ran it (``slot``, ``worker_device``), added to the timing."""
         role, name = self.ref_of[sid]
+        timing = dict(r.get("timing") or {})
+        if where:
+            timing.update(where)
         result = JobResult(
             uuid=uuid, axes=dict(self.axes.get(uuid, {})), solution=name, role=role, repeat=repeat,
             status=str(r.get("status")), latency_ms=r.get("latency_ms"),
             reference_latency_ms=r.get("reference_latency_ms"), speedup=r.get("speedup"),
             max_abs_error=as_float(r.get("max_abs_error")), max_rel_error=as_float(r.get("max_rel_error")),
-            error=r.get("error"), timing=r.get("timing") or {}, attempt=attempt,
+            error=r.get("error"), timing=timing, attempt=attempt,
             started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
         )
         with self._lock:

@@ -71,19 +71,24 @@ class WorkerPool:
 
 
 class WorkerProcess:
-    """One ``python -m fibtui.worker serve`` with a thread turning its stdout into events."""
+    """One ``python -m fibtui.worker serve`` with a thread turning its stdout into events and one
+    draining its stderr into a log file (which can be switched when a warm worker joins a run)."""
 
     def __init__(self, env: dict[str, str], log_path: Path, cwd: Path) -> None:
-        self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
         cwd.mkdir(parents=True, exist_ok=True)
+        self._log_lock = threading.Lock()
+        self.log_path = log_path
+        self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fibtui.worker", "serve"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=str(cwd),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(cwd),
             start_new_session=True,
         )
         self.events: queue.Queue[Any] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -93,6 +98,27 @@ class WorkerProcess:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 self.events.put({"event": "garbage", "text": raw[:200].decode("utf-8", "replace")})
         self.events.put(_EOF)
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        while True:
+            chunk = self.proc.stderr.read1(65536) if hasattr(self.proc.stderr, "read1") else self.proc.stderr.read(65536)
+            if not chunk:
+                break
+            with self._log_lock:
+                try:
+                    self.log.write(chunk)
+                    self.log.flush()
+                except (OSError, ValueError):
+                    pass
+
+    def switch_log(self, log_path: Path) -> None:
+        """Send what the worker prints from now on to ``log_path`` (a warm worker joining a run)."""
+        with self._log_lock:
+            old = self.log
+            self.log = open(log_path, "ab")  # noqa: SIM115
+            self.log_path = log_path
+            old.close()
 
     def send(self, obj: dict[str, Any]) -> bool:
         try:
@@ -126,7 +152,9 @@ class WorkerProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        self.log.close()
+        self._drainer.join(timeout=2)
+        with self._log_lock:
+            self.log.close()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -147,6 +175,53 @@ class WorkerProcess:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exited with code {code}"
+
+
+class WarmWorkers:
+    """Worker processes started ahead of time (torch and triton already imported), so watch mode
+    can start a gate within a fraction of a second of a save. Keyed by the pool's environment."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._ready: dict[str, list[WorkerProcess]] = {}
+
+    @staticmethod
+    def key(pool: WorkerPool, slot: int) -> str:
+        return f"{'interp' if pool.interpreter else 'gpu'}:{pool.devices[slot]}"
+
+    def prewarm(self, pool: WorkerPool, slot: int = 0, timeout_s: float = 120.0) -> bool:
+        """Start one worker for this pool slot and wait until it is ready (call from a thread)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        w = WorkerProcess(pool.env_for(slot), self.folder / f"warm-{time.time_ns()}.log", self.folder / "work")
+        ev = w.next_event(time.monotonic() + timeout_s)
+        if not (isinstance(ev, dict) and ev.get("event") == "ready"):
+            w.kill()
+            return False
+        with self._lock:
+            self._ready.setdefault(self.key(pool, slot), []).append(w)
+        return True
+
+    def take(self, pool: WorkerPool, slot: int) -> WorkerProcess | None:
+        with self._lock:
+            ready = self._ready.get(self.key(pool, slot), [])
+            while ready:
+                w = ready.pop(0)
+                if w.proc.poll() is None:
+                    return w
+                w.kill()
+        return None
+
+    def count(self) -> int:
+        with self._lock:
+            return sum(1 for ws in self._ready.values() for w in ws if w.proc.poll() is None)
+
+    def close(self) -> None:
+        with self._lock:
+            workers = [w for ws in self._ready.values() for w in ws]
+            self._ready.clear()
+        for w in workers:
+            w.close()
 
 
 @dataclass
@@ -178,6 +253,8 @@ class LocalRunner:
         self._tasks: list[Task] = []
         self._outstanding = 0
         self._workers: dict[int, WorkerProcess] = {}
+        #: ready worker processes to use before starting new ones (watch mode keeps some warm)
+        self.warm: WarmWorkers | None = None
 
     # -- the queue ----------------------------------------------------------------------------
 
@@ -233,12 +310,18 @@ class LocalRunner:
         old = self._workers.pop(slot, None)
         if old is not None:
             old.kill()
-        w = WorkerProcess(self.pool.env_for(slot), self.folder / f"worker-{slot}.log", self.folder / "work" / f"slot-{slot}")
+        log = self.folder / f"worker-{slot}.log"
+        w = self.warm.take(self.pool, slot) if self.warm is not None else None
+        if w is not None:
+            w.switch_log(log)
+        else:
+            w = WorkerProcess(self.pool.env_for(slot), log, self.folder / "work" / f"slot-{slot}")
+            ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
+            if not isinstance(ev, dict) or ev.get("event") != "ready":
+                self._workers[slot] = w
+                on_event(LogLine(f"worker {slot} did not start: {self._describe(ev, w)}", "error"))
+                return None
         self._workers[slot] = w
-        ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
-        if not isinstance(ev, dict) or ev.get("event") != "ready":
-            on_event(LogLine(f"worker {slot} did not start: {self._describe(ev, w)}", "error"))
-            return None
         cfg = self.pool.config_for(slot)
         w.send({"op": "load", "config": cfg, "definition": self.definition, "solutions": self.solutions})
         ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
@@ -262,8 +345,8 @@ class LocalRunner:
 
     def _log_tail(self, w: WorkerProcess, lines: int = 3) -> str:
         try:
-            w.log.flush()
-            data = Path(w.log.name).read_bytes()[-4000:].decode("utf-8", "replace").strip().splitlines()
+            time.sleep(0.05)
+            data = Path(w.log_path).read_bytes()[-4000:].decode("utf-8", "replace").strip().splitlines()
         except OSError:
             return ""
         tail = " | ".join(line.strip() for line in data[-lines:] if line.strip())
@@ -343,7 +426,7 @@ class LocalRunner:
                     if r.get("status") in INFRA_STATUSES and task.attempt <= self.pool.max_infra_retries:
                         self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event)
                         continue
-                    self._record(sid, task, r, on_event)
+                    self._record(sid, task, r, on_event, slot)
                 if ev.get("restart"):
                     worker.kill()
                     on_event(WorkerRestarted(slot, "the CUDA context was lost; starting a fresh worker"))
@@ -359,7 +442,8 @@ class LocalRunner:
             for sid in reversed(task.sids):
                 self._push(Task(task.uuid, task.repeat, [sid], task.attempt, slot=slot), front=True)
             return
-        self._record(task.sids[0], task, {"status": status, "error": reason}, on_event)
+        self._record(task.sids[0], task, {"status": status, "error": reason}, on_event, slot)
 
-    def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink) -> None:
-        self.recorder.record(sid, task.uuid, task.repeat, task.attempt, r, on_event)
+    def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink, slot: int | None = None) -> None:
+        where = {"slot": slot, "worker_device": self.pool.devices[slot]} if slot is not None else None
+        self.recorder.record(sid, task.uuid, task.repeat, task.attempt, r, on_event, where)

@@ -582,6 +582,14 @@ class ModalRunner:
                       "solutions": list(t.sids)} for t in sl.tasks],
         }
 
+    def _where(self, sl: Slice, container: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Which slice and container ran a job (added to its timing, like the local runner's slot)."""
+        device = "in-process" if getattr(self.caller, "in_process", False) else f"modal {self.settings.gpu}"
+        out: dict[str, Any] = {"slot": sl.number, "worker_device": device}
+        if container and (container.get("task_id") or container.get("host")):
+            out["container"] = container.get("task_id") or container.get("host")
+        return out
+
     def _wait_s(self) -> float:
         extra = 0.0 if getattr(self.caller, "in_process", False) else self.settings.startup_timeout_s
         return self.settings.timeout_s + extra
@@ -673,24 +681,26 @@ class ModalRunner:
                                      f"{scrub(str(r.get('error')))[:300]}", "warning"))
                     retry.append(Task(task.uuid, task.repeat, [sid], task.attempt + 1))
                     continue
-                self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), r, on_event)
+                self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), r, on_event,
+                                     self._where(sl, container))
         lost = [Task(t.uuid, t.repeat, [s], t.attempt) for t in sl.tasks for s in t.sids if (t.uuid, t.repeat, s) not in seen]
         if lost:
-            retry.extend(self._infra_or_final(lost, "the container returned no result for it", on_event))
+            retry.extend(self._infra_or_final(sl, lost, "the container returned no result for it", on_event))
         if out.get("poisoned"):
             on_event(WorkerRestarted(sl.number, "a kernel lost the CUDA context; the jobs it did not run go to a fresh container"))
         if not retry:
             return []
         return [self._new_slice(retry, max(t.attempt for t in retry))]
 
-    def _infra_or_final(self, tasks: list[Task], reason: str, on_event: EventSink) -> list[Task]:
+    def _infra_or_final(self, sl: Slice, tasks: list[Task], reason: str, on_event: EventSink) -> list[Task]:
         again = []
         for t in tasks:
             if t.attempt <= self.max_retries:
                 again.append(Task(t.uuid, t.repeat, t.sids, t.attempt + 1))
             else:
                 for sid in t.sids:
-                    self.recorder.record(sid, t.uuid, t.repeat, t.attempt, {"status": "INFRA_ERROR", "error": reason}, on_event)
+                    self.recorder.record(sid, t.uuid, t.repeat, t.attempt, {"status": "INFRA_ERROR", "error": reason}, on_event,
+                                         self._where(sl))
         return again
 
     def _failed(self, sl: Slice, exc: BaseException, on_event: EventSink) -> list[Slice]:
@@ -717,5 +727,5 @@ class ModalRunner:
             result = {"status": "INFRA_ERROR", "error": f"the container failed running this solution alone "
                       f"({sl.attempt} attempt(s) and an isolated retry): {reason}. If it repeats, the kernel may be "
                       "crashing its process: run it with --backend local or interpreter to see"}
-        self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), result, on_event)
+        self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), result, on_event, self._where(sl))
         return []

@@ -38,11 +38,12 @@ def build_ncu_command(
     *,
     kernel_regex: str | None = None,
     launch_skip: int = DEFAULT_LAUNCH_SKIP,
-    launch_count: int = DEFAULT_LAUNCH_COUNT,
+    launch_count: int | None = DEFAULT_LAUNCH_COUNT,
     section_set: str = DEFAULT_SET,
     clock_control: str = DEFAULT_CLOCK_CONTROL,
     target_processes: str = "all",
     ncu: str = "ncu",
+    profile_from_start: bool = True,
 ) -> list[str]:
     """The ncu command line (a list; nothing runs here)."""
     if not profiled_argv or any(not isinstance(a, str) for a in profiled_argv):
@@ -51,15 +52,20 @@ def build_ncu_command(
         raise UsageError(f"unknown NCU set {section_set!r}; choose one of {', '.join(SETS)}")
     if not isinstance(launch_skip, int) or launch_skip < 0:
         raise UsageError(f"--launch-skip must be a whole number >= 0, not {launch_skip!r}")
-    if not isinstance(launch_count, int) or launch_count < 1:
+    if launch_count is not None and (not isinstance(launch_count, int) or launch_count < 1):
         raise UsageError(f"--launch-count must be a whole number >= 1, not {launch_count!r}")
     if not re.fullmatch(r"[A-Za-z0-9_]+", clock_control or ""):
         raise UsageError(f"--clock-control takes a word such as none or base, not {clock_control!r}")
     cmd = [ncu]
+    if not profile_from_start:
+        # only the program's cudaProfilerStart/Stop ranges: warm-up launches are never profiled
+        cmd += ["--profile-from-start", "off"]
     if kernel_regex:
         cmd += ["--kernel-name", f"regex:{kernel_regex}"]
-    cmd += ["--launch-skip", str(launch_skip), "--launch-count", str(launch_count),
-            "--set", section_set, "--clock-control", clock_control,
+    cmd += ["--launch-skip", str(launch_skip)]
+    if launch_count is not None:
+        cmd += ["--launch-count", str(launch_count)]
+    cmd += ["--set", section_set, "--clock-control", clock_control,
             "--target-processes", target_processes,
             "--export", str(export), "--force-overwrite"]
     return cmd + list(profiled_argv)
@@ -111,13 +117,14 @@ def profile(
     *,
     kernel_regex: str | None = None,
     launch_skip: int = DEFAULT_LAUNCH_SKIP,
-    launch_count: int = DEFAULT_LAUNCH_COUNT,
+    launch_count: int | None = DEFAULT_LAUNCH_COUNT,
     section_set: str = DEFAULT_SET,
     clock_control: str = DEFAULT_CLOCK_CONTROL,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     ncu: str | None = None,
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
+    profile_from_start: bool = True,
 ) -> ProfileResult:
     """Profile ``profiled_argv`` into ``report`` (a path ending in ``.ncu-rep``) and export its pages."""
     rep = Path(report)
@@ -125,7 +132,8 @@ def profile(
         rep = rep.with_name(rep.name + ".ncu-rep")
     exe = find_ncu(ncu)
     cmd = build_ncu_command(profiled_argv, rep, kernel_regex=kernel_regex, launch_skip=launch_skip,
-                            launch_count=launch_count, section_set=section_set, clock_control=clock_control, ncu=exe)
+                            launch_count=launch_count, section_set=section_set, clock_control=clock_control, ncu=exe,
+                            profile_from_start=profile_from_start)
     rep.parent.mkdir(parents=True, exist_ok=True)
     paths = sibling_paths(rep)
     try:
@@ -147,11 +155,17 @@ def profile(
 
 
 def worker_profile_argv(request: str | Path, *, python: str | None = None) -> list[str]:
-    """The argv that profiles one workload through the worker (``fibtui.worker profile``).
-
-    Placeholder until the worker exists: raises UsageError when ``fibtui/worker/__main__.py`` is
-    absent. The lead replaces this with the worker's real entry point."""
-    worker_main = Path(__file__).resolve().parent.parent / "worker" / "__main__.py"
-    if not worker_main.is_file():
-        raise UsageError("profiling through the worker needs fibtui.worker (not built yet)")
+    """The argv that profiles workloads through the worker: ``python -m fibtui.worker profile``
+    warms each workload up, then runs the profiled calls inside cudaProfilerStart/Stop (so ncu
+    runs with --profile-from-start off and never sees a warm-up launch)."""
     return [python or sys.executable, "-m", "fibtui.worker", "profile", "--request", str(request)]
+
+
+def worker_env() -> dict[str, str]:
+    """The environment for the profiled worker: this fibtui importable first."""
+    import os
+
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env

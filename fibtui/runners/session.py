@@ -50,6 +50,8 @@ class RunOptions:
     correctness_trials: int | None = None
     representatives: list[str] | None = None
     definition: str | None = None
+    #: warm worker processes to use first (watch mode), a fibtui.runners.local.WarmWorkers
+    warm: Any = None
     #: modal backend only: run the Modal function's body in this process (Function.local()), on
     #: the local GPU or Triton's CPU interpreter; for tests and for checking the path offline
     modal_in_process: bool = False
@@ -201,6 +203,8 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     Journal(folder).write_header(header)
     solutions = {ref.key: load_snapshot(folder, ref) for ref in refs}
     runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
+    if isinstance(runner, LocalRunner):
+        runner.warm = options.warm
     return PreparedRun(folder, header, runner)
 
 
@@ -211,6 +215,18 @@ def _runner(ws: Workspace, folder: Path, header: RunHeader, definition: Definiti
 
         return modal_runner_for(ws, folder, header, definition, solutions, workloads, config)
     return LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(header.backend, found, config, options))
+
+
+def prepare_retry(ws: Workspace, run_id: str, options: RunOptions | None = None) -> PreparedRun:
+    """Run the failed jobs of a run again, alone, merged back into the same journal."""
+    from fibtui.core.runs import failed_keys
+
+    folder = run_dir(ws.archive_root, run_id)
+    keys = failed_keys(read_journal(folder / "journal.jsonl"))
+    if not keys:
+        raise UsageError(f"run {run_id} has no failed jobs to retry")
+    Journal(folder).append_retry(keys, f"retry of {len(keys)} failed job(s)")
+    return prepare_resume(ws, run_id, options)
 
 
 def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None) -> PreparedRun:
@@ -229,3 +245,25 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     options.backend = header.backend
     runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
     return PreparedRun(folder, header, runner)
+
+
+def profile_request(ws: Workspace, uuids: list[str], solution: str | None = None, definition: str | None = None,
+                    warmup_calls: int = 5, profiled_calls: int = 1) -> dict[str, Any]:
+    """The request ``python -m fibtui.worker profile`` reads: for each workload, warm-up calls,
+    then ``profiled_calls`` inside cudaProfilerStart/Stop (ncu --profile-from-start off)."""
+    cfg = ws.config_for(definition)
+    dataset = ws.dataset()
+    d = dataset.definition(cfg.definition)
+    sol = solution_from_path(solution, cfg) if solution else solution_from_config(cfg)
+    options = RunOptions(backend="local")
+    return {
+        "config": engine_config("local", d, ws.dataset_root or dataset.root, options),
+        "definition": d.raw,
+        "solutions": [{"id": "candidate-0", "name": sol.name,
+                       "spec": {"language": sol.language, "entry_point": sol.entry_point,
+                                "destination_passing_style": sol.dps, "binding": sol.binding},
+                       "sources": sol.sources}],
+        "workloads": list(_workload_json(dataset, d, uuids).values()),
+        "warmup_calls": warmup_calls,
+        "profiled_calls": profiled_calls,
+    }

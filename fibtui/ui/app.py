@@ -1,29 +1,43 @@
-"""The fibtui application: header, six panes (keys 1-6), footer, command palette.
+"""The fibtui application: header, six panes (keys 1-6), footer, command palette, watch mode.
 
-``make_app`` is the factory shared by the CLI and the tests.
+``make_app`` is the factory shared by the CLI and the tests. Panes load their data in thread
+workers and receive it as messages; this module wires keys, dialogs and watch mode together.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
+from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from fibtui.core.errors import FibError
 from fibtui.core.workspace import Workspace
 from fibtui.resources import bundled
-from fibtui.ui.messages import DefinitionFailed, DefinitionLoaded
-from fibtui.ui.panes.missing import MissingCore
+from fibtui.ui.panes.history import HistoryPane
+from fibtui.ui.panes.ncu import NcuPane
+from fibtui.ui.panes.promotion import PromotionPane
+from fibtui.ui.panes.recon import ReconPane
 from fibtui.ui.panes.regimes import RegimesPane
+from fibtui.ui.panes.runs import RunsPane
+from fibtui.ui.screens.confirm import ConfirmScreen
+from fibtui.ui.screens.error import ErrorScreen
 from fibtui.ui.screens.help import HelpKeysScreen
 from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
+from fibtui.ui.themes import DEFAULT_THEME, load_themes
+
+WATCH_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc")
+LARGE_SWEEP = 40
 
 
 @dataclass(frozen=True)
@@ -32,71 +46,78 @@ class PaneInfo:
     title: str
     key: str
     about: str
+    widget: type
 
 
 PANES: tuple[PaneInfo, ...] = (
-    PaneInfo("recon", "Recon", "1", "reference repos, their state and the recon note"),
-    PaneInfo("regimes", "Regimes", "2", "bands of the real workloads, shares, representatives, floors"),
-    PaneInfo("runs", "Runs", "3", "live runs: per-workload status, progress, logs"),
-    PaneInfo("ncu", "NCU", "4", "Nsight Compute tables and baseline-vs-candidate diffs"),
-    PaneInfo("promotion", "Promotion", "5", "the verdict with its statistics, and the decision"),
-    PaneInfo("history", "History", "6", "past rounds and runs from optimize_ops/"),
+    PaneInfo("recon", "Recon", "1", "reference repos, their state and the recon note", ReconPane),
+    PaneInfo("regimes", "Regimes", "2", "bands of the real workloads, shares, representatives, floors", RegimesPane),
+    PaneInfo("runs", "Runs", "3", "live runs: per-workload status, progress, logs", RunsPane),
+    PaneInfo("ncu", "NCU", "4", "Nsight Compute tables and baseline-vs-candidate diffs", NcuPane),
+    PaneInfo("promotion", "Promotion", "5", "the verdict with its statistics, and the decision", PromotionPane),
+    PaneInfo("history", "History", "6", "past rounds and runs from optimize_ops/", HistoryPane),
 )
 
-#: What each pane still lacks, shown in the pane itself until its core lands.
-MISSING: dict[str, tuple[str, str]] = {
-    "recon": ("Recon is not built yet.",
-              "It needs fibtui/core/recon.py (refresh reference repos, search them, keep the recon note)."),
-    "runs": ("Runs are not built yet.",
-             "It needs the worker and the runners (fibtui/worker, fibtui/runners): local GPU, CPU interpreter."),
-    "ncu": ("Nsight Compute is not built yet.",
-            "It needs fibtui/core/ncu.py (import, classify, diff) and the ncu runner."),
-    "promotion": ("Promotion is not built yet.",
-                  "It needs fibtui/core/stats.py (paired verdict) and fibtui/core/archive.py."),
-    "history": ("History is not built yet.",
-                "It needs fibtui/core/archive.py to read rounds and runs from optimize_ops/."),
-}
+
+def B(key: str, action: str, description: str, id: str, tooltip: str, show: bool = True, key_display: str | None = None) -> Binding:
+    return Binding(key, action, description, show=show, id=id, tooltip=tooltip, key_display=key_display)
 
 
-class PaneCommands(Provider):
-    """Command palette: jump to any pane; state-dependent commands join as features land."""
+class FibCommands(Provider):
+    """Command palette: panes, themes, and what makes sense right now (state-dependent)."""
 
     async def search(self, query: str) -> Hits:
         app = self.app
         assert isinstance(app, FibApp)
         matcher = self.matcher(query)
-        for pane in PANES:
-            text = f"Show {pane.title} pane"
+        for text, callback, help_text in app.palette_commands():
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), partial(app.action_show_pane, pane.id), help=pane.about)
-        if app.workspace is None:
-            text = "Open the bundled demo workspace"
-            score = matcher.match(text)
-            if score > 0:
-                yield Hit(score, matcher.highlight(text), app.action_open_demo, help="copy it once and open it")
+                yield Hit(score, matcher.highlight(text), callback, help=help_text)
 
 
 class FibApp(App[int]):
     CSS_PATH = str(bundled("themes") / "app.tcss")
     TITLE = "fibtui"
-    COMMANDS = App.COMMANDS | {PaneCommands}
+    COMMANDS = App.COMMANDS | {FibCommands}
     BINDINGS = [
-        *[
-            Binding(p.key, f"show_pane('{p.id}')", p.title, id=f"pane.{p.id}", tooltip=f"Show the {p.title} pane: {p.about}")
-            for p in PANES
-        ],
-        Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit fibtui"),
-        Binding("question_mark", "show_keys", "Keys", id="app.keys", tooltip="List every key binding"),
+        *[B(p.key, f"show_pane('{p.id}')", p.title, f"pane.{p.id}", f"Show the {p.title} pane: {p.about}") for p in PANES],
+        B("g", "gate", "Gate", "run.gate", "Start a paired gate on the representative workloads"),
+        B("s", "sweep", "Sweep", "run.sweep", "Start a full sweep of every workload (asks first when large)"),
+        B("c", "cancel_run", "Cancel", "run.cancel", "Cancel the run in flight (it can be resumed)"),
+        B("t", "retry_failed", "Retry", "run.retry", "Run the failed jobs of the selected run again", show=False),
+        B("w", "toggle_watch", "Watch", "app.watch", "Watch the kernel files: rerun the gate on every save"),
+        B("r", "refresh", "Refresh", "pane.refresh", "Refresh the current pane (Recon: refresh the repos)", show=False),
+        B("p", "pin", "Pin", "regimes.pin", "Pin or unpin the selected workload as a representative", show=False),
+        B("f", "search", "Search", "recon.search", "Search the reference repos", show=False),
+        B("a", "add_hit", "Add to note", "recon.add", "Add the selected hit to the recon note", show=False),
+        B("x", "delete_note_row", "Delete row", "recon.delete", "Delete the selected recon note row", show=False),
+        B("ctrl+s", "write_note", "Write note", "recon.write", "Write the recon note to optimize_ops/docs/", show=False),
+        B("b", "mark_baseline", "Baseline", "ncu.baseline", "Mark the selected NCU report as the diff baseline", show=False),
+        B("ctrl+t", "next_theme", "Theme", "app.theme", "Switch to the next theme (remembered)", show=False),
+        B("q", "quit", "Quit", "app.quit", "Quit fibtui"),
+        B("question_mark", "show_keys", "Keys", "app.keys", "List every key binding", key_display="?"),
     ]
+
+    @dataclass
+    class WatchFired(Message):
+        paths: list[str]
+        detected: float
 
     def __init__(self, workspace: Workspace | None, *, watch: bool = False, cwd: str | None = None,
                  demo_dir: str | None = None) -> None:
         super().__init__()
         self.workspace = workspace
-        self.watch_mode = watch
+        self.watch_mode = False
+        self._start_watching = watch
         self.cwd = cwd or os.getcwd()
         self.demo_dir = demo_dir
+        self.note_acknowledged = False
+        self._pending_watch_gate = False
+        self.watch_latencies_ms: list[float] = []
+        self._watch_detected: float | None = None
+        self._warm = None
+        self._themes = load_themes()
         self._set_titles()
 
     # -- layout -------------------------------------------------------------------------------
@@ -106,11 +127,7 @@ class FibApp(App[int]):
         with TabbedContent(initial="regimes", id="main-tabs"):
             for pane in PANES:
                 with TabPane(f"{pane.key} {pane.title}", id=pane.id):
-                    if pane.id == "regimes":
-                        yield RegimesPane(id="regimes-pane")
-                    else:
-                        what, needs = MISSING[pane.id]
-                        yield MissingCore(what, needs, id=f"{pane.id}-missing")
+                    yield pane.widget(id=f"{pane.id}-pane")
         yield Footer()
 
     def _set_titles(self) -> None:
@@ -120,13 +137,40 @@ class FibApp(App[int]):
             return
         active = ws.active
         definition = active.definition if active else "no valid config"
-        self.sub_title = f"{ws.root.name} · {definition}" + (f" · {active.name}" if active else "")
+        watch = " · WATCHING" if self.watch_mode else ""
+        self.sub_title = f"{ws.root.name} · {definition}" + (f" · {active.name}" if active else "") + watch
 
     def on_mount(self) -> None:
+        from fibtui.ui.user_config import load_keymap, load_settings
+
+        for theme in self._themes:
+            self.register_theme(theme)
+        wanted = load_settings().get("theme", DEFAULT_THEME)
+        names = {t.name for t in self._themes} | set(self.available_themes)
+        self.theme = wanted if wanted in names else (DEFAULT_THEME if DEFAULT_THEME in names else self.theme)
+        keymap = load_keymap()
+        if keymap:
+            self.set_keymap(keymap)
         if self.workspace is None:
             self.push_screen(NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()), self._on_no_workspace)
         else:
-            self.load_definition()
+            self._use_workspace(self.workspace)
+
+    def _use_workspace(self, ws: Workspace) -> None:
+        self.workspace = ws
+        self._set_titles()
+        for pane in PANES:
+            self.query_one(f"#{pane.id}-pane").set_workspace(ws)
+        if self._start_watching:
+            self._start_watching = False
+            self.action_toggle_watch()
+
+    def pane(self, pane_id: str):
+        return self.query_one(f"#{pane_id}-pane")
+
+    @property
+    def active_pane(self) -> str:
+        return self.query_one("#main-tabs", TabbedContent).active
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -135,26 +179,292 @@ class FibApp(App[int]):
 
     def action_show_keys(self) -> None:
         rows = []
-        for key, binding in self._all_bindings():
-            rows.append((binding.key_display or key, binding.description or binding.action, binding.id or ""))
-        self.push_screen(HelpKeysScreen(rows))
+        keymap = {}
+        try:
+            from fibtui.ui.user_config import load_keymap
 
-    def _all_bindings(self):
-        seen = set()
+            keymap = load_keymap()
+        except Exception:  # noqa: BLE001 - the list still shows the defaults
+            keymap = {}
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
-            for key in binding.key.split(","):
-                if (key, binding.action) not in seen:
-                    seen.add((key, binding.action))
-                    yield key, binding
+            key = keymap.get(binding.id or "", binding.key_display or binding.key)
+            rows.append((key, binding.description or binding.action, binding.tooltip, binding.id or ""))
+        self.push_screen(HelpKeysScreen(rows))
 
     async def action_quit(self) -> None:
+        runs = self.pane("runs")
+        runs.cancel()
+        if self._warm is not None:
+            self._warm.close()
         self.exit(0)
 
     def action_open_demo(self) -> None:
         self._open_demo()
 
-    # -- loading ------------------------------------------------------------------------------
+    def action_refresh(self) -> None:
+        if self.workspace is None:
+            return
+        pane = self.active_pane
+        if pane == "recon":
+            self.pane("recon").refresh_repos()
+            self.notify("refreshing the reference repos…")
+        elif pane == "regimes":
+            self.pane("regimes").analyze()
+        elif pane == "runs":
+            self.pane("runs").refresh_list()
+        elif pane == "ncu":
+            self.pane("ncu").refresh_reports()
+        elif pane == "history":
+            self.pane("history").load()
+        elif pane == "promotion":
+            self.pane("promotion").evaluate()
+
+    def action_pin(self) -> None:
+        if self.active_pane == "regimes":
+            self.pane("regimes").toggle_pin()
+
+    def action_search(self) -> None:
+        if self.active_pane == "recon":
+            self.pane("recon").focus_search()
+
+    def action_add_hit(self) -> None:
+        if self.active_pane == "recon":
+            self.pane("recon").add_selected_hit()
+
+    def action_delete_note_row(self) -> None:
+        if self.active_pane == "recon":
+            self.pane("recon").delete_note_row()
+
+    def action_write_note(self) -> None:
+        if self.active_pane == "recon":
+            self.pane("recon").write_note()
+
+    def action_mark_baseline(self) -> None:
+        if self.active_pane == "ncu":
+            self.pane("ncu").mark_baseline()
+
+    def action_next_theme(self) -> None:
+        from fibtui.ui.user_config import save_setting
+
+        names = [t.name for t in self._themes] or list(self.available_themes)
+        current = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(current + 1) % len(names)]
+        save_setting("theme", self.theme)
+        self.notify(f"theme: {self.theme}")
+
+    def set_theme_by_name(self, name: str) -> None:
+        from fibtui.ui.user_config import save_setting
+
+        self.theme = name
+        save_setting("theme", name)
+
+    # -- runs -----------------------------------------------------------------------------------
+
+    def _backend(self) -> str:
+        from fibtui.core import backends
+
+        return "local" if backends.detect().gpu else "interpreter"
+
+    def _baseline_dir(self) -> Path | None:
+        """The promoted best solution, when there is one: gates are paired against it."""
+        ws = self.workspace
+        if ws is None or ws.active is None:
+            return None
+        best = ws.archive_root / f"best_solution_{ws.active.language}"
+        if best.is_dir() and ((best / "config.toml").is_file() or any(best.rglob("*.py"))):
+            return best
+        return None
+
+    def _gate_options(self, workloads: str, repeats: int = 1):
+        from fibtui.runners.session import RunOptions
+
+        baseline = self._baseline_dir()
+        reps = self.pane("regimes").representatives() if workloads == "rep" else None
+        return RunOptions(backend=self._backend(), workloads=workloads, repeats=repeats,
+                          baseline=str(baseline) if baseline else None, representatives=reps or None, warm=self._warm)
+
+    def action_gate(self) -> None:
+        if self.workspace is None:
+            return
+        self._with_note_check(lambda: self._start(self._gate_options("rep"), "representative gate"))
+
+    def action_sweep(self) -> None:
+        if self.workspace is None:
+            return
+        options = self._gate_options("all")
+
+        def go() -> None:
+            self._start(options, "full sweep")
+
+        self._with_note_check(lambda: self._confirm_sweep(options, go))
+
+    def _confirm_sweep(self, options, go) -> None:
+        from fibtui.core.runs import list_runs
+
+        ws = self.workspace
+        try:
+            n = len(ws.dataset().workloads(ws.active.definition))
+        except FibError as exc:
+            self.push_screen(ErrorScreen("cannot plan the sweep", exc.one_line()))
+            return
+        if n <= LARGE_SWEEP and options.repeats <= 1:
+            go()
+            return
+        solutions = 1 + (1 if options.baseline else 0)
+        jobs = n * options.repeats * solutions
+        walls = []
+        for r in list_runs(ws.archive_root):
+            if r.definition == ws.active.definition and r.jobs_done:
+                walls.append(r)
+        per_job = _median_job_seconds(walls)
+        est = f"~{jobs * per_job / 60:.1f} min of {options.backend} time (median {per_job:.2f} s/job in this workspace's runs)" \
+            if per_job else "unknown (no earlier run of this definition here)"
+        facts = [("workloads", str(n)), ("repeats", str(options.repeats)), ("solutions", str(solutions)),
+                 ("jobs", str(jobs)), ("backend", options.backend), ("estimated time", est), ("cost", "none (local)")]
+        self.push_screen(ConfirmScreen(f"Full sweep of {n} workloads", facts, "Start it?"),
+                         lambda ok: go() if ok else None)
+
+    def _with_note_check(self, go) -> None:
+        from fibtui.core import recon
+
+        ws = self.workspace
+        if self.note_acknowledged or ws.active is None or recon.note_exists_for_round(ws.root, ws.active.definition):
+            go()
+            return
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self.note_acknowledged = True
+                go()
+
+        self.push_screen(ConfirmScreen(
+            "No recon note for this round",
+            [("definition", ws.active.definition), ("notes folder", str(ws.archive_root / "docs"))],
+            "Candidate work should start from a recon note (Recon pane: f search, a add, ctrl+s write). Go on anyway?",
+            yes="Go on (y)", no="Back (n)"), answered)
+
+    def _start(self, options, label: str) -> None:
+        self.action_show_pane("runs")
+        self.pane("runs").start(options, label)
+
+    def action_cancel_run(self) -> None:
+        if self.pane("runs").cancel():
+            self.notify("cancelling the run (resume it later with: fibtui run --resume RUN_ID)")
+        else:
+            self.notify("no run in flight", severity="warning")
+
+    def action_retry_failed(self) -> None:
+        self.pane("runs").retry_failed()
+
+    @on(RunsPane.RunEvent)
+    def _run_event(self, message: RunsPane.RunEvent) -> None:
+        from fibtui.runners.events import JobStarted, RunFinished
+
+        if isinstance(message.event, JobStarted) and self._watch_detected is not None:
+            self.watch_latencies_ms.append((time.monotonic() - self._watch_detected) * 1000)
+            self._watch_detected = None
+        if isinstance(message.event, RunFinished):
+            self.pane("history").load()
+            self.pane("promotion").evaluate()
+            self.pane("regimes").analyze()
+            if self._pending_watch_gate:
+                self._pending_watch_gate = False
+                self._start(self._gate_options("rep"), "watch gate")
+            elif self.watch_mode:
+                self._prewarm()
+
+    # -- watch mode -------------------------------------------------------------------------------
+
+    def action_toggle_watch(self) -> None:
+        if self.workspace is None or self.workspace.active is None:
+            return
+        if self.watch_mode:
+            self.watch_mode = False
+            self.workers.cancel_group(self, "watch")
+            self.notify("watch mode off")
+        else:
+            self.watch_mode = True
+            self._watch(self.workspace.active.source_dir)
+            self._prewarm()
+            self.notify(f"watching {self.workspace.active.source_dir}: a save reruns the gate")
+        self._set_titles()
+
+    @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
+    def _prewarm(self) -> None:
+        """Keep one worker process started (torch and triton imported) for the next gate."""
+        from fibtui.runners.local import WarmWorkers
+        from fibtui.runners.session import check_backend, engine_config, worker_pool
+
+        ws = self.workspace
+        if self._warm is None:
+            self._warm = WarmWorkers(ws.root / ".fibtui" / "warm")
+        if self._warm.count():
+            return
+        options = self._gate_options("rep")
+        found = check_backend(options.backend)
+        definition = ws.dataset().definition(ws.active.definition)
+        pool = worker_pool(options.backend, found, engine_config(options.backend, definition, ws.dataset_root, options), options)
+        self._warm.prewarm(pool, 0)
+
+    @work(exclusive=True, group="watch", exit_on_error=False)
+    async def _watch(self, folder: Path) -> None:
+        from watchfiles import awatch
+
+        async for changes in awatch(folder, debounce=40, step=10, recursive=True):
+            detected = time.monotonic()
+            paths = [p for _, p in changes if p.endswith(WATCH_SUFFIXES) and "__pycache__" not in p]
+            if paths and self.watch_mode:
+                self.post_message(self.WatchFired(paths, detected))
+
+    @on(WatchFired)
+    def _watch_fired(self, message: WatchFired) -> None:
+        runs = self.pane("runs")
+        self._watch_detected = message.detected
+        names = ", ".join(Path(p).name for p in message.paths[:3])
+        if runs.active_run is not None:
+            self._pending_watch_gate = True
+            runs.cancel()
+            self.notify(f"saved {names}: cancelling the gate in flight, then rerunning it")
+            return
+        self.notify(f"saved {names}: rerunning the gate")
+        options = self._gate_options("rep")
+        if self.note_acknowledged or self._has_note():
+            self._start(options, "watch gate")
+        else:
+            self._with_note_check(lambda: self._start(options, "watch gate"))
+
+    def _has_note(self) -> bool:
+        from fibtui.core import recon
+
+        ws = self.workspace
+        return ws.active is not None and recon.note_exists_for_round(ws.root, ws.active.definition)
+
+    # -- palette ----------------------------------------------------------------------------------
+
+    def palette_commands(self) -> list[tuple[str, Any, str]]:
+        out: list[tuple[str, Any, str]] = [
+            (f"Show {p.title} pane", partial(self.action_show_pane, p.id), p.about) for p in PANES
+        ]
+        if self.workspace is None:
+            out.append(("Open the bundled demo workspace", self.action_open_demo, "copy it once and open it"))
+            return out
+        runs = self.pane("runs")
+        if runs.active_run is None:
+            out.append(("Start a representative gate", self.action_gate, "paired against the best snapshot when there is one"))
+            out.append(("Start a full sweep", self.action_sweep, "every workload; asks first when large"))
+            if runs.shown_run:
+                out.append((f"Retry the failed jobs of {runs.shown_run}", self.action_retry_failed, "merged back into the run"))
+        else:
+            out.append((f"Cancel run {runs.active_run}", self.action_cancel_run, "it stays resumable"))
+        out.append(("Stop watching the kernel files" if self.watch_mode else "Watch the kernel files",
+                    self.action_toggle_watch, "a save reruns the paired gate"))
+        out.extend(self.pane("promotion").palette_commands())
+        for theme in self._themes:
+            out.append((f"Theme: {theme.name}", partial(self.set_theme_by_name, theme.name), "remembered"))
+        return out
+
+    # -- loading ----------------------------------------------------------------------------------
 
     def _on_no_workspace(self, open_demo: bool | None) -> None:
         if open_demo:
@@ -169,42 +479,37 @@ class FibApp(App[int]):
         ws = open_demo_workspace(target=self.demo_dir)
         self.call_from_thread(self._use_workspace, ws)
 
-    def _use_workspace(self, ws: Workspace) -> None:
-        self.workspace = ws
-        self._set_titles()
-        self.load_definition()
-
-    @work(thread=True, exclusive=True, group="definition", exit_on_error=False)
-    def load_definition(self) -> None:
-        ws = self.workspace
-        if ws is None or ws.active is None:
-            self.post_message(DefinitionFailed("no valid solution config in this workspace (run: fibtui check)"))
-            return
-        try:
-            ds = ws.dataset()
-            definition = ds.definition(ws.active.definition)
-            workloads = ds.workloads(definition.name)
-        except FibError as exc:
-            self.post_message(DefinitionFailed(exc.one_line()))
-            return
-        self.post_message(DefinitionLoaded(definition, workloads))
-
-    @on(DefinitionLoaded)
-    def _definition_loaded(self, message: DefinitionLoaded) -> None:
-        self.query_one(RegimesPane).show(message.definition, message.workloads)
-
-    @on(DefinitionFailed)
-    def _definition_failed(self, message: DefinitionFailed) -> None:
-        self.query_one(RegimesPane).show_error(message.reason)
-        self.notify(message.reason, severity="error", timeout=8)
-
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
-        """The one place worker failures are handled: never a crash, always a message."""
         if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            text = error.one_line() if isinstance(error, FibError) else f"{type(error).__name__}: {error}"
-            self.notify(f"{event.worker.name or 'worker'} failed: {text}", severity="error", timeout=10)
+            self.report_worker_failure(event.worker)
+
+    def report_worker_failure(self, worker: Worker) -> None:
+        """The one place worker failures are handled: never a crash, always the error dialog."""
+        error = worker.error
+        if isinstance(error, FibError):
+            reason = error.one_line()
+            details = ""
+        else:
+            import traceback
+
+            reason = f"{type(error).__name__}: {error}"
+            details = "".join(traceback.format_exception(error))[-3000:] if error else ""
+        self.push_screen(ErrorScreen(f"{worker.name or 'a background task'} failed", reason, details))
+
+
+def _median_job_seconds(listings) -> float | None:
+    import json
+    import statistics
+
+    walls = []
+    for r in listings[-5:]:
+        try:
+            record = json.loads((r.path / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        walls += [j["wall_s"] for j in record.get("jobs", []) if isinstance(j.get("wall_s"), (int, float))]
+    return statistics.median(walls) if walls else None
 
 
 def _default_demo_dir() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 
@@ -25,12 +26,16 @@ def register(sub, common) -> None:
 
     pp = nsub.add_parser("profile", help="profile one workload of the solution through the worker under ncu")
     common(pp)
-    pp.add_argument("--workload", required=True, metavar="UUID")
+    pp.add_argument("--workload", required=True, metavar="UUID[,UUID...]",
+                    help="workload(s) to profile (one profiler range each; unique uuid prefixes work)")
+    pp.add_argument("--solution", metavar="DIR", help="profile this solution (default: the workspace's)")
     pp.add_argument("--definition", metavar="NAME", help="default: the active solution's definition")
     pp.add_argument("--set", dest="section_set", default="detailed", choices=("basic", "detailed", "full"))
     pp.add_argument("--kernel", metavar="REGEX", help="profile only kernels whose name matches (ncu regex:)")
-    pp.add_argument("--launch-skip", type=int, default=0, metavar="N", help="matching launches to skip first (warm-up)")
-    pp.add_argument("--launch-count", type=int, default=1, metavar="M", help="matching launches to profile")
+    pp.add_argument("--launch-skip", type=int, default=0, metavar="N",
+                    help="matching launches to skip inside the profiled range (warm-up runs outside it)")
+    pp.add_argument("--launch-count", type=int, default=None, metavar="M",
+                    help="matching launches to profile (default: every kernel of each profiled call)")
     pp.add_argument("--clock-control", default="none", metavar="MODE",
                     help="ncu --clock-control (default none: clocks left alone on shared machines)")
     pp.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds before ncu is stopped")
@@ -138,10 +143,10 @@ def print_summaries(con, summaries, title: str = "") -> None:
 
 
 def ncu_import(args: argparse.Namespace) -> int:
-    from fibtui.core.ncu import load_report, report_to_json, shape_matrix, summarize
+    from fibtui.core.ncu import attach_request, load_report, report_to_json, shape_matrix, summarize
     from fibtui.verbs._common import console, emit_json
 
-    report = load_report(args.file)
+    report = attach_request(load_report(args.file), args.file)
     summaries = summarize(report, _host(args, report))
     if args.json:
         emit_json(report_to_json(report, summaries))
@@ -165,12 +170,14 @@ def ncu_import(args: argparse.Namespace) -> int:
 
 
 def ncu_diff(args: argparse.Namespace) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
-    from fibtui.core.ncu import diff_reports, load_report
+    from fibtui.core.ncu import attach_request, diff_reports, load_report
     from fibtui.verbs._common import console, emit_json
 
-    base, cand = load_report(args.baseline), load_report(args.candidate)
+    base = attach_request(load_report(args.baseline), args.baseline)
+    cand = attach_request(load_report(args.candidate), args.candidate)
     diff = diff_reports(base, cand)
     if args.json:
         emit_json({"baseline": base.path, "candidate": cand.path, **diff.to_json()})
@@ -180,7 +187,7 @@ def ncu_diff(args: argparse.Namespace) -> int:
     kinds = {key: kind for key, _, kind in ROWS}
     labels = {key: label for key, label, _ in ROWS}
     for pair in diff.pairs:
-        head = f"\n[bold]{pair.kernel}[/]" + (f" [{pair.band}]" if pair.band else "")
+        head = f"\n[bold]{escape(pair.kernel)}[/]" + (f" \\[{escape(pair.band)}]" if pair.band else "")
         b, c = pair.baseline.classification, pair.candidate.classification
         head += f"  bottleneck {b.bottleneck or '?'} -> {c.bottleneck or '?'}, limiter {b.limiter or '-'} -> {c.limiter or '-'}"
         con.print(head)
@@ -196,9 +203,9 @@ def ncu_diff(args: argparse.Namespace) -> int:
                       f"[{style}]{delta}[/]" if style else delta, pct)
         con.print(t)
     for band, kernel in diff.only_in_baseline:
-        con.print(f"[yellow]only in baseline[/]  {kernel}" + (f" [{band}]" if band else ""))
+        con.print(f"[yellow]only in baseline[/]  {escape(kernel)}" + (f" \\[{escape(band)}]" if band else ""))
     for band, kernel in diff.only_in_candidate:
-        con.print(f"[yellow]only in candidate[/] {kernel}" + (f" [{band}]" if band else ""))
+        con.print(f"[yellow]only in candidate[/] {escape(kernel)}" + (f" \\[{escape(band)}]" if band else ""))
     if not diff.pairs:
         con.print("[yellow]no kernel matched between the two reports[/]")
     return 0
@@ -210,13 +217,13 @@ def ncu_profile(args: argparse.Namespace) -> int:
 
     from fibtui.core.errors import InputError
     from fibtui.core.fsio import atomic_write_json, reserve_unique_path
-    from fibtui.core.ncu import load_exported, report_to_json, summarize
+    from fibtui.core.ncu import attach_workloads, load_exported, report_to_json, summarize
     from fibtui.runners import ncu as runner
     from fibtui.verbs._common import console, emit_json, workspace_from
 
     if args.launch_skip < 0:
         raise InputError(None, "must be >= 0", field="--launch-skip")
-    if args.launch_count < 1:
+    if args.launch_count is not None and args.launch_count < 1:
         raise InputError(None, "must be >= 1", field="--launch-count")
     if args.timeout <= 0:
         raise InputError(None, "must be > 0 seconds", field="--timeout")
@@ -225,25 +232,27 @@ def ncu_profile(args: argparse.Namespace) -> int:
             re.compile(args.kernel)
         except re.error as exc:
             raise InputError(None, f"not a valid regular expression: {exc}", field="--kernel") from None
+    from fibtui.core.plan import select_workloads
+    from fibtui.runners.session import profile_request
+
     ws = workspace_from(args)
     config = ws.config_for(args.definition)
-    workloads = ws.dataset().workloads(config.definition)
-    if args.workload not in workloads:
-        raise InputError(None, f"no workload {args.workload!r} in {config.definition}", field="--workload")
+    dataset = ws.dataset()
+    definition = dataset.definition(config.definition)
+    workloads = dataset.workloads(config.definition)
+    uuids = select_workloads(args.workload, definition, dataset)
     out_dir = ws.archive_root / "benchmarks" / "ncu"
-    stem = f"{config.definition}_{args.workload[:8]}_{args.section_set}"
-    runner.worker_profile_argv(out_dir / f"{stem}_request.json")  # fails early while the worker is absent
+    label = Path(args.solution).name if args.solution else config.name
+    stem = f"{config.definition}_{label}_{'-'.join(u[:8] for u in uuids[:4])}_{args.section_set}"
     rep = reserve_unique_path(out_dir / f"{stem}.ncu-rep")
     request = rep.with_name(rep.name[: -len(".ncu-rep")] + "_request.json")
-    atomic_write_json(request, {"action": "profile", "workspace": str(ws.root), "definition": config.definition,
-                                "workload": args.workload, "axes": workloads.axes_of(args.workload)})
+    atomic_write_json(request, profile_request(ws, uuids, args.solution, config.definition))
     result = runner.profile(runner.worker_profile_argv(request), rep, kernel_regex=args.kernel,
                             launch_skip=args.launch_skip, launch_count=args.launch_count,
                             section_set=args.section_set, clock_control=args.clock_control, timeout_s=args.timeout,
-                            cwd=ws.root)
+                            cwd=ws.root, env=runner.worker_env(), profile_from_start=False)
     report = load_exported(result.details_csv, result.raw_csv)
-    for launch in report.launches:
-        launch.workload, launch.axes = args.workload, workloads.axes_of(args.workload)
+    attach_workloads(report, [{"uuid": u, "axes": workloads.axes_of(u)} for u in uuids])
     summaries = summarize(report)
     if args.json:
         emit_json({"profile": result.to_json(), **report_to_json(report, summaries)})

@@ -32,6 +32,7 @@ def register(sub, common) -> None:
     p.add_argument("--baseline", metavar="DIR", help="baseline to pair with, timed in the same process, interleaved")
     p.add_argument("--repeats", type=int, default=1, metavar="N")
     p.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run from its journal")
+    p.add_argument("--retry-failed", metavar="RUN_ID", help="run the failed jobs of a run again, merged back into it")
     p.add_argument("--definition", metavar="NAME", help="the definition to run (per-definition workspaces)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="GPUs to use (local), interpreter worker processes, or Modal containers")
@@ -59,7 +60,7 @@ def _default_backend() -> str:
 def run(args: argparse.Namespace) -> int:
     import threading
 
-    from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+    from fibtui.runners.session import RunOptions, prepare_resume, prepare_retry, prepare_run
     from fibtui.verbs._common import emit_json, workspace_from
 
     ws = workspace_from(args)
@@ -74,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         return _plan(args, ws, options)
     if args.resume:
         prepared = prepare_resume(ws, args.resume, options if args.backend else None)
+    elif args.retry_failed:
+        prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
     else:
         options.representatives = _representatives(ws, options)
         prepared = prepare_run(ws, options)

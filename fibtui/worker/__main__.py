@@ -34,6 +34,10 @@ def _serve() -> int:
     except Exception as exc:  # noqa: BLE001 - torch/triton missing: say so and stop
         protocol.emit({"event": "error", "fatal": True, "message": f"worker cannot start: {type(exc).__name__}: {exc}"})
         return 2
+    try:  # import triton now, so a warm worker loads a Triton solution in milliseconds
+        import triton  # noqa: F401
+    except Exception:  # noqa: BLE001 - python solutions do not need it
+        pass
     protocol.emit({"event": "ready", "pid": os.getpid()})
     for line in sys.stdin:
         line = line.strip()

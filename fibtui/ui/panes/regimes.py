@@ -1,27 +1,196 @@
-"""Regimes pane: the active definition's axes and workloads (bands arrive with regimes.py)."""
+"""Regimes pane: the bands of the active definition's real workloads (shares, counts, floors), the
+representatives with their reasons (p pins or unpins the selected workload), outliers
+highlighted, a chart of latency against the dominant axis, and every workload.
+
+Latency comes from the newest GPU run of fibtui in this workspace; without one the pane says
+"counts only". All numbers come from fibtui.core.regimes / roofline (a thread worker)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Vertical
-from textual.widgets import Static
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
 
-from fibtui.core.dataset import Definition, WorkloadSet
-from fibtui.ui.panes.workloads import WorkloadsTable
+from fibtui.ui.panes.base import Pane
 
 
-class RegimesPane(Vertical):
+class RegimesPane(Pane):
+    DEFAULT_CSS = """
+    RegimesPane #regimes-summary { height: auto; padding: 0 1; }
+    RegimesPane #regimes-top { height: 14; }
+    RegimesPane #bands-table { width: 1fr; }
+    RegimesPane #regimes-chart { width: 1fr; min-width: 30; }
+    RegimesPane #reps-table { height: 6; }
+    RegimesPane #workloads-table { height: 1fr; }
+    """
+
+    @dataclass
+    class Analyzed(Message):
+        report: Any  # fibtui.core.regimes.RegimeReport
+        definition: Any
+        workloads: Any
+
+    @dataclass
+    class Failed(Message):
+        reason: str
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.workspace = None
+        self.report = None
+        self._chart = None
+
     def compose(self) -> ComposeResult:
-        yield Static("loading the active definition…", id="regimes-summary", classes="pane-title")
-        yield WorkloadsTable(id="workloads-table", zebra_stripes=True, cursor_type="row")
+        yield Static("loading the active definition…", id="regimes-summary")
+        with Horizontal(id="regimes-top"):
+            yield DataTable(id="bands-table", cursor_type="row", zebra_stripes=True)
+            yield Vertical(id="regimes-chart")
+        yield DataTable(id="reps-table", cursor_type="row")
+        yield DataTable(id="workloads-table", cursor_type="row", zebra_stripes=True)
 
-    def show(self, definition: Definition, workloads: WorkloadSet) -> None:
+    def on_mount(self) -> None:
+        self.query_one("#bands-table", DataTable).add_columns("band", "wl", "passed", "mean", "share", "floor us", "% floor")
+        self.query_one("#reps-table", DataTable).add_columns("representative", "band", "latency", "reason")
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        self.analyze()
+
+    @work(thread=True, exclusive=True, group="regimes", exit_on_error=False)
+    def analyze(self) -> None:
+        from fibtui.core import regimes, roofline
+        from fibtui.core.errors import FibError
+        from fibtui.core.runs import latest_rows
+
+        ws = self.workspace
+        if ws is None or ws.active is None:
+            self.post_message(self.Failed("no valid solution config in this workspace (run: fibtui check)"))
+            return
+        try:
+            ds = ws.dataset()
+            definition = ds.definition(ws.active.definition)
+            workloads = ds.workloads(definition.name)
+            latest = latest_rows(ws.archive_root, definition.name)
+            rows, label, hardware = latest if latest else (None, None, None)
+            try:
+                device = roofline.get_device(hardware or "B200", ws.root)
+            except FibError:
+                device = roofline.get_device("B200", ws.root)
+            pinned, unpinned = regimes.load_pins(ws.root)
+            report = regimes.analyze(definition, workloads, rows, pinned=pinned, unpinned=unpinned, device=device,
+                                     latency_source=label)
+        except FibError as exc:
+            self.post_message(self.Failed(exc.one_line()))
+            return
+        self.post_message(self.Analyzed(report, definition, workloads))
+
+    @on(Failed)
+    def _failed(self, message: Failed) -> None:
+        self.query_one("#regimes-summary", Static).update(Text(message.reason, style="red"))
+
+    @on(Analyzed)
+    def _analyzed(self, message: Analyzed) -> None:
+        report, definition = message.report, message.definition
+        self.report = report
         const = ", ".join(f"{k}={v}" for k, v in definition.const_axes.items())
+        source = report.latency_source if report.has_latency else "counts only (no GPU run yet)"
+        dev = report.device or {}
         self.query_one("#regimes-summary", Static).update(
-            f"[b]{definition.name}[/b] · {definition.op_type} · {len(workloads)} workloads · "
-            f"varying: {', '.join(definition.var_axes) or 'none'} · const: {const or 'none'}"
+            f"[b]{definition.name}[/b] · {definition.op_type} · {report.workload_count} workloads · "
+            f"varying: {', '.join(report.varying_axes) or 'none'} · const: {const or 'none'}\n"
+            f"latency: {source} · floors on {dev.get('name', '?')} ({dev.get('bandwidth_tbs', '?')} TB/s)"
         )
-        self.query_one(WorkloadsTable).show(definition, workloads)
+        bands = self.query_one("#bands-table", DataTable)
+        bands.clear()
+        outliers = set(report.outliers)
+        for b in report.bands:
+            j = b.to_json()
+            style = "bold yellow" if b.name in outliers or b.outlier else ""
+            share = f"{j['latency_share'] * 100:.1f}%" if j.get("latency_share") is not None else "-"
+            mean = f"{j['mean_latency_ms'] * 1000:.2f}" if j.get("mean_latency_ms") is not None else "-"
+            floor = j.get("mean_floor_us") or j.get("floor_us")
+            pct = j.get("mean_pct_of_floor") or j.get("pct_of_floor")
+            passed = f"{b.passed}/{b.workloads}" if b.passed is not None else "-"
+            bands.add_row(Text(b.name + (" ◆" if style else ""), style=style), str(b.workloads), passed, mean, share,
+                          f"{floor:.3g}" if isinstance(floor, (int, float)) else "-",
+                          f"{pct:.0f}%" if isinstance(pct, (int, float)) else "-", key=b.name)
+        reps = self.query_one("#reps-table", DataTable)
+        reps.clear()
+        for r in report.representatives:
+            lat = r.latency_ms
+            pin = " (pinned)" if r.pinned else ""
+            reps.add_row(r.uuid[:13] + "…", r.band, f"{lat * 1000:.2f} us" if lat else "-", r.reason + pin, key=r.uuid)
+        self._fill_workloads(report)
+        self._draw_chart(report)
 
-    def show_error(self, reason: str) -> None:
-        self.query_one("#regimes-summary", Static).update(f"[red]{reason}[/red]")
+    def _fill_workloads(self, report) -> None:
+        table = self.query_one("#workloads-table", DataTable)
+        table.clear(columns=True)
+        frame = report.table
+        axes = list(report.varying_axes)
+        table.add_columns("#", "uuid", *axes, "band", "latency us", "floor us", "% floor", "rep")
+        reps = {r.uuid for r in report.representatives}
+        cols = {c: frame.get_column(c).to_list() for c in frame.columns}
+        n = frame.height
+        rows = []
+        for i in range(n):
+            uuid = cols["uuid"][i]
+            lat = cols.get("latency_ms", [None] * n)[i]
+            floor = cols.get("floor_us", [None] * n)[i]
+            pct = cols.get("pct_of_floor", [None] * n)[i]
+            rows.append((str(i), uuid, *[str(cols[a][i]) for a in axes], cols.get("band", [""] * n)[i],
+                         f"{lat * 1000:.2f}" if lat else "-", f"{floor:.3g}" if floor else "-",
+                         f"{pct:.0f}%" if pct else "-", "★" if uuid in reps else ""))
+        table.add_rows(rows)
+
+    def _draw_chart(self, report) -> None:
+        holder = self.query_one("#regimes-chart", Vertical)
+        holder.remove_children()
+        axis = report.dominant_axis
+        frame = report.table
+        if not report.has_latency or axis is None or "latency_ms" not in frame.columns:
+            holder.mount(Static("[dim]chart: no GPU latency yet[/dim]"))
+            return
+        from textual_plotext import (
+            PlotextPlot,  # plotext loads only when there is something to draw
+        )
+
+        data = frame.select([axis, "latency_ms", "floor_us"]).drop_nulls("latency_ms").sort(axis)
+        plot = PlotextPlot()
+        holder.mount(plot)
+        plt = plot.plt
+        xs = [float(v) for v in data.get_column(axis).to_list()]
+        plt.scatter(xs, [v * 1000 for v in data.get_column("latency_ms").to_list()], label="latency us")
+        if "floor_us" in data.columns:
+            plt.plot(xs, [v or 0 for v in data.get_column("floor_us").to_list()], label="floor us")
+        plt.xlabel(axis)
+        plt.title("latency vs " + axis)
+
+    # ---------------------------------------------------------------- pins
+
+    def toggle_pin(self) -> None:
+        from fibtui.core import regimes
+
+        if self.report is None or self.workspace is None:
+            return
+        table = self.query_one("#workloads-table", DataTable)
+        if table.row_count == 0:
+            return
+        uuid = str(table.get_row_at(table.cursor_row)[1])
+        pinned, _ = regimes.load_pins(self.workspace.root)
+        if uuid in pinned:
+            regimes.unpin(self.workspace.root, uuid)
+            self.notify(f"unpinned {uuid[:8]}")
+        else:
+            regimes.pin(self.workspace.root, uuid)
+            self.notify(f"pinned {uuid[:8]} as a representative")
+        self.analyze()
+
+    def representatives(self) -> list[str]:
+        return [r.uuid for r in self.report.representatives] if self.report is not None else []

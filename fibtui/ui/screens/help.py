@@ -14,7 +14,7 @@ class HelpKeysScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", tooltip="Close this list"),
     ]
 
-    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+    def __init__(self, rows: list[tuple[str, str, str, str]]) -> None:
         super().__init__()
         self._rows = rows
 
@@ -22,7 +22,7 @@ class HelpKeysScreen(ModalScreen[None]):
         with Vertical(id="help-box"):
             yield Static("[b]Keys[/b]  (remap any of them by id in keymap.toml in the config folder)")
             table = DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
-            table.add_columns("key", "action", "id")
+            table.add_columns("key", "action", "what it does", "id")
             table.add_rows(self._rows)
             yield table
             yield Static("[dim]ctrl+p opens the command palette · escape closes[/dim]")

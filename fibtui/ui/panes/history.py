@@ -1,0 +1,132 @@
+"""History pane: past rounds (their summaries rendered as Markdown) and a chart of mean latency
+per candidate over time, all read from optimize_ops/ (the demo ships real ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Markdown, Static
+
+from fibtui.ui.panes.base import Pane
+
+
+class HistoryPane(Pane):
+    DEFAULT_CSS = """
+    HistoryPane #history-status { height: auto; padding: 0 1; }
+    HistoryPane #history-body { height: 1fr; }
+    HistoryPane #history-rounds { width: 44; min-width: 24; }
+    HistoryPane #history-doc { width: 1fr; }
+    HistoryPane #history-chart { height: 12; }
+    """
+
+    @dataclass
+    class Loaded(Message):
+        rounds: list[Path]
+        series: dict[str, list[tuple[str, float]]]  # candidate -> [(started, mean latency ms)]
+        runs: int
+
+    @dataclass
+    class DocLoaded(Message):
+        path: Path
+        text: str
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.workspace = None
+        self.rounds: list[Path] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("rounds and runs from optimize_ops/", id="history-status")
+        with Horizontal(id="history-body"):
+            yield DataTable(id="history-rounds", cursor_type="row")
+            with VerticalScroll(id="history-doc"):
+                yield Markdown("", id="history-markdown")
+        yield Vertical(id="history-chart")
+
+    def on_mount(self) -> None:
+        self.query_one("#history-rounds", DataTable).add_columns("round summary")
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        self.load()
+
+    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
+    def load(self) -> None:
+        import json
+
+        from fibtui.core.runs import list_runs
+
+        ws = self.workspace
+        if ws is None:
+            return
+        docs = ws.archive_root / "docs"
+        rounds = sorted(docs.glob("round_*.md"), reverse=True) if docs.is_dir() else []
+        series: dict[str, list[tuple[str, float]]] = {}
+        runs = list_runs(ws.archive_root)
+        for r in runs:
+            try:
+                record = json.loads((r.path / "run.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if record.get("timing_kind") != "cupti":
+                continue  # interpreter timings say nothing about GPU speed
+            for info in (record.get("summary") or {}).get("per_solution", {}).values():
+                if info.get("mean_latency_ms") is not None and info.get("passed") == info.get("jobs"):
+                    series.setdefault(info["name"], []).append((r.started, info["mean_latency_ms"]))
+        self.post_message(self.Loaded(rounds, series, len(runs)))
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self.rounds = message.rounds
+        table = self.query_one("#history-rounds", DataTable)
+        table.clear()
+        for p in self.rounds:
+            table.add_row(p.stem, key=str(p))
+        self.query_one("#history-status", Static).update(
+            f"{len(self.rounds)} round summary(ies) · {message.runs} run(s) · chart: mean latency of complete GPU runs per candidate")
+        if not self.rounds:
+            self.query_one("#history-markdown", Markdown).update(
+                "*No round summary yet.* `fibtui round summary` writes one from the run records.")
+        self._chart(message.series)
+
+    @on(DataTable.RowHighlighted, "#history-rounds")
+    def _round(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value:
+            self.read_doc(Path(str(event.row_key.value)))
+
+    @work(thread=True, exclusive=True, group="history-doc", exit_on_error=False)
+    def read_doc(self, path: Path) -> None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            text = f"cannot read {path}: {exc.strerror}"
+        self.post_message(self.DocLoaded(path, text))
+
+    @on(DocLoaded)
+    def _doc(self, message: DocLoaded) -> None:
+        self.query_one("#history-markdown", Markdown).update(message.text)
+
+    def _chart(self, series: dict[str, list[tuple[str, float]]]) -> None:
+        holder = self.query_one("#history-chart", Vertical)
+        holder.remove_children()
+        if not series:
+            holder.mount(Static("[dim]no complete GPU runs yet: the chart fills as rounds are measured[/dim]"))
+            return
+        from textual_plotext import PlotextPlot
+
+        plot = PlotextPlot()
+        holder.mount(plot)
+        plt = plot.plt
+        stamps = sorted({t for points in series.values() for t, _ in points})
+        index = {t: i for i, t in enumerate(stamps)}
+        for name, points in sorted(series.items()):
+            points.sort()
+            plt.plot([index[t] for t, _ in points], [v * 1000 for _, v in points], label=name[:24], marker="dot")
+        plt.title("mean latency (us) per candidate, run by run")
+        plt.xlabel("run (oldest to newest)")

@@ -1,0 +1,407 @@
+"""Runs pane: every run of the workspace, the selected run's per-workload table (live while it
+runs), a progress bar with pass/fail counts and ETA, and the selected job's log.
+
+The pane starts runs through fibtui.runners.session in a thread worker; the runner's events come
+back as messages. It holds no domain logic: statuses, floors and records come from the core.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, ProgressBar, RichLog, Static
+
+from fibtui.ui.panes.base import Pane
+
+STATUS_STYLE = {
+    "PASSED": "bold green",
+    "INCORRECT_NUMERICAL": "bold red",
+    "INCORRECT_SHAPE": "bold red",
+    "INCORRECT_DTYPE": "bold red",
+    "RUNTIME_ERROR": "bold magenta",
+    "COMPILE_ERROR": "bold magenta",
+    "TIMEOUT": "bold yellow",
+    "INFRA_ERROR": "yellow",
+    "RUNNING": "cyan",
+    "QUEUED": "dim",
+}
+JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "% floor", "error")
+STATE_STYLE = {"complete": "green", "running": "cyan", "interrupted": "yellow", "cancelled": "yellow", "failed": "red"}
+
+
+def fmt_latency(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms:.2f} ms" if ms >= 1.0 else f"{ms * 1000:.2f} us"
+
+
+@dataclass
+class JobView:
+    """What one row shows (derived from the record or from a live event)."""
+
+    key: str
+    uuid: str
+    axes: dict[str, int]
+    solution: str
+    role: str
+    repeat: int
+    status: str = "QUEUED"
+    latency_ms: float | None = None
+    reference_latency_ms: float | None = None
+    pct_of_floor: float | None = None
+    error: str | None = None
+    timing: dict[str, Any] = field(default_factory=dict)
+
+
+class RunsPane(Pane):
+    """Keys (app bindings): g gate, s full sweep, t retry failed, c cancel, enter opens a run."""
+
+    DEFAULT_CSS = """
+    RunsPane #runs-status { height: auto; padding: 0 1; }
+    RunsPane #runs-progress { height: 1; padding: 0 1; }
+    RunsPane #runs-body { height: 1fr; }
+    RunsPane #runs-list { width: 46; min-width: 30; }
+    RunsPane #jobs-table { width: 1fr; }
+    RunsPane #job-log { height: 7; border-top: solid $panel; }
+    """
+
+    # ---------------------------------------------------------------- messages
+
+    @dataclass
+    class RunsListed(Message):
+        runs: list[Any]
+
+    @dataclass
+    class RecordLoaded(Message):
+        run_id: str
+        record: dict[str, Any]
+        floors: dict[str, float]
+
+    @dataclass
+    class RunEvent(Message):
+        run_id: str
+        event: Any
+
+    @dataclass
+    class RunFailed(Message):
+        title: str
+        reason: str
+
+    @dataclass
+    class RunStartedHere(Message):
+        """A run this pane started (watch mode and the palette use it to follow along)."""
+
+        run_id: str
+        started_monotonic: float
+
+    active_run: reactive[str | None] = reactive(None)
+    shown_run: reactive[str | None] = reactive(None)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.workspace = None
+        self._cancel: threading.Event | None = None
+        self._jobs: dict[str, JobView] = {}
+        self._floors: dict[str, float] = {}
+        self._header_info: dict[str, Any] = {}
+        self.last_job_started_at: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
+        yield ProgressBar(total=1, show_eta=False, id="runs-progress")
+        with Horizontal(id="runs-body"):
+            yield DataTable(id="runs-list", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
+        yield RichLog(id="job-log", wrap=True, markup=True, max_lines=400)
+
+    def on_mount(self) -> None:
+        runs = self.query_one("#runs-list", DataTable)
+        runs.add_columns("run", "state", "jobs", "ok", "backend")
+        jobs = self.query_one("#jobs-table", DataTable)
+        for column in JOB_COLUMNS:
+            jobs.add_column(column, key=column)
+
+    # ---------------------------------------------------------------- listing and opening
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        self.refresh_list()
+
+    @work(thread=True, exclusive=True, group="runs-list", exit_on_error=False)
+    def refresh_list(self) -> None:
+        from fibtui.core.runs import list_runs
+
+        if self.workspace is None:
+            return
+        self.post_message(self.RunsListed(list(reversed(list_runs(self.workspace.archive_root)))))
+
+    @on(RunsListed)
+    def _listed(self, message: RunsListed) -> None:
+        table = self.query_one("#runs-list", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for r in message.runs:
+            state = Text(r.state, style=STATE_STYLE.get(r.state, ""))
+            table.add_row(r.run_id, state, f"{r.jobs_done}/{r.jobs_total}", str(r.passed), r.backend, key=r.run_id)
+        if table.row_count:
+            table.move_cursor(row=min(keep, table.row_count - 1))
+        if self.shown_run is None and message.runs:
+            self.open_run(message.runs[0].run_id)
+
+    @on(DataTable.RowSelected, "#runs-list")
+    def _run_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.open_run(str(event.row_key.value))
+
+    @work(thread=True, exclusive=True, group="runs-open", exit_on_error=False)
+    def open_run(self, run_id: str) -> None:
+        from fibtui.core.runs import build_record, read_journal, run_dir
+
+        if self.workspace is None:
+            return
+        folder = run_dir(self.workspace.archive_root, run_id)
+        contents = read_journal(folder / "journal.jsonl")
+        record = build_record(folder, contents)
+        record["_planned"] = [{"uuid": j.uuid, "axes": j.axes, "solution": j.solution, "role": j.role,
+                               "repeat": j.repeat, "key": j.key} for j in contents.header.jobs]
+        self.post_message(self.RecordLoaded(run_id, record, self._compute_floors(record)))
+
+    def _compute_floors(self, record: dict[str, Any]) -> dict[str, float]:
+        """Floor (us) per workload on the run's GPU (B200 when unknown or on the interpreter)."""
+        from fibtui.core import roofline
+        from fibtui.core.errors import FibError
+
+        try:
+            definition = self.workspace.dataset().definition(record["definition"])
+            gpu = (record.get("environment") or {}).get("gpu") or "B200"
+            try:
+                device = roofline.get_device(gpu, self.workspace.root)
+            except FibError:
+                device = roofline.get_device("B200", self.workspace.root)
+            floors = {}
+            for job in record.get("_planned", []):
+                if job["uuid"] not in floors:
+                    floors[job["uuid"]] = roofline.floor(definition, {**definition.const_axes, **job["axes"]}, device).floor_us
+            return floors
+        except (FibError, KeyError, OSError):
+            return {}
+
+    @on(RecordLoaded)
+    def _record_loaded(self, message: RecordLoaded) -> None:
+        self.shown_run = message.run_id
+        self._floors = message.floors
+        self._header_info = {k: message.record.get(k) for k in ("run_id", "backend", "timing_kind", "l2_policy", "state")}
+        self._jobs = {}
+        done = {(j["uuid"], j["solution"], j["role"], j["repeat"]): j for j in message.record["jobs"]}
+        for p in message.record.get("_planned", []):
+            j = done.get((p["uuid"], p["solution"], p["role"], p["repeat"]))
+            view = JobView(key=p["key"], uuid=p["uuid"], axes=p["axes"], solution=p["solution"], role=p["role"], repeat=p["repeat"])
+            if j is not None:
+                self._fill(view, j)
+            self._jobs[view.key] = view
+        self._redraw_jobs()
+        s = message.record["summary"]
+        self._update_progress(s["done"], s["total"], s["passed"], s["done"] - s["passed"], None)
+
+    def _fill(self, view: JobView, j: dict[str, Any]) -> None:
+        from fibtui.core.roofline import pct_of_floor
+
+        view.status = j["status"]
+        view.latency_ms = j.get("latency_ms")
+        view.reference_latency_ms = j.get("reference_latency_ms")
+        view.error = j.get("error")
+        view.timing = j.get("timing") or {}
+        view.pct_of_floor = pct_of_floor(view.latency_ms, self._floors.get(view.uuid))
+
+    def _row(self, v: JobView) -> tuple:
+        axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
+        pct = f"{v.pct_of_floor:.0f}%" if v.pct_of_floor is not None and self._header_info.get("timing_kind") == "cupti" else "-"
+        return (Text(v.status, style=STATUS_STYLE.get(v.status, "")), v.role[:4], v.solution[:28], axes, str(v.repeat),
+                fmt_latency(v.latency_ms), fmt_latency(v.reference_latency_ms), pct, (v.error or "")[:60])
+
+    def _redraw_jobs(self) -> None:
+        table = self.query_one("#jobs-table", DataTable)
+        table.clear()
+        for v in self._jobs.values():
+            table.add_row(*self._row(v), key=v.key)
+
+    def _update_progress(self, done: int, total: int, passed: int, failed: int, eta: float | None) -> None:
+        bar = self.query_one("#runs-progress", ProgressBar)
+        bar.update(total=max(total, 1), progress=done)
+        h = self._header_info
+        kind = h.get("timing_kind") or ""
+        label = "CPU-interpreter timings" if kind == "cpu-interpreter" else f"{kind} L2 {h.get('l2_policy')}"
+        eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta else ""
+        running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
+        self.query_one("#runs-status", Static).update(
+            f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
+            f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}"
+        )
+
+    @on(DataTable.RowHighlighted, "#jobs-table")
+    def _job_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        view = self._jobs.get(str(event.row_key.value)) if event.row_key is not None else None
+        log = self.query_one("#job-log", RichLog)
+        log.clear()
+        if view is None:
+            return
+        log.write(f"[b]{view.solution}[/b] ({view.role}) · {view.uuid} · {view.axes} · repeat {view.repeat} · {view.status}")
+        if view.error:
+            log.write(Text(view.error, style="red"))
+        t = view.timing
+        if t.get("block_medians_ms"):
+            medians = ", ".join(fmt_latency(m) for m in t["block_medians_ms"])
+            log.write(f"timing {t.get('kind')} · L2 {t.get('l2_policy')} · {t.get('blocks')} blocks x {t.get('calls_per_block')} calls · "
+                      f"block medians: {medians}")
+            if t.get("kernel_names"):
+                log.write(f"kernels/call {t.get('kernels_per_call')}: {', '.join(t['kernel_names'])} · SM clocks {t.get('sm_clocks_mhz') or 'n/a'}")
+        env = t.get("environment") or {}
+        if env:
+            log.write(f"[dim]{env.get('gpu') or env.get('cpu')} · torch {env.get('torch')} · triton {env.get('triton')} · "
+                      f"driver {env.get('driver') or '-'} · worker {t.get('worker_device', '-')}[/dim]")
+
+    # ---------------------------------------------------------------- starting and following runs
+
+    def start(self, options, label: str) -> None:
+        if self.active_run is not None:
+            self.notify(f"run {self.active_run} is still going: cancel it first (c)", severity="warning")
+            return
+        self._launch(options, label)
+
+    @work(thread=True, group="runs-active", exit_on_error=False)
+    def _launch(self, options, label: str, retry_of: str | None = None) -> None:
+        from fibtui.core.errors import FibError
+        from fibtui.runners.session import prepare_retry, prepare_run
+
+        cancel = threading.Event()
+        self._cancel = cancel
+        try:
+            prepared = prepare_retry(self.workspace, retry_of, options) if retry_of else prepare_run(self.workspace, options)
+        except FibError as exc:
+            self._cancel = None
+            self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
+            return
+        run_id = prepared.run_id
+        self.post_message(self.RunStartedHere(run_id, time.monotonic()))
+        prepared.runner.run(lambda event: self.post_message(self.RunEvent(run_id, event)), cancel)
+
+    def retry_failed(self) -> None:
+        if self.shown_run is None:
+            self.notify("no run selected", severity="warning")
+            return
+        if self.active_run is not None:
+            self.notify("a run is going: wait or cancel it first", severity="warning")
+            return
+        self._launch(None, "retry", retry_of=self.shown_run)
+
+    def cancel(self) -> bool:
+        if self._cancel is None or self.active_run is None:
+            return False
+        self._cancel.set()
+        return True
+
+    @on(RunStartedHere)
+    def _started_here(self, message: RunStartedHere) -> None:
+        self.active_run = message.run_id
+
+    @on(RunFailed)
+    def _run_failed(self, message: RunFailed) -> None:
+        from fibtui.ui.screens.error import ErrorScreen
+
+        self.app.push_screen(ErrorScreen(message.title, message.reason))
+
+    @on(RunEvent)
+    def _run_event(self, message: RunEvent) -> None:
+        from fibtui.runners.events import (
+            JobFinished,
+            JobStarted,
+            LogLine,
+            RunFinished,
+            RunStarted,
+            WorkerRestarted,
+        )
+
+        event = message.event
+        log = self.query_one("#job-log", RichLog)
+        if isinstance(event, RunStarted):
+            self.active_run = message.run_id
+            self.shown_run = message.run_id
+            self._header_info = {"run_id": message.run_id, "backend": event.header.backend,
+                                 "timing_kind": event.header.timing_kind, "l2_policy": event.header.l2_policy}
+            self._jobs = {j.key: JobView(key=j.key, uuid=j.uuid, axes=j.axes, solution=j.solution, role=j.role, repeat=j.repeat)
+                          for j in event.header.jobs}
+            self._floors = {}
+            self._redraw_jobs()
+            self._update_progress(event.done_before, len(event.header.jobs), 0, 0, None)
+            self.refresh_list()
+            self._load_floors(message.run_id)
+        elif message.run_id != self.shown_run:
+            return
+        elif isinstance(event, JobStarted):
+            self.last_job_started_at = time.monotonic()
+            for view in self._jobs.values():
+                if view.uuid == event.uuid and view.repeat == event.repeat and view.solution in event.solutions and view.status == "QUEUED":
+                    view.status = "RUNNING"
+                    self._update_row(view)
+        elif isinstance(event, JobFinished):
+            r = event.result
+            view = self._jobs.get(r.key)
+            if view is not None:
+                self._fill(view, r.to_json())
+                self._update_row(view)
+            self._update_progress(event.done, event.total, event.passed, event.failed, event.eta_s)
+        elif isinstance(event, WorkerRestarted):
+            log.write(f"[yellow]worker {event.slot} restarted: {event.reason}[/]")
+        elif isinstance(event, LogLine):
+            log.write(Text(event.text, style={"error": "red", "warning": "yellow"}.get(event.level, "")))
+        elif isinstance(event, RunFinished):
+            self.active_run = None
+            self._cancel = None
+            s = event.record.get("summary", {})
+            self._header_info["state"] = event.state
+            self._update_progress(s.get("done", 0), s.get("total", 0), s.get("passed", 0),
+                                  s.get("done", 0) - s.get("passed", 0), None)
+            self.notify(f"run {message.run_id}: {event.state}, {s.get('passed', 0)}/{s.get('total', 0)} PASSED",
+                        severity="information" if s.get("complete") else "warning")
+            self.refresh_list()
+
+    @work(thread=True, exclusive=True, group="runs-floors", exit_on_error=False)
+    def _load_floors(self, run_id: str) -> None:
+        from fibtui.core.runs import run_dir
+
+        folder = run_dir(self.workspace.archive_root, run_id)
+        record = {"definition": None, "_planned": []}
+        from fibtui.core.runs import read_journal
+
+        contents = read_journal(folder / "journal.jsonl")
+        record["definition"] = contents.header.definition
+        record["_planned"] = [{"uuid": j.uuid, "axes": j.axes} for j in contents.header.jobs]
+        floors = self._compute_floors(record)
+        self.app.call_from_thread(self._set_floors, floors)
+
+    def _set_floors(self, floors: dict[str, float]) -> None:
+        self._floors = floors
+
+    def _update_row(self, view: JobView) -> None:
+        table = self.query_one("#jobs-table", DataTable)
+        try:
+            for column, value in zip(JOB_COLUMNS, self._row(view), strict=True):
+                table.update_cell(view.key, column, value)
+        except Exception:  # noqa: BLE001 - a row that is not there (another run shown): redraw
+            self._redraw_jobs()
+
+    @property
+    def folder(self) -> Path | None:
+        if self.workspace is None or self.shown_run is None:
+            return None
+        return self.workspace.archive_root / "runs" / self.shown_run

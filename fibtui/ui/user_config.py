@@ -1,0 +1,52 @@
+"""The user's own fibtui settings (not the workspace's): theme and key remapping, in the user
+config folder (``~/.config/fibtui`` on Linux).
+
+    settings.toml   theme = "fibtui-light"
+    keymap.toml     "pane.runs" = "f3"        # binding id -> key(s), comma-separated
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from fibtui.core.fsio import atomic_write_text
+
+
+def config_dir() -> Path:
+    env = os.environ.get("FIBTUI_CONFIG_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_config_path
+
+    return user_config_path("fibtui")
+
+
+def _read(name: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads((config_dir() / name).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def load_settings() -> dict[str, Any]:
+    return _read("settings.toml")
+
+
+def save_setting(key: str, value: Any) -> None:
+    path = config_dir() / "settings.toml"
+    try:
+        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except (OSError, Exception):  # a missing or broken file is rewritten with this key
+        doc = tomlkit.document()
+    doc[key] = value
+    atomic_write_text(path, tomlkit.dumps(doc))
+
+
+def load_keymap() -> dict[str, str]:
+    """binding id -> keys; entries that are not strings are ignored."""
+    return {k: v for k, v in _read("keymap.toml").items() if isinstance(k, str) and isinstance(v, str)}

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""TUI speed on this machine: time to first paint, scrolling a 10,000-workload definition,
+key-to-repaint, watch-mode save-to-first-job, and memory. Prints a table; with --out writes JSON.
+
+    .venv/bin/python scripts/bench_tui.py [--out optimize_ops/benchmarks/tui_<date>.json]
+
+first paint: `python -m fibtui --workspace DEMO` in a pseudo-terminal (80x24), from spawn to the
+first frame that shows the tab bar; "first data" to the first frame that shows a workload row.
+key-to-repaint: Textual's Pilot, one key press plus the repaint it causes, on the demo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pty
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def p95(values: list[float]) -> float:
+    s = sorted(values)
+    k = 0.95 * (len(s) - 1)
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def first_paint(ws: Path, runs: int = 7) -> dict:
+    paint, data = [], []
+    for _ in range(runs):
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.environ.update({"TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24", "FIBTUI_CONFIG_DIR": tempfile.mkdtemp()})
+            os.execv(sys.executable, [sys.executable, "-m", "fibtui", "--workspace", str(ws)])
+        t0 = time.monotonic()
+        buf = b""
+        t_paint = t_data = None
+        while time.monotonic() - t0 < 15 and t_data is None:
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if r:
+                try:
+                    buf += os.read(fd, 65536)
+                except OSError:
+                    break
+            if t_paint is None and b"Regimes" in buf and b"Runs" in buf:
+                t_paint = time.monotonic() - t0
+            if t_data is None and b"batch_size=1" in buf:
+                t_data = time.monotonic() - t0
+        os.write(fd, b"q")
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(fd)
+        if t_paint is not None:
+            paint.append(t_paint)
+        if t_data is not None:
+            data.append(t_data)
+    return {"runs": runs, "first_paint_s_median": statistics.median(paint), "first_paint_s_max": max(paint),
+            "first_data_s_median": statistics.median(data) if data else None}
+
+
+PANE_MARKERS = {b"1": b"reference repos", b"3": b"g starts", b"4": b"Nsight Compute", b"6": b"round summary", b"2": b"varying"}
+
+
+def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
+    """Key-to-repaint as a user sees it: the real app in a pseudo-terminal; after each key, the
+    time until the terminal receives the new pane's text (pane switches) or any repaint (down)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update({"TERM": "xterm-256color", "COLUMNS": "80", "LINES": str(rows), "FIBTUI_CONFIG_DIR": tempfile.mkdtemp()})
+        os.execv(sys.executable, [sys.executable, "-m", "fibtui", "--workspace", str(ws)])
+
+    def read_until(marker: bytes | None, timeout: float = 5.0) -> float | None:
+        t0 = time.monotonic()
+        buf = b""
+        while time.monotonic() - t0 < timeout:
+            r, _, _ = select.select([fd], [], [], 0.002)
+            if r:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    return None
+                buf += chunk
+                if marker is None or marker in buf:
+                    return time.monotonic() - t0
+        return None
+
+    read_until(b"batch_size=1", 20)
+    time.sleep(0.5)
+    read_until(None, 0.3)  # drain
+    switch, scroll = [], []
+    for _ in range(rounds):
+        for key in (b"3", b"4", b"6", b"1", b"2"):
+            t0 = time.monotonic()
+            os.write(fd, key)
+            got = read_until(PANE_MARKERS[key])
+            if got is not None:
+                switch.append((time.monotonic() - t0 - 0) * 1000 if False else got * 1000)
+            time.sleep(0.35)  # let the tab underline animation finish before the next key
+            read_until(None, 0.05)
+    os.write(fd, b"\t")  # focus the bands table, then the workloads table
+    time.sleep(0.2)
+    read_until(None, 0.1)
+    for _ in range(rounds * 5):
+        os.write(fd, b"\x1b[B")  # down arrow
+        got = read_until(None, 1.0)
+        if got is not None:
+            scroll.append(got * 1000)
+        time.sleep(0.03)
+        read_until(None, 0.01)
+    os.write(fd, b"q")
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    os.close(fd)
+    return {"pane_switch": {"n": len(switch), "median_ms": statistics.median(switch), "p95_ms": p95(switch), "max_ms": max(switch)},
+            "down_arrow": {"n": len(scroll), "median_ms": statistics.median(scroll), "p95_ms": p95(scroll), "max_ms": max(scroll)}}
+
+
+def big_workspace(n: int) -> Path:
+    from fibtui.core.demo import create_demo_workspace
+
+    root = Path(tempfile.mkdtemp()) / "ws"
+    create_demo_workspace(root, with_history=False, git_init=False)
+    wl = next((root / "dataset" / "workloads").rglob("*.jsonl"))
+    lines = wl.read_text().splitlines()
+    out = []
+    for i in range(n):
+        obj = json.loads(lines[i % len(lines)])
+        obj["workload"]["uuid"] = f"{i:08d}-0000-4000-8000-000000000000"
+        out.append(json.dumps(obj))
+    wl.write_text("\n".join(out) + "\n")
+    return root
+
+
+async def keys(ws: Path, n_scroll: int) -> dict:
+    from textual.widgets import DataTable
+
+    from fibtui.core.workspace import open_workspace
+    from fibtui.ui.app import make_app
+
+    app = make_app(open_workspace(ws))
+    out = {}
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        table = app.query_one("#workloads-table", DataTable)
+        table.focus()
+        rows = table.row_count
+        times = []
+        for i in range(n_scroll):
+            t0 = time.perf_counter()
+            await pilot.press("pagedown" if i % 10 == 0 else "down")
+            await pilot.pause()
+            times.append((time.perf_counter() - t0) * 1000)
+        out["scroll"] = {"rows": rows, "presses": n_scroll, "median_ms": statistics.median(times),
+                         "p95_ms": p95(times), "max_ms": max(times)}
+        times = []
+        for i in range(60):
+            t0 = time.perf_counter()
+            await pilot.press("123456"[i % 6])
+            await pilot.pause()
+            times.append((time.perf_counter() - t0) * 1000)
+        out["pane_switch"] = {"presses": 60, "median_ms": statistics.median(times), "p95_ms": p95(times), "max_ms": max(times)}
+    return out
+
+
+async def watch_latency(saves: int = 10) -> dict:
+    from fibtui.core.workspace import open_workspace
+    from fibtui.runners.events import RunFinished
+    from fibtui.ui.app import make_app
+    from fibtui.ui.panes.runs import RunsPane
+    from tests.runner_helpers import GOOD_TRITON, make_tiny_workspace
+
+    root = make_tiny_workspace(Path(tempfile.mkdtemp()) / "ws", batch_sizes=(1,))
+    kernel = root / "solution" / "triton" / "kernel.py"
+    events: list = []
+    app = make_app(open_workspace(root))
+    app.note_acknowledged = True
+    latencies = []
+    async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
+        await pilot.press("w")
+
+        async def until(cond, timeout=120):
+            t = time.monotonic()
+            while not cond():
+                if time.monotonic() - t > timeout:
+                    raise SystemExit("timed out")
+                await pilot.pause(0.01)
+
+        runs = app.query_one(RunsPane)
+        for i in range(saves):
+            await until(lambda: app._warm is not None and app._warm.count() == 1 and runs.active_run is None)
+            finished = sum(isinstance(m.event, RunFinished) for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values())
+            runs.last_job_started_at = None
+            t0 = time.monotonic()
+            kernel.write_text(GOOD_TRITON + f"\n# save {i}\n")
+            await until(lambda: runs.last_job_started_at is not None)
+            latencies.append((runs.last_job_started_at - t0) * 1000)
+            await until(lambda: sum(isinstance(m.event, RunFinished) for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()) > finished)
+    return {"saves": saves, "median_ms": statistics.median(latencies), "p95_ms": p95(latencies), "max_ms": max(latencies),
+            "all_ms": [round(v, 1) for v in latencies]}
+
+
+def rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--rows", type=int, default=10_000)
+    a = ap.parse_args()
+    from fibtui.core.demo import create_demo_workspace
+
+    demo = Path(tempfile.mkdtemp()) / "demo"
+    create_demo_workspace(demo, with_history=False, git_init=False)
+    res = {"machine": f"{os.cpu_count()} cores, {sys.version.split()[0]}", "first_paint": first_paint(demo)}
+    res["demo_pty_keys"] = pty_keys(demo)
+    res["demo_keys"] = asyncio.run(keys(demo, 100))
+    big = big_workspace(a.rows)
+    res["big_pty_keys"] = pty_keys(big)
+    res["big_keys"] = asyncio.run(keys(big, 200))
+    res["watch_save_to_first_job"] = asyncio.run(watch_latency())
+    res["peak_rss_mb"] = rss_mb()
+    shutil.rmtree(big.parent, ignore_errors=True)
+    fp, dk, bk, w = res["first_paint"], res["demo_keys"], res["big_keys"], res["watch_save_to_first_job"]
+    dp, bp = res["demo_pty_keys"], res["big_pty_keys"]
+    print(f"key-to-repaint in a pty (demo)  pane switch p95 {dp['pane_switch']['p95_ms']:.1f} ms, down arrow p95 {dp['down_arrow']['p95_ms']:.1f} ms (target < 50 ms)")
+    print(f"key-to-repaint in a pty (10k)   pane switch p95 {bp['pane_switch']['p95_ms']:.1f} ms, down arrow p95 {bp['down_arrow']['p95_ms']:.1f} ms")
+    print(f"first paint (80x24, demo)       median {fp['first_paint_s_median'] * 1000:.0f} ms, max {fp['first_paint_s_max'] * 1000:.0f} ms "
+          f"(target < 600 ms); first workload row {fp['first_data_s_median'] * 1000:.0f} ms")
+    print(f"Pilot press+pause, pane switch  p95 {dk['pane_switch']['p95_ms']:.1f} ms (includes Pilot's wait for the tab animation)")
+    print(f"scroll demo ({dk['scroll']['rows']} rows)            p95 {dk['scroll']['p95_ms']:.1f} ms, max {dk['scroll']['max_ms']:.1f} ms")
+    print(f"scroll {bk['scroll']['rows']} workloads           p95 {bk['scroll']['p95_ms']:.1f} ms, max {bk['scroll']['max_ms']:.1f} ms")
+    print(f"pane switch, 10k definition     p95 {bk['pane_switch']['p95_ms']:.1f} ms")
+    print(f"watch: save -> first job start  median {w['median_ms']:.0f} ms, p95 {w['p95_ms']:.0f} ms (target 250 ms; CPU interpreter, warm worker)")
+    print(f"peak RSS of the benchmark process {res['peak_rss_mb']:.0f} MB")
+    if a.out:
+        Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Snapshots of every pane under a fixed test config: fixed data (a synthetic GPU run, the real
+H200 NCU reports of the demo, a round summary), no animations, no cursor blink, no watchers, the
+pinned Textual version. Update after an intended change with: ./scripts/test --snapshot-update"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Input
+
+from fibtui.core.workspace import open_workspace
+from fibtui.ui.app import make_app
+from tests.conftest import DEMO
+from tests.tui_helpers import copy_ncu_reports, synthetic_gpu_run, write_round
+
+
+@pytest.fixture
+def snap_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setattr(Input, "cursor_blink", False)
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO, root, ignore=shutil.ignore_patterns("__pycache__"))
+    synthetic_gpu_run(root)
+    copy_ncu_reports(root)
+    write_round(root)
+    return root
+
+
+def app_for(root: Path):
+    app = make_app(open_workspace(root))
+    app.animation_level = "none"
+    return app
+
+
+async def _settle(pilot) -> None:
+    from textual.worker import WorkerFailed
+
+    for _ in range(4):
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerFailed:
+            pass
+        await pilot.pause()
+
+
+def _before(*keys: str, select_ncu: bool = False):
+    async def run(pilot) -> None:
+        await _settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await _settle(pilot)
+        if select_ncu:
+            table = pilot.app.query_one("#ncu-reports", DataTable)
+            names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            table.focus()
+            table.move_cursor(row=names.index("demo_v1_b1_b64.csv"))
+            await _settle(pilot)
+            await pilot.press("b")
+            table.move_cursor(row=names.index("demo_v2_b1_b64.csv"))
+            await _settle(pilot)
+    return run
+
+
+@pytest.mark.parametrize(("key", "name"), [("1", "recon"), ("2", "regimes"), ("3", "runs"), ("5", "promotion"), ("6", "history")])
+def test_pane_snapshot(snap_compare, snap_ws: Path, key: str, name: str) -> None:
+    assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before(key))
+
+
+def test_ncu_diff_snapshot(snap_compare, snap_ws: Path) -> None:
+    assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before("4", select_ncu=True))
+
+
+def test_runs_pane_at_80x24(snap_compare, snap_ws: Path) -> None:
+    assert snap_compare(app_for(snap_ws), terminal_size=(80, 24), run_before=_before("3"))
+
+
+def test_keys_list_snapshot(snap_compare, snap_ws: Path) -> None:
+    assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before("question_mark"))
