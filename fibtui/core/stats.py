@@ -1,0 +1,1273 @@
+"""Deciding that a candidate is faster: paired ratios, an interval, a noise floor, a verdict.
+
+Everything here follows MEASUREMENT.md, "Deciding that a candidate is faster". Latency is the
+decision metric; speedup against the reference is context only.
+
+Pairing (per workload w)
+    ``d_w = mean_j log(cand_wj / base_wj)``, pairing repeat j of the candidate with repeat j of
+    the baseline when both exist (fibtui's paired runs time them in the same process,
+    interleaved). When the two arms share no repeat numbers (two result files, or several rows per
+    workload without repeat numbers) ``d_w = log(mean cand_w / mean base_w)``. Only PASSED rows
+    carry a latency; a workload is paired when both arms have at least one.
+
+Aggregate
+    ``G = exp(sum_w a_w d_w / sum_w a_w)``: the geometric mean of the per-workload ratios, equal
+    weights unless the caller gives weights (``a_w``).
+
+Interval for log G (two-sided, ``confidence`` 95% by default), chosen by what is known and by
+the scope of the workloads: ``full`` (they are the whole set the decision is about: a full sweep, a
+result file of every workload) or ``sample`` (they stand in for it: a representative gate):
+    - ``z, A/A-calibrated``: full scope with A/A history: a z-interval for this fixed set of
+      workloads, SE = sqrt(sum a_w^2 sigma^2 / r_w) / sum a_w, where sigma, the noise of one
+      paired log ratio, is the A/A sessions' (never below this run's own repeat-to-repeat noise).
+      More repeats narrow it, as they should for a fixed set;
+    - ``bootstrap``: about 20 or more workloads (full scope without A/A history, or sample scope):
+      the percentile interval of a bootstrap over workloads (2,000 resamples, seed 0:
+      deterministic), widened to contain the t-interval (the bootstrap runs narrow at a few dozen
+      workloads; it matters for skew);
+    - ``t``: 3 to 19 workloads: a Student-t interval across workloads, n - 1 degrees of freedom
+      (works at one repeat);
+    - sample scope with A/A history: the across-workloads interval widened to contain the z one;
+    - none: fewer than 3 workloads and no A/A history: INCONCLUSIVE.
+    Repeats are never bootstrapped (1-5 repeats make a bootstrap reject far more than it claims).
+
+Noise floor
+    ``tau = max(min_gain, p99 of |log G| over the A/A sessions)``; ``min_gain`` is fibtui.toml
+    ``[stats] min_gain`` (default 0.01). The source is stated: ``default 1%``, ``fibtui.toml
+    [stats] min_gain 2%`` or ``A/A history: N sessions``. A/A sessions (the same code against
+    itself) are (1) fibtui runs under ``optimize_ops/runs`` whose baseline and candidate snapshots
+    have the same ``source_hash``, and (2) the lines of ``optimize_ops/benchmarks/aa.jsonl``,
+    appended by ``fibtui compare --aa`` (two runs of the same code). Sessions measured on another
+    GPU than the comparison's are left out when both GPUs are known.
+
+Verdict (the interval verdict)
+    PROMOTE if the upper bound of log G < -tau; REJECT if the lower bound > -tau; otherwise
+    INCONCLUSIVE. With a 95% two-sided interval, a candidate that is not faster is promoted at most
+    2.5% of the time (``error_rate``); tau only lowers that.
+
+Final verdict
+    ``INCOMPLETE`` when any row of either arm did not PASS or a workload lacks one arm (only runs
+    with every workload PASSED count); else ``BLOCKED`` when the regression guard fires and the
+    interval does not say REJECT; else the interval verdict.
+
+Regression guard
+    One-sided tests that a workload's (or a band's) true ratio exceeds ``1 + guard_margin``
+    (default 5%), with the noise of one paired log ratio sigma (below) and its degrees of freedom,
+    Holm-corrected at 5% across the workloads (and separately across the bands). Each one that
+    fires is named in ``blocked_by``.
+
+Noise of one paired log ratio (sigma), for the guard, the band intervals and the z-interval
+    the larger of this run's pooled repeat-to-repeat spread (workloads with 2+ paired repeats) and
+    the A/A sessions' pooled sigma; with neither, the standard deviation of the per-workload ratios
+    around their band's mean, scaled by sqrt(repeats) (real differences inside a band count as noise
+    there, so the guard errs toward not blocking); never below 0.3%.
+
+Latency summaries of one arm (``ArmSummary``)
+    per repeat j: the mean and the p95 over workloads of that repeat's PASSED latencies; the arm's
+    ``mean_latency_ms`` and ``p95_latency_ms`` are the means of those across repeats (the
+    threshold a candidate is compared with is the baseline's mean across repeats, never its best
+    single run); ``best_repeat_mean_ms`` (context only) and ``run_to_run_cv`` (the coefficient of
+    variation of the repeat means). p95 is :func:`fibtui.core.numbers.p95`.
+
+Bands
+    per band: mean latency before and after (means over the band's workloads of their per-workload
+    means), percent change of those means, the band's geometric-mean ratio with a z-interval
+    (sigma above), and wins / ties / losses per workload with a tie band of +-0.5% (fibtui.toml
+    ``[stats] tie_band``). A band whose whole interval is below -tau while the global verdict is
+    not PROMOTE is reported as a dispatch candidate: "archive as a dispatch candidate for band X".
+
+Several candidates: :func:`leaderboard` ranks them by mean latency, then p95, then run-to-run
+variance, each with its own verdict against the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from fibtui.core import numbers
+from fibtui.core.errors import InputError
+from fibtui.core.status import PASSED
+
+DEFAULT_MIN_GAIN = 0.01
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_GUARD_MARGIN = 0.05
+DEFAULT_TIE_BAND = 0.005
+GUARD_ALPHA = 0.05
+MIN_NOISE = 0.003
+DEFAULT_NOISE = 0.02
+T_MIN_WORKLOADS = 3
+BOOTSTRAP_MIN_WORKLOADS = 20
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+AA_FILE = "benchmarks/aa.jsonl"
+
+PROMOTE = "PROMOTE"
+REJECT = "REJECT"
+INCONCLUSIVE = "INCONCLUSIVE"
+BLOCKED = "BLOCKED"
+INCOMPLETE = "INCOMPLETE"
+
+
+# --------------------------------------------------------------------------------------------
+# Distributions (Student t from the regularized incomplete beta function; normal from stdlib)
+# --------------------------------------------------------------------------------------------
+
+_NORMAL = statistics.NormalDist()
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c = 1.0
+    d = 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = a * math.log(x) + b * math.log1p(-x) - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+    front = math.exp(log_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float | None) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom (None or inf: the normal)."""
+    if df is None or math.isinf(df) or df > 1e6:
+        return _NORMAL.cdf(t)
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+@lru_cache(maxsize=256)
+def t_quantile(p: float, df: float | None) -> float:
+    """The p-quantile of Student's t (bisection on :func:`t_cdf`; None or inf: the normal)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"quantile p must be within (0, 1), got {p}")
+    z = _NORMAL.inv_cdf(p)
+    if df is None or math.isinf(df) or df > 1e6:
+        return z
+    lo, hi = -1.0, 1.0
+    while t_cdf(lo, df) > p:
+        lo *= 2.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, abs(mid)):
+            break
+    return 0.5 * (lo + hi)
+
+
+def holm(p_values: Sequence[float], alpha: float = GUARD_ALPHA) -> list[bool]:
+    """Holm's step-down correction: which hypotheses are rejected at family-wise level alpha."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    rejected = [False] * len(p_values)
+    m = len(p_values)
+    for rank, i in enumerate(order):
+        if p_values[i] <= alpha / (m - rank):
+            rejected[i] = True
+        else:
+            break
+    return rejected
+
+
+# --------------------------------------------------------------------------------------------
+# Settings and the noise floor
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StatsSettings:
+    min_gain: float = DEFAULT_MIN_GAIN
+    confidence: float = DEFAULT_CONFIDENCE
+    guard_margin: float = DEFAULT_GUARD_MARGIN
+    tie_band: float = DEFAULT_TIE_BAND
+    bootstrap_resamples: int = BOOTSTRAP_RESAMPLES
+    seed: int = BOOTSTRAP_SEED
+    #: where min_gain came from: "default" or "fibtui.toml"
+    min_gain_source: str = "default"
+
+    @classmethod
+    def from_workspace(cls, root: str | Path | None) -> StatsSettings:
+        """``[stats]`` of the workspace's fibtui.toml (min_gain, confidence, guard_margin, tie_band)."""
+        out = cls()
+        if root is None:
+            return out
+        from fibtui.core.settings import get_setting, settings_path
+
+        table = get_setting(root, "stats", {})
+        if not isinstance(table, dict):
+            raise InputError(settings_path(root), "expected a table", field="stats")
+        limits = {"min_gain": (0.0, 0.5), "confidence": (0.5, 0.9999), "guard_margin": (0.0, 10.0),
+                  "tie_band": (0.0, 0.5)}
+        for key, (lo, hi) in limits.items():
+            if key not in table:
+                continue
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= float(value) <= hi:
+                raise InputError(settings_path(root), f"expected a number within [{lo}, {hi}], got {value!r}",
+                                 field=f"stats.{key}")
+            setattr(out, key, float(value))
+            if key == "min_gain":
+                out.min_gain_source = "fibtui.toml"
+        return out
+
+
+@dataclass
+class AASession:
+    """One A/A session: the same code measured against itself."""
+
+    source: str  # a run id, or "A vs B" of the compared files
+    kind: str  # paired-run | compare --aa
+    log_g: float
+    sigma: float | None  # noise of one paired log ratio
+    workloads: int
+    repeats: int
+    definition: str | None = None
+    gpu: str | None = None
+    verdict: str | None = None  # what the comparison said at the time (tracks false promotions)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class NoiseFloor:
+    tau: float
+    source: str
+    min_gain: float
+    aa_sessions: int = 0
+    aa_p99_abs_log_g: float | None = None
+    aa_sigma: float | None = None
+    aa_promotions: int = 0  # A/A sessions that were promoted when recorded: the real false-positive count
+    sessions: list[AASession] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["sessions"] = [s.to_json() for s in self.sessions]
+        return out
+
+
+def _pct(x: float) -> str:
+    text = f"{x * 100:.2f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def noise_floor(settings: StatsSettings | None = None, sessions: Sequence[AASession] = ()) -> NoiseFloor:
+    """tau = max(min_gain, p99 |log G| over the A/A sessions), with where it came from."""
+    settings = settings or StatsSettings()
+    sessions = list(sessions)
+    if settings.min_gain_source == "default":
+        gain_text = f"default {_pct(settings.min_gain)}"
+    else:
+        gain_text = f"fibtui.toml [stats] min_gain {_pct(settings.min_gain)}"
+    if not sessions:
+        return NoiseFloor(settings.min_gain, gain_text, settings.min_gain)
+    p99 = numbers.percentile([abs(s.log_g) for s in sessions], 0.99) or 0.0
+    sigmas = [(s.sigma, max(s.workloads * s.repeats - 1, 1)) for s in sessions if s.sigma is not None and s.sigma > 0]
+    sigma = None
+    if sigmas:
+        dof = sum(w for _, w in sigmas)
+        sigma = math.sqrt(sum(sg * sg * w for sg, w in sigmas) / dof)
+    n = len(sessions)
+    word = "session" if n == 1 else "sessions"
+    promotions = sum(1 for s in sessions if s.verdict == PROMOTE)
+    if p99 > settings.min_gain:
+        source = f"A/A history: {n} {word}, p99 |log G| {_pct(p99)}"
+        tau = p99
+    else:
+        source = f"{gain_text}; A/A history: {n} {word}, p99 |log G| {_pct(p99)}"
+        tau = settings.min_gain
+    return NoiseFloor(tau, source, settings.min_gain, n, p99, sigma, promotions, sessions)
+
+
+# --------------------------------------------------------------------------------------------
+# Rows -> arms
+# --------------------------------------------------------------------------------------------
+
+
+def _get(row: Any, key: str, default: Any = None) -> Any:
+    if type(row) is dict or isinstance(row, Mapping):
+        return row.get(key, default)
+    return getattr(row, key, default)
+
+
+@dataclass
+class Failure:
+    uuid: str
+    status: str
+    repeat: int | None = None
+    error: str | None = None
+    axes: dict[str, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        axes = ", ".join(f"{k}={v}" for k, v in self.axes.items())
+        rep = f" repeat {self.repeat}" if self.repeat is not None else ""
+        err = f": {self.error}" if self.error else ""
+        return f"{self.uuid}{' (' + axes + ')' if axes else ''}{rep} {self.status}{err}"
+
+
+@dataclass
+class ArmSummary:
+    """One solution's rows: pass counts and latency across repeats (PASSED rows only)."""
+
+    name: str
+    role: str
+    rows: int
+    passed: int
+    workloads: int
+    repeats: int
+    complete: bool
+    failures: list[Failure]
+    mean_latency_ms: float | None
+    p95_latency_ms: float | None
+    median_latency_ms: float | None
+    best_repeat_mean_ms: float | None
+    run_to_run_cv: float | None
+    repeat_means_ms: list[float]
+    repeat_p95s_ms: list[float]
+    mean_reference_latency_ms: float | None = None
+    mean_speedup: float | None = None
+    source_hash: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["failures"] = [asdict(f) for f in self.failures]
+        return out
+
+
+def _repeat_key(row: Any) -> int:
+    rep = _get(row, "repeat")
+    return int(rep) if isinstance(rep, int) and not isinstance(rep, bool) else 0
+
+
+def summarize_arm(name: str, rows: Sequence[Any], role: str = "", source_hash: str | None = None) -> ArmSummary:
+    failures: list[Failure] = []
+    by_repeat: dict[int, list[float]] = {}
+    uuids: dict[str, None] = {}
+    refs: list[float] = []
+    speedups: list[float] = []
+    passed = 0
+    for r in rows:
+        uuid = str(_get(r, "uuid"))
+        uuids.setdefault(uuid, None)
+        status = _get(r, "status")
+        lat = _get(r, "latency_ms")
+        if status == PASSED and isinstance(lat, (int, float)) and lat > 0:
+            passed += 1
+            by_repeat.setdefault(_repeat_key(r), []).append(float(lat))
+            ref = _get(r, "reference_latency_ms")
+            if isinstance(ref, (int, float)):
+                refs.append(float(ref))
+            spd = _get(r, "speedup")
+            if isinstance(spd, (int, float)):
+                speedups.append(float(spd))
+        else:
+            failures.append(Failure(uuid, str(status) if status != PASSED else "PASSED without a latency",
+                                    _get(r, "repeat"), _get(r, "error"), dict(_get(r, "axes") or {})))
+    means = [numbers.mean(v) for _, v in sorted(by_repeat.items())]
+    p95s = [numbers.p95(v) for _, v in sorted(by_repeat.items())]
+    means_f = [float(m) for m in means if m is not None]
+    p95s_f = [float(p) for p in p95s if p is not None]
+    all_lat = [x for v in by_repeat.values() for x in v]
+    mean = numbers.mean(means_f)
+    sd = numbers.stdev(means_f)
+    return ArmSummary(
+        name=name, role=role, rows=len(rows), passed=passed, workloads=len(uuids), repeats=len(by_repeat),
+        complete=bool(rows) and not failures, failures=failures, mean_latency_ms=mean,
+        p95_latency_ms=numbers.mean(p95s_f), median_latency_ms=numbers.median(all_lat),
+        best_repeat_mean_ms=min(means_f) if means_f else None,
+        run_to_run_cv=(sd / mean) if sd is not None and mean else None,
+        repeat_means_ms=means_f, repeat_p95s_ms=p95s_f,
+        mean_reference_latency_ms=numbers.mean(refs), mean_speedup=numbers.mean(speedups), source_hash=source_hash,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Pairing
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class WorkloadPair:
+    uuid: str
+    axes: dict[str, int]
+    band: str
+    base_mean_ms: float
+    cand_mean_ms: float
+    log_ratio: float  # d_w
+    pairs: int  # r_w: paired repeats (or the smaller arm's count when unpaired)
+    paired_by_repeat: bool
+    pair_logs: list[float]
+    outcome: str = "tie"  # win | tie | loss
+    weight: float = 1.0
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"uuid": self.uuid, "axes": self.axes, "band": self.band, "base_mean_ms": self.base_mean_ms,
+                "cand_mean_ms": self.cand_mean_ms, "ratio": self.ratio, "log_ratio": self.log_ratio,
+                "pairs": self.pairs, "paired_by_repeat": self.paired_by_repeat, "outcome": self.outcome,
+                "weight": self.weight}
+
+
+def _passed_by_repeat(rows: Iterable[Any]) -> dict[str, dict[int | None, list[float]]]:
+    out: dict[str, dict[int | None, list[float]]] = {}
+    for r in rows:
+        lat = _get(r, "latency_ms")
+        if _get(r, "status") != PASSED or not isinstance(lat, (int, float)) or lat <= 0:
+            continue
+        rep = _get(r, "repeat")
+        rep = int(rep) if isinstance(rep, int) and not isinstance(rep, bool) else None
+        out.setdefault(str(_get(r, "uuid")), {}).setdefault(rep, []).append(float(lat))
+    return out
+
+
+def pair_workloads(base_rows: Sequence[Any], cand_rows: Sequence[Any],
+                   band_of: Mapping[str, str] | None = None,
+                   weights: Mapping[str, float] | None = None,
+                   tie_band: float = DEFAULT_TIE_BAND) -> tuple[list[WorkloadPair], list[str]]:
+    """Per-workload paired log ratios, in the baseline's workload order, and the workloads that
+    appear in one arm only (or without a PASSED latency in an arm)."""
+    base = _passed_by_repeat(base_rows)
+    cand = _passed_by_repeat(cand_rows)
+    axes_of: dict[str, dict[str, int]] = {}
+    order: dict[str, None] = {}
+    for r in list(base_rows) + list(cand_rows):
+        uuid = str(_get(r, "uuid"))
+        order.setdefault(uuid, None)
+        if uuid not in axes_of and _get(r, "axes"):
+            axes_of[uuid] = dict(_get(r, "axes"))
+    band_of = band_of or {}
+    pairs: list[WorkloadPair] = []
+    unpaired: list[str] = []
+    lo_tie, hi_tie = math.log1p(-tie_band), math.log1p(tie_band)
+    for uuid in order:
+        b, c = base.get(uuid), cand.get(uuid)
+        if not b or not c:
+            unpaired.append(uuid)
+            continue
+        common = sorted(k for k in set(b) & set(c) if k is not None and len(b[k]) == 1 and len(c[k]) == 1)
+        b_all = [x for v in b.values() for x in v]
+        c_all = [x for v in c.values() for x in v]
+        if common:
+            logs = [math.log(c[k][0] / b[k][0]) for k in common]
+            d = sum(logs) / len(logs)
+            n_pairs = len(logs)
+            by_repeat = True
+        else:
+            d = math.log((sum(c_all) / len(c_all)) / (sum(b_all) / len(b_all)))
+            logs = [d]
+            n_pairs = min(len(b_all), len(c_all))
+            by_repeat = False
+        outcome = "win" if d < lo_tie else ("loss" if d > hi_tie else "tie")
+        w = 1.0 if weights is None else float(weights.get(uuid, 0.0))
+        pairs.append(WorkloadPair(uuid, axes_of.get(uuid, {}), band_of.get(uuid, "all"), sum(b_all) / len(b_all),
+                                  sum(c_all) / len(c_all), d, n_pairs, by_repeat, logs, outcome, w))
+    return pairs, unpaired
+
+
+def bands_from_axes(rows: Iterable[Any]) -> dict[str, str]:
+    """uuid -> band from the rows' own axes, when no dataset is at hand: the varying axes binned as
+    :func:`fibtui.core.regimes.axis_bins` does (values, then log2 or quantile bins)."""
+    from fibtui.core.regimes import MAX_BANDS, MAX_BINS_COUPLED, axis_bins
+
+    axes_of: dict[str, dict[str, int]] = {}
+    for r in rows:
+        ax = _get(r, "axes") or {}
+        uuid = str(_get(r, "uuid"))
+        if uuid not in axes_of:
+            axes_of[uuid] = {k: int(v) for k, v in ax.items() if isinstance(v, int) and not isinstance(v, bool)}
+    names = sorted({a for ax in axes_of.values() for a in ax})
+    varying = [a for a in names if len({ax.get(a) for ax in axes_of.values()}) > 1]
+    if not varying:
+        return {u: "all" for u in axes_of}
+    max_bins = MAX_BANDS if len(varying) == 1 else MAX_BINS_COUPLED
+    bins_of: dict[str, list[tuple[int, int]]] = {}
+    for a in varying:
+        counts: dict[int, int] = {}
+        for ax in axes_of.values():
+            if a in ax:
+                counts[ax[a]] = counts.get(ax[a], 0) + 1
+        values = sorted(counts)
+        bins_of[a] = axis_bins(values, [counts[v] for v in values], max_bins)[0]
+    out: dict[str, str] = {}
+    for uuid, ax in axes_of.items():
+        parts = []
+        for a in varying:
+            if a not in ax:
+                parts.append(f"{a}=?")
+                continue
+            lo, hi = next(((lo, hi) for lo, hi in bins_of[a] if lo <= ax[a] <= hi), (ax[a], ax[a]))
+            parts.append(f"{a}={lo}" if lo == hi else f"{a}={lo}..{hi}")
+        out[uuid] = ", ".join(parts)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Noise of one paired log ratio
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PairNoise:
+    sigma: float
+    df: float | None  # None: the normal
+    source: str
+
+
+def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> PairNoise:
+    ss = 0.0
+    dof = 0
+    for p in pairs:
+        if p.paired_by_repeat and len(p.pair_logs) >= 2:
+            m = sum(p.pair_logs) / len(p.pair_logs)
+            ss += sum((x - m) ** 2 for x in p.pair_logs)
+            dof += len(p.pair_logs) - 1
+    within = math.sqrt(ss / dof) if dof >= 2 else None
+    options: list[PairNoise] = []
+    if within is not None:
+        options.append(PairNoise(within, float(dof), f"repeat-to-repeat spread in this run, {dof} df"))
+    if aa_sigma is not None and aa_sigma > 0:
+        options.append(PairNoise(aa_sigma, None, "A/A history"))
+    if options:
+        best = max(options, key=lambda o: o.sigma)
+    else:
+        by_band: dict[str, list[WorkloadPair]] = {}
+        for p in pairs:
+            by_band.setdefault(p.band, []).append(p)
+        ss = 0.0
+        scale: list[float] = []
+        groups = 0
+        for group in by_band.values():
+            if len(group) < 2:
+                continue
+            groups += 1
+            m = sum(p.log_ratio for p in group) / len(group)
+            ss += sum((p.log_ratio - m) ** 2 for p in group)
+            scale += [p.pairs for p in group]
+        dof = len(scale) - groups
+        if dof >= 2:
+            sigma = math.sqrt(ss / dof) * math.sqrt(sum(scale) / len(scale))
+            best = PairNoise(sigma, float(dof),
+                             "spread of the per-workload ratios around their band's mean (no repeats, no A/A history; "
+                             "real differences inside a band count as noise, so the guard errs toward not blocking)")
+        else:
+            best = PairNoise(DEFAULT_NOISE, None, "the default (nothing to estimate it from)")
+    if best.sigma < MIN_NOISE:
+        best = PairNoise(MIN_NOISE, best.df, f"{best.source}, floored at {_pct(MIN_NOISE)}")
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Interval:
+    log_low: float
+    log_high: float
+    method: str
+    df: float | None = None
+
+    @property
+    def low(self) -> float:
+        return math.exp(self.log_low)
+
+    @property
+    def high(self) -> float:
+        return math.exp(self.log_high)
+
+
+@dataclass
+class GuardHit:
+    kind: str  # workload | band
+    name: str
+    ratio: float
+    p_value: float
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BandResult:
+    band: str
+    workloads: int
+    base_mean_ms: float
+    cand_mean_ms: float
+    change_pct: float  # 100 * (cand mean / base mean - 1)
+    geomean_ratio: float
+    ci_low: float
+    ci_high: float
+    wins: int
+    ties: int
+    losses: int
+    regression: bool = False
+    dispatch_candidate: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Comparison:
+    baseline: ArmSummary
+    candidate: ArmSummary
+    verdict: str
+    interval_verdict: str
+    geomean_ratio: float | None
+    log_g: float | None
+    interval: Interval | None
+    tau: NoiseFloor
+    confidence: float
+    noise: PairNoise | None
+    workloads: int
+    pairs: list[WorkloadPair]
+    unpaired: list[str]
+    per_band: list[BandResult]
+    guard: list[GuardHit]
+    guard_margin: float
+    tie_band: float
+    complete: bool
+    failures: list[str]
+    notes: list[str] = field(default_factory=list)
+    weighted: bool = False
+    scope: str = "full"
+
+    @property
+    def blocked_by(self) -> list[str]:
+        return [f"{g.kind} {g.name}: {g.detail}" for g in self.guard]
+
+    @property
+    def dispatch_bands(self) -> list[str]:
+        return [b.band for b in self.per_band if b.dispatch_candidate]
+
+    @property
+    def error_rate(self) -> float:
+        return (1.0 - self.confidence) / 2.0
+
+    @property
+    def wins(self) -> tuple[int, int, int]:
+        return (sum(p.outcome == "win" for p in self.pairs), sum(p.outcome == "tie" for p in self.pairs),
+                sum(p.outcome == "loss" for p in self.pairs))
+
+    def recommendation(self) -> str:
+        """One sentence: what to do with this candidate."""
+        if self.verdict == INCOMPLETE:
+            return "incomplete: only runs with every workload PASSED count; fix or retry the failures"
+        if self.verdict == PROMOTE:
+            return "promote: faster beyond the noise floor, no regression beyond the guard"
+        extra = ""
+        if self.dispatch_bands:
+            extra = "; archive as a dispatch candidate for band " + ", ".join(self.dispatch_bands)
+        if self.verdict == BLOCKED:
+            return "do not promote: the guard found a regression (" + "; ".join(self.blocked_by) + ")" + extra
+        if self.verdict == REJECT:
+            return "reject: not faster by the noise floor" + extra
+        return "inconclusive: measure more (more repeats or workloads), or reject when the budget is spent" + extra
+
+    def to_json(self) -> dict[str, Any]:
+        wins, ties, losses = self.wins
+        iv = self.interval
+        return {
+            "verdict": self.verdict,
+            "interval_verdict": self.interval_verdict,
+            "recommendation": self.recommendation(),
+            "baseline": self.baseline.name,
+            "candidate": self.candidate.name,
+            "geomean_ratio": self.geomean_ratio,
+            "log_g": self.log_g,
+            "ci_low": iv.low if iv else None,
+            "ci_high": iv.high if iv else None,
+            "log_ci": [iv.log_low, iv.log_high] if iv else None,
+            "interval_method": iv.method if iv else None,
+            "confidence": self.confidence,
+            "error_rate": self.error_rate,
+            "tau": self.tau.tau,
+            "tau_source": self.tau.source,
+            "noise_floor": self.tau.to_json(),
+            "pair_noise": asdict(self.noise) if self.noise else None,
+            "workloads": self.workloads,
+            "unpaired": list(self.unpaired),
+            "wins": wins, "ties": ties, "losses": losses, "tie_band": self.tie_band,
+            "weighted": self.weighted,
+            "scope": self.scope,
+            "per_band": [b.to_json() for b in self.per_band],
+            "dispatch_bands": self.dispatch_bands,
+            "blocked_by": self.blocked_by,
+            "guard": [g.to_json() for g in self.guard],
+            "guard_margin": self.guard_margin,
+            "complete": self.complete,
+            "failures": list(self.failures),
+            "threshold": {"baseline_mean_ms": self.baseline.mean_latency_ms,
+                          "rule": "the baseline's mean across repeats, never its best single run"},
+            "arms": {"baseline": self.baseline.to_json(), "candidate": self.candidate.to_json()},
+            "per_workload": [p.to_json() for p in self.pairs],
+            "notes": list(self.notes),
+        }
+
+
+def _weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float:
+    total = sum(weights)
+    return sum(v * w for v, w in zip(values, weights, strict=True)) / total
+
+
+def _t_interval(d: Sequence[float], w: Sequence[float], confidence: float) -> Interval:
+    n = len(d)
+    mean = _weighted_mean(d, w)
+    total = sum(w)
+    var = sum(wi * wi * (di - mean) ** 2 for di, wi in zip(d, w, strict=True)) / (total * total) * n / (n - 1)
+    se = math.sqrt(var)
+    q = t_quantile(0.5 + confidence / 2.0, float(n - 1))
+    return Interval(mean - q * se, mean + q * se, f"t across {n} workloads, {n - 1} df", float(n - 1))
+
+
+def _bootstrap(d: Sequence[float], w: Sequence[float], confidence: float, resamples: int, seed: int) -> tuple[float, float]:
+    """Percentile interval of the (weighted) mean over workloads resampled with replacement."""
+    rng = random.Random(seed)
+    n = len(d)
+    means: list[float] = []
+    if len(set(w)) == 1:
+        draws = rng.choices(d, k=n * resamples)
+        means = [sum(draws[b * n:(b + 1) * n]) / n for b in range(resamples)]
+    else:
+        idx = rng.choices(range(n), k=n * resamples)
+        wd = [wi * di for wi, di in zip(w, d, strict=True)]
+        for b in range(resamples):
+            chunk = idx[b * n:(b + 1) * n]
+            tw = sum(map(w.__getitem__, chunk))
+            means.append(sum(map(wd.__getitem__, chunk)) / tw if tw > 0 else 0.0)
+    alpha = 1.0 - confidence
+    lo = numbers.percentile(means, alpha / 2.0)
+    hi = numbers.percentile(means, 1.0 - alpha / 2.0)
+    assert lo is not None and hi is not None
+    return lo, hi
+
+
+def _z_interval(pairs: Sequence[WorkloadPair], sigma: float, confidence: float, source: str) -> Interval:
+    total = sum(p.weight for p in pairs)
+    mean = sum(p.weight * p.log_ratio for p in pairs) / total
+    se = math.sqrt(sum(p.weight ** 2 * sigma ** 2 / max(p.pairs, 1) for p in pairs)) / total
+    q = _NORMAL.inv_cdf(0.5 + confidence / 2.0)
+    return Interval(mean - q * se, mean + q * se, f"z, A/A-calibrated noise {source}", None)
+
+
+def interval_for(pairs: Sequence[WorkloadPair], confidence: float, aa_noise: PairNoise | None,
+                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, scope: str = "full") -> Interval | None:
+    """The interval for log G (see the module docstring for which one)."""
+    pairs = [p for p in pairs if p.weight > 0]
+    n = len(pairs)
+    if n == 0:
+        return None
+    z = _z_interval(pairs, aa_noise.sigma, confidence, _pct(aa_noise.sigma)) if aa_noise is not None else None
+    if z is not None and (scope == "full" or n < T_MIN_WORKLOADS):
+        return z
+    if n < T_MIN_WORKLOADS:
+        return None
+    d = [p.log_ratio for p in pairs]
+    w = [p.weight for p in pairs]
+    across = _t_interval(d, w, confidence)
+    if n >= BOOTSTRAP_MIN_WORKLOADS:
+        lo, hi = _bootstrap(d, w, confidence, resamples, seed)
+        across = Interval(min(lo, across.log_low), max(hi, across.log_high),
+                          f"bootstrap over {n} workloads, {resamples} resamples, seed {seed}, widened to the t-interval",
+                          across.df)
+    if z is not None:
+        return Interval(min(z.log_low, across.log_low), max(z.log_high, across.log_high),
+                        f"the wider of ({across.method}) and ({z.method})", across.df)
+    return across
+
+
+def _guard(pairs: Sequence[WorkloadPair], noise: PairNoise, margin: float, tau: float,
+           confidence: float) -> tuple[list[GuardHit], list[BandResult]]:
+    limit = math.log1p(margin)
+    hits: list[GuardHit] = []
+    # Workloads
+    p_values = []
+    for p in pairs:
+        se = noise.sigma / math.sqrt(max(p.pairs, 1))
+        p_values.append(1.0 - t_cdf((p.log_ratio - limit) / se, noise.df))
+    for p, flag, pv in zip(pairs, holm(p_values), p_values, strict=True):
+        if flag:
+            axes = ", ".join(f"{k}={v}" for k, v in p.axes.items())
+            hits.append(GuardHit("workload", p.uuid + (f" ({axes})" if axes else ""), p.ratio, pv,
+                                 f"{(p.ratio - 1) * 100:+.1f}% (ratio {p.ratio:.3f}, beyond +{_pct(margin)} "
+                                 f"with confidence, Holm p={pv:.2g})"))
+    # Bands
+    groups: dict[str, list[WorkloadPair]] = {}
+    for p in pairs:
+        groups.setdefault(p.band, []).append(p)
+    bands: list[BandResult] = []
+    band_p: list[float] = []
+    z = _NORMAL.inv_cdf(0.5 + confidence / 2.0)
+    for name, group in groups.items():
+        n = len(group)
+        log_g = sum(p.log_ratio for p in group) / n
+        se = noise.sigma * math.sqrt(sum(1.0 / max(p.pairs, 1) for p in group)) / n
+        base_mean = sum(p.base_mean_ms for p in group) / n
+        cand_mean = sum(p.cand_mean_ms for p in group) / n
+        bands.append(BandResult(
+            band=name, workloads=n, base_mean_ms=base_mean, cand_mean_ms=cand_mean,
+            change_pct=100.0 * (cand_mean / base_mean - 1.0), geomean_ratio=math.exp(log_g),
+            ci_low=math.exp(log_g - z * se), ci_high=math.exp(log_g + z * se),
+            wins=sum(p.outcome == "win" for p in group), ties=sum(p.outcome == "tie" for p in group),
+            losses=sum(p.outcome == "loss" for p in group),
+            dispatch_candidate=(log_g + z * se) < -tau,  # cleared below when the global verdict is PROMOTE
+        ))
+        band_p.append(1.0 - t_cdf((log_g - limit) / se, noise.df))
+    if len(bands) > 1:
+        for b, flag, pv in zip(bands, holm(band_p), band_p, strict=True):
+            if flag:
+                b.regression = True
+                hits.append(GuardHit("band", b.band, b.geomean_ratio, pv,
+                                     f"{(b.geomean_ratio - 1) * 100:+.1f}% (geomean ratio {b.geomean_ratio:.3f}, beyond "
+                                     f"+{_pct(margin)} with confidence, Holm p={pv:.2g})"))
+    return hits, bands
+
+
+def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], *,
+                   baseline_name: str = "baseline", candidate_name: str = "candidate",
+                   band_of: Mapping[str, str] | None = None, weights: Mapping[str, float] | None = None,
+                   settings: StatsSettings | None = None, floor: NoiseFloor | None = None,
+                   baseline_hash: str | None = None, candidate_hash: str | None = None,
+                   scope: str = "full") -> Comparison:
+    """Compare a candidate's rows with the baseline's (see the module docstring).
+
+    ``scope``: ``full`` when the workloads are the whole set the decision is about (a full
+    sweep), ``sample`` when they stand in for it (a representative gate, a selection)."""
+    if scope not in ("full", "sample"):
+        raise ValueError(f"scope must be 'full' or 'sample', got {scope!r}")
+    settings = settings or StatsSettings()
+    floor = floor or noise_floor(settings)
+    if band_of is None:
+        band_of = bands_from_axes(list(baseline_rows) + list(candidate_rows))
+    base = summarize_arm(baseline_name, baseline_rows, "baseline", baseline_hash)
+    cand = summarize_arm(candidate_name, candidate_rows, "candidate", candidate_hash)
+    pairs, unpaired = pair_workloads(baseline_rows, candidate_rows, band_of, weights, settings.tie_band)
+    notes: list[str] = []
+    if weights is not None:
+        dropped = [p for p in pairs if p.weight <= 0]
+        if dropped:
+            notes.append(f"{len(dropped)} workload(s) have no positive weight and do not count")
+        pairs = [p for p in pairs if p.weight > 0]
+    failures = [f"baseline {f.describe()}" for f in base.failures] + [f"candidate {f.describe()}" for f in cand.failures]
+    base_uuids = {str(_get(r, "uuid")) for r in baseline_rows}
+    cand_uuids = {str(_get(r, "uuid")) for r in candidate_rows}
+    for uuid in unpaired:
+        if uuid not in cand_uuids:
+            failures.append(f"candidate has no result for workload {uuid}")
+        elif uuid not in base_uuids:
+            failures.append(f"baseline has no result for workload {uuid}")
+    complete = not failures and bool(pairs)
+    if not pairs:
+        notes.append("no workload has a PASSED latency in both arms")
+    log_g = _weighted_mean([p.log_ratio for p in pairs], [p.weight for p in pairs]) if pairs else None
+    noise = pair_noise(pairs, floor.aa_sigma) if pairs else None
+    aa_noise = noise if (noise is not None and floor.aa_sigma is not None) else None
+    interval = interval_for(pairs, settings.confidence, aa_noise, settings.bootstrap_resamples, settings.seed, scope)
+    tau = floor.tau
+    if interval is None:
+        interval_verdict = INCONCLUSIVE
+        if pairs:
+            notes.append(f"{len(pairs)} paired workload(s): an interval needs {T_MIN_WORKLOADS}+ workloads or A/A history")
+    elif interval.log_high < -tau:
+        interval_verdict = PROMOTE
+    elif interval.log_low > -tau:
+        interval_verdict = REJECT
+    else:
+        interval_verdict = INCONCLUSIVE
+    hits: list[GuardHit] = []
+    bands: list[BandResult] = []
+    if noise is not None:
+        hits, bands = _guard(pairs, noise, settings.guard_margin, tau, settings.confidence)
+    if not complete:
+        verdict = INCOMPLETE
+    elif hits and interval_verdict != REJECT:
+        verdict = BLOCKED
+    else:
+        verdict = interval_verdict
+    if verdict == PROMOTE:
+        for b in bands:
+            b.dispatch_candidate = False
+    return Comparison(
+        baseline=base, candidate=cand, verdict=verdict, interval_verdict=interval_verdict,
+        geomean_ratio=math.exp(log_g) if log_g is not None else None, log_g=log_g, interval=interval,
+        tau=floor, confidence=settings.confidence, noise=noise, workloads=len(pairs), pairs=pairs,
+        unpaired=unpaired, per_band=bands, guard=hits, guard_margin=settings.guard_margin,
+        tie_band=settings.tie_band, complete=complete, failures=failures, notes=notes, weighted=weights is not None,
+        scope=scope,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Several candidates
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LeaderboardEntry:
+    rank: int
+    name: str
+    comparison: Comparison | None  # None for the baseline's own row
+
+    @property
+    def arm(self) -> ArmSummary:
+        assert self.comparison is not None
+        return self.comparison.candidate
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.comparison
+        assert c is not None
+        a = c.candidate
+        return {"rank": self.rank, "name": self.name, "mean_latency_ms": a.mean_latency_ms,
+                "p95_latency_ms": a.p95_latency_ms, "run_to_run_cv": a.run_to_run_cv, "complete": a.complete,
+                "verdict": c.verdict, "geomean_ratio": c.geomean_ratio,
+                "ci_low": c.interval.low if c.interval else None, "ci_high": c.interval.high if c.interval else None,
+                "blocked_by": c.blocked_by, "dispatch_bands": c.dispatch_bands}
+
+
+def _rank_key(a: ArmSummary) -> tuple[int, float, float, float]:
+    """Complete first; then mean, p95, run-to-run CV, each compared to 9 significant digits (equal
+    means are equal, whatever order the floating-point sums ran in)."""
+    def key(x: float | None) -> float:
+        return float("inf") if x is None else float(f"{x:.9g}")
+
+    return (0 if a.complete else 1, key(a.mean_latency_ms), key(a.p95_latency_ms), key(a.run_to_run_cv))
+
+
+def leaderboard(baseline_rows: Sequence[Any], candidates: Mapping[str, Sequence[Any]], *,
+                baseline_name: str = "baseline", hashes: Mapping[str, str] | None = None,
+                **kwargs: Any) -> list[LeaderboardEntry]:
+    """Every candidate against the baseline, ranked by mean latency, then p95, then run-to-run
+    variance (complete candidates first)."""
+    hashes = hashes or {}
+    comps = [paired_verdict(baseline_rows, rows, baseline_name=baseline_name, candidate_name=name,
+                            candidate_hash=hashes.get(name), baseline_hash=hashes.get(baseline_name), **kwargs)
+             for name, rows in candidates.items()]
+    comps.sort(key=lambda c: (_rank_key(c.candidate), c.candidate.name))
+    return [LeaderboardEntry(i + 1, c.candidate.name, c) for i, c in enumerate(comps)]
+
+
+# --------------------------------------------------------------------------------------------
+# A/A history
+# --------------------------------------------------------------------------------------------
+
+
+def aa_session_from(comparison: Comparison, source: str, kind: str, definition: str | None = None,
+                    gpu: str | None = None) -> AASession:
+    """An A/A session from a comparison of the same code with itself."""
+    sigma = None
+    logs = [x for p in comparison.pairs if p.paired_by_repeat for x in p.pair_logs]
+    if len(logs) >= 2:
+        sigma = numbers.stdev(logs)
+    elif len(comparison.pairs) >= 2:
+        spread = numbers.stdev([p.log_ratio for p in comparison.pairs])
+        reps = sum(p.pairs for p in comparison.pairs) / len(comparison.pairs)
+        sigma = spread * math.sqrt(reps) if spread is not None else None
+    repeats = max((p.pairs for p in comparison.pairs), default=0)
+    return AASession(source=source, kind=kind, log_g=comparison.log_g or 0.0, sigma=sigma,
+                     workloads=comparison.workloads, repeats=repeats, definition=definition, gpu=gpu,
+                     verdict=comparison.verdict)
+
+
+def load_aa_file(path: Path) -> list[AASession]:
+    """The sessions of ``optimize_ops/benchmarks/aa.jsonl`` (a broken line is a clear error)."""
+    import json
+
+    if not path.is_file():
+        return []
+    out: list[AASession] = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"not JSON: {exc.msg}", line=number) from None
+        if not isinstance(obj, dict):
+            raise InputError(path, "expected an object", line=number)
+        try:
+            log_g = float(obj["log_g"])
+            sigma = obj.get("sigma")
+            sigma = float(sigma) if sigma is not None else None
+            out.append(AASession(source=str(obj.get("source", "")), kind=str(obj.get("kind", "compare --aa")),
+                                 log_g=log_g, sigma=sigma, workloads=int(obj.get("workloads", 0)),
+                                 repeats=int(obj.get("repeats", 1)), definition=obj.get("definition"),
+                                 gpu=obj.get("gpu"), verdict=obj.get("verdict")))
+        except KeyError as exc:
+            raise InputError(path, "required field is missing", line=number, field=str(exc.args[0])) from None
+        except (TypeError, ValueError) as exc:
+            raise InputError(path, f"bad value: {exc}", line=number) from None
+        if not math.isfinite(log_g):
+            raise InputError(path, "log_g must be a finite number", line=number, field="log_g")
+    return out
+
+
+def aa_sessions(archive_root: Path, gpu: str | None = None, exclude_runs: Iterable[str] = ()) -> list[AASession]:
+    """Every A/A session of an archive: same-code paired runs plus ``benchmarks/aa.jsonl``;
+    sessions on another GPU than ``gpu`` are left out when both are known."""
+    import json
+
+    from fibtui.core.runs import list_runs
+
+    exclude = set(exclude_runs)
+    sessions: list[AASession] = []
+    for listing in list_runs(archive_root):
+        if listing.run_id in exclude or listing.state != "complete":
+            continue
+        record_path = listing.path / "run.json"
+        if not record_path.is_file():
+            continue
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        sols = record.get("solutions") or []
+        base = [s for s in sols if s.get("role") == "baseline" and s.get("source_hash")]
+        cands = [s for s in sols if s.get("role") == "candidate" and s.get("source_hash")]
+        if len(base) != 1 or not cands:
+            continue
+        for c in cands:
+            if c["source_hash"] != base[0]["source_hash"]:
+                continue
+            jobs = record.get("jobs") or []
+            b_rows = [j for j in jobs if j.get("role") == "baseline"]
+            c_rows = [j for j in jobs if j.get("role") == "candidate" and j.get("solution") == c.get("name")]
+            comp = paired_verdict(b_rows, c_rows, baseline_name=base[0].get("name", ""), candidate_name=c.get("name", ""))
+            if not comp.pairs:
+                continue
+            run_gpu = (record.get("environment") or {}).get("gpu")
+            sessions.append(aa_session_from(comp, listing.run_id, "paired-run", record.get("definition"), run_gpu))
+    sessions += load_aa_file(archive_root / AA_FILE)
+    if gpu:
+        sessions = [s for s in sessions if not s.gpu or s.gpu == gpu]
+    return sessions
+
+
+def record_aa_session(archive_root: Path, session: AASession) -> Path:
+    """Append one A/A session to ``optimize_ops/benchmarks/aa.jsonl``."""
+    import json
+
+    from fibtui.core.fsio import append_line
+
+    path = archive_root / AA_FILE
+    append_line(path, json.dumps(session.to_json(), sort_keys=True))
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing what a user names: result files, run folders, run ids
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Source:
+    """One side of ``fibtui compare``: a result table, and what its file says about itself."""
+
+    spec: str
+    path: Path
+    table: Any  # fibtui.core.results.RunTable
+    run_id: str | None = None
+    selection: str | None = None
+    hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (role, name) -> source hash
+    gpu: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.run_id or self.path.name
+
+
+def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = None) -> Source:
+    """A result file ``load_results`` reads, a run folder, or a run id under ``<archive>/runs``."""
+    import json
+
+    from fibtui.core.results import _from_json, load_results
+    from fibtui.core.runs import build_record
+
+    p = Path(spec).expanduser()
+    folder: Path | None = None
+    if p.is_dir():
+        folder = p
+    elif not p.exists() and archive_root is not None and (archive_root / "runs" / spec / "journal.jsonl").is_file():
+        folder = archive_root / "runs" / spec
+    if folder is not None:
+        if (folder / "run.json").is_file():
+            table = load_results(folder / "run.json", axes_lookup)
+        elif (folder / "journal.jsonl").is_file():
+            table = _from_json(folder / "run.json", build_record(folder))
+        else:
+            raise InputError(folder, "folder is not a fibtui run (no run.json or journal.jsonl)")
+        path = folder / "run.json"
+    elif p.is_file():
+        table = load_results(p, axes_lookup)
+        path = p
+    else:
+        hint = ""
+        if archive_root is not None and (archive_root / "runs").is_dir():
+            known = sorted(x.name for x in (archive_root / "runs").iterdir() if (x / "journal.jsonl").is_file())
+            hint = f" (runs here: {', '.join(known[-5:])})" if known else ""
+        raise InputError(spec, f"not a result file, a run folder, or a run id under optimize_ops/runs{hint}")
+    src = Source(spec=spec, path=path, table=table)
+    if table.source_format == "fibtui-run":
+        src.run_id = table.meta.get("run_id")
+        try:
+            record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else build_record(folder)  # type: ignore[arg-type]
+        except (OSError, json.JSONDecodeError):
+            record = {}
+        src.selection = record.get("workload_selection")
+        for s in record.get("solutions") or []:
+            if isinstance(s, dict) and s.get("source_hash"):
+                src.hashes[(str(s.get("role")), str(s.get("name")))] = str(s["source_hash"])
+    env = table.meta.get("environment")
+    if isinstance(env, dict):
+        src.gpu = env.get("gpu") or env.get("hardware")
+    if table.source_format in ("hand-summary", "direct-timing", "markdown-summary", "fib-console-log"):
+        raise InputError(path, f"a {table.source_format} file has no per-workload latencies to pair; give a result file with them")
+    return src
+
+
+def _arm_name(src: Source, solution: str | None) -> str:
+    return solution or src.path.stem
+
+
+def _group(rows: Sequence[Any]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for r in rows:
+        out.setdefault(_get(r, "solution") or "", []).append(r)
+    return out
+
+
+def select_arms(base: Source, cand: Source | None, solution_base: str | None = None,
+                solution_cand: str | None = None) -> tuple[str, list[Any], dict[str, list[Any]]]:
+    """(baseline name, baseline rows, {candidate name: rows}) from the two sources (see
+    ``fibtui compare --help``)."""
+    def pick(src: Source, role: str, name: str | None, flag: str) -> dict[str, list[Any]]:
+        rows = list(src.table.rows)
+        if name is not None:
+            mine = [r for r in rows if _get(r, "solution") == name]
+            if not mine:
+                names = ", ".join(sorted({str(_get(r, 'solution')) for r in rows})) or "none"
+                raise InputError(src.path, f"no rows for solution {name!r}; solutions here: {names}", field=flag)
+            roled = [r for r in mine if _get(r, "role") == role]
+            return {name: roled or mine}
+        roled = [r for r in rows if _get(r, "role") == role]
+        if roled:
+            return _group(roled)
+        if any(_get(r, "role") for r in rows) and role == "baseline":
+            return {}
+        return _group(rows)
+
+    base_groups = pick(base, "baseline", solution_base, "--solution-base")
+    if not base_groups:
+        raise InputError(base.path, "has no baseline rows: name the baseline solution with --solution-base", field="BASE")
+    if len(base_groups) > 1:
+        raise InputError(base.path, f"holds {len(base_groups)} solutions ({', '.join(n or '(unnamed)' for n in base_groups)}); "
+                         "pick the baseline with --solution-base", field="--solution-base")
+    base_name, base_rows = next(iter(base_groups.items()))
+    other = cand if cand is not None else base
+    if cand is None:
+        taken = {id(r) for r in base_rows}
+        rest = [r for r in base.table.rows if id(r) not in taken]
+        if solution_cand is not None:
+            rest = [r for r in rest if _get(r, "solution") == solution_cand]
+            if not rest:
+                raise InputError(base.path, f"no candidate rows for solution {solution_cand!r}", field="--solution-cand")
+        groups = _group([r for r in rest if _get(r, "role") in (None, "candidate")])
+        if not groups:
+            raise InputError(base.path, "holds only one solution: give CAND too (another result file or run id)", field="CAND")
+    else:
+        groups = pick(other, "candidate", solution_cand, "--solution-cand")
+        if other.path.resolve() == base.path.resolve() and solution_cand is None and len(groups) > 1:
+            groups = {n: rows for n, rows in groups.items() if n != base_name}
+        if not groups:
+            raise InputError(other.path, "has no candidate rows", field="CAND")
+    cands = {(_arm_name(other, n) if n else _arm_name(other, None)): rows for n, rows in groups.items()}
+    return _arm_name(base, base_name or None), base_rows, cands
+
+
+@dataclass
+class CompareOutcome:
+    baseline: str
+    base: Source
+    cand: Source
+    scope: str
+    entries: list[LeaderboardEntry]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def single(self) -> Comparison | None:
+        return self.entries[0].comparison if len(self.entries) == 1 else None
+
+    def to_json(self) -> dict[str, Any]:
+        common = {"base": self.base.spec, "cand": self.cand.spec, "scope": self.scope, "compare_notes": list(self.notes)}
+        if self.single is not None:
+            return {**self.single.to_json(), **common}
+        return {"baseline": self.baseline, **common, "leaderboard": [e.to_json() for e in self.entries],
+                "comparisons": [e.comparison.to_json() for e in self.entries if e.comparison is not None]}
+
+
+def compare_sources(base: Source, cand: Source | None, *, solution_base: str | None = None,
+                    solution_cand: str | None = None, settings: StatsSettings | None = None,
+                    archive_root: Path | None = None, band_of: Mapping[str, str] | None = None,
+                    total_workloads: int | None = None) -> CompareOutcome:
+    """Pair the baseline with every candidate of the two sources, each with its own verdict."""
+    settings = settings or StatsSettings()
+    base_name, base_rows, cands = select_arms(base, cand, solution_base, solution_cand)
+    other = cand if cand is not None else base
+    gpu = base.gpu or other.gpu
+    runs = [x for x in (base.run_id, other.run_id) if x]
+    sessions = aa_sessions(archive_root, gpu, exclude_runs=runs) if archive_root is not None else []
+    floor = noise_floor(settings, sessions)
+    uuids = {str(_get(r, "uuid")) for r in base_rows}
+    if total_workloads is not None:
+        scope = "full" if len(uuids) >= total_workloads else "sample"
+    elif other.selection or base.selection:
+        scope = "full" if (other.selection or base.selection) == "all" else "sample"
+    else:
+        scope = "full"
+    hashes = {}
+    for src in (base, other):
+        for (_role, name), h in src.hashes.items():
+            hashes.setdefault(name, h)
+    entries = leaderboard(base_rows, cands, baseline_name=base_name, hashes=hashes, band_of=band_of,
+                          settings=settings, floor=floor, scope=scope)
+    notes = []
+    if scope == "sample":
+        notes.append(f"{len(uuids)} workloads stand in for the whole set (a gate or a selection): promotion needs the full set")
+    return CompareOutcome(base_name, base, other, scope, entries, notes)

@@ -1,0 +1,236 @@
+"""``fibtui compare BASE [CAND]``: is the candidate faster than the baseline?
+
+    fibtui compare BASE [CAND] [--solution-base NAME] [--solution-cand NAME] [--aa] [--json]
+
+BASE and CAND: any result file ``fibtui results show`` reads (flashinfer-bench traces, the hand
+workflow's retained_run.json, fibtui's run.json...), a run folder, or a run id under the
+workspace's ``optimize_ops/runs``. With BASE alone it must be a paired run: its baseline role
+against its candidate role(s). From BASE the baseline is ``--solution-base``, else its baseline
+role, else its only solution; from CAND the candidates are ``--solution-cand``, else its
+candidate role, else every solution it holds (several candidates make a leaderboard, ranked by
+mean latency, then p95, then run-to-run variance, each with its own verdict).
+
+``--aa`` records the comparison as an A/A session (two runs of the same code) in
+``optimize_ops/benchmarks/aa.jsonl``; A/A sessions set the noise floor tau and calibrate the
+interval (see fibtui.core.stats).
+
+``--json`` (one candidate) prints ``verdict`` (PROMOTE | REJECT | INCONCLUSIVE | BLOCKED |
+INCOMPLETE), ``interval_verdict``, ``recommendation``, ``baseline``, ``candidate``,
+``geomean_ratio`` (G, candidate / baseline), ``log_g``, ``ci_low``, ``ci_high`` (the interval of G),
+``interval_method``, ``confidence``, ``error_rate``, ``tau``, ``tau_source``, ``noise_floor``,
+``pair_noise``, ``workloads`` (paired), ``unpaired``, ``wins``/``ties``/``losses``, ``tie_band``,
+``scope`` (full | sample), ``per_band`` (band, workloads, base_mean_ms, cand_mean_ms, change_pct,
+geomean_ratio, ci_low, ci_high, wins, ties, losses, regression, dispatch_candidate),
+``dispatch_bands``, ``blocked_by`` (strings naming each workload or band the guard stopped on),
+``guard``, ``guard_margin``, ``complete``, ``failures``, ``threshold``, ``arms`` (mean, p95,
+median, best single repeat, run-to-run CV per arm), ``per_workload``, ``notes``, ``base``, ``cand``.
+With several candidates: ``baseline``, ``leaderboard`` (rank, name, mean_latency_ms,
+p95_latency_ms, run_to_run_cv, complete, verdict, geomean_ratio, ci_low, ci_high, blocked_by,
+dispatch_bands) and ``comparisons`` (one object as above per candidate).
+
+Exit codes: 0 a verdict was reached (whatever it is); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("compare", help="paired verdict: is the candidate faster than the baseline?")
+    common(p)
+    p.add_argument("base", metavar="BASE", help="result file, run folder or run id (alone: a paired run)")
+    p.add_argument("cand", metavar="CAND", nargs="?", help="result file, run folder or run id")
+    p.add_argument("--solution-base", metavar="NAME", help="the baseline solution inside BASE")
+    p.add_argument("--solution-cand", metavar="NAME", help="the candidate solution inside CAND")
+    p.add_argument("--aa", action="store_true",
+                   help="record this comparison of the same code with itself as an A/A session")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON (keys: see the module docstring)")
+    p.set_defaults(func=compare)
+
+
+def _context(args: argparse.Namespace):
+    """(workspace or None, axes lookup or None)."""
+    from fibtui.core.errors import InputError
+    from fibtui.verbs._common import workspace_from
+
+    ws = workspace_from(args, required=False)
+    if ws is None or ws.dataset_root is None:
+        return ws, None
+    ds = ws.dataset()
+
+    def lookup(definition: str, uuid: str):
+        if definition not in ds.definition_paths:
+            return None
+        try:
+            workloads = ds.workloads(definition)
+        except InputError:
+            return None
+        return workloads.axes_of(uuid) if uuid in workloads else None
+
+    return ws, lookup
+
+
+def _bands(ws, definition: str | None, rows):
+    """(uuid -> band, workload count) from the workspace's dataset, or (None, None)."""
+    from fibtui.core import regimes
+    from fibtui.core.errors import InputError
+
+    if ws is None or ws.dataset_root is None or not definition:
+        return None, None
+    ds = ws.dataset()
+    if definition not in ds.definition_paths:
+        return None, None
+    try:
+        d = ds.definition(definition)
+        workloads = ds.workloads(definition)
+        report = regimes.analyze(d, workloads, rows)
+    except InputError:
+        return None, None
+    known = {r.uuid for r in rows if r.uuid in workloads}
+    if not known:
+        return None, None
+    return dict(report.table.select("uuid", "band").iter_rows()), len(workloads)
+
+
+def compare(args: argparse.Namespace) -> int:
+    from fibtui.core import stats
+    from fibtui.core.errors import UsageError
+    from fibtui.verbs._common import emit_json
+
+    ws, lookup = _context(args)
+    archive_root = ws.archive_root if ws is not None else None
+    base = stats.load_source(args.base, archive_root, lookup)
+    cand = stats.load_source(args.cand, archive_root, lookup) if args.cand else None
+    settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
+    definition = base.table.definition or (cand.table.definition if cand else None)
+    band_of, total = _bands(ws, definition, base.table.rows)
+    outcome = stats.compare_sources(base, cand, solution_base=args.solution_base, solution_cand=args.solution_cand,
+                                    settings=settings, archive_root=archive_root, band_of=band_of, total_workloads=total)
+    if args.aa:
+        if archive_root is None:
+            raise UsageError("--aa stores the session in the workspace's optimize_ops/: run it inside a workspace (or pass --workspace)")
+        single = outcome.single
+        if single is None:
+            raise UsageError("--aa needs exactly one candidate (name it with --solution-cand)")
+        hb, hc = single.baseline.source_hash, single.candidate.source_hash
+        if hb and hc and hb != hc:
+            outcome.notes.append(f"warning: the two arms have different source hashes ({hb} vs {hc}): is this really the same code?")
+        source = f"{base.label} vs {outcome.cand.label}"
+        session = stats.aa_session_from(single, source, "compare --aa", definition, base.gpu or outcome.cand.gpu)
+        path = stats.record_aa_session(archive_root, session)
+        outcome.notes.append(f"A/A session recorded in {path} (log G {session.log_g:+.5f})")
+    if args.json:
+        emit_json(outcome.to_json())
+        return 0
+    _print(outcome)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Human output
+# --------------------------------------------------------------------------------------------
+
+_COLOUR = {"PROMOTE": "green", "REJECT": "red", "INCONCLUSIVE": "yellow", "BLOCKED": "red", "INCOMPLETE": "red"}
+
+
+def _us(ms) -> str:
+    return "-" if ms is None else f"{ms * 1000:.3f}"
+
+
+def _print(outcome) -> None:
+    from fibtui.verbs._common import console
+
+    con = console()
+    if outcome.single is None:
+        _print_leaderboard(con, outcome)
+    else:
+        _print_one(con, outcome.single, outcome)
+    for note in outcome.notes:
+        con.print(f"[yellow]note[/] {note}")
+
+
+def _print_one(con, c, outcome) -> None:
+    from rich.table import Table
+
+    b, k = c.baseline, c.candidate
+    con.print(f"[bold]{k.name}[/] vs [bold]{b.name}[/]  ({outcome.base.label}"
+              + (f" / {outcome.cand.label}" if outcome.cand is not outcome.base else "")
+              + f"; {c.workloads} paired workloads, scope {c.scope})")
+    colour = _COLOUR.get(c.verdict, "white")
+    if c.geomean_ratio is not None:
+        iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "no interval"
+        con.print(f"[bold {colour}]{c.verdict}[/]  G = {c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)  "
+                  f"{c.confidence:.0%} interval {iv}  tau {c.tau.tau * 100:.2f}% [dim]({c.tau.source})[/]")
+    else:
+        con.print(f"[bold {colour}]{c.verdict}[/]  no paired workloads")
+    if c.interval is not None:
+        con.print(f"[dim]interval: {c.interval.method}" + (f"; noise of one paired ratio {c.noise.sigma * 100:.2f}% ({c.noise.source})" if c.noise else "") + "[/]")
+    con.print(f"threshold: the baseline's mean across repeats, {_us(b.mean_latency_ms)} us "
+              f"[dim](its best single repeat, {_us(b.best_repeat_mean_ms)} us, is context only)[/]")
+    t = Table(box=None, pad_edge=False, header_style="bold", title="latency (us)", title_justify="left")
+    t.add_column("", overflow="fold", min_width=min(26, max(len(f"{a.role} {a.name}") for a in (b, k))))
+    for col in ("mean", "p95", "median", "best repeat", "run-to-run", "passed"):
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+    for a in (b, k):
+        cv = "-" if a.run_to_run_cv is None else f"{a.run_to_run_cv * 100:.2f}%"
+        t.add_row(f"{a.role} {a.name}", _us(a.mean_latency_ms), _us(a.p95_latency_ms), _us(a.median_latency_ms),
+                  _us(a.best_repeat_mean_ms), cv, f"{a.passed}/{a.rows}")
+    con.print(t)
+    wins, ties, losses = c.wins
+    con.print(f"per workload: {wins} wins, {ties} ties, {losses} losses (tie band +-{c.tie_band * 100:.1f}%)")
+    if len(c.per_band) > 1:
+        bt = Table(box=None, pad_edge=False, header_style="bold", title_justify="left",
+                   title="bands: mean latency (us) before and after, geomean ratio interval")
+        bt.add_column("band", overflow="fold", min_width=min(24, max(len(x.band) for x in c.per_band)))
+        for col in ("n", "before", "after", "change", "ratio interval", "W/T/L"):
+            bt.add_column(col, justify="right", no_wrap=True, min_width=len(col) if col != "ratio interval" else 11)
+        bt.add_column("", no_wrap=True, min_width=8)
+        for band in c.per_band:
+            flag = "[red]slower[/]" if band.regression else ("[cyan]dispatch[/]" if band.dispatch_candidate else "")
+            bt.add_row(band.band, str(band.workloads), _us(band.base_mean_ms), _us(band.cand_mean_ms), f"{band.change_pct:+.2f}%",
+                       f"{band.ci_low:.3f}-{band.ci_high:.3f}", f"{band.wins}/{band.ties}/{band.losses}", flag)
+        con.print(bt)
+    if c.guard:
+        con.print("[bold red]blocked by[/]:")
+        for line in c.blocked_by:
+            con.print(f"  {line}")
+    else:
+        con.print(f"[dim]guard: no workload or band slower beyond +{c.guard_margin:.0%} with confidence (Holm)[/]")
+    if c.failures:
+        con.print(f"[bold red]incomplete[/]: {len(c.failures)} failure(s)")
+        for f in c.failures[:10]:
+            con.print(f"  {f}")
+        if len(c.failures) > 10:
+            con.print(f"  ... {len(c.failures) - 10} more")
+    con.print(f"-> {c.recommendation()}")
+    for note in c.notes:
+        con.print(f"[yellow]note[/] {note}")
+
+
+def _print_leaderboard(con, outcome) -> None:
+    from rich.table import Table
+
+    con.print(f"[bold]leaderboard[/] against [bold]{outcome.baseline}[/] ({len(outcome.entries)} candidates; "
+              "ranked by mean latency, then p95, then run-to-run variance)")
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    t.add_column("#", justify="right", no_wrap=True)
+    t.add_column("candidate", ratio=1, overflow="fold")
+    for col in ("mean us", "p95 us", "run-to-run", "G", "interval"):
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+    t.add_column("verdict", no_wrap=True, min_width=12)
+    for e in outcome.entries:
+        c = e.comparison
+        a = c.candidate
+        cv = "-" if a.run_to_run_cv is None else f"{a.run_to_run_cv * 100:.2f}%"
+        g = "-" if c.geomean_ratio is None else f"{c.geomean_ratio:.4f}"
+        iv = "-" if c.interval is None else f"[{c.interval.low:.3f}, {c.interval.high:.3f}]"
+        colour = _COLOUR.get(c.verdict, "white")
+        t.add_row(str(e.rank), e.name, _us(a.mean_latency_ms), _us(a.p95_latency_ms), cv, g, iv, f"[{colour}]{c.verdict}[/]")
+    con.print(t)
+    first = outcome.entries[0].comparison
+    con.print(f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({first.tau.source})[/]")
+    for e in outcome.entries:
+        c = e.comparison
+        if c.blocked_by or c.dispatch_bands or c.failures:
+            con.print(f"{e.name}: {c.recommendation()}")

@@ -1,0 +1,312 @@
+"""Decisions and rounds: ``fibtui promote``, ``fibtui reject``, ``fibtui archive``,
+``fibtui round summary`` and ``fibtui round list``.
+
+    fibtui promote [RUN_ID ...] [--candidate NAME] [--topic T] [--name SOLUTION_NAME] [--force]
+                   [--no-commit] [--json]
+    fibtui reject  [RUN_ID ...] [--candidate NAME] [--topic T] [--reason TEXT] [--json]
+    fibtui archive [RUN_ID ...] [--candidate NAME] [--topic T] [--reason TEXT]
+                   [--ncu FILE] [--file FILE] [--run-folder DIR] [--parallel-runs DIR] [--json]
+    fibtui round summary [ROUND] [--runs RUN_ID ...] [--write] [--json]
+    fibtui round list [--json]
+
+A round is the paired runs of one baseline and one candidate: the named RUN_IDs, else the newest
+paired run (of ``--candidate`` when given) and every run of the same baseline and candidate sources
+(gate and full sweep). Its verdict comes from the newest full sweep (fibtui.core.stats).
+
+- ``promote``: refused (exit 1) unless the verdict is PROMOTE on a full sweep (``--force``
+  overrides). Archives the candidate's run snapshot under optimize_ops/v<major>/ (or kernels/),
+  writes the best snapshot under optimize_ops/best_solution_<language>/ named latency-first,
+  installs the snapshot as the checked-in kernel (solution/<language>/), sets config.toml
+  ``[solution] name`` (``--name``, default ``<definition>_<candidate>``; comments kept), records
+  the round in optimize_ops/docs/rounds.jsonl, writes the round summary, and commits those paths
+  when the workspace is a git repository (``--no-commit`` to leave that to you).
+- ``reject``: archives the rejected candidate first (its run snapshot, and the workspace's kernel
+  when it differs from the last commit), then restores solution/<language>/ from the last commit
+  (else from the best snapshot), records the round and writes its summary.
+- ``archive``: keeps the candidate without promoting it (a local win, a dispatch candidate for a
+  band); ``--ncu``, ``--file``, ``--run-folder`` and ``--parallel-runs`` archive those as well (alone,
+  they archive only those).
+- ``round summary``: prints the Markdown summary of a recorded round (default: the latest),
+  regenerated from the records; ``--write`` rewrites docs/round_<date>_<topic>.md and .json;
+  ``--runs`` summarizes runs that have no decision yet (nothing written); ``--json`` prints the
+  JSON twin.
+
+Each decision prints what it wrote; ``--json`` prints ``round``, ``decision``, ``verdict``,
+``summary``, ``written`` (paths relative to the workspace), ``warnings``, ``commit``, ``restored``
+and ``comparison`` (as ``fibtui compare --json``).
+
+Exit codes: 0 done; 1 promotion refused by the verdict; 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _round_args(p) -> None:
+    p.add_argument("runs", nargs="*", metavar="RUN_ID", help="the round's runs (default: the newest paired run and its siblings)")
+    p.add_argument("--candidate", metavar="NAME", help="the candidate (when a run holds several)")
+    p.add_argument("--topic", metavar="TOPIC", help="round topic for the summary's name (default: the candidate id)")
+    p.add_argument("--json", action="store_true")
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("promote", help="make a faster candidate the checked-in kernel (archived, summarized, committed)")
+    common(p)
+    _round_args(p)
+    p.add_argument("--name", metavar="SOLUTION_NAME", help="new config.toml [solution] name")
+    p.add_argument("--force", action="store_true", help="promote whatever the verdict says")
+    p.add_argument("--no-commit", action="store_true", help="do not commit the changed paths")
+    p.set_defaults(func=promote)
+
+    p = sub.add_parser("reject", help="archive the candidate, restore the checked-in kernel to the previous best")
+    common(p)
+    _round_args(p)
+    p.add_argument("--reason", metavar="TEXT")
+    p.set_defaults(func=reject)
+
+    p = sub.add_parser("archive", help="keep a candidate (or files) in optimize_ops/ without promoting it")
+    common(p)
+    _round_args(p)
+    p.add_argument("--reason", metavar="TEXT")
+    p.add_argument("--ncu", action="append", default=[], metavar="FILE", help="an Nsight Compute report to archive")
+    p.add_argument("--file", action="append", default=[], metavar="FILE", help="a result file to archive under benchmarks/")
+    p.add_argument("--run-folder", action="append", default=[], metavar="DIR", help="a fibtui run folder to copy into runs/")
+    p.add_argument("--parallel-runs", action="append", default=[], metavar="DIR",
+                   help="another runner's result folder, to <operator>/parallel_runs/")
+    p.set_defaults(func=archive)
+
+    p = sub.add_parser("round", help="round summaries")
+    rsub = p.add_subparsers(dest="round_verb", metavar="ACTION", required=True, parser_class=type(p))
+    sp = rsub.add_parser("summary", help="the round summary, regenerated from the records")
+    common(sp)
+    sp.add_argument("round", nargs="?", metavar="ROUND", help="a round (date_topic) from fibtui round list (default: the latest)")
+    sp.add_argument("--runs", nargs="+", metavar="RUN_ID", help="summarize these runs (no decision yet; nothing written)")
+    sp.add_argument("--candidate", metavar="NAME")
+    sp.add_argument("--write", action="store_true", help="rewrite docs/round_<date>_<topic>.md and .json")
+    sp.add_argument("--json", action="store_true", help="print the JSON twin")
+    sp.set_defaults(func=round_summary)
+    lp = rsub.add_parser("list", help="every recorded round")
+    common(lp)
+    lp.add_argument("--json", action="store_true")
+    lp.set_defaults(func=round_list)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _dataset_for(ws, definition: str | None):
+    """(Definition, WorkloadSet) of ``definition`` from the workspace's dataset, or (None, None)."""
+    from fibtui.core.errors import InputError, UsageError
+
+    if ws.dataset_root is None or not definition:
+        return None, None
+    try:
+        ds = ws.dataset()
+        if definition not in ds.definition_paths:
+            return None, None
+        return ds.definition(definition), ds.workloads(definition)
+    except (InputError, UsageError):
+        return None, None
+
+
+def _gather(ws, args, *, required: bool = True, candidate_hash: str | None = None):
+    from fibtui.core import archive, stats
+    from fibtui.core.errors import UsageError
+
+    settings = stats.StatsSettings.from_workspace(ws.root)
+    root = ws.archive_root
+    try:
+        runs = archive.round_runs(root, args.runs or None, args.candidate, candidate_hash)
+    except UsageError:
+        if required:
+            raise
+        return None, None, None
+    definition = runs[-1].record.get("definition")
+    d, workloads = _dataset_for(ws, definition)
+    inputs = archive.gather_round(root, run_ids=[r.run_id for r in runs], candidate=args.candidate, settings=settings,
+                                  definition_obj=d, workloads=workloads, candidate_hash=candidate_hash)
+    return inputs, d, workloads
+
+
+def _report(ws, result, args) -> int:
+    from fibtui.verbs._common import console, emit_json
+
+    if args.json:
+        emit_json(result.to_json(ws.root))
+        return 0
+    con = console()
+    rec = result.record
+    if rec.round:
+        con.print(f"[bold]{rec.decision}[/] {rec.candidate.get('name', '')}  (round {rec.round}, verdict {rec.verdict})")
+    elif rec.decision == "rejected":
+        con.print("[bold]rejected[/] the workspace's kernel (no paired run measured these sources, so no round was recorded)")
+    else:
+        con.print(f"[bold]{rec.decision}[/] (files only, no round recorded)")
+    if result.comparison is not None and result.comparison.geomean_ratio is not None:
+        c = result.comparison
+        iv = f" [{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else ""
+        con.print(f"  G = {c.geomean_ratio:.4f}{iv}, tau {c.tau.tau * 100:.2f}% ({c.tau.source})")
+    for path in result.written:
+        try:
+            shown = path.resolve().relative_to(ws.root.resolve())
+        except ValueError:
+            shown = path
+        con.print(f"  wrote {shown}", no_wrap=True, overflow="ignore", crop=False)
+    if result.restored is not None:
+        con.print(f"  restored {len(result.restored.restored)} file(s) from {result.restored.source}"
+                  + (f"; removed {', '.join(result.restored.removed)}" if result.restored.removed else ""))
+    if result.commit:
+        con.print(f"  committed {result.commit[:12]}")
+    for w in result.warnings:
+        con.print(f"  [yellow]warning[/] {w}")
+    return 0
+
+
+def _config_for(ws, definition: str):
+    from fibtui.core.errors import UsageError
+
+    try:
+        return ws.config_for(definition)
+    except UsageError:
+        return ws.config_for(None)
+
+
+def promote(args: argparse.Namespace) -> int:
+    from fibtui.core import archive
+    from fibtui.core.errors import UsageError
+    from fibtui.core.settings import get_setting
+    from fibtui.verbs._common import workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    inputs, d, workloads = _gather(ws, args)
+    cfg = _config_for(ws, inputs.deciding.record.get("definition", ""))
+    lang = inputs.candidate.get("language") or cfg.language
+    if lang != cfg.language:
+        raise UsageError(f"the candidate is {lang} but {cfg.path} builds {cfg.language}: change [build] language first")
+    result = archive.promote(
+        inputs, workspace_root=ws.root, source_dir=cfg.source_dir, config_path=cfg.path, topic=args.topic,
+        force=args.force, new_name=args.name, operator=get_setting(ws.root, "archive.operator"),
+        model=get_setting(ws.root, "archive.model"), commit=not args.no_commit, definition_obj=d, workloads=workloads)
+    return _report(ws, result, args)
+
+
+def _workspace_hash(cfg) -> str | None:
+    from fibtui.core.errors import InputError
+    from fibtui.core.plan import solution_from_config
+
+    try:
+        return solution_from_config(cfg).source_hash
+    except InputError:
+        return None
+
+
+def reject(args: argparse.Namespace) -> int:
+    from fibtui.core import archive
+    from fibtui.core.errors import UsageError
+    from fibtui.verbs._common import workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    cfg = ws.config_for(None)
+    if args.runs:
+        inputs, d, workloads = _gather(ws, args)
+        cfg = _config_for(ws, inputs.deciding.record.get("definition", ""))
+    elif archive.differs_from_head(ws.root, cfg.source_dir):
+        # the candidate is the workspace's edited kernel: its round is the runs of those exact sources
+        h = _workspace_hash(cfg)
+        inputs, d, workloads = _gather(ws, args, required=False, candidate_hash=h) if h else (None, None, None)
+    else:
+        inputs, d, workloads = _gather(ws, args, required=False)
+        if inputs is not None:
+            done = archive.decided_round(ws.archive_root, [r.run_id for r in inputs.runs])
+            if done is not None:
+                raise UsageError(f"the newest round ({done.round}) was already decided ({done.decision}) and the checked-in "
+                                 "kernel has no edits to reject; name the runs to decide that round again")
+    result = archive.reject(inputs, workspace_root=ws.root, source_dir=cfg.source_dir, archive_root=ws.archive_root,
+                            language=cfg.language, candidate_name=args.candidate, topic=args.topic, reason=args.reason,
+                            definition_obj=d, workloads=workloads)
+    return _report(ws, result, args)
+
+
+def archive(args: argparse.Namespace) -> int:
+    from fibtui.core import archive as arch
+    from fibtui.core.archive import DecisionResult, RoundRecord
+    from fibtui.verbs._common import workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    root = ws.archive_root
+    written = []
+    for f in args.ncu:
+        written.append(arch.archive_ncu_report(root, f))
+    for f in args.file:
+        written.append(arch.archive_file(root, f))
+    for f in args.run_folder:
+        written.append(arch.archive_run(root, f))
+    operator = (ws.active.definition if ws.active else None) or "operator"
+    for f in args.parallel_runs:
+        written.append(arch.archive_parallel_runs(root, operator, f))
+    files_only = bool(written) and not args.runs and not args.candidate
+    if files_only:
+        rec = RoundRecord(round="", date="", topic="", definition="", baseline={}, candidate={}, runs=[], decision="archived")
+        return _report(ws, DecisionResult(rec, None, written, []), args)
+    inputs, d, workloads = _gather(ws, args)
+    result = arch.archive_only(inputs, topic=args.topic, reason=args.reason, definition_obj=d, workloads=workloads)
+    result.written = written + result.written
+    return _report(ws, result, args)
+
+
+def round_summary(args: argparse.Namespace) -> int:
+    import sys
+
+    from fibtui.core import archive, stats
+    from fibtui.core.errors import UsageError
+    from fibtui.verbs._common import emit_json, workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    root = ws.archive_root
+    if args.runs:
+        if args.round or args.write:
+            raise UsageError("--runs summarizes undecided runs: it takes no ROUND and writes nothing")
+        first = archive.load_run(root, args.runs[0])
+        d, workloads = _dataset_for(ws, first.record.get("definition"))
+        md, report = archive.summary_for_runs(root, args.runs, args.candidate, stats.StatsSettings.from_workspace(ws.root), d, workloads)
+    else:
+        rec = archive.find_round(root, args.round)
+        d, workloads = _dataset_for(ws, rec.definition)
+        md, report = archive.render_round(root, rec, d, workloads)
+        if args.write:
+            for path in archive.write_round_summary(root, rec, d, workloads):
+                sys.stderr.write(f"wrote {path}\n")
+    if args.json:
+        emit_json(report)
+    else:
+        sys.stdout.write(md)
+    return 0
+
+
+def round_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from fibtui.core import archive
+    from fibtui.verbs._common import console, emit_json, workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    rounds = archive.load_rounds(ws.archive_root)
+    if args.json:
+        emit_json([r.to_json() for r in rounds])
+        return 0
+    con = console()
+    if not rounds:
+        con.print("no round recorded yet (fibtui promote / reject / archive record one)")
+        return 0
+    t = Table("round", "candidate", "baseline", "decision", "verdict", "runs", "summary", box=None, pad_edge=False, header_style="bold")
+    for r in rounds:
+        t.add_row(r.round, r.candidate.get("name", ""), r.baseline.get("name", ""), r.decision, r.verdict,
+                  str(len(r.runs)), f"optimize_ops/{r.summary}" if r.summary else "-")
+    con.print(t)
+    return 0
