@@ -334,7 +334,7 @@ def test_fibtuis_record_prefers_gpu_runs_holding_the_solution(tmp_path: Path) ->
 def test_tau_from_the_settings(tmp_path: Path) -> None:
     assert parity_tau(tmp_path) == (0.01, "default 1%")
     set_setting(tmp_path, "stats.min_gain", 0.02)
-    assert parity_tau(tmp_path) == (0.02, "[stats] min_gain")
+    assert parity_tau(tmp_path) == (0.02, "fibtui.toml [stats] min_gain 2%")
     set_setting(tmp_path, "stats.min_gain", 3)
     with pytest.raises(InputError) as exc:
         parity_tau(tmp_path)

@@ -15,8 +15,8 @@ as ``python -c '...cli()'`` with this Python (flashinfer-bench 0.1.2 has no ``py
 The traces it saves are imported (:func:`fibtui.core.results.load_results`) and set beside fibtui's
 own record of the same workloads (the newest run of the definition holding the same solution
 name, GPU-timed runs first), with warnings when the verdicts differ (PASSED vs a failure) or the
-latencies disagree by more than tau (``[stats] min_gain`` in fibtui.toml, default 1%, as a log
-ratio): e.g. "flashinfer-bench reports 13.6x fibtui's latency", a harness timing launch overhead.
+latencies disagree by more than tau (fibtui's noise floor from :mod:`fibtui.core.stats`: ``[stats]
+min_gain`` in fibtui.toml, default 1%, raised by the workspace's A/A history; a log ratio): e.g. "flashinfer-bench reports 13.6x fibtui's latency", a harness timing launch overhead.
 
 Every parity run or import is archived under ``optimize_ops/parity/<id>/``: ``command.json``,
 ``console.log``, ``traces.jsonl``, ``comparison.json``, ``parity.json`` (the record), and for a run
@@ -49,7 +49,6 @@ from fibtui.core.plan import select_workloads
 from fibtui.core.presets import EvalPreset, preset_for
 from fibtui.core.results import ResultRow, detect_format, load_results
 from fibtui.core.runs import build_record, list_runs, now_iso, read_journal, run_dir
-from fibtui.core.settings import get_setting, settings_path
 from fibtui.core.status import PASSED
 
 PARITY_DIR = "parity"
@@ -57,7 +56,6 @@ RECORD_FORMAT = "fibtui-parity"
 RECORD_VERSION = 1
 #: The official shape, common to every definition.
 OFFICIAL_FLAGS = ("--use-isolated-runner", "--save-results", "--resume", "--timeout", "300")
-DEFAULT_TAU = 0.01
 LAUNCHER_CODE = 'import sys; from flashinfer_bench.cli.main import cli; sys.argv[0]="flashinfer-bench"; sys.exit(cli())'
 
 LineSink = Callable[[str], None]
@@ -198,14 +196,13 @@ def _safe(name: str) -> str:
 
 
 def parity_tau(workspace_root: str | Path) -> tuple[float, str]:
-    """tau for "the two disagree": ``[stats] min_gain`` in fibtui.toml, else 1%."""
-    value = get_setting(workspace_root, "stats.min_gain", None)
-    if value is None:
-        return DEFAULT_TAU, "default 1%"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < 1):
-        raise InputError(settings_path(workspace_root), f"expected a fraction between 0 and 1, got {value!r}",
-                         field="stats.min_gain")
-    return float(value), "[stats] min_gain"
+    """tau for "the two disagree": fibtui's noise floor (:func:`fibtui.core.stats.noise_floor`:
+    ``[stats] min_gain`` in fibtui.toml, default 1%, raised by the workspace's A/A history)."""
+    from fibtui.core import stats
+
+    floor = stats.noise_floor(stats.StatsSettings.from_workspace(workspace_root),
+                              stats.aa_sessions(Path(workspace_root) / "optimize_ops"))
+    return floor.tau, floor.source
 
 
 @dataclass
