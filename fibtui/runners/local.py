@@ -27,26 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fibtui.core.runs import (
-    JobResult,
-    Journal,
-    RunHeader,
-    eta_seconds,
-    now_iso,
-    read_journal,
-    release_lock,
-    take_lock,
-    write_record,
-)
-from fibtui.core.status import INFRA_STATUSES, PASSED
-from fibtui.runners.events import (
-    JobFinished,
-    JobStarted,
-    LogLine,
-    RunFinished,
-    RunStarted,
-    WorkerRestarted,
-)
+from fibtui.core.runs import RunHeader, now_iso, release_lock, take_lock
+from fibtui.core.status import INFRA_STATUSES
+from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
+from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups
 
 EventSink = Callable[[object], None]
 
@@ -259,26 +243,15 @@ class LocalRunner:
         self.definition = definition
         self.pool = pool
         self.workloads = workloads
-        self.journal = Journal(folder)
         # worker-side ids: one per solution of the run, in header order
-        self.sid_of: dict[tuple[str, str], str] = {}
-        self.ref_of: dict[str, tuple[str, str]] = {}
-        self.solutions: list[dict[str, Any]] = []
-        for i, ref in enumerate(header.solutions):
-            sid = f"{ref.role}-{i}"
-            self.sid_of[(ref.role, ref.name)] = sid
-            self.ref_of[sid] = (ref.role, ref.name)
-            self.solutions.append({"id": sid, **solutions[ref.key]})
-        self.axes = {j.uuid: j.axes for j in header.jobs}
+        ids = SolutionIds(header, solutions)
+        self.sid_of, self.ref_of, self.solutions = ids.sid_of, ids.ref_of, ids.solutions
+        self.recorder = JobRecorder(folder, header, self.ref_of)
+        self.journal = self.recorder.journal
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._tasks: list[Task] = []
         self._outstanding = 0
-        self._done = 0
-        self._passed = 0
-        self._failed = 0
-        self._session_done = 0
-        self._t0 = time.monotonic()
         self._workers: dict[int, WorkerProcess] = {}
         #: ready worker processes to use before starting new ones (watch mode keeps some warm)
         self.warm: WarmWorkers | None = None
@@ -315,18 +288,10 @@ class LocalRunner:
         cancel = cancel or threading.Event()
         take_lock(self.folder)
         try:
-            contents = read_journal(self.journal.path)
-            done_keys = set(contents.results)
-            self._done = len(done_keys)
-            self._passed = sum(1 for r in contents.results.values() if r.status == PASSED)
-            self._failed = self._done - self._passed
-            on_event(RunStarted(self.header, str(self.folder), resumed=self._done > 0, done_before=self._done))
-            groups: dict[tuple[str, int], list[str]] = {}
-            for job in self.header.jobs:
-                if job.key in done_keys:
-                    continue
-                groups.setdefault((job.uuid, job.repeat), []).append(self.sid_of[(job.role, job.solution)])
-            for (uuid, repeat), sids in groups.items():
+            done_keys = self.recorder.resume()
+            done = self.recorder.done
+            on_event(RunStarted(self.header, str(self.folder), resumed=done > 0, done_before=done))
+            for (uuid, repeat), sids in pending_groups(self.header, done_keys, self.sid_of).items():
                 self._push(Task(uuid, repeat, sids))
             threads = [threading.Thread(target=self._slot, args=(slot, on_event, cancel), daemon=True, name=f"fibtui-slot-{slot}")
                        for slot in range(len(self.pool.devices))]
@@ -335,13 +300,7 @@ class LocalRunner:
             for t in threads:
                 while t.is_alive():
                     t.join(timeout=0.2)
-            if cancel.is_set():
-                self.journal.append_end("cancelled", "cancelled by the user")
-            else:
-                self.journal.append_end("finished")
-            record = write_record(self.folder)
-            on_event(RunFinished(record["state"], record))
-            return record
+            return self.recorder.finish(cancel.is_set(), on_event)
         finally:
             for w in self._workers.values():
                 w.kill()
@@ -486,40 +445,5 @@ class LocalRunner:
         self._record(task.sids[0], task, {"status": status, "error": reason}, on_event, slot)
 
     def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink, slot: int | None = None) -> None:
-        role, name = self.ref_of[sid]
-        timing = dict(r.get("timing") or {})
-        if slot is not None:
-            timing["slot"] = slot
-            timing["worker_device"] = self.pool.devices[slot]
-        result = JobResult(
-            uuid=task.uuid, axes=dict(self.axes.get(task.uuid, {})), solution=name, role=role, repeat=task.repeat,
-            status=str(r.get("status")), latency_ms=r.get("latency_ms"),
-            reference_latency_ms=r.get("reference_latency_ms"), speedup=r.get("speedup"),
-            max_abs_error=_num(r.get("max_abs_error")), max_rel_error=_num(r.get("max_rel_error")),
-            error=r.get("error"), timing=timing, attempt=task.attempt,
-            started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
-        )
-        with self._lock:
-            self.journal.append_result(result)
-            self._done += 1
-            self._session_done += 1
-            if result.status == PASSED:
-                self._passed += 1
-            else:
-                self._failed += 1
-            total = len(self.header.jobs)
-            remaining = total - self._done
-            eta = eta_seconds(self._session_done, self._session_done + remaining, time.monotonic() - self._t0)
-            event = JobFinished(result, self._done, total, self._passed, self._failed, eta)
-        on_event(event)
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
+        where = {"slot": slot, "worker_device": self.pool.devices[slot]} if slot is not None else None
+        self.recorder.record(sid, task.uuid, task.repeat, task.attempt, r, on_event, where)

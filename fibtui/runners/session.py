@@ -28,7 +28,7 @@ from fibtui.core.runs import Journal, RunHeader, new_run_dir, read_journal, run_
 from fibtui.core.workspace import Workspace
 from fibtui.runners.local import LocalRunner, WorkerPool
 
-BACKENDS = ("local", "interpreter")
+BACKENDS = ("local", "interpreter", "modal")
 
 #: Timing defaults per backend (MEASUREMENT.md: blocks of many launches, median per block).
 GPU_PLAN = {"calls_per_block": 20, "blocks": 6, "warmup_calls": 3}
@@ -52,23 +52,32 @@ class RunOptions:
     definition: str | None = None
     #: warm worker processes to use first (watch mode), a fibtui.runners.local.WarmWorkers
     warm: Any = None
+    #: modal backend only: run the Modal function's body in this process (Function.local()), on
+    #: the local GPU or Triton's CPU interpreter; for tests and for checking the path offline
+    modal_in_process: bool = False
 
 
 @dataclass
 class PreparedRun:
     folder: Path
     header: RunHeader
-    runner: LocalRunner
+    runner: Any  # LocalRunner | ModalRunner: run(on_event, cancel) -> run record
 
     @property
     def run_id(self) -> str:
         return self.header.run_id
 
 
-def check_backend(backend: str) -> backends.Backends:
+def check_backend(backend: str, modal_in_process: bool = False) -> backends.Backends:
     if backend not in BACKENDS:
-        raise UsageError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)}; modal and parity have their own verbs)")
+        raise UsageError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)}; parity has its own verb)")
     found = backends.detect()
+    if backend == "modal" and not modal_in_process:
+        if not found.modal_installed:
+            raise UsageError("the modal backend needs the modal package: pip install modal")
+        if found.modal_credentials is None:
+            raise UsageError("no Modal credentials: run `modal setup` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET)")
+        return found
     if backend == "local" and not found.gpu:
         raise UsageError("no NVIDIA GPU on this machine: use --backend interpreter (Triton's CPU interpreter) "
                          "or --backend modal")
@@ -126,8 +135,27 @@ def _workload_json(dataset: Dataset, definition: Definition, uuids: list[str]) -
     return {u: workloads.get(u).to_json() for u in uuids}
 
 
-def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
-    found = check_backend(options.backend)
+def _engine_backend(backend: str, found: backends.Backends, options: RunOptions) -> str:
+    """What the worker engine runs as: a Modal run in-process uses the local GPU or, without
+    one, Triton's CPU interpreter."""
+    if backend == "modal" and options.modal_in_process and not found.gpu:
+        return "interpreter"
+    return backend
+
+
+@dataclass
+class ResolvedRun:
+    """What a run would run: the definition, the solutions and the workloads (nothing written)."""
+
+    cfg: Any
+    dataset: Dataset
+    definition: Definition
+    candidates: list[Any]
+    baseline: Any
+    uuids: list[str]
+
+
+def resolve_run(ws: Workspace, options: RunOptions) -> ResolvedRun:
     if options.repeats < 1:
         raise UsageError("--repeats must be at least 1")
     cfg = ws.config_for(options.definition)
@@ -141,8 +169,17 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
         if sol.definition and sol.definition != definition.name:
             raise UsageError(f"solution {sol.name} is for {sol.definition}, not {definition.name}")
     uuids = select_workloads(options.workloads, definition, dataset, options.representatives)
+    return ResolvedRun(cfg, dataset, definition, candidates, baseline, uuids)
+
+
+def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
+    found = check_backend(options.backend, options.modal_in_process)
+    resolved = resolve_run(ws, options)
+    dataset, definition, uuids = resolved.dataset, resolved.definition, resolved.uuids
+    candidates, baseline = resolved.candidates, resolved.baseline
     workloads = _workload_json(dataset, definition, uuids)  # strict validation before anything runs
-    config = engine_config(options.backend, definition, ws.dataset_root or dataset.root, options)
+    engine_backend = _engine_backend(options.backend, found, options)
+    config = engine_config(engine_backend, definition, ws.dataset_root or dataset.root, options)
     folder = new_run_dir(ws.archive_root, definition.name, options.backend)
     refs = []
     if baseline is not None:
@@ -153,17 +190,31 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
             sol.name = f"{sol.name}-{i + 1}"
         names.add(sol.name)
         refs.append(snapshot(sol, "candidate", folder, index=0))
-    timing_kind = "cpu-interpreter" if options.backend == "interpreter" else "cupti"
+    timing_kind = "cpu-interpreter" if engine_backend == "interpreter" else "cupti"
+    settings: dict[str, Any] = {"engine": config, "workspace": str(ws.root)}
+    if options.backend == "modal":
+        from fibtui.runners.modal_runner import modal_header_settings
+
+        settings["modal"] = modal_header_settings(ws, options, config)
     header = build_header(
         folder.name, definition, dataset, refs, uuids, options.repeats, options.backend, timing_kind,
-        options.l2_policy if options.backend != "interpreter" else "n/a", options.workloads,
-        {"engine": config, "workspace": str(ws.root)},
+        options.l2_policy if engine_backend != "interpreter" else "n/a", options.workloads, settings,
     )
     Journal(folder).write_header(header)
     solutions = {ref.key: load_snapshot(folder, ref) for ref in refs}
-    runner = LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(options.backend, found, config, options))
-    runner.warm = options.warm
+    runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
+    if isinstance(runner, LocalRunner):
+        runner.warm = options.warm
     return PreparedRun(folder, header, runner)
+
+
+def _runner(ws: Workspace, folder: Path, header: RunHeader, definition: Definition, solutions: dict[str, Any],
+            workloads: dict[str, Any], found: backends.Backends, config: dict[str, Any], options: RunOptions) -> Any:
+    if header.backend == "modal":
+        from fibtui.runners.modal_runner import modal_runner_for
+
+        return modal_runner_for(ws, folder, header, definition, solutions, workloads, config)
+    return LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(header.backend, found, config, options))
 
 
 def prepare_retry(ws: Workspace, run_id: str, options: RunOptions | None = None) -> PreparedRun:
@@ -183,7 +234,8 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     contents = read_journal(folder / "journal.jsonl")
     header = contents.header
     options = options or RunOptions(backend=header.backend)
-    found = check_backend(header.backend)
+    in_process = bool((header.settings.get("modal") or {}).get("in_process"))
+    found = check_backend(header.backend, in_process)
     dataset = ws.dataset()
     definition = dataset.definition(header.definition)
     uuids = list(dict.fromkeys(j.uuid for j in header.jobs))
@@ -191,7 +243,7 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     config = dict(header.settings.get("engine") or engine_config(header.backend, definition, ws.dataset_root or dataset.root, options))
     solutions = {ref.key: load_snapshot(folder, ref) for ref in header.solutions}
     options.backend = header.backend
-    runner = LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(header.backend, found, config, options))
+    runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
     return PreparedRun(folder, header, runner)
 
 

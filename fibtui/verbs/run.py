@@ -5,6 +5,8 @@
 ``status``, ``latency_ms``, ``reference_latency_ms``, ``speedup``, ``max_abs_error``,
 ``max_rel_error``, ``error``, ``timing``) and ``summary`` (``total``, ``done``, ``passed``,
 ``failed``, ``complete``, ``per_solution``). Live progress goes to stderr when ``--json`` is given.
+``fibtui run --backend modal --plan [--json]`` prints what a Modal run would do and cost, with no
+network (:func:`fibtui.runners.modal_runner.plan_modal`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ import sys
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("run", help="run a gate or a sweep (local GPU or the CPU interpreter)")
+    p = sub.add_parser("run", help="run a gate or a sweep (local GPU, the CPU interpreter, or Modal)")
     common(p)
-    p.add_argument("--backend", default=None, help="local (GPU, default when one is present) | interpreter (CPU)")
+    p.add_argument("--backend", default=None,
+                   help="local (GPU, default when one is present) | interpreter (CPU) | modal (B200 containers)")
+    p.add_argument("--plan", action="store_true",
+                   help="with --backend modal: print the plan (containers, GPU, image, volume, estimated "
+                        "GPU-seconds and cost) and exit; no network")
+    p.add_argument("--modal-in-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--workloads", default="rep", metavar="rep|all|UUID,...",
                    help="representatives (default), every workload, or a list of uuids (unique prefixes work)")
     p.add_argument("--solution", action="append", default=[], metavar="DIR",
@@ -28,8 +35,9 @@ def register(sub, common) -> None:
     p.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run from its journal")
     p.add_argument("--retry-failed", metavar="RUN_ID", help="run the failed jobs of a run again, merged back into it")
     p.add_argument("--definition", metavar="NAME", help="the definition to run (per-definition workspaces)")
-    p.add_argument("--workers", type=int, metavar="N", help="GPUs to use (local) or interpreter worker processes")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-job timeout in seconds")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="GPUs to use (local), interpreter worker processes, or Modal containers")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-job timeout in seconds (modal: per container call)")
     p.add_argument("--l2", choices=("cold", "warm"), default="cold", help="L2 policy between launches (default cold)")
     p.add_argument("--calls-per-block", type=int, metavar="N")
     p.add_argument("--blocks", type=int, metavar="N")
@@ -70,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend or _default_backend(), workloads=args.workloads, solutions=list(args.solution),
         baseline=args.baseline, repeats=args.repeats, workers=args.workers, job_timeout_s=args.timeout,
         l2_policy=args.l2, calls_per_block=args.calls_per_block, blocks=args.blocks, definition=args.definition,
+        modal_in_process=args.modal_in_process,
     )
+    if args.plan:
+        return _plan(args, ws, options)
     if args.resume:
         prepared = prepare_resume(ws, args.resume, options if args.backend else None)
     elif args.retry_failed:
@@ -93,6 +104,27 @@ def run(args: argparse.Namespace) -> int:
     return 0 if record["summary"]["complete"] else 1
 
 
+def _plan(args: argparse.Namespace, ws, options) -> int:
+    """``--plan``: what a Modal run would cost, without any network."""
+    from fibtui.core.errors import UsageError
+    from fibtui.runners.modal_runner import plan_modal
+    from fibtui.verbs._common import console, emit_json
+
+    if options.backend != "modal" or args.resume:
+        raise UsageError("--plan goes with --backend modal (and a new run, not --resume)")
+    options.representatives = _representatives(ws, options)
+    plan = plan_modal(ws, options)
+    if args.json:
+        emit_json(plan.to_json())
+    else:
+        from rich.markup import escape
+
+        con = console()
+        for line in plan.lines():
+            con.print(escape(line), soft_wrap=True)
+    return 0
+
+
 def _representatives(ws, options) -> list[str] | None:
     """Representatives for ``--workloads rep`` from the regime analysis (pins honored)."""
     if options.workloads != "rep":
@@ -113,6 +145,8 @@ class _Printer:
         self.lock = __import__("threading").Lock()
 
     def __call__(self, event: object) -> None:
+        from rich.markup import escape
+
         from fibtui.runners.events import (
             JobFinished,
             LogLine,
@@ -127,7 +161,8 @@ class _Printer:
                 sols = ", ".join(f"{s.role} {s.name}" for s in h.solutions)
                 self.con.print(f"[bold]run {h.run_id}[/]  {h.definition}  backend {h.backend} "
                                f"({h.timing_kind}{', L2 ' + h.l2_policy if h.l2_policy != 'n/a' else ''})")
-                self.con.print(f"  {len(h.jobs)} jobs: {len(set(j.uuid for j in h.jobs))} workloads × {h.repeats} repeat(s) × [{sols}]")
+                self.con.print(f"  {len(h.jobs)} jobs: {len(set(j.uuid for j in h.jobs))} workloads × {h.repeats} repeat(s) × "
+                               f"{escape('[' + sols + ']')}")
                 if h.timing_kind == "cpu-interpreter":
                     self.con.print("  [yellow]timings are CPU-interpreter wall times: they check the gate, they say nothing about GPU speed[/]")
                 if event.resumed:
@@ -147,7 +182,7 @@ class _Printer:
                 self.con.print(f"  [yellow]worker {event.slot} restarted: {event.reason}[/]")
             elif isinstance(event, LogLine):
                 style = {"error": "red", "warning": "yellow"}.get(event.level, "dim")
-                self.con.print(f"  [{style}]{event.text}[/]")
+                self.con.print(f"  [{style}]{escape(event.text)}[/]")
             elif isinstance(event, RunFinished):
                 pass
 

@@ -1,0 +1,133 @@
+"""Recording finished jobs, shared by every runner (local GPU, CPU interpreter, Modal).
+
+One place turns a worker's result into a :class:`~fibtui.core.runs.JobResult`, appends it to the
+journal (fsync) and emits :class:`~fibtui.runners.events.JobFinished`; one place closes a run
+(the journal's end line, run.json regenerated from the journal, :class:`RunFinished`). Whatever
+runs the jobs, the journal and the run record therefore have the same shape.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fibtui.core.runs import (
+    JobResult,
+    Journal,
+    RunHeader,
+    eta_seconds,
+    now_iso,
+    read_journal,
+    write_record,
+)
+from fibtui.core.status import PASSED
+from fibtui.runners.events import JobFinished, RunFinished
+
+EventSink = Callable[[object], None]
+
+
+class SolutionIds:
+    """Worker-side ids of a run's solutions (``<role>-<index>``, in header order) and the
+    solution objects the worker loads, each carrying its id."""
+
+    def __init__(self, header: RunHeader, solutions: dict[str, dict[str, Any]]) -> None:
+        self.sid_of: dict[tuple[str, str], str] = {}
+        self.ref_of: dict[str, tuple[str, str]] = {}
+        self.solutions: list[dict[str, Any]] = []
+        for i, ref in enumerate(header.solutions):
+            sid = f"{ref.role}-{i}"
+            self.sid_of[(ref.role, ref.name)] = sid
+            self.ref_of[sid] = (ref.role, ref.name)
+            self.solutions.append({"id": sid, **solutions[ref.key]})
+
+
+def pending_groups(header: RunHeader, done_keys: set[str], sid_of: dict[tuple[str, str], str]) -> dict[tuple[str, int], list[str]]:
+    """Jobs not yet in the journal, grouped by (workload, repeat): the solutions of one group are
+    timed together (the paired baseline and candidate of a workload never run apart)."""
+    groups: dict[tuple[str, int], list[str]] = {}
+    for job in header.jobs:
+        if job.key in done_keys:
+            continue
+        groups.setdefault((job.uuid, job.repeat), []).append(sid_of[(job.role, job.solution)])
+    return groups
+
+
+class JobRecorder:
+    """Appends finished jobs to a run's journal and keeps the progress counters."""
+
+    def __init__(self, folder: Path, header: RunHeader, ref_of: dict[str, tuple[str, str]]) -> None:
+        self.folder = folder
+        self.header = header
+        self.ref_of = ref_of
+        self.journal = Journal(folder)
+        self.axes = {j.uuid: j.axes for j in header.jobs}
+        self._lock = threading.Lock()
+        self.done = 0
+        self.passed = 0
+        self.failed = 0
+        self._session_done = 0
+        self._t0 = time.monotonic()
+
+    def resume(self) -> set[str]:
+        """Read what the journal already holds; returns the keys of finished jobs."""
+        contents = read_journal(self.journal.path)
+        done_keys = set(contents.results)
+        self.done = len(done_keys)
+        self.passed = sum(1 for r in contents.results.values() if r.status == PASSED)
+        self.failed = self.done - self.passed
+        self._t0 = time.monotonic()
+        return done_keys
+
+    def record(self, sid: str, uuid: str, repeat: int, attempt: int, r: dict[str, Any], on_event: EventSink,
+               where: dict[str, Any] | None = None) -> JobResult:
+        """``where``: which worker ran it (``slot``, ``worker_device``), added to the timing."""
+        role, name = self.ref_of[sid]
+        timing = dict(r.get("timing") or {})
+        if where:
+            timing.update(where)
+        result = JobResult(
+            uuid=uuid, axes=dict(self.axes.get(uuid, {})), solution=name, role=role, repeat=repeat,
+            status=str(r.get("status")), latency_ms=r.get("latency_ms"),
+            reference_latency_ms=r.get("reference_latency_ms"), speedup=r.get("speedup"),
+            max_abs_error=as_float(r.get("max_abs_error")), max_rel_error=as_float(r.get("max_rel_error")),
+            error=r.get("error"), timing=timing, attempt=attempt,
+            started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
+        )
+        with self._lock:
+            self.journal.append_result(result)
+            self.done += 1
+            self._session_done += 1
+            if result.status == PASSED:
+                self.passed += 1
+            else:
+                self.failed += 1
+            total = len(self.header.jobs)
+            remaining = total - self.done
+            eta = eta_seconds(self._session_done, self._session_done + remaining, time.monotonic() - self._t0)
+            event = JobFinished(result, self.done, total, self.passed, self.failed, eta)
+        on_event(event)
+        return result
+
+    def finish(self, cancelled: bool, on_event: EventSink) -> dict[str, Any]:
+        """The journal's end line, run.json regenerated from the journal, RunFinished."""
+        if cancelled:
+            self.journal.append_end("cancelled", "cancelled by the user")
+        else:
+            self.journal.append_end("finished")
+        record = write_record(self.folder)
+        on_event(RunFinished(record["state"], record))
+        return record
+
+
+def as_float(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None

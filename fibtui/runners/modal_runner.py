@@ -1,0 +1,731 @@
+"""The Modal backend: a sweep split into slices across N B200 containers.
+
+- **Settings** come from ``[modal]`` in the workspace's fibtui.toml (:class:`ModalSettings`):
+  ``gpu`` (default B200), ``image`` or ``image_tag`` (default the contest's evaluation image
+  ``flashinfer/flashinfer-ci-cu132:20260401-2c675fb``), ``volume`` (default ``fibtui-datasets``),
+  ``timeout_s`` (per call, default 1800), ``price_per_gpu_hour_usd`` (default 6.25, Modal's B200
+  list price when this was written), ``workers`` (default 4), ``container_overhead_s`` (default 90),
+  ``default_job_seconds`` (default 2.0), ``max_retries`` (default 2).
+- **Slices.** A job group is one workload and repeat with all its solutions (the paired baseline
+  and candidate of a workload are never split); groups are dealt to N slices, one container each,
+  balancing the number of jobs.
+- **The plan** (:func:`plan_modal`) needs no network and no modal package: containers, jobs per
+  container, GPU, image, volume (what the dataset needs there, and the ``modal volume put``
+  commands), estimated GPU-seconds (the median wall time per job of this definition's past GPU runs
+  in optimize_ops/runs, else a stated default) and cost. The TUI's confirmation dialog shows
+  :meth:`ModalPlan.lines`; ``fibtui run --backend modal --plan [--json]`` prints the same.
+- **The run** (:class:`ModalRunner`): slices are spawned as Modal function calls; each call returns
+  structured results (never console text) that become the same JobResults, events and journal
+  lines as a local run (:mod:`fibtui.runners.journaling`). A failed call (a container lost, a
+  timeout, an exception) is retried alone up to ``max_retries`` times; then its groups are retried
+  one per container, then each solution alone, so one bad kernel cannot sink a whole slice. Results
+  with an infrastructure status are retried alone as in the local runner. Cancel stops every call
+  in flight and launches no more.
+
+modal is imported only when a run goes to Modal (or runs the function body in-process); the plan,
+the slicing and this module's import never touch it. No token is ever read, printed or recorded:
+the modal client reads its own configuration.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import shlex
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fibtui.core import numbers
+from fibtui.core.errors import FibError, InputError
+from fibtui.core.runs import RunHeader, list_runs, now_iso, read_journal, release_lock, take_lock
+from fibtui.core.settings import get_setting, settings_path
+from fibtui.core.status import INFRA_STATUSES
+from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
+from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups
+
+EventSink = Callable[[object], None]
+
+IMAGE_REPO = "flashinfer/flashinfer-ci-cu132"
+#: The contest's evaluation image (the starter kit's EVALUATION.md).
+IMAGE_TAG = "20260401-2c675fb"
+MOUNT_PATH = "/data"
+CONTAINER_CACHE_DIR = "/tmp/fibtui-cache/reference"
+
+
+# --------------------------------------------------------------------------------------------
+# Settings
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ModalSettings:
+    gpu: str = "B200"
+    image: str = f"{IMAGE_REPO}:{IMAGE_TAG}"
+    volume: str = "fibtui-datasets"
+    #: folder of the dataset inside the volume (default: the dataset folder's name)
+    volume_dir: str | None = None
+    timeout_s: float = 1800.0
+    #: extra client-side wait for a container to be scheduled and started
+    startup_timeout_s: float = 900.0
+    price_per_gpu_hour_usd: float = 6.25
+    workers: int = 4
+    container_overhead_s: float = 90.0
+    default_job_seconds: float = 2.0
+    max_retries: int = 2
+    app_name: str = "fibtui"
+    add_python: str | None = None
+    pip: list[str] = field(default_factory=list)
+    #: which keys came from fibtui.toml (the rest are defaults)
+    from_file: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> ModalSettings:
+        known = {k: v for k, v in (obj or {}).items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+_STR_KEYS = ("gpu", "image", "image_tag", "volume", "volume_dir", "app_name", "add_python")
+_NUM_KEYS = ("timeout_s", "timeout", "startup_timeout_s", "price_per_gpu_hour_usd", "container_overhead_s",
+             "default_job_seconds")
+_INT_KEYS = ("workers", "max_retries")
+
+
+def modal_settings(workspace_root: str | Path) -> ModalSettings:
+    """``[modal]`` of the workspace's fibtui.toml over the defaults; a wrong type is an InputError
+    naming the file and the field."""
+    path = settings_path(workspace_root)
+    table = get_setting(workspace_root, "modal", None)
+    s = ModalSettings()
+    if table is None:
+        return s
+    if not isinstance(table, dict):
+        raise InputError(path, "expected a table", field="modal")
+    for key, value in table.items():
+        where = f"modal.{key}"
+        if key in _STR_KEYS:
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(path, f"expected a non-empty string, got {value!r}", field=where)
+            value = value.strip()
+            if key == "image_tag":
+                if "image" not in table:
+                    s.image = f"{IMAGE_REPO}:{value}"
+            else:
+                setattr(s, key, value)
+        elif key in _NUM_KEYS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InputError(path, f"expected a non-negative number, got {value!r}", field=where)
+            if key in ("timeout_s", "timeout") and value < 10:
+                raise InputError(path, f"a per-call timeout under 10 s cannot start a container, got {value!r}", field=where)
+            setattr(s, "timeout_s" if key == "timeout" else key, float(value))
+        elif key in _INT_KEYS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "workers" else 0):
+                raise InputError(path, f"expected a whole number{' >= 1' if key == 'workers' else ' >= 0'}, got {value!r}", field=where)
+            setattr(s, key, int(value))
+        elif key == "pip":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise InputError(path, "expected a list of package specs", field=where)
+            s.pip = [v.strip() for v in value]
+        else:
+            continue
+        s.from_file.append(key)
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# Slices
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Task:
+    """One job group: a workload and repeat with the solutions timed together."""
+
+    uuid: str
+    repeat: int
+    sids: list[str]
+    attempt: int = 1
+
+
+@dataclass
+class Slice:
+    """The groups one container runs in one call."""
+
+    number: int
+    tasks: list[Task]
+    attempt: int = 1
+    #: retried one group (or one solution) per container after repeated failures
+    isolated: bool = False
+
+    @property
+    def jobs(self) -> int:
+        return sum(len(t.sids) for t in self.tasks)
+
+
+def make_slices(tasks: list[Task], workers: int, first_number: int = 1) -> list[Slice]:
+    """Deal job groups to at most ``workers`` slices, largest first onto the lightest slice
+    (a group is never split). Within a slice, groups keep their order."""
+    if not tasks:
+        return []
+    n = max(1, min(int(workers), len(tasks)))
+    order = sorted(range(len(tasks)), key=lambda i: -len(tasks[i].sids))
+    loads = [0] * n
+    members: list[list[int]] = [[] for _ in range(n)]
+    for i in order:
+        k = min(range(n), key=lambda j: (loads[j], j))
+        members[k].append(i)
+        loads[k] += len(tasks[i].sids)
+    return [Slice(first_number + k, [tasks[i] for i in sorted(m)]) for k, m in enumerate(members) if m]
+
+
+# --------------------------------------------------------------------------------------------
+# The plan (no network)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class VolumeFile:
+    local: str
+    remote: str
+    size: int | None  # None: missing on this machine
+
+
+@dataclass
+class ModalPlan:
+    definition: str
+    gpu: str
+    image: str
+    app_name: str
+    volume: str
+    mount_path: str
+    volume_dir: str
+    containers: int
+    jobs: int
+    groups: int
+    workloads: int
+    repeats: int
+    solutions: list[str]
+    jobs_per_container: list[int]
+    per_job_seconds: float
+    per_job_source: str
+    container_overhead_s: float
+    estimated_gpu_seconds: float
+    estimated_wall_seconds: float
+    price_per_gpu_hour_usd: float
+    estimated_cost_usd: float
+    timeout_s: float
+    volume_needed: bool
+    volume_files: list[VolumeFile]
+    upload_commands: list[str]
+    credentials: str | None
+    modal_installed: bool
+    settings_from_file: list[str]
+    notes: list[str] = field(default_factory=list)
+    backend: str = "modal"
+
+    @property
+    def container_dataset_root(self) -> str:
+        return f"{self.mount_path}/{self.volume_dir}"
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["volume_bytes"] = sum(f.size or 0 for f in self.volume_files)
+        out["estimate_source"] = self.per_job_source
+        out["container_dataset_root"] = self.container_dataset_root
+        out["estimated_gpu_seconds"] = round(self.estimated_gpu_seconds, 1)
+        out["estimated_wall_seconds"] = round(self.estimated_wall_seconds, 1)
+        out["estimated_cost_usd"] = round(self.estimated_cost_usd, 4)
+        return out
+
+    def lines(self) -> list[str]:
+        """The plan in words, for the terminal and the TUI's confirmation dialog."""
+        sols = ", ".join(self.solutions)
+        out = [
+            f"Modal plan for {self.definition}: {self.jobs} jobs ({self.workloads} workloads x {self.repeats} repeat(s) "
+            f"x {len(self.solutions)} solution(s): {sols}) in {self.containers} container(s)",
+            f"  GPU {self.gpu}, image {self.image}, app {self.app_name}",
+            f"  jobs per container: {', '.join(str(n) for n in self.jobs_per_container) or '-'}",
+        ]
+        if self.volume_needed:
+            size = _fmt_bytes(sum(f.size or 0 for f in self.volume_files))
+            out.append(f"  volume {self.volume}: {len(self.volume_files)} safetensors file(s), {size}, "
+                       f"mounted at {self.container_dataset_root}; missing ones are uploaded before the run, or by hand:")
+            out.extend(f"    {c}" for c in self.upload_commands)
+        else:
+            out.append(f"  volume {self.volume}: not needed (these workloads have no safetensors inputs)")
+        out.append(f"  estimate: {self.per_job_seconds:.2f} s per job ({self.per_job_source}) + "
+                   f"{self.container_overhead_s:.0f} s start-up per container")
+        out.append(f"    = {self.estimated_gpu_seconds:.0f} GPU-seconds, about ${self.estimated_cost_usd:.2f} at "
+                   f"${self.price_per_gpu_hour_usd:.2f} per GPU-hour; wall time about {_fmt_duration(self.estimated_wall_seconds)}")
+        creds = {"env": "MODAL_TOKEN_ID/MODAL_TOKEN_SECRET in the environment", None: "none found (run `modal setup`)"}.get(
+            self.credentials, self.credentials)
+        out.append(f"  per-call timeout {self.timeout_s:.0f} s; Modal credentials: {creds}"
+                   + ("" if self.modal_installed else "; the modal package is not installed (pip install modal)"))
+        out.extend(f"  note: {n}" for n in self.notes)
+        return out
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover
+
+
+def _fmt_duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s // 60 % 60:02d} min"
+
+
+def history_seconds_per_job(archive_root: Path, definition: str, last_runs: int = 5) -> tuple[float, str] | None:
+    """Median wall seconds per job over the newest GPU-timed runs of ``definition`` (a paired
+    group's wall time is shared by its solutions). CPU-interpreter runs are left out: their wall
+    times say nothing about a GPU."""
+    per_job: list[float] = []
+    used = 0
+    for listing in reversed(list_runs(archive_root)):
+        if used >= last_runs:
+            break
+        if listing.definition != definition:
+            continue
+        try:
+            contents = read_journal(listing.path / "journal.jsonl")
+        except InputError:
+            continue
+        if contents.header.timing_kind != "cupti":
+            continue
+        groups: dict[tuple[str, int], list[float | None]] = {}
+        for r in contents.results.values():
+            groups.setdefault((r.uuid, r.repeat), []).append(r.wall_s)
+        values = []
+        for walls in groups.values():
+            known = [w for w in walls if isinstance(w, (int, float)) and w > 0]
+            if known:
+                values.append(max(known) / len(walls))
+        if values:
+            per_job.extend(values)
+            used += 1
+    if not per_job:
+        return None
+    median = numbers.median(per_job)
+    assert median is not None
+    return median, f"median of {len(per_job)} job(s) in {used} past GPU run(s) of this definition"
+
+
+def volume_files_for(dataset_root: Path, workloads: dict[str, dict[str, Any]], volume_dir: str) -> list[VolumeFile]:
+    """Every safetensors file the selected workloads read, with its place in the volume."""
+    seen: dict[str, VolumeFile] = {}
+    for wl in workloads.values():
+        for spec in (wl.get("inputs") or {}).values():
+            if not isinstance(spec, dict) or spec.get("type") != "safetensors":
+                continue
+            rel = str(spec.get("path") or "")
+            if not rel or rel in seen:
+                continue
+            local = dataset_root / rel
+            size = local.stat().st_size if local.is_file() else None
+            seen[rel] = VolumeFile(str(local), f"/{volume_dir}/{Path(rel).as_posix().lstrip('/')}", size)
+    return list(seen.values())
+
+
+def upload_commands(volume: str, dataset_root: Path, files: list[VolumeFile], volume_dir: str) -> list[str]:
+    """``modal volume put`` per top folder of the blobs (``modal volume put`` uploads a folder
+    recursively)."""
+    tops = sorted({Path(f.local).relative_to(dataset_root).parts[0] for f in files
+                   if Path(f.local).is_relative_to(dataset_root)})
+    cmds = []
+    for top in tops:
+        local = dataset_root / top
+        remote = f"/{volume_dir}/{top}"
+        cmds.append(f"modal volume put {shlex.quote(volume)} {shlex.quote(str(local))} {shlex.quote(remote)}")
+    return cmds
+
+
+def plan_modal(ws, options) -> ModalPlan:
+    """The plan of ``fibtui run --backend modal`` with these options; no network, no modal."""
+    from fibtui.core import backends
+    from fibtui.runners.session import resolve_run
+
+    settings = modal_settings(ws.root)
+    resolved = resolve_run(ws, options)
+    names = [s.name for s in ([resolved.baseline] if resolved.baseline else []) + resolved.candidates]
+    per_group = len(names)
+    groups = [Task(u, r, [str(i) for i in range(per_group)]) for r in range(options.repeats) for u in resolved.uuids]
+    workers = options.workers or settings.workers
+    slices = make_slices(groups, workers)
+    jobs_per = [s.jobs for s in slices]
+    history = history_seconds_per_job(ws.archive_root, resolved.definition.name)
+    if history is not None:
+        per_job, source = history
+    else:
+        per_job = settings.default_job_seconds
+        source = "default: no GPU run of this definition in optimize_ops/runs yet"
+        if "default_job_seconds" in settings.from_file:
+            source = "[modal] default_job_seconds: no GPU run of this definition in optimize_ops/runs yet"
+    gpu_s = sum(settings.container_overhead_s + n * per_job for n in jobs_per)
+    wall_s = max((settings.container_overhead_s + n * per_job for n in jobs_per), default=0.0)
+    dataset_root = resolved.dataset.root
+    volume_dir = settings.volume_dir or dataset_root.name
+    workloads = {u: resolved.dataset.workloads(resolved.definition.name).get(u).to_json() for u in resolved.uuids}
+    files = volume_files_for(dataset_root, workloads, volume_dir)
+    found = backends.detect(probe_gpu=False)
+    notes = []
+    missing = [f for f in files if f.size is None]
+    if missing:
+        notes.append(f"{len(missing)} safetensors file(s) are missing on this machine, e.g. {missing[0].local}")
+    timeout = float(options.job_timeout_s or settings.timeout_s)
+    if jobs_per and max(jobs_per) * per_job + settings.container_overhead_s > timeout:
+        notes.append(f"the largest slice may need more than the {timeout:.0f} s per-call timeout: "
+                     "use more --workers or raise [modal] timeout_s")
+    return ModalPlan(
+        definition=resolved.definition.name, gpu=settings.gpu, image=settings.image, app_name=settings.app_name,
+        volume=settings.volume, mount_path=MOUNT_PATH, volume_dir=volume_dir, containers=len(slices),
+        jobs=sum(jobs_per), groups=len(groups), workloads=len(resolved.uuids), repeats=options.repeats,
+        solutions=names, jobs_per_container=jobs_per, per_job_seconds=per_job, per_job_source=source,
+        container_overhead_s=settings.container_overhead_s, estimated_gpu_seconds=gpu_s, estimated_wall_seconds=wall_s,
+        price_per_gpu_hour_usd=settings.price_per_gpu_hour_usd,
+        estimated_cost_usd=gpu_s / 3600.0 * settings.price_per_gpu_hour_usd, timeout_s=timeout,
+        volume_needed=bool(files), volume_files=files,
+        upload_commands=upload_commands(settings.volume, dataset_root, files, volume_dir) if files else [],
+        credentials=found.modal_credentials, modal_installed=found.modal_installed,
+        settings_from_file=list(settings.from_file), notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Wiring into runners.session (prepare_run / prepare_resume)
+# --------------------------------------------------------------------------------------------
+
+
+def modal_header_settings(ws, options, engine_config: dict[str, Any]) -> dict[str, Any]:
+    """The ``modal`` part of a run's header: the settings the run uses (fibtui.toml over the
+    defaults, ``--workers`` and ``--timeout`` over both). For a run that goes to Modal, the engine
+    config's dataset root and reference cache are rewritten in place to their container paths, so
+    the header records what the containers use."""
+    s = modal_settings(ws.root)
+    if options.workers:
+        s.workers = int(options.workers)
+    if options.job_timeout_s:
+        s.timeout_s = float(options.job_timeout_s)
+    dataset_root = Path(engine_config.get("dataset_root") or ws.dataset().root)
+    s.volume_dir = s.volume_dir or dataset_root.name
+    out = s.to_json()
+    out["in_process"] = bool(options.modal_in_process)
+    if not options.modal_in_process:
+        out["local_dataset_root"] = str(dataset_root)
+        engine_config["dataset_root"] = f"{MOUNT_PATH}/{s.volume_dir}"
+        engine_config["cache_dir"] = CONTAINER_CACHE_DIR
+    return out
+
+
+def modal_runner_for(ws, folder: Path, header: RunHeader, definition, solutions: dict[str, Any],
+                     workloads: dict[str, dict[str, Any]], engine_config: dict[str, Any]) -> ModalRunner:
+    info = dict(header.settings.get("modal") or {})
+    settings = ModalSettings.from_json(info)
+    in_process = bool(info.get("in_process"))
+    local_root = Path(info.get("local_dataset_root") or ws.dataset_root or ws.dataset().root)
+    files = [] if in_process else volume_files_for(local_root, workloads, settings.volume_dir or local_root.name)
+    return ModalRunner(folder, header, definition.raw, solutions, workloads, engine_config, settings, settings.workers,
+                       in_process=in_process, volume_files=files)
+
+
+# --------------------------------------------------------------------------------------------
+# The runner
+# --------------------------------------------------------------------------------------------
+
+
+def scrub(text: str) -> str:
+    """Remove Modal token values (from the environment) from a message before it is shown or
+    recorded. fibtui never reads tokens itself; this guards messages coming back from the client."""
+    for var in ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"):
+        value = os.environ.get(var)
+        if value and len(value) >= 4:
+            text = text.replace(value, "***")
+    return text
+
+
+def describe_failure(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}".strip().rstrip(":")
+    return scrub(text)[:400]
+
+
+def is_timeout(exc: BaseException) -> bool:
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"SliceTimeout", "FunctionTimeoutError", "TimeoutError"})
+
+
+class ModalUnavailable(FibError):
+    """The Modal app could not run (no connection, credentials refused, the app failed)."""
+
+    exit_code = 1
+
+
+class ModalRunner:
+    """Runs a prepared run's pending jobs as slices on Modal (or in-process), journaling every
+    result the way the local runner does."""
+
+    def __init__(self, folder: Path, header: RunHeader, definition: dict[str, Any],
+                 solutions: dict[str, dict[str, Any]], workloads: dict[str, dict[str, Any]],
+                 engine_config: dict[str, Any], settings: ModalSettings, workers: int,
+                 caller: Any = None, in_process: bool = False,
+                 volume_files: list[VolumeFile] | None = None) -> None:
+        self.folder = folder
+        self.header = header
+        self.definition = definition
+        self.workloads = workloads
+        self.engine_config = dict(engine_config)
+        self.settings = settings
+        self.workers = max(1, int(workers))
+        self.in_process = in_process
+        self.caller = caller
+        self.volume_files = list(volume_files or [])
+        self.volume = None  # a modal.Volume (or a stand-in in tests) for the upload check
+        ids = SolutionIds(header, solutions)
+        self.sid_of, self.ref_of, self.solutions = ids.sid_of, ids.ref_of, ids.solutions
+        self.recorder = JobRecorder(folder, header, self.ref_of)
+        self.journal = self.recorder.journal
+        self.max_retries = settings.max_retries
+        self._numbers = 0
+        self._compile_logged: set[str] = set()
+        self.calls = 0  # calls made (slices launched), for the report and the tests
+
+    # -- building the caller (the only place modal is imported) ---------------------------------
+
+    def _default_caller(self) -> Any:
+        from fibtui.runners import modal_app
+
+        s = self.settings
+        handles = modal_app.build_app(
+            app_name=s.app_name, gpu=s.gpu, image_ref=s.image, timeout_s=s.timeout_s,
+            volume_name=None if self.in_process or not self.volume_files else s.volume,
+            mount_path=MOUNT_PATH, add_python=s.add_python, pip=s.pip, max_containers=self.workers,
+        )
+        if self.in_process:
+            return modal_app.InProcessCaller(handles.function, parallel=1,
+                                             interpreter=self.engine_config.get("backend") == "interpreter")
+        self.volume = handles.volume
+        return modal_app.ModalCaller(handles)
+
+    def sync_volume(self, on_event: EventSink) -> int:
+        """Upload the safetensors files the volume lacks (or holds at another size)."""
+        if self.in_process or not self.volume_files or self.volume is None:
+            return 0
+        from fibtui.runners import modal_app
+
+        missing_here = [f for f in self.volume_files if f.size is None]
+        if missing_here:
+            raise InputError(missing_here[0].local, "safetensors file referenced by a workload is missing")
+        dirs = sorted({"/" + f.remote.strip("/").split("/")[0] for f in self.volume_files})
+        present = modal_app.volume_listing(self.volume, dirs)
+        todo = [f for f in self.volume_files if present.get(f.remote) != f.size]
+        if not todo:
+            on_event(LogLine(f"volume {self.settings.volume}: all {len(self.volume_files)} dataset file(s) present"))
+            return 0
+        on_event(LogLine(f"volume {self.settings.volume}: uploading {len(todo)} of {len(self.volume_files)} dataset file(s)"))
+        return modal_app.upload_files(self.volume, [(Path(f.local), f.remote) for f in todo],
+                                      lambda text: on_event(LogLine(text)))
+
+    # -- running --------------------------------------------------------------------------------
+
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]:
+        cancel = cancel or threading.Event()
+        take_lock(self.folder)
+        try:
+            done_keys = self.recorder.resume()
+            done = self.recorder.done
+            on_event(RunStarted(self.header, str(self.folder), resumed=done > 0, done_before=done))
+            tasks = [Task(u, r, sids) for (u, r), sids in pending_groups(self.header, done_keys, self.sid_of).items()]
+            if tasks and not cancel.is_set():
+                if self.caller is None:
+                    self.caller = self._default_caller()
+                where = "in this process (Function.local())" if getattr(self.caller, "in_process", False) else \
+                    f"on Modal ({self.settings.gpu}, {self.settings.image})"
+                slices = make_slices(tasks, self.workers, first_number=self._numbers + 1)
+                on_event(LogLine(f"{sum(s.jobs for s in slices)} job(s) in {len(slices)} slice(s) {where}"))
+                try:
+                    with self.caller.session():
+                        self.sync_volume(on_event)
+                        self._loop(slices, on_event, cancel)
+                except FibError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - Modal unreachable, refused, or the app failed
+                    raise ModalUnavailable(f"Modal: {describe_failure(exc)}; the {self.recorder.done} finished job(s) are "
+                                           f"kept: fibtui run --resume {self.header.run_id}") from None
+            return self.recorder.finish(cancel.is_set(), on_event)
+        finally:
+            release_lock(self.folder)
+
+    def _new_slice(self, tasks: list[Task], attempt: int, isolated: bool = False) -> Slice:
+        self._numbers += 1
+        return Slice(self._numbers, tasks, attempt, isolated)
+
+    def request_for(self, sl: Slice) -> dict[str, Any]:
+        used = {sid for t in sl.tasks for sid in t.sids}
+        return {
+            "slice_id": sl.number,
+            "config": self.engine_config,
+            "definition": self.definition,
+            "solutions": [s for s in self.solutions if s["id"] in used],
+            "jobs": [{"job_id": f"{t.repeat}|{t.uuid}", "workload": self.workloads[t.uuid], "repeat": t.repeat,
+                      "solutions": list(t.sids)} for t in sl.tasks],
+        }
+
+    def _where(self, sl: Slice, container: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Which slice and container ran a job (added to its timing, like the local runner's slot)."""
+        device = "in-process" if getattr(self.caller, "in_process", False) else f"modal {self.settings.gpu}"
+        out: dict[str, Any] = {"slot": sl.number, "worker_device": device}
+        if container and (container.get("task_id") or container.get("host")):
+            out["container"] = container.get("task_id") or container.get("host")
+        return out
+
+    def _wait_s(self) -> float:
+        extra = 0.0 if getattr(self.caller, "in_process", False) else self.settings.startup_timeout_s
+        return self.settings.timeout_s + extra
+
+    def _loop(self, slices: list[Slice], on_event: EventSink, cancel: threading.Event) -> None:
+        self._numbers = max((s.number for s in slices), default=self._numbers)
+        pending: list[Slice] = list(slices)
+        active: dict[int, tuple[Slice, Any]] = {}
+        finished: queue.Queue[tuple[int, Any]] = queue.Queue()
+        while (pending or active) and not cancel.is_set():
+            while pending and not cancel.is_set():
+                sl = pending.pop(0)
+                active[sl.number] = (sl, self._launch(sl, finished, on_event))
+            try:
+                number, outcome = finished.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if number not in active:
+                continue
+            sl, _ = active.pop(number)
+            if isinstance(outcome, BaseException):
+                pending.extend(self._failed(sl, outcome, on_event))
+            else:
+                pending.extend(self._returned(sl, outcome, on_event))
+        if cancel.is_set():
+            for _sl, call in active.values():
+                if call is not None:
+                    call.cancel()
+            if active:
+                on_event(LogLine(f"cancelled {len(active)} call(s) in flight", "warning"))
+
+    def _launch(self, sl: Slice, finished: queue.Queue, on_event: EventSink) -> Any:
+        self.calls += 1
+        for t in sl.tasks:
+            on_event(JobStarted(t.uuid, t.repeat, [self.ref_of[s][1] for s in t.sids], sl.number))
+        label = "isolated retry" if sl.isolated else (f"attempt {sl.attempt}" if sl.attempt > 1 else "")
+        on_event(LogLine(f"slice {sl.number}: {sl.jobs} job(s) submitted" + (f" ({label})" if label else "")))
+        submitted_at = now_iso()
+        try:
+            call = self.caller.submit(self.request_for(sl))
+        except Exception as exc:  # noqa: BLE001 - a failed submission is an infrastructure failure
+            finished.put((sl.number, exc))
+            return None
+        wait = self._wait_s()
+
+        def wait_for_it() -> None:
+            try:
+                out = call.result(wait)
+                if isinstance(out, dict):
+                    out.setdefault("_submitted", submitted_at)
+                finished.put((sl.number, out))
+            except BaseException as exc:  # noqa: BLE001 - every failure of a call is reported
+                finished.put((sl.number, exc))
+
+        threading.Thread(target=wait_for_it, daemon=True, name=f"fibtui-modal-slice-{sl.number}").start()
+        return call
+
+    # -- outcomes -------------------------------------------------------------------------------
+
+    def _returned(self, sl: Slice, out: Any, on_event: EventSink) -> list[Slice]:
+        if not isinstance(out, dict) or not isinstance(out.get("jobs"), list):
+            return self._failed(sl, ValueError(f"malformed result from the container ({type(out).__name__})"), on_event)
+        container = out.get("container") or {}
+        if container:
+            on_event(LogLine(f"slice {sl.number} returned from {container.get('task_id') or container.get('host') or 'a container'}"
+                             f" after {float(container.get('wall_s') or 0):.1f} s"))
+        for sid, rep in (out.get("load") or {}).items():
+            if isinstance(rep, dict) and not rep.get("ok") and sid in self.ref_of and sid not in self._compile_logged:
+                self._compile_logged.add(sid)
+                on_event(LogLine(f"{self.ref_of[sid][1]}: COMPILE_ERROR: {scrub(str(rep.get('error')))[:600]}", "error"))
+        by_key = {(t.uuid, t.repeat): t for t in sl.tasks}
+        seen: set[tuple[str, int, str]] = set()
+        retry: list[Task] = []
+        for job in out["jobs"]:
+            if not isinstance(job, dict):
+                continue
+            task = by_key.get((job.get("uuid"), job.get("repeat")))
+            if task is None:
+                continue
+            for r in job.get("results") or []:
+                sid = r.get("solution_id") if isinstance(r, dict) else None
+                if sid not in task.sids or (task.uuid, task.repeat, sid) in seen:
+                    continue
+                seen.add((task.uuid, task.repeat, sid))
+                r.setdefault("started", job.get("started") or out.get("_submitted"))
+                r["wall_s"] = job.get("wall_s")
+                if r.get("status") in INFRA_STATUSES and task.attempt <= self.max_retries:
+                    on_event(LogLine(f"retrying {task.uuid[:8]} {self.ref_of[sid][1]} (attempt {task.attempt + 1}): "
+                                     f"{scrub(str(r.get('error')))[:300]}", "warning"))
+                    retry.append(Task(task.uuid, task.repeat, [sid], task.attempt + 1))
+                    continue
+                self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), r, on_event,
+                                     self._where(sl, container))
+        lost = [Task(t.uuid, t.repeat, [s], t.attempt) for t in sl.tasks for s in t.sids if (t.uuid, t.repeat, s) not in seen]
+        if lost:
+            retry.extend(self._infra_or_final(sl, lost, "the container returned no result for it", on_event))
+        if out.get("poisoned"):
+            on_event(WorkerRestarted(sl.number, "a kernel lost the CUDA context; the jobs it did not run go to a fresh container"))
+        if not retry:
+            return []
+        return [self._new_slice(retry, max(t.attempt for t in retry))]
+
+    def _infra_or_final(self, sl: Slice, tasks: list[Task], reason: str, on_event: EventSink) -> list[Task]:
+        again = []
+        for t in tasks:
+            if t.attempt <= self.max_retries:
+                again.append(Task(t.uuid, t.repeat, t.sids, t.attempt + 1))
+            else:
+                for sid in t.sids:
+                    self.recorder.record(sid, t.uuid, t.repeat, t.attempt, {"status": "INFRA_ERROR", "error": reason}, on_event,
+                                         self._where(sl))
+        return again
+
+    def _failed(self, sl: Slice, exc: BaseException, on_event: EventSink) -> list[Slice]:
+        """A call failed as a whole: retry it alone; then one group per container; then each
+        solution alone; then record the failure."""
+        reason = describe_failure(exc)
+        timeout = is_timeout(exc)
+        on_event(WorkerRestarted(sl.number, f"slice {sl.number} ({sl.jobs} job(s)) failed: {reason}"))
+        if not sl.isolated and sl.attempt <= self.max_retries:
+            on_event(LogLine(f"retrying slice {sl.number} alone (attempt {sl.attempt + 1})", "warning"))
+            return [self._new_slice(sl.tasks, sl.attempt + 1)]
+        if len(sl.tasks) > 1:
+            on_event(LogLine(f"slice {sl.number} keeps failing: one workload per container to find the cause", "warning"))
+            return [self._new_slice([t], sl.attempt, isolated=True) for t in sl.tasks]
+        task = sl.tasks[0]
+        if len(task.sids) > 1:
+            on_event(LogLine(f"{task.uuid[:8]} keeps failing: each solution alone", "warning"))
+            return [self._new_slice([Task(task.uuid, task.repeat, [s], task.attempt)], sl.attempt, isolated=True)
+                    for s in task.sids]
+        sid = task.sids[0]
+        if timeout:
+            result = {"status": "TIMEOUT", "error": f"no result within the per-call timeout, alone in its container: {reason}"}
+        else:
+            result = {"status": "INFRA_ERROR", "error": f"the container failed running this solution alone "
+                      f"({sl.attempt} attempt(s) and an isolated retry): {reason}. If it repeats, the kernel may be "
+                      "crashing its process: run it with --backend local or interpreter to see"}
+        self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), result, on_event, self._where(sl))
+        return []

@@ -1,0 +1,182 @@
+"""``fibtui parity``: the official-shape flashinfer-bench run, beside fibtui's own gate.
+
+- ``fibtui parity --print [--workloads ...] [--json]``: the exact command, nothing run;
+- ``fibtui parity [--workloads rep|all|UUID,...] [--against RUN] [--json]``: run it, import the
+  traces, compare with fibtui's newest record of the same workloads, archive everything under
+  ``optimize_ops/parity/<id>/``;
+- ``fibtui parity --import DIR_OR_TRACES [--against RUN] [--json]``: the same for a result made
+  elsewhere (another machine, the official evaluation);
+- ``fibtui parity --status [--json]``: the newest parity record of the definition.
+
+Exit codes: 0 when the parity record is N/N PASSED and no verdict differs from fibtui's; 1
+otherwise (including ``--status`` with no complete record); 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("parity", help="run flashinfer-bench in the official shape and compare it with fibtui's gate")
+    common(p)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--print", dest="print_only", action="store_true", help="show the exact command; run nothing")
+    mode.add_argument("--import", dest="import_path", metavar="DIR_OR_TRACES",
+                      help="archive and compare an existing parity result (a traces JSONL or a folder holding traces/)")
+    mode.add_argument("--status", action="store_true", help="the newest parity record of the definition")
+    p.add_argument("--workloads", default="rep", metavar="rep|all|UUID,...",
+                   help="representatives (default), every workload, or a list of uuids (unique prefixes work)")
+    p.add_argument("--definition", metavar="NAME", help="the definition (per-definition workspaces)")
+    p.add_argument("--against", metavar="RUN_ID|RUN_JSON",
+                   help="the fibtui run to compare with (default: the newest run holding the solution, GPU runs first)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=parity)
+
+
+def _representatives(ws, args: argparse.Namespace) -> list[str] | None:
+    if args.workloads != "rep":
+        return None
+    from fibtui.verbs.regimes import representatives_for_workspace
+
+    return representatives_for_workspace(ws, args.definition)
+
+
+def parity(args: argparse.Namespace) -> int:
+    from fibtui.verbs._common import workspace_from
+
+    ws = workspace_from(args)
+    assert ws is not None
+    if args.status:
+        return _status(args, ws)
+    if args.import_path:
+        from fibtui.runners.parity import import_parity
+
+        return _show(args, import_parity(ws, args.import_path, args.definition, args.against))
+    from fibtui.runners.parity import plan_parity
+
+    plan = plan_parity(ws, args.workloads, args.definition, _representatives(ws, args))
+    if args.print_only:
+        return _print_plan(args, plan)
+    return _run(args, ws, plan)
+
+
+def _print_plan(args: argparse.Namespace, plan) -> int:
+    from fibtui.verbs._common import emit_json
+
+    if args.json:
+        emit_json(plan.to_json())
+        return 0
+    from rich.markup import escape
+
+    from fibtui.verbs._common import console
+
+    con = console()
+    con.print(escape(plan.command_line), soft_wrap=True)
+    con.print(f"[dim]# {len(plan.workloads)} workload(s) ({escape(plan.selection)}), solution {escape(plan.solution)} "
+              f"packed from config.toml; flags: {escape(plan.preset_source)}[/]", soft_wrap=True)
+    con.print(f"[dim]# DIR is made when the run starts: {escape(str(plan.dataset_dir))}[/]", soft_wrap=True)
+    if plan.launcher != "PATH":
+        con.print("[dim]# flashinfer-bench is not on PATH: it runs through this Python[/]")
+    if not plan.bench_installed:
+        con.print("[yellow]! " + escape("flashinfer-bench is not installed here: pip install 'fibtui[bench]', or run it "
+                                        "elsewhere and bring the traces back with fibtui parity --import") + "[/]",
+                  soft_wrap=True)
+    return 0
+
+
+def _run(args: argparse.Namespace, ws, plan) -> int:
+    import threading
+
+    from fibtui.core.errors import UsageError
+    from fibtui.runners.parity import run_parity
+    from fibtui.verbs._common import console
+
+    if not plan.bench_installed:
+        raise UsageError("flashinfer-bench is not installed here: pip install 'fibtui[bench]' (or run it on the GPU "
+                         "machine and import the traces: fibtui parity --import DIR)")
+    con = console()
+    con.file = sys.stderr if args.json else sys.stdout
+    from rich.markup import escape
+
+    con.print(f"[bold]parity[/] {escape(plan.definition)}: {len(plan.workloads)} workload(s), solution "
+              f"{escape(plan.solution)}", soft_wrap=True)
+    con.print(f"[dim]$ {escape(plan.command_line)}[/]", soft_wrap=True)
+    cancel = threading.Event()
+    try:
+        record = run_parity(ws, plan, on_line=lambda line: con.print(f"[dim]  {escape(line)}[/]", soft_wrap=True),
+                            cancel=cancel, against=args.against)
+    except KeyboardInterrupt:
+        cancel.set()
+        sys.stderr.write("\ninterrupted: the parity run was stopped\n")
+        return 130
+    return _show(args, record)
+
+
+def _status(args: argparse.Namespace, ws) -> int:
+    from fibtui.runners.parity import parity_status
+    from fibtui.verbs._common import console, emit_json
+
+    cfg = ws.config_for(args.definition)
+    st = parity_status(ws, cfg.definition)
+    if args.json:
+        emit_json({"definition": cfg.definition, "parity": st.to_json() if st else None})
+    else:
+        con = console()
+        if st is None:
+            con.print(f"{cfg.definition}: no parity run yet (fibtui parity)", soft_wrap=True)
+        else:
+            colour = "green" if st.complete else "red"
+            con.print(f"{cfg.definition}: parity {st.id} ({st.source}, {st.finished}): "
+                      f"[{colour}]{st.passed}/{st.total} PASSED[/], {st.warnings} warning(s)", soft_wrap=True)
+    return 0 if st is not None and st.complete else 1
+
+
+def _fmt_us(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms * 1000:.2f}"
+
+
+def _show(args: argparse.Namespace, record) -> int:
+    from fibtui.verbs._common import emit_json
+
+    mismatches = sum(len(c.verdict_mismatches) for c in record.comparisons)
+    ok = record.complete and not mismatches
+    if args.json:
+        emit_json(record.to_json())
+        return 0 if ok else 1
+    from rich.markup import escape
+    from rich.table import Table
+
+    from fibtui.verbs._common import console
+
+    con = console()
+    hw = record.environment.get("hardware") or "?"
+    for comp in record.comparisons:
+        con.print(f"[bold]{escape(comp.solution)}[/]: flashinfer-bench ({escape(hw)}) beside "
+                  f"{escape(comp.fibtui or 'no fibtui record')}", soft_wrap=True)
+        t = Table("workload", "axes", "flashinfer-bench", "us", "fibtui", "us", "ratio", box=None, pad_edge=False,
+                  header_style="bold")
+        for r in comp.rows:
+            axes = " ".join(f"{k}={v}" for k, v in r.axes.items())
+            bcol = "green" if r.bench_status == "PASSED" else "red"
+            fcol = "green" if r.fibtui_status == "PASSED" else "red"
+            ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
+            if r.flag == "verdict":
+                ratio = "[red]verdicts differ[/]"
+            elif r.flag == "latency":
+                ratio = f"[yellow]{ratio}[/]"
+            t.add_row(r.uuid[:8], escape(axes), f"[{bcol}]{r.bench_status}[/]", _fmt_us(r.bench_latency_ms),
+                      f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-", _fmt_us(r.fibtui_latency_ms), ratio)
+        con.print(t)
+        for w in comp.warnings:
+            con.print(f"[yellow]! {escape(w)}[/]", soft_wrap=True)
+        for n in comp.notes:
+            con.print(f"[dim]  {escape(n)}[/]", soft_wrap=True)
+    for n in record.notes:
+        con.print(f"[dim]  {escape(n)}[/]", soft_wrap=True)
+    colour = "green" if record.complete else "red"
+    state = "submission-ready as far as parity goes" if ok else "not submission-ready"
+    con.print(f"parity {record.id}: [{colour}]{record.passed}/{record.total} PASSED[/] for {escape(record.solution)} "
+              f"({state}); archived in {escape(str(record.path))}", soft_wrap=True)
+    return 0 if ok else 1

@@ -1,0 +1,369 @@
+"""Official parity: the command per contest definition, the whole run path with a fake
+flashinfer-bench on PATH, imports of real H200 traces beside fibtui's records, the warnings."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fibtui.cli import main
+from fibtui.core.dataset import parse_definition
+from fibtui.core.errors import InputError
+from fibtui.core.presets import preset_for
+from fibtui.core.results import ResultRow
+from fibtui.core.runs import JobResult, JobSpec, Journal, RunHeader, SolutionRef, write_record
+from fibtui.core.settings import set_setting
+from fibtui.core.workspace import open_workspace
+from fibtui.runners.parity import (
+    LAUNCHER_CODE,
+    FibtuiRecord,
+    compare,
+    fibtui_record,
+    flashinfer_bench_launcher,
+    import_parity,
+    parity_command,
+    parity_status,
+    parity_tau,
+)
+from fibtui.runners.session import RunOptions, prepare_run
+from tests.conftest import DEMO_DEFINITION
+
+FIXTURES = Path(__file__).parent / "fixtures" / "parity"
+DEMO_TRACES = FIXTURES / "parity_traces_demo_rep.jsonl"  # flashinfer-bench 0.1.2, official shape, H200
+H200_RECORD = FIXTURES / "h200_demo_cold_run1.run.json"  # fibtui on the same H200, cold L2, all 50 workloads
+SOLUTION = "demo_gdn_decode_triton_v1"
+B1 = "a8efeb8a-8b7b-5ea6-9f13-0d763ae059b8"  # the batch-1 workload among the demo's representatives
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _definition(name: str, op_type: str, tags: list[str]):
+    return parse_definition({
+        "name": name, "op_type": op_type, "tags": tags, "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}}, "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
+        "reference": "def run(x):\n    return x\n",
+    })
+
+
+CONTEST = [
+    ("gdn_decode_qk4_v8_d128_k_last", "gdn", ["stage:decode"], []),
+    ("gdn_prefill_qk4_v8_d128_k_last", "gdn", ["stage:prefill"], ["--warmup-runs", "1", "--iterations", "5", "--num-trials", "3"]),
+    ("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048", "moe", [],
+     ["--atol", "1", "--rtol", "0.3", "--required-matched-ratio", "0.9"]),
+    ("dsa_sparse_decode_h16_ckv512_kpe64_topk2048_ps64", "dsa_paged", ["stage:decode"], []),
+    ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "dsa_paged", [], []),
+]
+
+
+@pytest.mark.parametrize(("name", "op_type", "tags", "flags"), CONTEST, ids=[c[0].split("_")[0] + "_" + c[0].split("_")[1] for c in CONTEST])
+def test_official_command_per_contest_definition(name: str, op_type: str, tags: list[str], flags: list[str]) -> None:
+    argv = parity_command("/data/DIR", name, "my_sol", preset_for(_definition(name, op_type, tags)), ["flashinfer-bench"])
+    assert argv == ["flashinfer-bench", "run", "--local", "/data/DIR", "--definitions", name, "--solutions", "my_sol",
+                    "--use-isolated-runner", "--save-results", "--resume", "--timeout", "300", *flags]
+
+
+def test_launcher_from_path_or_this_python(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert flashinfer_bench_launcher() == ([sys.executable, "-c", LAUNCHER_CODE], "python -c")
+    fake = tmp_path / "flashinfer-bench"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert flashinfer_bench_launcher() == ([str(fake)], "PATH")
+
+
+def test_print_shows_the_command_and_writes_nothing(capsys, demo_ws: Path, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, out, _ = run_cli(capsys, "parity", "--print", "--json", "--workloads", "all", "--workspace", str(demo_ws))
+    plan = json.loads(out)
+    assert code == 0 and plan["definition"] == DEMO_DEFINITION and plan["solution"] == SOLUTION
+    assert len(plan["workloads"]) == 50 and plan["launcher"] == "python -c"
+    argv = plan["argv"]
+    assert argv[:3] == [sys.executable, "-c", LAUNCHER_CODE]
+    assert argv[3:] == ["run", "--local", plan["dataset_dir"], "--definitions", DEMO_DEFINITION, "--solutions", SOLUTION,
+                        "--use-isolated-runner", "--save-results", "--resume", "--timeout", "300"]
+    assert Path(plan["dataset_dir"]).parent.parent == demo_ws / "optimize_ops" / "parity"
+    assert not (demo_ws / "optimize_ops" / "parity").exists()
+    code, out, _ = run_cli(capsys, "parity", "--print", "--workspace", str(demo_ws))
+    assert code == 0 and "--use-isolated-runner --save-results --resume --timeout 300" in out
+    assert "fibtui[bench]" in out  # not installed in this test environment: say how to get it
+
+
+FAKE_BENCH = r'''#!{python}
+"""A stand-in for flashinfer-bench: reads the FlashInfer-Trace folder it is given, writes traces."""
+import json, os, pathlib, sys
+args = sys.argv[1:]
+pathlib.Path(os.environ["FAKE_FIB_ARGV"]).write_text(json.dumps(args))
+if os.environ.get("FAKE_FIB_EXIT"):
+    print("boom: something went wrong", flush=True)
+    sys.exit(int(os.environ["FAKE_FIB_EXIT"]))
+local = pathlib.Path(args[args.index("--local") + 1])
+d = args[args.index("--definitions") + 1]
+s = args[args.index("--solutions") + 1]
+op = json.loads(next((local / "definitions").rglob(d + ".json")).read_text())["op_type"]
+sols = [json.loads(p.read_text()) for p in (local / "solutions").rglob("*.json")]
+assert [x["name"] for x in sols] == [s], sols
+lines = [json.loads(x) for x in next((local / "workloads").rglob(d + ".jsonl")).read_text().splitlines() if x.strip()]
+status = os.environ.get("FAKE_FIB_STATUS", "PASSED")
+out = local / "traces" / op / (d + ".jsonl")
+out.parent.mkdir(parents=True, exist_ok=True)
+with out.open("a") as fh:
+    for w in lines:
+        ev = {{"status": status, "environment": {{"hardware": "FAKE GPU", "libs": {{"torch": "x"}}}},
+              "timestamp": "2026-11-29T00:00:00", "log": "" if status == "PASSED" else "mismatch\n",
+              "correctness": {{"max_relative_error": 0.01, "max_absolute_error": 0.001, "extra": None}},
+              "performance": {{"latency_ms": 0.05, "reference_latency_ms": 0.5, "speedup_factor": 10.0}} if status == "PASSED" else None}}
+        fh.write(json.dumps({{"definition": d, "workload": w["workload"], "solution": s, "evaluation": ev}}) + "\n")
+        print("Solution '%s' for workload %s: %s" % (s, w["workload"]["uuid"], status), flush=True)
+print("Saved %d traces for definition %s" % (len(lines), d))
+'''
+
+
+@pytest.fixture
+def fake_bench(tmp_path: Path, monkeypatch) -> Path:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "flashinfer-bench"
+    exe.write_text(FAKE_BENCH.format(python=sys.executable))
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_FIB_ARGV", str(tmp_path / "argv.json"))
+    for var in ("FAKE_FIB_STATUS", "FAKE_FIB_EXIT"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path / "argv.json"
+
+
+@pytest.mark.slow
+def test_the_whole_parity_run_with_a_fake_flashinfer_bench(capsys, demo_ws: Path, fake_bench: Path, monkeypatch) -> None:
+    ws = open_workspace(demo_ws)
+    wl = ws.dataset().workloads(DEMO_DEFINITION)
+    small = [u for u in wl.uuids if wl.axes_of(u)["batch_size"] == 1][:2]
+    # fibtui's own gate on the same workloads, measured by the CPU interpreter in this test
+    gate = prepare_run(ws, RunOptions(backend="interpreter", workloads=",".join(small))).runner.run(lambda e: None)
+    assert gate["summary"]["complete"]
+
+    code, out, err = run_cli(capsys, "parity", "--workloads", ",".join(small), "--json", "--workspace", str(demo_ws))
+    rec = json.loads(out)
+    assert code == 0, err
+    archive = Path(rec["path"])
+    argv = json.loads(fake_bench.read_text())
+    assert argv == ["run", "--local", str(archive / "dataset"), "--definitions", DEMO_DEFINITION, "--solutions", SOLUTION,
+                    "--use-isolated-runner", "--save-results", "--resume", "--timeout", "300"]
+    assert rec["command"][1:] == argv and Path(rec["command"][0]).name == "flashinfer-bench"
+    for name in ("command.json", "console.log", "traces.jsonl", "comparison.json", "parity.json", "solution.json"):
+        assert (archive / name).is_file(), name
+    assert f"Solution '{SOLUTION}' for workload {small[0]}: PASSED" in (archive / "console.log").read_text()
+    assert "Saved 2 traces" in err  # live output (stderr under --json)
+    workloads = (archive / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl").read_text().splitlines()
+    assert [json.loads(x)["workload"]["uuid"] for x in workloads] == small
+    packed = json.loads((archive / "solution.json").read_text())
+    assert packed["name"] == SOLUTION and packed["sources"][0]["path"] == "kernel.py"
+    assert rec["complete"] and rec["passed"] == rec["total"] == 2 and rec["source"] == "run"
+    comp = rec["comparisons"][0]
+    assert comp["fibtui"].startswith(f"fibtui run {gate['run_id']}") and comp["fibtui_timing_kind"] == "cpu-interpreter"
+    assert [r["fibtui_status"] for r in comp["rows"]] == ["PASSED", "PASSED"] and not comp["verdict_mismatches"]
+    assert all(r["ratio"] is None for r in comp["rows"])  # interpreter latencies are never compared
+    assert any("latencies not" in n for n in comp["notes"]) and not comp["warnings"]
+    st_ = parity_status(ws, DEMO_DEFINITION)
+    assert st_ is not None and st_.complete and st_.id == rec["id"] and st_.source == "run"
+
+    # the same kernel judged wrong by the harness: a verdict mismatch, exit 1, the newest status is not ready
+    monkeypatch.setenv("FAKE_FIB_STATUS", "INCORRECT_NUMERICAL")
+    code, out, _ = run_cli(capsys, "parity", "--workloads", ",".join(small), "--workspace", str(demo_ws))
+    assert code == 1
+    assert "verdicts differ on 2 workload(s)" in out and "not submission-ready" in out
+    st2 = parity_status(ws, DEMO_DEFINITION)
+    assert st2 is not None and not st2.complete and st2.id != st_.id
+    code, out, _ = run_cli(capsys, "parity", "--status", "--json", "--workspace", str(demo_ws))
+    assert code == 1 and json.loads(out)["parity"]["id"] == st2.id
+
+    # a harness that fails: archived with its console, not ready
+    monkeypatch.setenv("FAKE_FIB_EXIT", "3")
+    code, out, _ = run_cli(capsys, "parity", "--workloads", small[0], "--json", "--workspace", str(demo_ws))
+    rec = json.loads(out)
+    assert code == 1 and rec["returncode"] == 3 and not rec["complete"]
+    assert any("exited with code 3" in n for n in rec["notes"]) and any("saved no traces" in n for n in rec["notes"])
+    assert "boom" in (Path(rec["path"]) / "console.log").read_text()
+
+
+def test_run_refuses_without_flashinfer_bench(capsys, demo_ws: Path, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, _, err = run_cli(capsys, "parity", "--workspace", str(demo_ws))
+    assert code == 2 and "flashinfer-bench is not installed" in err and "--import" in err
+
+
+def test_import_of_the_h200_traces_beside_fibtuis_h200_record(capsys, demo_ws: Path) -> None:
+    """Real numbers: flashinfer-bench 0.1.2 (official shape) and fibtui (cold L2, CUPTI) on the
+    same H200, same demo kernel, the 9 representatives."""
+    code, out, err = run_cli(capsys, "parity", "--import", str(DEMO_TRACES), "--against", str(H200_RECORD), "--json",
+                             "--workspace", str(demo_ws))
+    rec = json.loads(out)
+    assert code == 0, err
+    assert rec["source"] == "import" and rec["solution"] == SOLUTION and rec["passed"] == rec["total"] == 9
+    assert rec["environment"]["hardware"] == "NVIDIA H200"
+    main_comp, wrong = rec["comparisons"]
+    assert main_comp["compared"] == 9 and main_comp["geomean_ratio"] == pytest.approx(8.07, abs=0.01)
+    assert main_comp["min_ratio"] == pytest.approx(3.32, abs=0.01) and main_comp["max_ratio"] == pytest.approx(21.97, abs=0.01)
+    assert any(w.startswith("flashinfer-bench reports 8.07x fibtui's latency") and "launch overhead" in w
+               for w in main_comp["warnings"])
+    assert all(r["flag"] == "latency" for r in main_comp["rows"])
+    assert wrong["solution"] == "bad_one_element_off" and wrong["passed"] == 0 and len(wrong["rows"]) == 9
+    archive = Path(rec["path"])
+    assert (archive / "traces.jsonl").read_text() == DEMO_TRACES.read_text()
+    assert json.loads((archive / "command.json").read_text())["imported_from"] == str(DEMO_TRACES.resolve())
+    code, out, _ = run_cli(capsys, "parity", "--import", str(DEMO_TRACES), "--against", str(H200_RECORD),
+                           "--workspace", str(demo_ws))
+    assert code == 0 and "8.07x" in out and "16.45x" in out and "submission-ready" in out
+
+
+@pytest.mark.slow
+def test_import_beside_interpreter_records_made_here(demo_ws: Path) -> None:
+    """fibtui's interpreter verdicts agree with flashinfer-bench's H200 verdicts, for the good kernel
+    and for the deliberately wrong one."""
+    ws = open_workspace(demo_ws)
+    record = prepare_run(ws, RunOptions(backend="interpreter", workloads=B1, solutions=[
+        str(demo_ws), str(demo_ws / "candidates" / "bad_one_element_off")])).runner.run(lambda e: None)
+    names = {j["solution"]: j["status"] for j in record["jobs"]}
+    assert names == {SOLUTION: "PASSED", "bad_one_element_off": "INCORRECT_NUMERICAL"}
+    rec = import_parity(ws, DEMO_TRACES)
+    by_solution = {c.solution: c for c in rec.comparisons}
+    for solution, status in names.items():
+        comp = by_solution[solution]
+        row = next(r for r in comp.rows if r.uuid == B1)
+        assert (row.bench_status, row.fibtui_status, row.flag, row.ratio) == (status, status, None, None)
+        assert not comp.verdict_mismatches and comp.fibtui_timing_kind == "cpu-interpreter" and not comp.warnings
+        assert sum(1 for r in comp.rows if r.fibtui_status is None) == 8  # fibtui ran only the batch-1 workload
+    assert rec.complete
+
+
+def test_import_of_the_shared_h200_fixtures(shared, demo_ws: Path) -> None:
+    dataset = shared("datasets", "flashinfer-trace")
+    cfg = demo_ws / "config.toml"
+    cfg.write_text(cfg.read_text().replace(DEMO_DEFINITION, "gdn_decode_qk4_v8_d128_k_last"))
+    shutil.rmtree(demo_ws / "dataset")
+    ws = open_workspace(demo_ws, dataset)
+    iso = import_parity(ws, shared("fixtures", "h200", "flashinfer-bench", "isolated_14wl_3sol_dps.jsonl"))
+    assert iso.definition == "gdn_decode_qk4_v8_d128_k_last" and len(iso.comparisons) == 3
+    assert all(len(c.rows) == 14 for c in iso.comparisons) and iso.environment["hardware"] == "NVIDIA H200"
+    assert any("traces hold no" in n for n in iso.notes)
+    per = import_parity(ws, shared("fixtures", "h200", "flashinfer-bench", "persistent_54wl_3sol_returning.jsonl"))
+    assert all(len(c.rows) == 54 for c in per.comparisons)
+    assert parity_status(ws, "gdn_decode_qk4_v8_d128_k_last").id == per.id
+
+
+def test_import_of_a_trace_folder(tmp_path: Path, demo_ws: Path) -> None:
+    folder = tmp_path / "from_elsewhere"
+    (folder / "traces" / "gdn").mkdir(parents=True)
+    shutil.copyfile(DEMO_TRACES, folder / "traces" / "gdn" / f"{DEMO_DEFINITION}.jsonl")
+    (folder / "console.log").write_text("Solution ... PASSED\n")
+    rec = import_parity(open_workspace(demo_ws), folder)
+    assert rec.total == 9 and (rec.path / "console.log").is_file()
+    with pytest.raises(InputError, match="no flashinfer-bench traces"):
+        import_parity(open_workspace(demo_ws), demo_ws / "solution")
+    with pytest.raises(InputError, match="no such file"):
+        import_parity(open_workspace(demo_ws), tmp_path / "nope.jsonl")
+
+
+def _row(uuid: str, status: str = "PASSED", latency: float | None = 0.01, solution: str = "s") -> ResultRow:
+    return ResultRow("d", solution, uuid, {"n": 1}, status, latency_ms=latency if status == "PASSED" else None)
+
+
+def test_disagreement_warnings_with_synthetic_latencies() -> None:
+    fib = FibtuiRecord("fibtui run r1 (s, cupti)", "r1", "cupti", "NVIDIA B200",
+                       {"a": ("PASSED", 0.010), "b": ("PASSED", 0.020), "c": ("INCORRECT_NUMERICAL", None)})
+    same = compare([_row("a", latency=0.01005), _row("b", latency=0.0201)], "s", fib, 0.01, bench_hardware="NVIDIA B200")
+    assert same.geomean_ratio == pytest.approx(1.005, abs=1e-3) and not same.warnings and same.compared == 2
+    slower = compare([_row("a", latency=0.015), _row("b", latency=0.030)], "s", fib, 0.01)
+    assert slower.warnings == ["flashinfer-bench reports 1.50x fibtui's latency (geometric mean over 2 workload(s), "
+                               "1.50-1.50x; tau 1.0%, default 1%)"]
+    overhead = compare([_row("a", latency=0.1), _row("b", latency=0.2)], "s", fib, 0.01)
+    assert "10.00x" in overhead.warnings[0] and "launch overhead" in overhead.warnings[0]
+    loose = compare([_row("a", latency=0.015), _row("b", latency=0.030)], "s", fib, 0.6, "[stats] min_gain")
+    assert not loose.warnings and all(r.flag is None for r in loose.rows)
+    verdict = compare([_row("a"), _row("c", latency=0.01)], "s", fib, 0.01)
+    assert verdict.verdict_mismatches == ["c"]
+    assert verdict.warnings[0] == "verdicts differ on 1 workload(s): c (flashinfer-bench PASSED, fibtui INCORRECT_NUMERICAL)"
+    assert [r.flag for r in verdict.rows] == [None, "verdict"]
+    other_gpu = compare([_row("a")], "s", fib, 0.01, bench_hardware="NVIDIA H200")
+    assert any("different GPUs" in n for n in other_gpu.notes)
+    nothing = compare([_row("a")], "s", None, 0.01)
+    assert nothing.fibtui is None and any("no fibtui run" in n for n in nothing.notes)
+    assert [r.bench_status for r in compare([_row("a", "RUNTIME_ERROR"), _row("a")], "s", fib, 0.01).rows] == ["PASSED"]
+
+
+def _write_run(root: Path, run_id: str, kind: str, latency: float, solution: str = "s", uuids=("a", "b")) -> None:
+    folder = root / "optimize_ops" / "runs" / run_id
+    folder.mkdir(parents=True)
+    ref = SolutionRef(solution, "candidate", "snapshots/c")
+    header = RunHeader(run_id, "d", "local", kind, "cold", [ref], [JobSpec(u, {}, solution, "candidate", r)
+                                                                  for r in range(2) for u in uuids], 2, "all", "t")
+    j = Journal(folder)
+    j.write_header(header)
+    for r in range(2):
+        for u in uuids:
+            j.append_result(JobResult(u, {}, solution, "candidate", r, "PASSED", latency_ms=latency * (1 + r)))
+    j.append_end("finished")
+    write_record(folder)
+
+
+def test_fibtuis_record_prefers_gpu_runs_holding_the_solution(tmp_path: Path) -> None:
+    _write_run(tmp_path, "20261101-000000_d_local", "cupti", 0.010)
+    _write_run(tmp_path, "20261102-000000_d_local", "cupti", 0.020, solution="other")
+    _write_run(tmp_path, "20261103-000000_d_interpreter", "cpu-interpreter", 100.0)
+    found = fibtui_record(tmp_path / "optimize_ops", "d", "s", ["a", "b"])
+    assert found is not None and found.run_id == "20261101-000000_d_local"
+    assert found.by_uuid["a"] == ("PASSED", pytest.approx(0.015))  # mean over the repeats
+    assert fibtui_record(tmp_path / "optimize_ops", "d", "s", ["zzz"]) is None
+    against = fibtui_record(tmp_path / "optimize_ops", "d", "s", ["a"], against="20261103-000000_d_interpreter")
+    assert against.timing_kind == "cpu-interpreter"
+
+
+def test_tau_from_the_settings(tmp_path: Path) -> None:
+    assert parity_tau(tmp_path) == (0.01, "default 1%")
+    set_setting(tmp_path, "stats.min_gain", 0.02)
+    assert parity_tau(tmp_path) == (0.02, "fibtui.toml [stats] min_gain 2%")
+    set_setting(tmp_path, "stats.min_gain", 3)
+    with pytest.raises(InputError) as exc:
+        parity_tau(tmp_path)
+    assert exc.value.field == "stats.min_gain"
+
+
+def test_status_without_any_parity(capsys, demo_ws: Path) -> None:
+    assert parity_status(demo_ws, DEMO_DEFINITION) is None
+    (demo_ws / "optimize_ops" / "parity" / "broken").mkdir(parents=True)
+    (demo_ws / "optimize_ops" / "parity" / "broken" / "parity.json").write_text("{not json")
+    assert parity_status(open_workspace(demo_ws), DEMO_DEFINITION) is None
+    code, out, _ = run_cli(capsys, "parity", "--status", "--workspace", str(demo_ws))
+    assert code == 1 and "no parity run yet" in out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=300), st.lists(st.dictionaries(st.sampled_from(
+    ["definition", "workload", "solution", "evaluation"]), st.one_of(st.none(), st.text(max_size=5), st.integers(),
+                                                                   st.dictionaries(st.text(max_size=4), st.integers(), max_size=2)),
+    max_size=4), min_size=1, max_size=3).map(lambda objs: "\n".join(json.dumps(o) for o in objs).encode())))
+def test_import_of_garbage_is_a_clean_input_error(tmp_path_factory, data: bytes) -> None:
+    root = tmp_path_factory.mktemp("ws")
+    ws = root / "demo"
+    if not ws.exists():
+        shutil.copytree(Path(__file__).parent.parent / "kernels" / "gdn_decode_demo", ws)
+    path = root / "traces.jsonl"
+    path.write_bytes(data)
+    try:
+        rec = import_parity(open_workspace(ws), path)
+    except InputError:
+        return
+    assert rec.total >= 0
