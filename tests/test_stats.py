@@ -19,8 +19,8 @@ from fibtui.core.errors import InputError
 from fibtui.core.results import load_results
 
 REPO = Path(__file__).resolve().parent.parent
-GATE_RUN = "20261129-093928_demo_local"
-SWEEP_RUN = "20261129-093940_demo_local"
+GATE_RUN = "20261129-103529_demo_local"
+SWEEP_RUN = "20261129-103545_demo_local"
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -383,7 +383,7 @@ def test_compare_a_paired_run_id(capsys, demo_history: Path) -> None:
     assert {b["band"] for b in data["per_band"]} >= {"batch_size=1", "batch_size=64"}
     code, out, _ = run_cli(capsys, "compare", GATE_RUN, "--json", "--workspace", str(demo_history))
     gate = json.loads(out)
-    assert gate["scope"] == "sample" and gate["workloads"] == 9
+    assert gate["scope"] == "sample" and gate["workloads"] == 3  # the regime representatives (2-3 above 40 workloads)
     code, out, _ = run_cli(capsys, "compare", SWEEP_RUN, "--workspace", str(demo_history))
     assert code == 0 and "PROMOTE" in out and "batch_size=1" in out
 
