@@ -310,3 +310,29 @@ async def test_promotion_pane_verdict_and_archive(demo_ws: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("n")
+
+
+async def test_modal_sweep_asks_with_the_plan(demo_ws: Path) -> None:
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        commands = {text: cb for text, cb, _ in app.palette_commands()}
+        commands["Start a full sweep on Modal (B200 containers)"]()
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        facts = str(app.screen.query_one("#confirm-facts").render())
+        assert "GPU B200" in facts and "GPU-seconds" in facts and "$" in facts
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.query_one(RunsPane).active_run is None
+
+
+async def test_promotion_pane_says_when_parity_is_missing(demo_ws: Path) -> None:
+    from fibtui.ui.panes.promotion import PromotionPane
+
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("5")
+        text = str(app.query_one(PromotionPane).query_one("#verdict").render())
+        assert "official parity: none yet" in text

@@ -162,11 +162,23 @@ class FibApp(App[int]):
     def _use_workspace(self, ws: Workspace) -> None:
         self.workspace = ws
         self._set_titles()
-        for pane in PANES:
-            self.query_one(f"#{pane.id}-pane").set_workspace(ws)
+        # Paint first, then load: the visible pane right after the first frame, the others a
+        # moment later (their workers import polars, git, plotext; they must not delay the frame).
+        self.call_after_refresh(self._load_panes, ws)
+
+    def _load_panes(self, ws: Workspace) -> None:
+        visible = self.active_pane
+        self.pane(visible).set_workspace(ws)
+
+        def rest() -> None:
+            for pane in PANES:
+                if pane.id != visible:
+                    self.pane(pane.id).set_workspace(ws)
+
+        self.set_timer(0.15, rest)
         if self._start_watching:
             self._start_watching = False
-            self.action_toggle_watch()
+            self.set_timer(0.2, self.action_toggle_watch)
 
     def pane(self, pane_id: str):
         return self.query_one(f"#{pane_id}-pane")
@@ -304,6 +316,28 @@ class FibApp(App[int]):
             self._start(options, "full sweep")
 
         self._with_note_check(lambda: self._confirm_sweep(options, go))
+
+    def action_modal_sweep(self) -> None:
+        """A full paired sweep fanned out over Modal containers: always asks first, with the plan."""
+        if self.workspace is None:
+            return
+        self._plan_modal(self._gate_options("all"))
+
+    @work(thread=True, exclusive=True, group="modal-plan", exit_on_error=False)
+    def _plan_modal(self, options) -> None:
+        from fibtui.runners.modal_runner import plan_modal
+
+        options.backend = "modal"
+        options.warm = None
+        plan = plan_modal(self.workspace, options)
+        self.call_from_thread(self._confirm_modal, options, plan)
+
+    def _confirm_modal(self, options, plan) -> None:
+        lines = plan.lines()
+        facts = [("", line.strip()) for line in lines[1:]]
+        head = lines[0]
+        self.push_screen(ConfirmScreen("Modal fan-out: " + head, facts, "Start these containers? (GPU time is billed)"),
+                         lambda ok: self._start(options, "Modal sweep") if ok else None)
 
     def _confirm_sweep(self, options, go) -> None:
         from fibtui.core.runs import list_runs
@@ -459,6 +493,8 @@ class FibApp(App[int]):
         if runs.active_run is None:
             out.append(("Start a representative gate", self.action_gate, "paired against the best snapshot when there is one"))
             out.append(("Start a full sweep", self.action_sweep, "every workload; asks first when large"))
+            out.append(("Start a full sweep on Modal (B200 containers)", self.action_modal_sweep,
+                        "shows the plan and its cost first; never exercised against Modal's servers here"))
             if runs.shown_run:
                 out.append((f"Retry the failed jobs of {runs.shown_run}", self.action_retry_failed, "merged back into the run"))
         else:

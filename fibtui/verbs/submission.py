@@ -38,6 +38,19 @@ def _definition(args: argparse.Namespace, ws) -> str | None:
     return None
 
 
+def _parity(ws, definition: str | None) -> tuple[dict | None, str | None]:
+    """(the newest parity record as JSON, a warning when the definition is not submission-ready)."""
+    from fibtui.runners.parity import parity_status
+
+    name = definition or (ws.active.definition if ws.active else None)
+    st = parity_status(ws, name) if name else None
+    if st is None:
+        return None, "no official-parity run yet: submission-ready needs one (fibtui parity)"
+    if not st.complete:
+        return st.to_json(), f"the newest parity run {st.id} passed {st.passed}/{st.total}: not submission-ready"
+    return st.to_json(), None
+
+
 def pack(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
@@ -47,8 +60,9 @@ def pack(args: argparse.Namespace) -> int:
     ws = workspace_from(args)
     result = pack_solution(ws.root, _definition(args, ws), target_hardware=args.target_hardware)
     out = write_solution_json(result, args.output)
+    parity, parity_warning = _parity(ws, result.to_json(out)["definition"])
     if args.json:
-        emit_json(result.to_json(out))
+        emit_json({**result.to_json(out), "parity": parity, "submission_ready": parity_warning is None})
         return 0
     con = console()
     info = result.to_json(out)
@@ -60,6 +74,10 @@ def pack(args: argparse.Namespace) -> int:
         con.print(f"  [dim]left out: {escape(', '.join(info['excluded']))}[/]")
     con.print("  flashinfer-bench: " + (f"loads it ({info['flashinfer_bench']})" if info["flashinfer_bench"]
                                         else "not installed (install the bench extra to check with it)"))
+    if parity_warning:
+        con.print(f"[yellow]![/] {escape(parity_warning)}")
+    else:
+        con.print(f"[green]✓[/] official parity {escape(parity['id'])}: {parity['passed']}/{parity['total']} PASSED")
     return 0
 
 
@@ -83,9 +101,14 @@ def tag(args: argparse.Namespace) -> int:
             if plan.branch is not None:
                 steps.append(push_branch(ws.root, plan))
             steps.append(push_tag(ws.root, plan))
+    parity, parity_warning = _parity(ws, plan.definition)
+    if parity_warning:
+        plan.warnings.append(parity_warning)
     if args.json:
         out = plan.to_json()
         out["steps"] = [s.to_json() for s in steps]
+        out["parity"] = parity
+        out["submission_ready"] = parity_warning is None
         emit_json(out)
         return 0 if plan.ok else 1
     con = console()

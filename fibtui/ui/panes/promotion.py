@@ -33,6 +33,7 @@ class PromotionPane(Pane):
         run_id: str | None
         outcome: Any  # fibtui.core.stats.CompareOutcome | None
         reason: str = ""
+        parity: Any = None  # fibtui.runners.parity.ParityStatus | None
 
     @dataclass
     class Decided(Message):
@@ -63,19 +64,23 @@ class PromotionPane(Pane):
         from fibtui.core import decisions
         from fibtui.core.errors import FibError
 
+        from fibtui.runners.parity import parity_status
+
         ws = self.workspace
         if ws is None:
             return
+        parity = parity_status(ws, ws.active.definition) if ws.active is not None else None
         run_id = run_id or decisions.latest_paired_run(ws)
         if run_id is None:
-            self.post_message(self.Evaluated(None, None, "no paired run yet"))
+            self.post_message(self.Evaluated(None, None, "no paired run yet: a gate (g) against a promoted best solution, "
+                                             "or `fibtui run --baseline DIR`", parity))
             return
         try:
             outcome = decisions.compare(ws, run_id)
         except FibError as exc:
-            self.post_message(self.Evaluated(run_id, None, exc.one_line()))
+            self.post_message(self.Evaluated(run_id, None, exc.one_line(), parity))
             return
-        self.post_message(self.Evaluated(run_id, outcome))
+        self.post_message(self.Evaluated(run_id, outcome, "", parity))
 
     @on(Evaluated)
     def _evaluated(self, message: Evaluated) -> None:
@@ -84,7 +89,10 @@ class PromotionPane(Pane):
         bands = self.query_one("#bands", DataTable)
         bands.clear()
         if message.outcome is None:
-            box.update(message.reason if message.run_id is None else Text(f"{message.run_id}: {message.reason}", style="red"))
+            if message.run_id is None:
+                box.update(f"{message.reason}\n{_parity_line(message.parity)}")
+            else:
+                box.update(Text(f"{message.run_id}: {message.reason}", style="red"))
             return
         c = message.outcome.single or (message.outcome.entries[0].comparison if message.outcome.entries else None)
         if c is None:
@@ -109,6 +117,7 @@ class PromotionPane(Pane):
             board = " > ".join(f"{e.arm.name} {((e.arm.mean_latency_ms or 0) * 1000):.3f} us"
                                for e in message.outcome.entries)
             lines.append(f"leaderboard: {board}")
+        lines.append(_parity_line(message.parity))
         lines.append("[dim]A archive · P promote · R reject and restore the previous best[/dim]")
         box.update("\n".join(lines))
         for b in c.per_band:
@@ -175,6 +184,15 @@ class PromotionPane(Pane):
         if c is not None and c.verdict == "PROMOTE":
             out.insert(0, ("Promote the candidate", lambda: self.decide("promote"), "the verdict says PROMOTE"))
         return out
+
+
+def _parity_line(parity) -> str:
+    """Submission-ready needs one official-parity run (fibtui parity)."""
+    if parity is None:
+        return "[yellow]official parity: none yet[/] (`fibtui parity` runs flashinfer-bench in the official shape; submission-ready needs one)"
+    colour = "green" if parity.complete else "red"
+    return (f"[{colour}]official parity {parity.id}: {parity.passed}/{parity.total} PASSED[/] ({parity.solution}, {parity.source}"
+            + (f", {parity.warnings} warning(s)" if parity.warnings else "") + ")")
 
 
 def _us(ms: float | None) -> str:
