@@ -454,12 +454,16 @@ def failed_keys(contents: JournalContents) -> list[str]:
     return [k for k, r in contents.results.items() if r.status != PASSED]
 
 
-def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ...] = ("cupti",)):
+def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ...] = ("cupti",),
+                workloads: int | None = None):
     """Result rows of the newest run of ``definition`` measured on a GPU, as
-    ``(rows, label, hardware)``, or None. Rows are the first candidate's (the solution under test); runs
-    timed by the CPU interpreter are skipped, since their latencies say nothing about the GPU."""
+    ``(rows, label, hardware)``, or None. With ``workloads`` (the definition's count), the newest
+    run that covered every workload wins over newer partial ones (a gate). Rows are the first
+    candidate's (the solution under test); CPU-interpreter runs are skipped, since their latencies
+    say nothing about the GPU."""
     from fibtui.core.results import load_results
 
+    chosen = None
     for listing in reversed(list_runs(archive_root)):
         if listing.definition != definition or listing.passed == 0:
             continue
@@ -476,5 +480,8 @@ def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ..
         first = next((r.solution for r in candidates if r.solution), None)
         rows = [r for r in candidates if r.solution == first]
         hardware = (table.meta.get("environment") or {}).get("gpu")
-        return rows, f"run {listing.run_id} ({first}, {table.meta.get('timing_kind')})", hardware
-    return None
+        found = (rows, f"run {listing.run_id} ({first}, {table.meta.get('timing_kind')})", hardware)
+        if workloads is None or len({r.uuid for r in rows}) >= workloads:
+            return found
+        chosen = chosen or found
+    return chosen

@@ -72,7 +72,11 @@ def latest_results(workspace, definition: str):
     only)."""
     from fibtui.core.runs import latest_rows
 
-    return latest_rows(workspace.archive_root, definition)
+    try:
+        count = len(workspace.dataset().workloads(definition))
+    except Exception:  # noqa: BLE001 - the coverage preference is only a preference
+        count = None
+    return latest_rows(workspace.archive_root, definition, workloads=count)
 
 
 def representatives_for_workspace(ws, definition: str | None = None) -> list[str]:

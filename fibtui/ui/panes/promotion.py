@@ -63,7 +63,6 @@ class PromotionPane(Pane):
     def evaluate(self, run_id: str | None = None) -> None:
         from fibtui.core import decisions
         from fibtui.core.errors import FibError
-
         from fibtui.runners.parity import parity_status
 
         ws = self.workspace

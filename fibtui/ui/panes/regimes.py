@@ -76,7 +76,7 @@ class RegimesPane(Pane):
             ds = ws.dataset()
             definition = ds.definition(ws.active.definition)
             workloads = ds.workloads(definition.name)
-            latest = latest_rows(ws.archive_root, definition.name)
+            latest = latest_rows(ws.archive_root, definition.name, workloads=len(workloads))
             rows, label, hardware = latest if latest else (None, None, None)
             try:
                 device = roofline.get_device(hardware or "B200", ws.root)
