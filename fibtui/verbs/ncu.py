@@ -42,6 +42,16 @@ def register(sub, common) -> None:
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(func=ncu_profile)
 
+    hp = nsub.add_parser("host", help="host view: one call under torch.profiler (kernels, CPU and GPU time, launch gaps)")
+    common(hp)
+    hp.add_argument("--workload", required=True, metavar="UUID[,UUID...]")
+    hp.add_argument("--solution", metavar="DIR", help="this solution (default: the workspace's)")
+    hp.add_argument("--backend", choices=("local", "interpreter"), default=None,
+                    help="local (GPU, default when present) | interpreter (CPU: no device kernels)")
+    hp.add_argument("--calls", type=int, default=5, metavar="N", help="profiled calls per workload (after warm-up)")
+    hp.add_argument("--json", action="store_true")
+    hp.set_defaults(func=ncu_host)
+
 
 def _host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-gap-us", type=float, metavar="US",
@@ -261,4 +271,41 @@ def ncu_profile(args: argparse.Namespace) -> int:
     con.print(f"[green]✓[/] {result.report}\n  pages: {result.details_csv.name}, {result.raw_csv.name}, "
               f"{result.details_txt.name}  command: {json.dumps(result.command)}")
     print_summaries(con, summaries)
+    return 0
+
+
+def ncu_host(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from fibtui.core import backends
+    from fibtui.core.errors import InputError
+    from fibtui.core.hostview import summarize as summarize_host
+    from fibtui.runners.hostview import host_view, require_uuids
+    from fibtui.verbs._common import console, emit_json, workspace_from
+
+    if args.calls < 1:
+        raise InputError(None, "must be >= 1", field="--calls")
+    ws = workspace_from(args)
+    backend = args.backend or ("local" if backends.detect().gpu else "interpreter")
+    payload = host_view(ws, require_uuids(args.workload, ws), args.solution, backend, args.calls)
+    views = summarize_host(payload)
+    if args.json:
+        emit_json({"device": payload.get("device"), "backend": backend, "workloads": [v.to_json() for v in views]})
+        return 0
+    con = console()
+    con.print(f"[bold]host view[/] on {escape(str(payload.get('device')))} ({backend}), {args.calls} calls per workload")
+    for v in views:
+        axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
+        fmt = (lambda x: f"{x:.2f}" if x is not None else "-")
+        con.print(f"\n[bold]{v.uuid[:13]}[/] {axes}: host {fmt(v.host_us)} us/call, device busy {fmt(v.busy_us)} us, "
+                  f"span {fmt(v.span_us)} us, gaps {fmt(v.gap_us)} us, {v.kernels_per_call:.1f} kernel(s)/call")
+        if v.kernels:
+            t = Table("kernel", "per call", "mean us", "us per call", box=None, pad_edge=False, header_style="bold")
+            for k in v.kernels[:10]:
+                t.add_row(escape(k.name[:70]), f"{k.per_call:.1f}", f"{k.mean_us:.2f}", f"{k.total_us:.2f}")
+            con.print(t)
+        if v.top_cpu_ops:
+            con.print("  CPU: " + ", ".join(f"{escape(n[:40])} {us:.0f} us" for n, us in v.top_cpu_ops[:5]))
+        con.print(f"  [yellow]{escape(v.verdict)}[/]")
     return 0

@@ -1,5 +1,7 @@
 """``python -m fibtui.worker serve | run --request FILE | profile --request FILE``.
 
+host: one workload's calls under torch.profiler (CPU and GPU activity): the host view.
+
 serve: a persistent worker. Requests are JSON lines on stdin::
 
     {"op": "load", "config": {...}, "definition": {...}, "solutions": [{"id", "name", "spec", "sources"}]}
@@ -124,6 +126,69 @@ def _profile(path: str) -> int:
     return 0
 
 
+def _host(path: str) -> int:
+    """The host view: per workload, warm-up calls, then ``calls`` calls under torch.profiler with
+    CPU and (on a GPU) CUDA activity, each call inside a ``fibtui::call`` range. Prints one JSON
+    object: per call the host wall time, the device kernels (name, start, duration) and the CPU ops."""
+    import time
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from fibtui.worker import protocol
+    from fibtui.worker.engine import Engine, EngineConfig
+    from fibtui.worker.inputs import seed_for
+
+    protocol.claim_stdout()
+    with open(path, encoding="utf-8") as fh:
+        request = json.load(fh)
+    engine = Engine(EngineConfig.from_json(request.get("config") or {}))
+    report = engine.load(request["definition"], request["solutions"])
+    sid = request["solutions"][0]["id"]
+    if not report[sid]["ok"]:
+        protocol.emit({"event": "error", "message": f"COMPILE_ERROR: {report[sid]['error']}"})
+        return 2
+    sol = engine.solutions[sid]
+    cuda = engine.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    out = []
+    for workload in request.get("workloads") or []:
+        inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+        outs = engine.maker.allocate_outputs(workload, poison=False)
+
+        def call():
+            return sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+
+        with torch.no_grad():
+            for _ in range(int(request.get("warmup_calls", 3))):
+                call()
+            if cuda:
+                torch.cuda.synchronize()
+            walls = []
+            with profile(activities=activities) as prof:
+                for _ in range(int(request.get("calls", 5))):
+                    t0 = time.perf_counter()
+                    with record_function("fibtui::call"):
+                        call()
+                        if cuda:
+                            torch.cuda.synchronize()
+                    walls.append((time.perf_counter() - t0) * 1e6)
+        calls, kernels, cpu_ops = [], [], []
+        for e in prof.profiler.kineto_results.events():
+            name = e.name()
+            item = {"name": name, "start_ns": e.start_ns(), "dur_ns": e.duration_ns()}
+            if e.device_type() == torch.autograd.DeviceType.CUDA:
+                kernels.append(item)
+            elif name == "fibtui::call":
+                calls.append(item)
+            elif not name.startswith(("cudaDeviceSynchronize", "cudaStreamSynchronize")):
+                cpu_ops.append(item)
+        out.append({"uuid": workload["uuid"], "axes": workload.get("axes"), "host_wall_us": walls,
+                    "calls": sorted(calls, key=lambda c: c["start_ns"]), "kernels": kernels, "cpu_ops": cpu_ops[:2000]})
+    protocol.emit({"event": "host_view", "device": str(engine.device), "environment": engine.environment, "workloads": out})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fibtui.worker")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -132,11 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--request", required=True)
     p = sub.add_parser("profile")
     p.add_argument("--request", required=True)
+    h = sub.add_parser("host")
+    h.add_argument("--request", required=True)
     args = parser.parse_args(argv)
     if args.cmd == "serve":
         return _serve()
     if args.cmd == "run":
         return _run(args.request)
+    if args.cmd == "host":
+        return _host(args.request)
     return _profile(args.request)
 
 
