@@ -67,7 +67,7 @@ def summarize_workload(w: dict[str, Any]) -> HostView:
             continue
         busy.append(sum(k["dur_ns"] for k in ks) / 1e3)
         span.append((max(k["start_ns"] + k["dur_ns"] for k in ks) - ks[0]["start_ns"]) / 1e3)
-        gaps.append(sum(max(0, b["start_ns"] - (a["start_ns"] + a["dur_ns"])) for a, b in zip(ks, ks[1:])) / 1e3)
+        gaps.append(sum(max(0, b["start_ns"] - (a["start_ns"] + a["dur_ns"])) for a, b in zip(ks, ks[1:], strict=False)) / 1e3)
     by_name: dict[str, list[float]] = {}
     for ks in per_call:
         for k in ks:

@@ -294,10 +294,12 @@ def ncu_host(args: argparse.Namespace) -> int:
         emit_json({"device": payload.get("device"), "backend": backend, "workloads": [v.to_json() for v in views]})
         return 0
     con = console()
+    def fmt(x: float | None) -> str:
+        return f"{x:.2f}" if x is not None else "-"
+
     con.print(f"[bold]host view[/] on {escape(str(payload.get('device')))} ({backend}), {args.calls} calls per workload")
     for v in views:
         axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
-        fmt = (lambda x: f"{x:.2f}" if x is not None else "-")
         con.print(f"\n[bold]{v.uuid[:13]}[/] {axes}: host {fmt(v.host_us)} us/call, device busy {fmt(v.busy_us)} us, "
                   f"span {fmt(v.span_us)} us, gaps {fmt(v.gap_us)} us, {v.kernels_per_call:.1f} kernel(s)/call")
         if v.kernels:

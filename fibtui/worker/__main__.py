@@ -156,7 +156,7 @@ def _host(path: str) -> int:
         inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
         outs = engine.maker.allocate_outputs(workload, poison=False)
 
-        def call():
+        def call(inputs=inputs, outs=outs):
             return sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
 
         with torch.no_grad():
