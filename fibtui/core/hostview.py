@@ -53,9 +53,15 @@ class HostView:
         return out
 
 
+CALL_RANGE = "fibtui::call"
+#: the profiler's own bookkeeping, not the solution's work
+PROFILER_NOISE = ("Activity Buffer Request", "cudaDeviceSynchronize", "cudaStreamSynchronize")
+
+
 def summarize_workload(w: dict[str, Any]) -> HostView:
     calls = w.get("calls") or []
-    kernels = sorted(w.get("kernels") or [], key=lambda k: k["start_ns"])
+    # the call range shows on the GPU timeline too (a user annotation): it is not a kernel
+    kernels = sorted((k for k in w.get("kernels") or [] if k["name"] != CALL_RANGE), key=lambda k: k["start_ns"])
     per_call: list[list[dict[str, Any]]] = []
     for c in calls:
         lo, hi = c["start_ns"], c["start_ns"] + c["dur_ns"]
@@ -77,6 +83,8 @@ def summarize_workload(w: dict[str, Any]) -> HostView:
                    key=lambda k: -k.total_us)
     cpu: dict[str, float] = {}
     for op in w.get("cpu_ops") or []:
+        if op["name"].startswith(PROFILER_NOISE):
+            continue
         cpu[op["name"]] = cpu.get(op["name"], 0.0) + op["dur_ns"] / 1e3 / n
     view = HostView(
         uuid=str(w.get("uuid")), axes=dict(w.get("axes") or {}), calls=len(calls),

@@ -291,7 +291,8 @@ def ncu_host(args: argparse.Namespace) -> int:
     payload = host_view(ws, require_uuids(args.workload, ws), args.solution, backend, args.calls)
     views = summarize_host(payload)
     if args.json:
-        emit_json({"device": payload.get("device"), "backend": backend, "workloads": [v.to_json() for v in views]})
+        emit_json({"device": payload.get("device"), "backend": backend, "workloads": [v.to_json() for v in views],
+                   "trace": payload})
         return 0
     con = console()
     def fmt(x: float | None) -> str:
