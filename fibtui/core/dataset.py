@@ -22,6 +22,7 @@ import polars as pl
 
 from fibtui.core.dtypes import KNOWN_DTYPES
 from fibtui.core.errors import InputError
+from fibtui.core.fsio import read_input, read_input_text
 from fibtui.core.status import ALL_STATUSES
 
 # --------------------------------------------------------------------------------------------
@@ -274,16 +275,7 @@ def _kind(value: Any) -> str:
 
 def read_json_file(path: Path) -> Any:
     """Parse a whole JSON file; a syntax error names the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, not a file") from None
-    except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    text = read_input_text(path)
     if not text.strip():
         raise InputError(path, "file is empty")
     try:
@@ -295,14 +287,7 @@ def read_json_file(path: Path) -> Any:
 def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for each non-blank line; a bad line names itself."""
     if data is None:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError(path, "file not found") from None
-        except IsADirectoryError:
-            raise InputError(path, "is a folder, not a file") from None
-        except OSError as exc:
-            raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        data = read_input(path)
     lines = data.split(b"\n")
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -597,12 +582,7 @@ def _content_end(data: bytes) -> int:
 def load_workloads(path: str | Path, definition: Definition | None = None) -> WorkloadSet:
     """Read a workloads JSONL. With a definition, its variable axes must be on every line."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    data = read_input(path)
     if not data.strip():
         raise InputError(path, "file is empty (no workloads)")
     def_name = definition.name if definition else None

@@ -13,6 +13,31 @@ from pathlib import Path
 from typing import Any
 
 
+def read_input(path: str | Path) -> bytes:
+    """The bytes of a file a user gave us; a missing, unreadable or folder path is one clean
+    InputError naming it (never an OSError traceback)."""
+    from fibtui.core.errors import InputError
+
+    path = Path(path)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a folder, not a file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_input_text(path: str | Path) -> str:
+    from fibtui.core.errors import InputError
+
+    try:
+        return read_input(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, "not UTF-8 text") from None
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

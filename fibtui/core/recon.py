@@ -48,7 +48,7 @@ from typing import Any
 import git
 
 from fibtui.core.errors import InputError
-from fibtui.core.fsio import atomic_write_json, atomic_write_text
+from fibtui.core.fsio import atomic_write_json, atomic_write_text, read_input
 from fibtui.core.settings import get_setting
 
 REFERENCE_DIR = "reference"
@@ -838,14 +838,7 @@ def _parse_row(line: str, path: str | Path | None, n: int) -> NoteRow:
 
 def load_note(path: str | Path) -> ReconNote:
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, not a file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    data = read_input(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fibtui.core.errors import InputError, UsageError
+from fibtui.core.fsio import read_input_text
 
 if TYPE_CHECKING:  # polars loads with the dataset module: keep it off the start-up path
     from fibtui.core.dataset import Dataset
@@ -91,14 +92,7 @@ def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    text = read_input_text(path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -18,24 +18,10 @@ def register(sub, common) -> None:
 
 def _axes_lookup(args: argparse.Namespace):
     """Join axes from the workspace's dataset when the result file has none."""
-    from fibtui.core.errors import InputError
+    from fibtui.core.decisions import axes_lookup
     from fibtui.verbs._common import workspace_from
 
-    ws = workspace_from(args, required=False)
-    if ws is None or ws.dataset_root is None:
-        return None
-    ds = ws.dataset()
-
-    def lookup(definition: str, uuid: str):
-        if definition not in ds.definition_paths:
-            return None
-        try:
-            workloads = ds.workloads(definition)
-        except InputError:
-            return None
-        return workloads.axes_of(uuid) if uuid in workloads else None
-
-    return lookup
+    return axes_lookup(workspace_from(args, required=False))
 
 
 def results(args: argparse.Namespace) -> int:
