@@ -20,7 +20,6 @@ Latency statistics count PASSED rows only; pass counts are always reported.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core import numbers
-from fibtui.core.dataset import _Ctx, _kind, iter_jsonl, load_traces, read_json_file
+from fibtui.core.dataset import _Ctx, _kind, load_traces, read_json_file
 from fibtui.core.errors import InputError
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
 
@@ -577,11 +576,6 @@ def _from_markdown(path: Path) -> RunTable:
     return table
 
 
-def read_jsonl_objects(path: Path) -> list[dict[str, Any]]:
-    """Every object of a JSONL file (a helper for importers of line-oriented records)."""
-    return [obj for _, obj in iter_jsonl(path)]
-
-
 def table_to_json(table: RunTable, solution: str | None = None) -> dict[str, Any]:
     rows = table.for_solution(solution)
     out: dict[str, Any] = {
@@ -608,7 +602,3 @@ def table_to_json(table: RunTable, solution: str | None = None) -> dict[str, Any
         if key in table.extra:
             out[key] = table.extra[key]
     return out
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=1, default=str)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -444,10 +443,6 @@ def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
     if done <= 0 or total <= done:
         return 0.0 if total <= done else None
     return elapsed_s / done * (total - done)
-
-
-def monotonic() -> float:
-    return time.monotonic()
 
 
 def failed_keys(contents: JournalContents) -> list[str]:
