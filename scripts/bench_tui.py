@@ -100,28 +100,32 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
         return None
 
     read_until(b"batch_size=1", 20)
-    time.sleep(0.5)
-    read_until(None, 0.3)  # drain
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < 1.0:  # until the app has painted everything and gone quiet
+        if read_until(None, 0.1) is not None:
+            quiet_since = time.monotonic()
     switch, scroll = [], []
-    for _ in range(rounds):
-        for key in (b"3", b"4", b"5", b"6", b"1", b"2"):
-            t0 = time.monotonic()
-            os.write(fd, key)
-            got = read_until(PANE_MARKERS[key])
-            if got is not None:
-                switch.append((time.monotonic() - t0 - 0) * 1000 if False else got * 1000)
-            time.sleep(0.35)  # let the tab underline animation finish before the next key
-            read_until(None, 0.05)
-    os.write(fd, b"\t")  # focus the bands table, then the workloads table
-    time.sleep(0.2)
-    read_until(None, 0.1)
-    for _ in range(rounds * 5):
-        os.write(fd, b"\x1b[B")  # down arrow
+    # scrolling first (focus starts on the tab bar: three tabs reach the workloads table)
+    for _ in range(3):
+        os.write(fd, b"\t")
+        time.sleep(0.2)
+        read_until(None, 0.1)
+    for i in range(rounds * 5):
+        os.write(fd, b"\x1b[6~" if i % 10 == 9 else b"\x1b[B")  # down arrow, and a page down now and then
         got = read_until(None, 1.0)
         if got is not None:
             scroll.append(got * 1000)
         time.sleep(0.03)
         read_until(None, 0.01)
+    for _ in range(rounds):
+        for key in (b"3", b"4", b"5", b"6", b"1", b"2"):
+            time.monotonic()
+            os.write(fd, key)
+            got = read_until(PANE_MARKERS[key])
+            if got is not None:
+                switch.append(got * 1000)
+            time.sleep(0.35)  # let the tab underline animation finish before the next key
+            read_until(None, 0.05)
     os.write(fd, b"q")
     try:
         os.waitpid(pid, 0)

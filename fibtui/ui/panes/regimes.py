@@ -23,11 +23,11 @@ from fibtui.ui.panes.base import Pane
 class RegimesPane(Pane):
     DEFAULT_CSS = """
     RegimesPane #regimes-summary { height: auto; padding: 0 1; }
-    RegimesPane #regimes-top { height: 14; }
+    RegimesPane #regimes-top { height: 1fr; min-height: 5; max-height: 14; }
     RegimesPane #bands-table { width: 1fr; }
     RegimesPane #regimes-chart { width: 1fr; min-width: 30; }
-    RegimesPane #reps-table { height: 6; }
-    RegimesPane #workloads-table { height: 1fr; }
+    RegimesPane #reps-table { height: auto; max-height: 5; }
+    RegimesPane #workloads-table { height: 1fr; min-height: 5; }
     """
 
     @dataclass
