@@ -108,6 +108,37 @@ class JobResult:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in obj.items() if k in known})
 
+    @classmethod
+    def from_journal(cls, obj: dict[str, Any]) -> JobResult | None:
+        """A result line of a journal, or None when any field has the wrong type (a corrupt line
+        is never accepted: a number that is not a number would poison every statistic)."""
+        if not (_is_text(obj.get("uuid")) and _is_text(obj.get("solution")) and _is_text(obj.get("role"))
+                and _is_int(obj.get("repeat")) and obj.get("status") in ALL_STATUSES):
+            return None
+        if not isinstance(obj.get("axes"), dict) or not all(_is_int(v) for v in obj["axes"].values()):
+            return None
+        for key in ("latency_ms", "reference_latency_ms", "speedup", "max_abs_error", "max_rel_error", "wall_s"):
+            if obj.get(key) is not None and not _is_number(obj[key]):
+                return None
+        for key in ("error", "started", "finished"):
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                return None
+        if not isinstance(obj.get("timing", {}), dict) or not _is_int(obj.get("attempt", 1)):
+            return None
+        return cls.from_json(obj)
+
+
+def _is_text(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
 
 @dataclass
 class RunHeader:
@@ -132,6 +163,21 @@ class RunHeader:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any], path: Path | None = None) -> RunHeader:
+        jobs, sols = obj.get("jobs"), obj.get("solutions")
+        problem = None
+        if not isinstance(jobs, list) or not all(
+                isinstance(j, dict) and _is_text(j.get("uuid")) and _is_text(j.get("solution"))
+                and _is_text(j.get("role")) and _is_int(j.get("repeat")) and isinstance(j.get("axes"), dict)
+                for j in jobs):
+            problem = "jobs"
+        elif not isinstance(sols, list) or not all(
+                isinstance(s, dict) and _is_text(s.get("name")) and _is_text(s.get("role"))
+                and isinstance(s.get("snapshot"), str) for s in sols):
+            problem = "solutions"
+        elif not all(_is_text(obj.get(k)) for k in ("run_id", "definition", "backend", "timing_kind")):
+            problem = "run_id, definition, backend, timing_kind"
+        if problem is not None:
+            raise InputError(path, f"journal header is malformed: bad {problem}", line=1, field="header")
         try:
             return cls(
                 run_id=obj["run_id"],
@@ -146,7 +192,7 @@ class RunHeader:
                 started=obj.get("started", ""),
                 settings=dict(obj.get("settings") or {}),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise InputError(path, f"journal header is malformed: {exc}", line=1, field="header") from None
 
 
@@ -232,7 +278,7 @@ def read_journal(path: Path) -> JournalContents:
             continue
         try:
             obj = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             corrupt.append(number)
             continue
         if not isinstance(obj, dict):
@@ -244,22 +290,25 @@ def read_journal(path: Path) -> JournalContents:
                 header = RunHeader.from_json(obj, path)
             continue
         if kind == "end":
+            if not isinstance(obj.get("state"), str):
+                corrupt.append(number)
+                continue
             end = obj
             continue
         if kind == "retry":
-            for key in obj.get("keys") or []:
+            keys = obj.get("keys")
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                corrupt.append(number)
+                continue
+            for key in keys:
                 results.pop(key, None)
             end = None  # the run is open again
             continue
         if kind != "result":
             corrupt.append(number)
             continue
-        try:
-            result = JobResult.from_json({k: v for k, v in obj.items() if k != "kind"})
-        except TypeError:
-            corrupt.append(number)
-            continue
-        if result.status not in ALL_STATUSES:
+        result = JobResult.from_journal({k: v for k, v in obj.items() if k != "kind"})
+        if result is None:
             corrupt.append(number)
             continue
         if result.key in results:
