@@ -238,10 +238,15 @@ def read_best(archive_root: Path, language: str) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(path, f"not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected an object")
+    for key in ("current", "snapshot"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or value in ("", ".", "..") or "/" in value
+                                  or "\\" in value or "\0" in value or len(value) > 255):
+            raise InputError(path, f"expected a file name inside {path.parent.name}/, got {value!r}", field=key)
     return data
 
 
@@ -440,13 +445,17 @@ def load_rounds(archive_root: Path) -> list[RoundRecord]:
     if not path.is_file():
         return []
     out: dict[str, RoundRecord] = {}
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InputError(path, f"not JSON: {exc.msg}", line=number) from None
+        except UnicodeDecodeError:
+            raise InputError(path, "not UTF-8 text", line=number) from None
+        except RecursionError:
+            raise InputError(path, "not JSON: nested too deeply", line=number) from None
         if not isinstance(obj, dict):
             raise InputError(path, "expected an object", line=number)
         rec = RoundRecord.from_json(obj, path, number)
@@ -514,6 +523,8 @@ def load_run(archive_root: Path, run_id: str) -> RunData:
             record = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+        except (UnicodeDecodeError, RecursionError) as exc:
+            raise InputError(path, f"not JSON: {type(exc).__name__}") from None
     else:
         record = build_record(folder)
     if not isinstance(record, dict) or record.get("format") != "fibtui-run":
