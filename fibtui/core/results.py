@@ -147,11 +147,12 @@ def detect_format(path: Path) -> str:
         if first_line.startswith("{") and first_line.endswith("}") and '"workload"' in first_line:
             return "fib-traces"
         return "json"
+    lines = text.splitlines()
+    if path.suffix != ".md" and any(_LOG_HEADER.match(line) for line in lines):
+        return "retained-run-log"  # a log whose table header is its first line is not Markdown
     if stripped.startswith("#") or path.suffix == ".md":
         return "markdown-summary"
-    for line in text.splitlines():
-        if _LOG_HEADER.match(line):
-            return "retained-run-log"
+    for line in lines:
         if _FIB_CONSOLE.match(line):
             return "fib-console-log"
     if path.suffix == ".log":
