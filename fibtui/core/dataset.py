@@ -452,7 +452,7 @@ def parse_workload(
                 raise ctx.fail(f"{where}.value", f"expected a number or boolean, got {_kind(value)}")
             inputs[name] = InputSpec("scalar", value=value)
         elif kind == "safetensors":
-            p = ctx.string(spec, "path", where + ".")
+            p = safe_relative_path(ctx, ctx.string(spec, "path", where + "."), f"{where}.path")  # inside the dataset root
             key = ctx.string(spec, "tensor_key", where + ".")
             inputs[name] = InputSpec("safetensors", path=p, tensor_key=key)
         else:
