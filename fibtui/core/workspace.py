@@ -341,6 +341,9 @@ class Workspace:
     def config_for(self, definition: str | None) -> SolutionConfig:
         if definition is None:
             if self.active is None:
+                if self.topology.problems:  # say which file, line and field, not just "none"
+                    p = self.topology.problems[0]
+                    raise InputError(p.path, p.message, line=p.line, field=p.field)
                 raise UsageError(f"no valid solution config in {self.root}")
             return self.active
         for c in self.configs:
