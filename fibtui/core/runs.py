@@ -27,7 +27,7 @@ from typing import Any
 
 from fibtui.core import numbers
 from fibtui.core.errors import InputError, UsageError
-from fibtui.core.fsio import append_line, atomic_write_json, reserve_unique_path
+from fibtui.core.fsio import append_line, atomic_write_bytes, atomic_write_json, reserve_unique_path
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
 
 RUNS_DIR = "runs"
@@ -226,28 +226,76 @@ def run_dir(archive_root: Path, run_id: str) -> Path:
 
 
 class Journal:
-    """Append-only record of a run. Every line is a whole JSON object, written with fsync."""
+    """Append-only record of a run. Every line is a whole JSON object, written with fsync.
+
+    While a run is going (:meth:`guard`), the journal keeps a copy of its bytes in memory and,
+    before every append and at the end, checks that nobody else changed the file (its inode, size
+    and modification time; the whole content at the end). A change made by another process - a
+    kernel writing into the run folder, say - is undone by rewriting the file from the copy
+    (atomically), so a forged line is never accepted and a finished result is never lost.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.path = folder / "journal.jsonl"
+        self._copy: bytearray | None = None
+        self._stamp: tuple[int, int, int] | None = None
+        #: how many times a foreign change was undone
+        self.restored = 0
 
     def write_header(self, header: RunHeader) -> None:
         if self.path.exists() and self.path.stat().st_size:
             raise UsageError(f"journal {self.path} already exists; resume the run instead")
         append_line(self.path, json.dumps(header.to_json(), separators=(",", ":")))
 
+    def guard(self) -> None:
+        """From now on, watch the file for changes this object did not make (see the class)."""
+        self._copy = bytearray(self.path.read_bytes())
+        self._stamp = self._stat()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def verify(self, full: bool = False) -> bool:
+        """True when the file holds exactly what was written through this object; otherwise put
+        that back and return False. ``full`` compares the content, not only the file's stamp."""
+        if self._copy is None:
+            return True
+        stamp = self._stat()
+        if stamp == self._stamp and (not full or self.path.read_bytes() == self._copy):
+            return True
+        atomic_write_bytes(self.path, bytes(self._copy))
+        self._stamp = self._stat()
+        self.restored += 1
+        return False
+
+    def _append(self, line: str) -> None:
+        self.verify()
+        append_line(self.path, line)
+        if self._copy is None:
+            return
+        if self._copy and not self._copy.endswith(b"\n"):
+            self._copy += b"\n"
+        self._copy += line.encode("utf-8") + b"\n"
+        self._stamp = self._stat()
+        if self._stamp is None or self._stamp[1] != len(self._copy):
+            self.verify(full=True)  # someone wrote between the check and our append
+
     def append_result(self, result: JobResult) -> None:
         line = {"kind": "result", **result.to_json()}
-        append_line(self.path, json.dumps(line, separators=(",", ":"), default=str))
+        self._append(json.dumps(line, separators=(",", ":"), default=str))
 
     def append_retry(self, keys: list[str], reason: str = "retry requested") -> None:
         """Reopen these jobs: their earlier results are superseded and a resume runs them again
         (a user's explicit retry of failed jobs; the run keeps one journal)."""
-        append_line(self.path, json.dumps({"kind": "retry", "keys": keys, "reason": reason, "at": now_iso()}))
+        self._append(json.dumps({"kind": "retry", "keys": keys, "reason": reason, "at": now_iso()}))
 
     def append_end(self, state: str, reason: str = "") -> None:
-        append_line(self.path, json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso()}))
+        self._append(json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso()}))
 
     def read(self) -> JournalContents:
         return read_journal(self.path)
