@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -72,10 +74,14 @@ class WorkerPool:
 
 class WorkerProcess:
     """One ``python -m fibtui.worker serve`` with a thread turning its stdout into events and one
-    draining its stderr into a log file (which can be switched when a warm worker joins a run)."""
+    draining its stderr into a log file (which can be switched when a warm worker joins a run).
 
-    def __init__(self, env: dict[str, str], log_path: Path, cwd: Path) -> None:
-        cwd.mkdir(parents=True, exist_ok=True)
+    The worker's current folder is a fresh temporary folder outside the run and the workspace
+    (removed when the worker stops), so a kernel writing relative paths cannot touch a run folder."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.cwd = Path(tempfile.mkdtemp(prefix="fibtui-worker-cwd-"))
+        cwd = self.cwd
         self._log_lock = threading.Lock()
         self.log_path = log_path
         self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
@@ -155,6 +161,7 @@ class WorkerProcess:
         self._drainer.join(timeout=2)
         with self._log_lock:
             self.log.close()
+        shutil.rmtree(self.cwd, ignore_errors=True)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -193,7 +200,7 @@ class WarmWorkers:
     def prewarm(self, pool: WorkerPool, slot: int = 0, timeout_s: float = 120.0) -> bool:
         """Start one worker for this pool slot and wait until it is ready (call from a thread)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        w = WorkerProcess(pool.env_for(slot), self.folder / f"warm-{time.time_ns()}.log", self.folder / "work")
+        w = WorkerProcess(pool.env_for(slot), self.folder / f"warm-{time.time_ns()}.log")
         ev = w.next_event(time.monotonic() + timeout_s)
         if not (isinstance(ev, dict) and ev.get("event") == "ready"):
             w.kill()
@@ -315,7 +322,7 @@ class LocalRunner:
         if w is not None:
             w.switch_log(log)
         else:
-            w = WorkerProcess(self.pool.env_for(slot), log, self.folder / "work" / f"slot-{slot}")
+            w = WorkerProcess(self.pool.env_for(slot), log)
             ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
             if not isinstance(ev, dict) or ev.get("event") != "ready":
                 self._workers[slot] = w
@@ -323,6 +330,7 @@ class LocalRunner:
                 return None
         self._workers[slot] = w
         cfg = self.pool.config_for(slot)
+        cfg["workdir"] = str(w.cwd / "build")  # the built sources go away with the worker
         w.send({"op": "load", "config": cfg, "definition": self.definition, "solutions": self.solutions})
         ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
         if not isinstance(ev, dict) or ev.get("event") != "loaded":
