@@ -8,7 +8,6 @@ measured, and every number points at the exact sources that produced it.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,7 +125,9 @@ def snapshot(sol: SolutionSource, role: str, run_folder: Path, index: int = 0) -
 def load_snapshot(run_folder: Path, ref: SolutionRef) -> dict[str, Any]:
     """The solution JSON the worker runs, read back from the run's own snapshot."""
     path = run_folder / ref.snapshot / "solution.json"
-    sol = parse_solution(json.loads(path.read_text(encoding="utf-8")), path)
+    from fibtui.core.dataset import read_json_file
+
+    sol = parse_solution(read_json_file(path), path)
     return {"name": sol.name, "spec": {"language": sol.spec.language, "entry_point": sol.spec.entry_point,
                                        "destination_passing_style": sol.spec.destination_passing_style,
                                        "binding": sol.spec.binding},

@@ -136,6 +136,13 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
+def _inside_run(v: Any) -> bool:
+    """A snapshot folder named relative to the run folder, never leaving it."""
+    if not _is_text(v) or v.startswith(("/", "\\")) or "\0" in v:
+        return False
+    return ".." not in v.replace("\\", "/").split("/")
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -172,7 +179,7 @@ class RunHeader:
             problem = "jobs"
         elif not isinstance(sols, list) or not all(
                 isinstance(s, dict) and _is_text(s.get("name")) and _is_text(s.get("role"))
-                and isinstance(s.get("snapshot"), str) for s in sols):
+                and _inside_run(s.get("snapshot")) for s in sols):
             problem = "solutions"
         elif not all(_is_text(obj.get(k)) for k in ("run_id", "definition", "backend", "timing_kind")):
             problem = "run_id, definition, backend, timing_kind"
