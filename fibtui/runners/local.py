@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,14 @@ EventSink = Callable[[object], None]
 
 _EOF = object()
 
+#: Environment variables a kernel never gets: tokens, secrets, passwords, keys (a kernel's prints and
+#: errors land in logs and journals that are archived and committed).
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL", re.IGNORECASE)
+
+
+def scrubbed_environment(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not _SECRET_NAME.search(k)}
+
 
 @dataclass
 class WorkerPool:
@@ -52,7 +61,7 @@ class WorkerPool:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def env_for(self, slot: int) -> dict[str, str]:
-        env = dict(os.environ)
+        env = scrubbed_environment(dict(os.environ))
         env.update(self.extra_env)
         env["PYTHONUNBUFFERED"] = "1"
         device = self.devices[slot]
