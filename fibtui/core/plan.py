@@ -15,7 +15,7 @@ from typing import Any
 
 from fibtui.core.dataset import Dataset, Definition, load_solution, parse_solution
 from fibtui.core.errors import InputError, UsageError
-from fibtui.core.fsio import atomic_write_json
+from fibtui.core.fsio import atomic_write_json, atomic_write_text
 from fibtui.core.runs import JobSpec, RunHeader, SolutionRef, now_iso
 from fibtui.core.workspace import CONFIG_NAME, IGNORED_SOURCE_PARTS, SolutionConfig, load_config
 
@@ -114,9 +114,7 @@ def snapshot(sol: SolutionSource, role: str, run_folder: Path, index: int = 0) -
     rel = f"snapshots/{role}-{safe}" + (f"-{index}" if index else "")
     folder = run_folder / rel
     for s in sol.sources:
-        target = folder / "sources" / s["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(s["content"], encoding="utf-8")
+        atomic_write_text(folder / "sources" / s["path"], s["content"])
     atomic_write_json(folder / "solution.json", sol.to_solution_json())
     return SolutionRef(name=sol.name, role=role, snapshot=rel, language=sol.language, entry_point=sol.entry_point,
                        source_hash=sol.source_hash, origin=sol.origin)

@@ -27,7 +27,13 @@ from typing import Any
 
 from fibtui.core import numbers
 from fibtui.core.errors import InputError, UsageError
-from fibtui.core.fsio import append_line, atomic_write_bytes, atomic_write_json, reserve_unique_path
+from fibtui.core.fsio import (
+    append_line,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    reserve_unique_path,
+)
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
 
 RUNS_DIR = "runs"
@@ -409,7 +415,7 @@ def take_lock(folder: Path) -> None:
             pid = 0
         if pid != os.getpid() and _pid_alive(pid):
             raise UsageError(f"run {folder.name} is being run by process {pid}")
-    lock.write_text(str(os.getpid()))
+    atomic_write_text(lock, str(os.getpid()))
 
 
 def release_lock(folder: Path) -> None:
@@ -529,8 +535,8 @@ def list_runs(archive_root: Path) -> list[RunListing]:
         return out
     for folder in sorted(root.iterdir()):
         journal = folder / "journal.jsonl"
-        if not journal.is_file():
-            continue
+        if folder.name.startswith(".") or not journal.is_file():
+            continue  # a hidden folder is an archive copy still being made (or one that was cut short)
         try:
             contents = read_journal(journal)
         except InputError:
