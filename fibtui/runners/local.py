@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fibtui.core.errors import WriteFailed
 from fibtui.core.runs import RunHeader, now_iso, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
@@ -271,6 +272,8 @@ class LocalRunner:
         self._workers: dict[int, WorkerProcess] = {}
         #: ready worker processes to use before starting new ones (watch mode keeps some warm)
         self.warm: WarmWorkers | None = None
+        #: the journal could not be written (a full disk): the run stops, resumable
+        self._write_failed: WriteFailed | None = None
 
     # -- the queue ----------------------------------------------------------------------------
 
@@ -316,6 +319,9 @@ class LocalRunner:
             for t in threads:
                 while t.is_alive():
                     t.join(timeout=0.2)
+            if self._write_failed is not None:
+                raise WriteFailed(self._write_failed.path, self._write_failed,
+                                  f"; the run stopped: free some space, then fibtui run --resume {self.header.run_id}")
             return self.recorder.finish(cancel.is_set(), on_event)
         finally:
             for w in self._workers.values():
@@ -382,6 +388,9 @@ class LocalRunner:
                         self._infra(task, "the worker could not start or load the solutions", on_event)
                         continue
                 worker = self._run_task(slot, worker, task, on_event, cancel)
+            except WriteFailed as exc:  # the journal cannot take the result: stop every slot
+                self._write_failed = self._write_failed or exc
+                cancel.set()
             finally:
                 self._task_done()
         if worker is not None:
