@@ -353,3 +353,36 @@ def test_planted_secrets_never_appear_in_outputs_logs_journals_or_archives(tmp_p
     for name, value in planted.items():
         hits = [t[:200] for t in texts if value in t]
         assert not hits, f"{name} leaked: {hits}"
+
+
+def test_profiled_workers_and_parity_runs_get_no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fibtui ncu profile` and `fibtui parity` run the user's kernel too: same scrubbed environment."""
+    import threading
+
+    from fibtui.runners import ncu as ncu_runner
+    from fibtui.runners import parity
+
+    planted = {"MODAL_TOKEN_ID": "ak-planted", "MODAL_TOKEN_SECRET": "as-planted", "HF_TOKEN": "hf-planted",
+               "SOME_API_KEY": "k-planted", "PATH": os.environ.get("PATH", "")}
+    for k, v in planted.items():
+        monkeypatch.setenv(k, v)
+    env = ncu_runner.worker_env()
+    assert not {"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "HF_TOKEN", "SOME_API_KEY"} & set(env) and env["PATH"]
+    seen: dict = {}
+
+    class FakePopen:
+        def __init__(self, argv, **kwargs):
+            seen.update(kwargs.get("env") or {})
+            self.stdout = iter([b"done\n"])
+            self.returncode = 0
+            self.pid = os.getpid()
+
+        def poll(self):
+            return 0
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(parity.subprocess, "Popen", FakePopen)
+    parity._run_logged(["flashinfer-bench", "run"], tmp_path, tmp_path / "console.log", None, threading.Event(), 30)
+    assert seen and not any(v.endswith("-planted") for v in seen.values())
