@@ -314,6 +314,9 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
                 if kind == "count" and jp is not None and header_complete(jp):
                     done = sum(1 for _ in valid_result_keys(jp).elements())
                     if done >= before + arg:
+                        if not phases["seen running"]:  # while its runner lives, the run is "running"
+                            states = {r.run_id: r.state for r in list_runs(root / "optimize_ops")}
+                            phases["seen running"] += states.get(jp.parent.name) == "running"
                         time.sleep(rng.uniform(0, 0.03))
                         break
                 if kind == "torn" and jp is not None and jp.is_file():
@@ -351,6 +354,7 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
         kills = len(plan)
         print(f"kill points: {kills}; phases: {dict(phases)}; results before the last resume: {len(accepted)}/{total}")
         assert kills >= 20 and torn_kills >= 5 and phases["mid-run"] >= 5 and phases["start-up (no job finished)"] >= 2, phases
+        assert phases["seen running"] == 1
         # the last resume, not killed, finishes the run
         proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--resume", run_id, "--json",
                                "--workspace", str(root)], env=base_env, capture_output=True, text=True, timeout=300)
