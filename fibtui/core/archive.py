@@ -34,17 +34,27 @@ snapshot under ``best_solution_<language>/`` instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fibtui.core import stats
 from fibtui.core.errors import CheckFailed, InputError, UsageError
-from fibtui.core.fsio import append_line, atomic_write_json, atomic_write_text, reserve_unique_path
+from fibtui.core.fsio import (
+    append_line,
+    atomic_copy_file,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    reserve_unique_path,
+)
 
 ROUNDS_FILE = "docs/rounds.jsonl"
 RUNS_DIR = "runs"
@@ -53,7 +63,7 @@ DECISIONS = ("promoted", "archived", "rejected", "undecided")
 #: ``<version>_<band>_<change>``: v2_smallb_splitv, v25a_long_gemm2_ns2
 CANDIDATE_ID = re.compile(r"^v(?P<major>\d+)[a-z]?_(?P<band>[a-z0-9]+)_(?P<change>[a-z0-9]+(?:_[a-z0-9]+)*)$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_SKIP_COPY = shutil.ignore_patterns("__pycache__", "*.pyc", "lock", ".pytest_cache")
+_SKIP_NAMES = {"__pycache__", "lock", ".pytest_cache"}
 
 
 def archive_root_of(workspace_root: str | Path) -> Path:
@@ -117,17 +127,43 @@ def best_artifact_name(operator: str, model: str, latency_us: float, ext: str) -
 
 
 def _copy_tree_into(src: Path, dest: Path, skip_dirs: tuple[str, ...] = ()) -> None:
-    """Copy the contents of ``src`` into the existing folder ``dest``."""
-    for item in sorted(src.iterdir()):
-        if item.name in skip_dirs or item.name in ("__pycache__", "lock", ".pytest_cache"):
-            continue
-        if item.is_symlink():
-            continue
-        target = dest / item.name
-        if item.is_dir():
-            shutil.copytree(item, target, ignore=_SKIP_COPY)
-        elif item.is_file():
-            shutil.copy2(item, target)
+    """Fill the empty folder ``dest`` (just reserved) with a copy of ``src``: the copy is built in a
+    temp folder beside it and renamed onto ``dest``, so ``dest`` is whole or stays empty. Links are
+    never followed (nothing outside ``src`` is copied); caches and lock files are left out."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        for dirpath, dirnames, filenames in os.walk(src):
+            here = Path(dirpath)
+            rel = here.relative_to(src)
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_NAMES and not (here / d).is_symlink()
+                                 and not (rel == Path(".") and d in skip_dirs))
+            (tmp / rel).mkdir(parents=True, exist_ok=True)
+            for name in sorted(filenames):
+                item = here / name
+                if name in _SKIP_NAMES or name.endswith(".pyc") or item.is_symlink() or not item.is_file():
+                    continue
+                if rel == Path(".") and name in skip_dirs:
+                    continue
+                atomic_copy_file(item, tmp / rel / name)
+                shutil.copystat(item, tmp / rel / name)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def _claimed(path: Path):
+    """A just-reserved archive name: removed again when filling it fails, so a failed step leaves
+    no half-made entry behind."""
+    try:
+        yield path
+    except BaseException:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def archive_run(archive_root: Path, run_folder: str | Path) -> Path:
@@ -140,7 +176,8 @@ def archive_run(archive_root: Path, run_folder: str | Path) -> Path:
 
     run_id = read_journal(src / "journal.jsonl").header.run_id
     dest = reserve_unique_path(archive_root / RUNS_DIR / safe_name(run_id, "run"), directory=True)
-    _copy_tree_into(src, dest, skip_dirs=("work",))
+    with _claimed(dest):
+        _copy_tree_into(src, dest, skip_dirs=("work",))
     return dest
 
 
@@ -150,7 +187,8 @@ def archive_file(archive_root: Path, src: str | Path, subdir: str = "benchmarks"
     if not src.is_file():
         raise InputError(src, "file not found")
     dest = reserve_unique_path(archive_root / subdir / safe_name(name or src.name, "file"))
-    shutil.copyfile(src, dest)
+    with _claimed(dest):
+        atomic_copy_file(src, dest)
     return dest
 
 
@@ -168,7 +206,8 @@ def archive_parallel_runs(archive_root: Path, operator: str, folder: str | Path)
         raise InputError(src, "not a folder")
     dest = reserve_unique_path(archive_root / safe_name(operator, "operator") / "parallel_runs" / safe_name(src.name),
                                directory=True)
-    _copy_tree_into(src, dest)
+    with _claimed(dest):
+        _copy_tree_into(src, dest)
     return dest
 
 
@@ -187,8 +226,9 @@ def archive_snapshot(archive_root: Path, snapshot: str | Path, candidate_id: str
     if not src.is_dir():
         raise InputError(src, "snapshot folder not found")
     dest = reserve_unique_path(candidate_folder(archive_root, candidate_id, isolated), directory=True)
-    _copy_tree_into(src, dest)
-    atomic_write_json(dest / "archived.json", {"candidate": candidate_id, **(meta or {})})
+    with _claimed(dest):
+        _copy_tree_into(src, dest)
+        atomic_write_json(dest / "archived.json", {"candidate": candidate_id, **(meta or {})})
     return dest
 
 
@@ -199,9 +239,10 @@ def archive_sources(archive_root: Path, source_dir: str | Path, candidate_id: st
     if not src.is_dir():
         raise InputError(src, "source folder not found")
     dest = reserve_unique_path(candidate_folder(archive_root, candidate_id, isolated), directory=True)
-    (dest / "sources").mkdir()
-    _copy_tree_into(src, dest / "sources")
-    atomic_write_json(dest / "archived.json", {"candidate": candidate_id, **(meta or {})})
+    with _claimed(dest):
+        (dest / "sources").mkdir()
+        _copy_tree_into(src, dest / "sources")
+        atomic_write_json(dest / "archived.json", {"candidate": candidate_id, **(meta or {})})
     return dest
 
 
@@ -217,10 +258,12 @@ def write_best(archive_root: Path, snapshot: str | Path, *, language: str, entry
     ext = "kernel" + (Path(entry_file).suffix or ".py")
     name = best_artifact_name(operator, model, latency_us, ext)
     kernel = reserve_unique_path(folder / name)
-    shutil.copyfile(entry, kernel)
-    stem = kernel.name[: -len("." + ext)] if kernel.name.endswith("." + ext) else kernel.stem
-    snap = reserve_unique_path(folder / stem, directory=True)
-    _copy_tree_into(src, snap)
+    with _claimed(kernel):
+        atomic_copy_file(entry, kernel)
+        stem = kernel.name[: -len("." + ext)] if kernel.name.endswith("." + ext) else kernel.stem
+        snap = reserve_unique_path(folder / stem, directory=True)
+        with _claimed(snap):
+            _copy_tree_into(src, snap)
     pointer = folder / BEST_POINTER
     previous = read_best(archive_root, language)
     history = list((previous or {}).get("history", []))
@@ -238,10 +281,15 @@ def read_best(archive_root: Path, language: str) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(path, f"not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected an object")
+    for key in ("current", "snapshot"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or value in ("", ".", "..") or "/" in value
+                                  or "\\" in value or "\0" in value or len(value) > 255):
+            raise InputError(path, f"expected a file name inside {path.parent.name}/, got {value!r}", field=key)
     return data
 
 
@@ -300,7 +348,7 @@ def _mirror_sources(src_sources: Path, dest: Path) -> list[str]:
         target.parent.mkdir(parents=True, exist_ok=True)
         data = (src_sources / rel).read_bytes()
         if not target.is_file() or target.read_bytes() != data:
-            target.write_bytes(data)
+            atomic_write_bytes(target, data)  # the user's kernel: never half-written
             changed.append(rel)
     return changed
 
@@ -440,13 +488,17 @@ def load_rounds(archive_root: Path) -> list[RoundRecord]:
     if not path.is_file():
         return []
     out: dict[str, RoundRecord] = {}
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InputError(path, f"not JSON: {exc.msg}", line=number) from None
+        except UnicodeDecodeError:
+            raise InputError(path, "not UTF-8 text", line=number) from None
+        except RecursionError:
+            raise InputError(path, "not JSON: nested too deeply", line=number) from None
         if not isinstance(obj, dict):
             raise InputError(path, "expected an object", line=number)
         rec = RoundRecord.from_json(obj, path, number)
@@ -514,6 +566,8 @@ def load_run(archive_root: Path, run_id: str) -> RunData:
             record = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+        except (UnicodeDecodeError, RecursionError) as exc:
+            raise InputError(path, f"not JSON: {type(exc).__name__}") from None
     else:
         record = build_record(folder)
     if not isinstance(record, dict) or record.get("format") != "fibtui-run":

@@ -282,6 +282,8 @@ def read_json_file(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(path, "not valid JSON: nested too deeply") from None
 
 
 def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -299,6 +301,8 @@ def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dic
         except json.JSONDecodeError as exc:
             hint = " (truncated line?)" if number == len(lines) or exc.pos >= len(raw.strip()) else ""
             raise InputError(path, f"not valid JSON: {exc.msg}{hint}", line=number) from None
+        except RecursionError:
+            raise InputError(path, "not valid JSON: nested too deeply", line=number) from None
         if not isinstance(obj, dict):
             raise InputError(path, f"expected a JSON object, got {_kind(obj)}", line=number)
         yield number, obj
@@ -433,7 +437,7 @@ def parse_workload(
                 raise ctx.fail(f"{where}.value", f"expected a number or boolean, got {_kind(value)}")
             inputs[name] = InputSpec("scalar", value=value)
         elif kind == "safetensors":
-            p = ctx.string(spec, "path", where + ".")
+            p = safe_relative_path(ctx, ctx.string(spec, "path", where + "."), f"{where}.path")  # inside the dataset root
             key = ctx.string(spec, "tensor_key", where + ".")
             inputs[name] = InputSpec("safetensors", path=p, tensor_key=key)
         else:
@@ -501,7 +505,7 @@ class WorkloadSet:
         ctx = _Ctx(self.path, line_no)
         try:
             obj = json.loads(self._lines[line_no - 1])
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise ctx.fail(None, f"not valid JSON: {exc}") from None
         workload = parse_workload(ctx, ctx.obj(obj.get("workload"), "workload"), self._definition_obj)
         workload.definition = self.definition
@@ -635,6 +639,10 @@ def safe_relative_path(ctx: _Ctx, rel: str, field_name: str) -> str:
         raise ctx.fail(field_name, f"absolute path not allowed: {rel!r}")
     if any(part == ".." for part in p.parts):
         raise ctx.fail(field_name, f"parent-folder traversal not allowed: {rel!r}")
+    if not p.parts or str(p) == "." or rel.endswith(("/", "\\")):
+        raise ctx.fail(field_name, f"not a file path: {rel!r}")
+    if any(ord(c) < 32 for c in rel) or any(len(part) > 255 for part in p.parts):
+        raise ctx.fail(field_name, f"control characters or an over-long name in {rel!r}")
     return str(p)
 
 
@@ -667,7 +675,14 @@ def parse_solution(obj: Any, path: Path | str | None = None) -> Solution:
         content = src.get("content")
         if not isinstance(content, str):
             raise ctx.fail(f"sources[{i}].content", f"expected a string, got {_kind(content)}")
-        sources.append(SourceFile(safe_relative_path(ctx, rel, f"sources[{i}].path"), content))
+        clean = safe_relative_path(ctx, rel, f"sources[{i}].path")
+        earlier = {s.path for s in sources}
+        if clean in earlier:
+            raise ctx.fail(f"sources[{i}].path", f"duplicate source path {clean!r}")
+        folders = {"/".join(s.path.split("/")[:k]) for s in sources for k in range(1, s.path.count("/") + 1)}
+        if clean in folders or any(clean.startswith(e + "/") for e in earlier):
+            raise ctx.fail(f"sources[{i}].path", f"{clean!r} is both a file and a folder among the sources")
+        sources.append(SourceFile(clean, content))
     entry_file = entry.split("::", 1)[0]
     if entry_file not in {s.path for s in sources}:
         raise ctx.fail("spec.entry_point", f"file {entry_file!r} is not among the sources")

@@ -43,6 +43,22 @@ class UsageError(FibError):
     """The command line or the session state does not allow the action."""
 
 
+class WriteFailed(FibError, OSError):
+    """A write the file system refused (a full disk, a quota, a read-only mount): one line naming the
+    file. Existing files are left as they were (the writers in fibtui.core.fsio guarantee it).
+    Still an OSError, so code that handles OSError handles it too."""
+
+    exit_code = 1
+
+    def __init__(self, path: str | Path, cause: OSError, hint: str = "") -> None:
+        OSError.__init__(self, cause.errno, cause.strerror or str(cause), str(path))
+        self.path = path
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.strerror} (nothing there was changed){self.hint}"
+
+
 class CheckFailed(FibError):
     """A check ran and found problems (exit 1, not 2)."""
 

@@ -1,16 +1,30 @@
 """Durable file writes: every write is a temp file in the same folder, fsync, then rename.
 
 A reader never sees a half-written file, a failed write (a full disk, say) leaves the old file
-as it was, and appends to a journal are one ``write`` of a whole line followed by ``fsync``.
+as it was, and appends to a journal are one ``write`` of a whole line followed by ``fsync`` (a
+failed append is cut back, so the file ends where it ended before). A write the file system
+refuses (full disk, quota, read-only) is a :class:`~fibtui.core.errors.WriteFailed`: one line
+naming the file.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from fibtui.core.errors import WriteFailed
+
+#: errors that mean "the file system will not take this write" (not a bug, not bad input)
+_REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+def _refused(path: str | Path, exc: OSError) -> OSError:
+    return WriteFailed(path, exc) if exc.errno in _REFUSED and not isinstance(exc, WriteFailed) else exc
 
 
 def read_input(path: str | Path) -> bytes:
@@ -51,24 +65,39 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _write_via_temp(path: Path, fill) -> Path:
+    """A temp file beside ``path``, filled by ``fill(file object)``, fsynced, renamed over ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _refused(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fill(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise _refused(path, exc) from None
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    return _write_via_temp(Path(path), lambda fh: fh.write(data))
+
+
+def atomic_copy_file(src: str | Path, dest: str | Path) -> Path:
+    """Copy ``src`` to ``dest`` through a temp file: ``dest`` appears whole or not at all."""
+    with open(src, "rb") as fsrc:
+        return _write_via_temp(Path(dest), lambda fh: shutil.copyfileobj(fsrc, fh, 1 << 20))
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -84,9 +113,13 @@ def append_line(path: str | Path, line: str) -> None:
     if "\n" in line:
         raise ValueError("a journal line must not contain a newline")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = (line + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise _refused(path, exc) from None
+    size = 0
     try:
         # A previous writer killed mid-line leaves a fragment without its newline; start ours on a
         # fresh line so the fragment stays one corrupt line and ours stays whole.
@@ -101,6 +134,12 @@ def append_line(path: str | Path, line: str) -> None:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
+    except OSError as exc:
+        try:  # a refused append leaves no fragment behind: the file ends where it ended
+            os.ftruncate(fd, size)
+        except OSError:
+            pass
+        raise _refused(path, exc) from None
     finally:
         os.close(fd)
 
@@ -121,7 +160,10 @@ def reserve_unique_path(path: str | Path, *, directory: bool = False) -> Path:
     :func:`atomic_write_bytes` (which replaces it) or copy into the folder.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _refused(path.parent, exc) from None
     stem, suffix = _split_name(path.name)
     n = 1
     while True:
@@ -134,3 +176,5 @@ def reserve_unique_path(path: str | Path, *, directory: bool = False) -> Path:
             return candidate
         except FileExistsError:
             n += 1
+        except OSError as exc:
+            raise _refused(candidate, exc) from None

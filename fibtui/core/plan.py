@@ -8,7 +8,6 @@ measured, and every number points at the exact sources that produced it.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 from fibtui.core.dataset import Dataset, Definition, load_solution, parse_solution
 from fibtui.core.errors import InputError, UsageError
-from fibtui.core.fsio import atomic_write_json
+from fibtui.core.fsio import atomic_write_json, atomic_write_text
 from fibtui.core.runs import JobSpec, RunHeader, SolutionRef, now_iso
 from fibtui.core.workspace import CONFIG_NAME, IGNORED_SOURCE_PARTS, SolutionConfig, load_config
 
@@ -115,9 +114,7 @@ def snapshot(sol: SolutionSource, role: str, run_folder: Path, index: int = 0) -
     rel = f"snapshots/{role}-{safe}" + (f"-{index}" if index else "")
     folder = run_folder / rel
     for s in sol.sources:
-        target = folder / "sources" / s["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(s["content"], encoding="utf-8")
+        atomic_write_text(folder / "sources" / s["path"], s["content"])
     atomic_write_json(folder / "solution.json", sol.to_solution_json())
     return SolutionRef(name=sol.name, role=role, snapshot=rel, language=sol.language, entry_point=sol.entry_point,
                        source_hash=sol.source_hash, origin=sol.origin)
@@ -126,7 +123,9 @@ def snapshot(sol: SolutionSource, role: str, run_folder: Path, index: int = 0) -
 def load_snapshot(run_folder: Path, ref: SolutionRef) -> dict[str, Any]:
     """The solution JSON the worker runs, read back from the run's own snapshot."""
     path = run_folder / ref.snapshot / "solution.json"
-    sol = parse_solution(json.loads(path.read_text(encoding="utf-8")), path)
+    from fibtui.core.dataset import read_json_file
+
+    sol = parse_solution(read_json_file(path), path)
     return {"name": sol.name, "spec": {"language": sol.spec.language, "entry_point": sol.spec.entry_point,
                                        "destination_passing_style": sol.spec.destination_passing_style,
                                        "binding": sol.spec.binding},

@@ -146,11 +146,12 @@ def detect_format(path: Path) -> str:
         if first_line.startswith("{") and first_line.endswith("}") and '"workload"' in first_line:
             return "fib-traces"
         return "json"
+    lines = text.splitlines()
+    if path.suffix != ".md" and any(_LOG_HEADER.match(line) for line in lines):
+        return "retained-run-log"  # a log whose table header is its first line is not Markdown
     if stripped.startswith("#") or path.suffix == ".md":
         return "markdown-summary"
-    for line in text.splitlines():
-        if _LOG_HEADER.match(line):
-            return "retained-run-log"
+    for line in lines:
         if _FIB_CONSOLE.match(line):
             return "fib-console-log"
     if path.suffix == ".log":
@@ -365,23 +366,37 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
         raise ctx.fail("jobs", "expected a list")
     rows = []
     for i, job in enumerate(jobs):
-        job = ctx.obj(job, f"jobs[{i}]")
-        status = _status(ctx, job, f"jobs[{i}].status")
+        where = f"jobs[{i}]"
+        job = ctx.obj(job, where)
+        status = _status(ctx, job, f"{where}.status")
+        axes = ctx.obj(job.get("axes") or {}, f"{where}.axes")
+        for name, value in axes.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ctx.fail(f"{where}.axes.{name}", f"expected an integer, got {_kind(value)}")
+        for key in ("solution", "role", "error"):
+            if job.get(key) is not None and not isinstance(job[key], str):
+                raise ctx.fail(f"{where}.{key}", f"expected a string, got {_kind(job[key])}")
+        repeat = job.get("repeat")
+        if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int)):
+            raise ctx.fail(f"{where}.repeat", f"expected an integer, got {_kind(repeat)}")
+        latency = ctx.number(job, "latency_ms", where + ".")
+        if status == PASSED and latency is None:
+            raise ctx.fail(f"{where}.latency_ms", "a PASSED result must carry a latency")
         rows.append(ResultRow(
             definition=str(data.get("definition", "")),
             solution=job.get("solution"),
             uuid=str(job.get("uuid")),
-            axes=dict(job.get("axes") or {}),
+            axes=dict(axes),
             status=status,
-            latency_ms=job.get("latency_ms"),
-            reference_latency_ms=job.get("reference_latency_ms"),
-            speedup=job.get("speedup"),
-            max_abs_error=job.get("max_abs_error"),
-            max_rel_error=job.get("max_rel_error"),
+            latency_ms=latency,
+            reference_latency_ms=ctx.number(job, "reference_latency_ms", where + "."),
+            speedup=ctx.number(job, "speedup", where + "."),
+            max_abs_error=ctx.number(job, "max_abs_error", where + "."),
+            max_rel_error=ctx.number(job, "max_rel_error", where + "."),
             error=job.get("error"),
-            source=f"{path}:jobs[{i}]",
+            source=f"{path}:{where}",
             role=job.get("role"),
-            repeat=job.get("repeat"),
+            repeat=repeat,
         ))
     table = RunTable(data.get("definition"), "fibtui-run", path, rows)
     for key in ("run_id", "backend", "timing_kind", "started", "finished", "environment", "l2_policy"):

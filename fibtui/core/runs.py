@@ -26,7 +26,13 @@ from typing import Any
 
 from fibtui.core import numbers
 from fibtui.core.errors import InputError, UsageError
-from fibtui.core.fsio import append_line, atomic_write_json, reserve_unique_path
+from fibtui.core.fsio import (
+    append_line,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    reserve_unique_path,
+)
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
 
 RUNS_DIR = "runs"
@@ -107,6 +113,44 @@ class JobResult:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in obj.items() if k in known})
 
+    @classmethod
+    def from_journal(cls, obj: dict[str, Any]) -> JobResult | None:
+        """A result line of a journal, or None when any field has the wrong type (a corrupt line
+        is never accepted: a number that is not a number would poison every statistic)."""
+        if not (_is_text(obj.get("uuid")) and _is_text(obj.get("solution")) and _is_text(obj.get("role"))
+                and _is_int(obj.get("repeat")) and obj.get("status") in ALL_STATUSES):
+            return None
+        if not isinstance(obj.get("axes"), dict) or not all(_is_int(v) for v in obj["axes"].values()):
+            return None
+        for key in ("latency_ms", "reference_latency_ms", "speedup", "max_abs_error", "max_rel_error", "wall_s"):
+            if obj.get(key) is not None and not _is_number(obj[key]):
+                return None
+        for key in ("error", "started", "finished"):
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                return None
+        if not isinstance(obj.get("timing", {}), dict) or not _is_int(obj.get("attempt", 1)):
+            return None
+        return cls.from_json(obj)
+
+
+def _is_text(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _inside_run(v: Any) -> bool:
+    """A snapshot folder named relative to the run folder, never leaving it."""
+    if not _is_text(v) or v.startswith(("/", "\\")) or "\0" in v:
+        return False
+    return ".." not in v.replace("\\", "/").split("/")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
 
 @dataclass
 class RunHeader:
@@ -131,6 +175,21 @@ class RunHeader:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any], path: Path | None = None) -> RunHeader:
+        jobs, sols = obj.get("jobs"), obj.get("solutions")
+        problem = None
+        if not isinstance(jobs, list) or not all(
+                isinstance(j, dict) and _is_text(j.get("uuid")) and _is_text(j.get("solution"))
+                and _is_text(j.get("role")) and _is_int(j.get("repeat")) and isinstance(j.get("axes"), dict)
+                for j in jobs):
+            problem = "jobs"
+        elif not isinstance(sols, list) or not all(
+                isinstance(s, dict) and _is_text(s.get("name")) and _is_text(s.get("role"))
+                and _inside_run(s.get("snapshot")) for s in sols):
+            problem = "solutions"
+        elif not all(_is_text(obj.get(k)) for k in ("run_id", "definition", "backend", "timing_kind")):
+            problem = "run_id, definition, backend, timing_kind"
+        if problem is not None:
+            raise InputError(path, f"journal header is malformed: bad {problem}", line=1, field="header")
         try:
             return cls(
                 run_id=obj["run_id"],
@@ -145,7 +204,7 @@ class RunHeader:
                 started=obj.get("started", ""),
                 settings=dict(obj.get("settings") or {}),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise InputError(path, f"journal header is malformed: {exc}", line=1, field="header") from None
 
 
@@ -179,28 +238,76 @@ def run_dir(archive_root: Path, run_id: str) -> Path:
 
 
 class Journal:
-    """Append-only record of a run. Every line is a whole JSON object, written with fsync."""
+    """Append-only record of a run. Every line is a whole JSON object, written with fsync.
+
+    While a run is going (:meth:`guard`), the journal keeps a copy of its bytes in memory and,
+    before every append and at the end, checks that nobody else changed the file (its inode, size
+    and modification time; the whole content at the end). A change made by another process - a
+    kernel writing into the run folder, say - is undone by rewriting the file from the copy
+    (atomically), so a forged line is never accepted and a finished result is never lost.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.path = folder / "journal.jsonl"
+        self._copy: bytearray | None = None
+        self._stamp: tuple[int, int, int] | None = None
+        #: how many times a foreign change was undone
+        self.restored = 0
 
     def write_header(self, header: RunHeader) -> None:
         if self.path.exists() and self.path.stat().st_size:
             raise UsageError(f"journal {self.path} already exists; resume the run instead")
         append_line(self.path, json.dumps(header.to_json(), separators=(",", ":")))
 
+    def guard(self) -> None:
+        """From now on, watch the file for changes this object did not make (see the class)."""
+        self._copy = bytearray(self.path.read_bytes())
+        self._stamp = self._stat()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def verify(self, full: bool = False) -> bool:
+        """True when the file holds exactly what was written through this object; otherwise put
+        that back and return False. ``full`` compares the content, not only the file's stamp."""
+        if self._copy is None:
+            return True
+        stamp = self._stat()
+        if stamp == self._stamp and (not full or self.path.read_bytes() == self._copy):
+            return True
+        atomic_write_bytes(self.path, bytes(self._copy))
+        self._stamp = self._stat()
+        self.restored += 1
+        return False
+
+    def _append(self, line: str) -> None:
+        self.verify()
+        append_line(self.path, line)
+        if self._copy is None:
+            return
+        if self._copy and not self._copy.endswith(b"\n"):
+            self._copy += b"\n"
+        self._copy += line.encode("utf-8") + b"\n"
+        self._stamp = self._stat()
+        if self._stamp is None or self._stamp[1] != len(self._copy):
+            self.verify(full=True)  # someone wrote between the check and our append
+
     def append_result(self, result: JobResult) -> None:
         line = {"kind": "result", **result.to_json()}
-        append_line(self.path, json.dumps(line, separators=(",", ":"), default=str))
+        self._append(json.dumps(line, separators=(",", ":"), default=str))
 
     def append_retry(self, keys: list[str], reason: str = "retry requested") -> None:
         """Reopen these jobs: their earlier results are superseded and a resume runs them again
         (a user's explicit retry of failed jobs; the run keeps one journal)."""
-        append_line(self.path, json.dumps({"kind": "retry", "keys": keys, "reason": reason, "at": now_iso()}))
+        self._append(json.dumps({"kind": "retry", "keys": keys, "reason": reason, "at": now_iso()}))
 
     def append_end(self, state: str, reason: str = "") -> None:
-        append_line(self.path, json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso()}))
+        self._append(json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso()}))
 
     def read(self) -> JournalContents:
         return read_journal(self.path)
@@ -231,7 +338,7 @@ def read_journal(path: Path) -> JournalContents:
             continue
         try:
             obj = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             corrupt.append(number)
             continue
         if not isinstance(obj, dict):
@@ -243,22 +350,25 @@ def read_journal(path: Path) -> JournalContents:
                 header = RunHeader.from_json(obj, path)
             continue
         if kind == "end":
+            if not isinstance(obj.get("state"), str):
+                corrupt.append(number)
+                continue
             end = obj
             continue
         if kind == "retry":
-            for key in obj.get("keys") or []:
+            keys = obj.get("keys")
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                corrupt.append(number)
+                continue
+            for key in keys:
                 results.pop(key, None)
             end = None  # the run is open again
             continue
         if kind != "result":
             corrupt.append(number)
             continue
-        try:
-            result = JobResult.from_json({k: v for k, v in obj.items() if k != "kind"})
-        except TypeError:
-            corrupt.append(number)
-            continue
-        if result.status not in ALL_STATUSES:
+        result = JobResult.from_journal({k: v for k, v in obj.items() if k != "kind"})
+        if result is None:
             corrupt.append(number)
             continue
         if result.key in results:
@@ -304,7 +414,7 @@ def take_lock(folder: Path) -> None:
             pid = 0
         if pid != os.getpid() and _pid_alive(pid):
             raise UsageError(f"run {folder.name} is being run by process {pid}")
-    lock.write_text(str(os.getpid()))
+    atomic_write_text(lock, str(os.getpid()))
 
 
 def release_lock(folder: Path) -> None:
@@ -424,8 +534,8 @@ def list_runs(archive_root: Path) -> list[RunListing]:
         return out
     for folder in sorted(root.iterdir()):
         journal = folder / "journal.jsonl"
-        if not journal.is_file():
-            continue
+        if folder.name.startswith(".") or not journal.is_file():
+            continue  # a hidden folder is an archive copy still being made (or one that was cut short)
         try:
             contents = read_journal(journal)
         except InputError:

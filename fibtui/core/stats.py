@@ -1013,13 +1013,17 @@ def load_aa_file(path: Path) -> list[AASession]:
     if not path.is_file():
         return []
     out: list[AASession] = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InputError(path, f"not JSON: {exc.msg}", line=number) from None
+        except UnicodeDecodeError:
+            raise InputError(path, "not UTF-8 text", line=number) from None
+        except RecursionError:
+            raise InputError(path, "not JSON: nested too deeply", line=number) from None
         if not isinstance(obj, dict):
             raise InputError(path, "expected an object", line=number)
         try:
@@ -1032,7 +1036,7 @@ def load_aa_file(path: Path) -> list[AASession]:
                                  gpu=obj.get("gpu"), verdict=obj.get("verdict")))
         except KeyError as exc:
             raise InputError(path, "required field is missing", line=number, field=str(exc.args[0])) from None
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise InputError(path, f"bad value: {exc}", line=number) from None
         if not math.isfinite(log_g):
             raise InputError(path, "log_g must be a finite number", line=number, field="log_g")

@@ -98,12 +98,14 @@ def read_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise InputError(path, f"not valid TOML: {message}", line=_toml_error_line(exc)) from None
+    except RecursionError:
+        raise InputError(path, "not valid TOML: nested too deeply") from None
 
 
 def has_solution_table(path: Path) -> bool:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         # A config.toml we cannot read still counts, so the check reports it instead of hiding it.
         return True
     return isinstance(data.get("solution"), dict)
@@ -160,6 +162,10 @@ def load_config(path: str | Path) -> SolutionConfig:
         entry_file, _, function = entry.partition("::")
         if not entry_file or not function:
             raise InputError(path, f"expected 'file.py::function' or a function name, got {entry!r}", field="build.entry_point")
+        parts = entry_file.replace("\\", "/").split("/")
+        if entry_file.startswith(("/", "\\")) or ".." in parts or "\0" in entry_file or len(entry_file) > 255:
+            raise InputError(path, f"the entry point file must be a path inside solution/{language}/, got {entry_file!r}",
+                             field="build.entry_point")
     else:
         function = entry
         entry_file = _resolve_bare_entry(path.parent / "solution" / language, language, function)
@@ -276,9 +282,13 @@ def check_sources(c: SolutionConfig) -> list[Problem]:
     if not c.source_files():
         out.append(Problem(c.path, f"source folder {c.source_dir.relative_to(c.folder)}/ is empty", field="build.language"))
         return out
+    try:
+        entry_exists = c.entry_file is not None and (c.source_dir / c.entry_file).is_file()
+    except (OSError, ValueError):
+        entry_exists = False
     if c.entry_file is None:
         out.append(Problem(c.path, f"entry point {c.entry_point_raw!r}: no file in {c.source_dir.relative_to(c.folder)}/ defines it", field="build.entry_point"))
-    elif not (c.source_dir / c.entry_file).is_file():
+    elif not entry_exists:
         out.append(Problem(c.path, f"entry point file {c.source_dir.relative_to(c.folder) / c.entry_file} does not exist", field="build.entry_point"))
     return out
 
@@ -325,6 +335,9 @@ class Workspace:
     def config_for(self, definition: str | None) -> SolutionConfig:
         if definition is None:
             if self.active is None:
+                if self.topology.problems:  # say which file, line and field, not just "none"
+                    p = self.topology.problems[0]
+                    raise InputError(p.path, p.message, line=p.line, field=p.field)
                 raise UsageError(f"no valid solution config in {self.root}")
             return self.active
         for c in self.configs:

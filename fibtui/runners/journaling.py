@@ -24,9 +24,12 @@ from fibtui.core.runs import (
     write_record,
 )
 from fibtui.core.status import PASSED
-from fibtui.runners.events import JobFinished, RunFinished
+from fibtui.runners.events import JobFinished, LogLine, RunFinished
 
 EventSink = Callable[[object], None]
+
+_RESTORED = ("the run's journal was changed by another process (a kernel writing into the run folder?); "
+             "it was restored from what the runner wrote")
 
 
 class SolutionIds:
@@ -74,6 +77,7 @@ class JobRecorder:
     def resume(self) -> set[str]:
         """Read what the journal already holds; returns the keys of finished jobs."""
         contents = read_journal(self.journal.path)
+        self.journal.guard()
         done_keys = set(contents.results)
         self.done = len(done_keys)
         self.passed = sum(1 for r in contents.results.values() if r.status == PASSED)
@@ -97,7 +101,10 @@ class JobRecorder:
             started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
         )
         with self._lock:
+            restored = self.journal.restored
             self.journal.append_result(result)
+            if self.journal.restored != restored:
+                on_event(LogLine(_RESTORED, "warning"))
             self.done += 1
             self._session_done += 1
             if result.status == PASSED:
@@ -113,6 +120,8 @@ class JobRecorder:
 
     def finish(self, cancelled: bool, on_event: EventSink) -> dict[str, Any]:
         """The journal's end line, run.json regenerated from the journal, RunFinished."""
+        if not self.journal.verify(full=True):
+            on_event(LogLine(_RESTORED, "warning"))
         if cancelled:
             self.journal.append_end("cancelled", "cancelled by the user")
         else:

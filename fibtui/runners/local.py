@@ -17,9 +17,12 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fibtui.core.errors import WriteFailed
 from fibtui.core.runs import RunHeader, now_iso, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
@@ -35,6 +39,14 @@ from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups
 EventSink = Callable[[object], None]
 
 _EOF = object()
+
+#: Environment variables a kernel never gets: tokens, secrets, passwords, keys (a kernel's prints and
+#: errors land in logs and journals that are archived and committed).
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL", re.IGNORECASE)
+
+
+def scrubbed_environment(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not _SECRET_NAME.search(k)}
 
 
 @dataclass
@@ -50,7 +62,7 @@ class WorkerPool:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def env_for(self, slot: int) -> dict[str, str]:
-        env = dict(os.environ)
+        env = scrubbed_environment(dict(os.environ))
         env.update(self.extra_env)
         env["PYTHONUNBUFFERED"] = "1"
         device = self.devices[slot]
@@ -72,10 +84,14 @@ class WorkerPool:
 
 class WorkerProcess:
     """One ``python -m fibtui.worker serve`` with a thread turning its stdout into events and one
-    draining its stderr into a log file (which can be switched when a warm worker joins a run)."""
+    draining its stderr into a log file (which can be switched when a warm worker joins a run).
 
-    def __init__(self, env: dict[str, str], log_path: Path, cwd: Path) -> None:
-        cwd.mkdir(parents=True, exist_ok=True)
+    The worker's current folder is a fresh temporary folder outside the run and the workspace
+    (removed when the worker stops), so a kernel writing relative paths cannot touch a run folder."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.cwd = Path(tempfile.mkdtemp(prefix="fibtui-worker-cwd-"))
+        cwd = self.cwd
         self._log_lock = threading.Lock()
         self.log_path = log_path
         self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
@@ -155,6 +171,7 @@ class WorkerProcess:
         self._drainer.join(timeout=2)
         with self._log_lock:
             self.log.close()
+        shutil.rmtree(self.cwd, ignore_errors=True)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -193,7 +210,7 @@ class WarmWorkers:
     def prewarm(self, pool: WorkerPool, slot: int = 0, timeout_s: float = 120.0) -> bool:
         """Start one worker for this pool slot and wait until it is ready (call from a thread)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        w = WorkerProcess(pool.env_for(slot), self.folder / f"warm-{time.time_ns()}.log", self.folder / "work")
+        w = WorkerProcess(pool.env_for(slot), self.folder / f"warm-{time.time_ns()}.log")
         ev = w.next_event(time.monotonic() + timeout_s)
         if not (isinstance(ev, dict) and ev.get("event") == "ready"):
             w.kill()
@@ -255,6 +272,8 @@ class LocalRunner:
         self._workers: dict[int, WorkerProcess] = {}
         #: ready worker processes to use before starting new ones (watch mode keeps some warm)
         self.warm: WarmWorkers | None = None
+        #: the journal could not be written (a full disk): the run stops, resumable
+        self._write_failed: WriteFailed | None = None
 
     # -- the queue ----------------------------------------------------------------------------
 
@@ -300,6 +319,9 @@ class LocalRunner:
             for t in threads:
                 while t.is_alive():
                     t.join(timeout=0.2)
+            if self._write_failed is not None:
+                raise WriteFailed(self._write_failed.path, self._write_failed,
+                                  f"; the run stopped: free some space, then fibtui run --resume {self.header.run_id}")
             return self.recorder.finish(cancel.is_set(), on_event)
         finally:
             for w in self._workers.values():
@@ -315,7 +337,7 @@ class LocalRunner:
         if w is not None:
             w.switch_log(log)
         else:
-            w = WorkerProcess(self.pool.env_for(slot), log, self.folder / "work" / f"slot-{slot}")
+            w = WorkerProcess(self.pool.env_for(slot), log)
             ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
             if not isinstance(ev, dict) or ev.get("event") != "ready":
                 self._workers[slot] = w
@@ -323,6 +345,7 @@ class LocalRunner:
                 return None
         self._workers[slot] = w
         cfg = self.pool.config_for(slot)
+        cfg["workdir"] = str(w.cwd / "build")  # the built sources go away with the worker
         w.send({"op": "load", "config": cfg, "definition": self.definition, "solutions": self.solutions})
         ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
         if not isinstance(ev, dict) or ev.get("event") != "loaded":
@@ -365,6 +388,9 @@ class LocalRunner:
                         self._infra(task, "the worker could not start or load the solutions", on_event)
                         continue
                 worker = self._run_task(slot, worker, task, on_event, cancel)
+            except WriteFailed as exc:  # the journal cannot take the result: stop every slot
+                self._write_failed = self._write_failed or exc
+                cancel.set()
             finally:
                 self._task_done()
         if worker is not None:

@@ -165,7 +165,9 @@ def worker_env() -> dict[str, str]:
     """The environment for the profiled worker: this fibtui importable first."""
     import os
 
-    env = dict(os.environ)
+    from fibtui.runners.local import scrubbed_environment
+
+    env = scrubbed_environment(dict(os.environ))  # the profiled kernel never sees tokens or secrets
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env

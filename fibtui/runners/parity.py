@@ -44,7 +44,12 @@ from typing import Any
 
 from fibtui.core.dataset import Dataset, Definition
 from fibtui.core.errors import InputError, UsageError
-from fibtui.core.fsio import atomic_write_json, atomic_write_text, reserve_unique_path
+from fibtui.core.fsio import (
+    atomic_copy_file,
+    atomic_write_json,
+    atomic_write_text,
+    reserve_unique_path,
+)
 from fibtui.core.plan import select_workloads
 from fibtui.core.presets import EvalPreset, preset_for
 from fibtui.core.results import ResultRow, detect_format, load_results
@@ -596,7 +601,7 @@ def import_parity(ws, path: str | Path, definition: str | None = None, against: 
                           started=now_iso(), finished=None, path=archive, imported_from=str(src.resolve()))
     console = src.parent / "console.log" if src.is_file() else src / "console.log"
     if console.is_file():
-        shutil.copyfile(console, archive / "console.log")
+        atomic_copy_file(console, archive / "console.log")
     return _finish_record(record, traces, ws, against)
 
 
@@ -642,7 +647,9 @@ def run_parity(ws, plan: ParityPlan, on_line: LineSink | None = None, cancel: th
 
 def _run_logged(argv: list[str], cwd: Path, log_path: Path, on_line: LineSink | None, cancel: threading.Event,
                 wall_timeout_s: float | None) -> int:
-    env = dict(os.environ)
+    from fibtui.runners.local import scrubbed_environment
+
+    env = scrubbed_environment(dict(os.environ))  # the solution under test never sees tokens or secrets
     env["PYTHONUNBUFFERED"] = "1"
     deadline = time.monotonic() + wall_timeout_s if wall_timeout_s else None
     with open(log_path, "ab") as log:

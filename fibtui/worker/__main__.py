@@ -26,9 +26,45 @@ import sys
 import traceback
 
 
+def _cap_memory() -> None:
+    """``FIBTUI_WORKER_MEMORY_MB=N``: a CPU-interpreter worker may map at most N MiB more than it
+    holds once torch and triton are loaded (RLIMIT_AS). A kernel that allocates without end then
+    gets a MemoryError / torch allocation error (RUNTIME_ERROR) instead of taking the machine down.
+    GPU workers ignore it: the CUDA driver reserves address space by the terabyte."""
+    extra = os.environ.get("FIBTUI_WORKER_MEMORY_MB")
+    if not extra or os.environ.get("TRITON_INTERPRET") != "1":
+        return
+    try:
+        import resource
+
+        with open("/proc/self/status", encoding="ascii") as fh:
+            vm_kib = next(int(line.split()[1]) for line in fh if line.startswith("VmSize:"))
+        limit = vm_kib * 1024 + int(float(extra) * 2**20)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, OSError, ValueError, StopIteration) as exc:
+        print(f"fibtui worker: FIBTUI_WORKER_MEMORY_MB not applied: {exc}", file=sys.stderr)
+
+
+def _orphan_watch() -> None:
+    """Exit when the runner that started this worker is gone (killed, say): a worker never
+    outlives its runner, even while a kernel loops or sleeps (stdin's EOF would wait for it)."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(4)
+
+    threading.Thread(target=watch, daemon=True, name="fibtui-orphan-watch").start()
+
+
 def _serve() -> int:
     from fibtui.worker import protocol
 
+    _orphan_watch()
     protocol.claim_stdout()
     engine = None
     try:
@@ -40,6 +76,7 @@ def _serve() -> int:
         import triton  # noqa: F401
     except Exception:  # noqa: BLE001 - python solutions do not need it
         pass
+    _cap_memory()
     protocol.emit({"event": "ready", "pid": os.getpid()})
     for line in sys.stdin:
         line = line.strip()

@@ -33,8 +33,10 @@ class BuiltSolution:
 
 def _safe_rel(rel: str) -> Path:
     p = PurePosixPath(rel.replace("\\", "/"))
-    if p.is_absolute() or rel.startswith(("/", "\\")) or ".." in p.parts or not p.parts:
+    if p.is_absolute() or rel.startswith(("/", "\\")) or ".." in p.parts or not p.parts or (len(rel) > 1 and rel[1] == ":"):
         raise BuildError(f"source path {rel!r} is absolute or leaves the solution folder")
+    if any(ord(c) < 32 for c in rel):
+        raise BuildError(f"source path {rel!r} holds control characters")
     return Path(*p.parts)
 
 
@@ -54,8 +56,11 @@ def write_sources(sources: list[dict[str, str]], folder: Path) -> None:
         target = folder / _safe_rel(s["path"])
         if folder.resolve() not in target.resolve().parents:
             raise BuildError(f"source path {s['path']!r} leaves the solution folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(s["content"], encoding="utf-8")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(s["content"], encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            raise BuildError(f"cannot write source {s['path']!r}: {exc}") from None
 
 
 def build(sid: str, solution: dict[str, Any], workdir: Path) -> BuiltSolution:

@@ -1,0 +1,2 @@
+def scale(x, alpha, y):
+    y.copy_(x * alpha)
