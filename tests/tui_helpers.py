@@ -3,6 +3,7 @@ labelled as such in the run's settings), NCU fixtures, a round summary."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -54,6 +55,10 @@ def copy_ncu_reports(ws_root: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for p in (FIXTURES / "ncu" / "h200_demo").iterdir():
         shutil.copy2(p, target / p.name)
+    # one fixed time for every report, so the list order (newest first, then name) is the same on any clone
+    for p in target.parent.rglob("*"):
+        if p.is_file():
+            os.utime(p, (1_700_000_000, 1_700_000_000))
     return target
 
 

@@ -37,7 +37,8 @@ def find_reports(root: Path) -> list[Path]:
     if base.is_dir():
         for pattern in PATTERNS:
             found.update(base.rglob(pattern))
-    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+    # newest first; equal times fall back to the path so the list never reorders between runs
+    return sorted(found, key=lambda p: (-p.stat().st_mtime, str(p)))
 
 
 class NcuPane(Pane):
