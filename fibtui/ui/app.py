@@ -162,6 +162,8 @@ class FibApp(App[int]):
     def _use_workspace(self, ws: Workspace) -> None:
         self.workspace = ws
         self._set_titles()
+        for pane in PANES:  # every pane knows the workspace at once (a key may act before loading)
+            self.pane(pane.id).workspace = ws
         # Paint first, then load: the visible pane right after the first frame, the others a
         # moment later (their workers import polars, git, plotext; they must not delay the frame).
         self.call_after_refresh(self._load_panes, ws)
@@ -191,6 +193,11 @@ class FibApp(App[int]):
 
     def action_show_pane(self, pane_id: str) -> None:
         self.query_one("#main-tabs", TabbedContent).active = pane_id
+
+    @on(TabbedContent.TabActivated)
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "runs":
+            self.pane("runs").flush()  # live updates that waited while the pane was hidden
 
     def action_show_keys(self) -> None:
         rows = []

@@ -36,6 +36,8 @@ STATUS_STYLE = {
     "QUEUED": "dim",
 }
 JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "% floor", "error")
+FLUSH_S = 0.2
+ROWS_PER_FLUSH = 40
 STATE_STYLE = {"complete": "green", "running": "cyan", "interrupted": "yellow", "cancelled": "yellow", "failed": "red"}
 
 
@@ -115,6 +117,13 @@ class RunsPane(Pane):
         self._floors: dict[str, float] = {}
         self._header_info: dict[str, Any] = {}
         self.last_job_started_at: float | None = None
+        #: live updates are coalesced: rows and progress change in memory at once and reach the
+        #: table at most every FLUSH_S seconds, only the cells that changed, only while shown
+        self._dirty: set[str] = set()
+        self._pending_progress: tuple | None = None
+        self._flush_scheduled = False
+        self._rendered: dict[str, tuple] = {}
+        self._by_task: dict[tuple[str, int], list[JobView]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
@@ -230,10 +239,20 @@ class RunsPane(Pane):
                 fmt_latency(v.latency_ms), fmt_latency(v.reference_latency_ms), pct, (v.error or "")[:60])
 
     def _redraw_jobs(self) -> None:
+        self._by_task = {}
+        for v in self._jobs.values():
+            self._by_task.setdefault((v.uuid, v.repeat), []).append(v)
         table = self.query_one("#jobs-table", DataTable)
         table.clear()
+        self._rendered = {}
+        self._dirty.clear()
+        rows = []
         for v in self._jobs.values():
-            table.add_row(*self._row(v), key=v.key)
+            row = self._row(v)
+            self._rendered[v.key] = row
+            rows.append(row)
+        for v, row in zip(self._jobs.values(), rows, strict=True):
+            table.add_row(*row, key=v.key)
 
     def _update_progress(self, done: int, total: int, passed: int, failed: int, eta: float | None) -> None:
         bar = self.query_one("#runs-progress", ProgressBar)
@@ -349,22 +368,24 @@ class RunsPane(Pane):
             return
         elif isinstance(event, JobStarted):
             self.last_job_started_at = time.monotonic()
-            for view in self._jobs.values():
-                if view.uuid == event.uuid and view.repeat == event.repeat and view.solution in event.solutions and view.status == "QUEUED":
+            for view in self._by_task.get((event.uuid, event.repeat), ()):
+                if view.solution in event.solutions and view.status == "QUEUED":
                     view.status = "RUNNING"
-                    self._update_row(view)
+                    self._mark(view)
         elif isinstance(event, JobFinished):
             r = event.result
             view = self._jobs.get(r.key)
             if view is not None:
                 self._fill(view, r.to_json())
-                self._update_row(view)
-            self._update_progress(event.done, event.total, event.passed, event.failed, event.eta_s)
+                self._mark(view)
+            self._pending_progress = (event.done, event.total, event.passed, event.failed, event.eta_s)
+            self._schedule_flush()
         elif isinstance(event, WorkerRestarted):
             log.write(f"[yellow]worker {event.slot} restarted: {event.reason}[/]")
         elif isinstance(event, LogLine):
             log.write(Text(event.text, style={"error": "red", "warning": "yellow"}.get(event.level, "")))
         elif isinstance(event, RunFinished):
+            self.flush(force=True)
             self.active_run = None
             self._cancel = None
             s = event.record.get("summary", {})
@@ -392,11 +413,46 @@ class RunsPane(Pane):
     def _set_floors(self, floors: dict[str, float]) -> None:
         self._floors = floors
 
-    def _update_row(self, view: JobView) -> None:
+    def _mark(self, view: JobView) -> None:
+        self._dirty.add(view.key)
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.set_timer(FLUSH_S, self.flush)
+
+    def flush(self, force: bool = False) -> None:
+        """Bring the table and the progress up to date: only the cells that changed, and only
+        while the Runs pane is on screen (the rest waits in memory until it is)."""
+        self._flush_scheduled = False
+        if not force and getattr(self.app, "active_pane", "runs") != "runs":
+            return
+        if self._pending_progress is not None:
+            self._update_progress(*self._pending_progress)
+            self._pending_progress = None
+        if not self._dirty:
+            return
         table = self.query_one("#jobs-table", DataTable)
+        # a bounded slice per flush, so a backlog (rows that changed while the pane was hidden)
+        # is spread over frames and keys keep getting answered in between
+        batch = list(self._dirty)[:ROWS_PER_FLUSH]
+        self._dirty.difference_update(batch)
+        dirty = batch
+        if self._dirty:
+            self._flush_scheduled = True
+            self.set_timer(0.03, self.flush)
         try:
-            for column, value in zip(JOB_COLUMNS, self._row(view), strict=True):
-                table.update_cell(view.key, column, value)
+            for key in dirty:
+                view = self._jobs.get(key)
+                if view is None:
+                    continue
+                row = self._row(view)
+                before = self._rendered.get(key)
+                for i, (column, value) in enumerate(zip(JOB_COLUMNS, row, strict=True)):
+                    if before is None or str(before[i]) != str(value):
+                        table.update_cell(key, column, value)
+                self._rendered[key] = row
         except Exception:  # noqa: BLE001 - a row that is not there (another run shown): redraw
             self._redraw_jobs()
 
