@@ -560,10 +560,16 @@ def test_volume_files_are_deduplicated() -> None:
 
 
 @pytest.mark.slow
-def test_in_process_modal_run_on_the_demo_matches_a_local_run(demo_ws: Path) -> None:
+def test_in_process_modal_run_on_the_demo_matches_a_local_run(demo_ws: Path, tmp_path: Path, monkeypatch) -> None:
     """modal 1.6's Function.local() runs run_slice (fibtui.worker.engine.execute) in this process
     on Triton's CPU interpreter; the journal and run.json have the shape of a local run."""
+    import tempfile
+
     from fibtui.runners.modal_app import InProcessCaller
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
 
     ws = open_workspace(demo_ws)
     uuids = batch1(ws, 2)
@@ -592,6 +598,7 @@ def test_in_process_modal_run_on_the_demo_matches_a_local_run(demo_ws: Path) -> 
     assert set(local_record["jobs"][0]["timing"]) | {"container"} == set(record["jobs"][0]["timing"])
     assert set(local_record["summary"]) == set(record["summary"])
     assert {j["status"] for j in local_record["jobs"]} == {j["status"] for j in record["jobs"]} == {"PASSED"}
+    assert list(scratch.iterdir()) == []  # execute() and the local worker removed their build folders
 
 
 @pytest.mark.slow

@@ -90,8 +90,10 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
         "from fibtui.cli import main\n"
         f"sys.exit(main(['run', '--backend', 'interpreter', '--workloads', 'all', '--workspace', {str(root)!r}]))\n"
     )
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)})
     runs_dir = root / "optimize_ops" / "runs"
     deadline = time.monotonic() + 120
     journal = None
@@ -102,8 +104,14 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
             break
         time.sleep(0.05)
     assert journal is not None, "the run never got going"
+    assert any(scratch.iterdir())  # the worker's scratch folder (its current folder and build folder)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    # the orphaned worker exits and removes its scratch folder, which the killed runner could not
+    deadline = time.monotonic() + 15
+    while any(scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(scratch.iterdir()) == []
     before = read_journal(journal)
     assert 2 <= len(before.results) < 6
     listing = {r.run_id: r for r in list_runs(root / "optimize_ops")}
@@ -147,9 +155,13 @@ def test_demo_gate_on_the_interpreter(demo_ws: Path) -> None:
 
 def test_cli_run_json_and_runs_list(tmp_path: Path) -> None:
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--backend", "interpreter", "--workloads", "all",
-                           "--json", "--workspace", str(root)], capture_output=True, text=True, timeout=300)
+                           "--json", "--workspace", str(root)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMPDIR": str(scratch)})
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert list(scratch.iterdir()) == []  # no worker scratch or build folder left in the temp folder
     rec = json.loads(proc.stdout)
     assert {"run_id", "backend", "timing_kind", "jobs", "summary"} <= set(rec)
     assert rec["backend"] == "interpreter" and rec["timing_kind"] == "cpu-interpreter"
@@ -195,3 +207,20 @@ def test_retry_failed_jobs_merges_back_into_the_same_run(tmp_path: Path) -> None
     assert len(contents.results) == 2 and record["summary"]["done"] == 2
     assert all(r.status == "INCORRECT_NUMERICAL" and r.attempt == 1 for r in contents.results.values())
     assert sum(1 for line in (prepared.folder / "journal.jsonl").read_text().splitlines() if '"kind":"result"' in line) == 4
+
+
+def test_stale_scratch_of_a_dead_runner_is_swept_and_a_live_one_kept(tmp_path: Path) -> None:
+    from fibtui.runners.local import SCRATCH_PREFIX, sweep_stale_scratch
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{SCRATCH_PREFIX}{dead.pid}-abc"
+    (stale / "build").mkdir(parents=True)
+    live = tmp_path / f"{SCRATCH_PREFIX}{os.getppid()}-def"
+    live.mkdir()
+    mine = tmp_path / f"{SCRATCH_PREFIX}{os.getpid()}-ghi"
+    mine.mkdir()
+    other = tmp_path / "fibtui-worker-cwd-oldstyle"
+    other.mkdir()
+    assert sweep_stale_scratch(str(tmp_path)) == 1
+    assert not stale.exists() and live.is_dir() and mine.is_dir() and other.is_dir()

@@ -82,6 +82,38 @@ class WorkerPool:
         return cfg
 
 
+SCRATCH_PREFIX = "fibtui-worker-cwd-"
+_swept = False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process: not ours to judge
+    return True
+
+
+def sweep_stale_scratch(tmp: str | None = None) -> int:
+    """Remove worker scratch folders whose runner is dead (a runner and its starting worker killed
+    together leave one behind). The folder names carry the runner's pid; a live pid is left alone.
+    Returns how many were removed."""
+    removed = 0
+    base = Path(tmp or tempfile.gettempdir())
+    try:
+        folders = list(base.glob(SCRATCH_PREFIX + "*"))
+    except OSError:
+        return 0
+    for folder in folders:
+        pid = folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 class WorkerProcess:
     """One ``python -m fibtui.worker serve`` with a thread turning its stdout into events and one
     draining its stderr into a log file (which can be switched when a warm worker joins a run).
@@ -90,8 +122,14 @@ class WorkerProcess:
     (removed when the worker stops), so a kernel writing relative paths cannot touch a run folder."""
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        self.cwd = Path(tempfile.mkdtemp(prefix="fibtui-worker-cwd-"))
+        global _swept
+        if not _swept:
+            _swept = True
+            sweep_stale_scratch()
+        self.cwd = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         cwd = self.cwd
+        # the worker removes its scratch folder itself if this runner is killed
+        env = {**env, "FIBTUI_WORKER_SCRATCH": str(cwd), "FIBTUI_RUNNER_PID": str(os.getpid())}
         self._log_lock = threading.Lock()
         self.log_path = log_path
         self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
@@ -202,6 +240,7 @@ class WarmWorkers:
         self.folder = folder
         self._lock = threading.Lock()
         self._ready: dict[str, list[WorkerProcess]] = {}
+        self._closed = False
 
     @staticmethod
     def key(pool: WorkerPool, slot: int) -> str:
@@ -216,8 +255,11 @@ class WarmWorkers:
             w.kill()
             return False
         with self._lock:
-            self._ready.setdefault(self.key(pool, slot), []).append(w)
-        return True
+            if not self._closed:
+                self._ready.setdefault(self.key(pool, slot), []).append(w)
+                return True
+        w.close()  # the app closed while this worker started
+        return False
 
     def take(self, pool: WorkerPool, slot: int) -> WorkerProcess | None:
         with self._lock:
@@ -235,6 +277,7 @@ class WarmWorkers:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             workers = [w for ws in self._ready.values() for w in ws]
             self._ready.clear()
         for w in workers:

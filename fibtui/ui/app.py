@@ -231,11 +231,13 @@ class FibApp(App[int]):
         self.push_screen(HelpKeysScreen(rows))
 
     async def action_quit(self) -> None:
-        runs = self.pane("runs")
-        runs.cancel()
+        self.pane("runs").cancel()
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        # however the app ends (q, ctrl+c, a test's pilot): no warm worker outlives it
         if self._warm is not None:
             self._warm.close()
-        self.exit(0)
 
     def action_open_demo(self) -> None:
         self._open_demo()

@@ -45,17 +45,39 @@ def _cap_memory() -> None:
         print(f"fibtui worker: FIBTUI_WORKER_MEMORY_MB not applied: {exc}", file=sys.stderr)
 
 
+def _remove_scratch() -> None:
+    """Remove the scratch folder the runner made for this worker (``FIBTUI_WORKER_SCRATCH``, its
+    current folder and build folder). The runner removes it too when it stops the worker; the
+    worker does it itself for the runner that was killed before it could."""
+    import shutil
+
+    scratch = os.environ.get("FIBTUI_WORKER_SCRATCH", "")
+    if os.path.basename(scratch).startswith("fibtui-worker-cwd-"):
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _runner_pid() -> int:
+    """The runner that started this worker: named by it (``FIBTUI_RUNNER_PID``), so a worker whose
+    runner was killed while it was starting sees that at once; else the parent process."""
+    try:
+        return int(os.environ["FIBTUI_RUNNER_PID"])
+    except (KeyError, ValueError):
+        return os.getppid()
+
+
 def _orphan_watch() -> None:
     """Exit when the runner that started this worker is gone (killed, say): a worker never
-    outlives its runner, even while a kernel loops or sleeps (stdin's EOF would wait for it)."""
+    outlives its runner, even while a kernel loops or sleeps (stdin's EOF would wait for it).
+    Its scratch folder goes too, since a killed runner cannot remove it."""
     import threading
     import time
 
-    parent = os.getppid()
+    parent = _runner_pid()
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
+        _remove_scratch()
         os._exit(4)
 
     threading.Thread(target=watch, daemon=True, name="fibtui-orphan-watch").start()
@@ -64,6 +86,7 @@ def _orphan_watch() -> None:
 def _serve() -> int:
     from fibtui.worker import protocol
 
+    parent = _runner_pid()
     _orphan_watch()
     protocol.claim_stdout()
     engine = None
@@ -78,40 +101,48 @@ def _serve() -> int:
         pass
     _cap_memory()
     protocol.emit({"event": "ready", "pid": os.getpid()})
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            req = json.loads(line)
-        except json.JSONDecodeError as exc:
-            protocol.emit({"event": "error", "message": f"bad request: {exc}"})
-            continue
-        op = req.get("op")
-        try:
-            if op == "load":
-                engine = Engine(EngineConfig.from_json(req.get("config") or {}), protocol.emit)
-                report = engine.load(req["definition"], req["solutions"])
-                protocol.emit({"event": "loaded", "solutions": report, "environment": engine.environment})
-            elif op == "job":
-                if engine is None:
-                    protocol.emit({"event": "error", "message": "job before load"})
-                    continue
-                protocol.emit({"event": "job_started", "job_id": req.get("job_id")})
-                result = engine.run_job(req)
-                protocol.emit({"event": "result", **result})
-                if result.get("restart"):
-                    return 3  # the CUDA context is lost: the runner starts a fresh worker
-            elif op == "ping":
-                protocol.emit({"event": "pong"})
-            elif op == "shutdown":
-                return 0
-            else:
-                protocol.emit({"event": "error", "message": f"unknown op {op!r}"})
-        except Exception as exc:  # noqa: BLE001 - report and keep serving
-            protocol.emit({"event": "error", "message": f"{type(exc).__name__}: {exc}",
-                           "traceback": traceback.format_exc()[-4000:]})
-    return 0
+    try:
+        for line in sys.stdin:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError as exc:
+                protocol.emit({"event": "error", "message": f"bad request: {exc}"})
+                continue
+            op = req.get("op")
+            try:
+                if op == "load":
+                    if engine is not None:
+                        engine.close()
+                    engine = Engine(EngineConfig.from_json(req.get("config") or {}), protocol.emit)
+                    report = engine.load(req["definition"], req["solutions"])
+                    protocol.emit({"event": "loaded", "solutions": report, "environment": engine.environment})
+                elif op == "job":
+                    if engine is None:
+                        protocol.emit({"event": "error", "message": "job before load"})
+                        continue
+                    protocol.emit({"event": "job_started", "job_id": req.get("job_id")})
+                    result = engine.run_job(req)
+                    protocol.emit({"event": "result", **result})
+                    if result.get("restart"):
+                        return 3  # the CUDA context is lost: the runner starts a fresh worker
+                elif op == "ping":
+                    protocol.emit({"event": "pong"})
+                elif op == "shutdown":
+                    return 0
+                else:
+                    protocol.emit({"event": "error", "message": f"unknown op {op!r}"})
+            except Exception as exc:  # noqa: BLE001 - report and keep serving
+                protocol.emit({"event": "error", "message": f"{type(exc).__name__}: {exc}",
+                               "traceback": traceback.format_exc()[-4000:]})
+        return 0
+    finally:
+        if engine is not None:
+            engine.close()  # its temporary build folder
+        if os.getppid() != parent:
+            _remove_scratch()  # the runner is gone (stdin ended with it)
 
 
 def _run(path: str) -> int:
@@ -137,30 +168,33 @@ def _profile(path: str) -> int:
     with open(path, encoding="utf-8") as fh:
         request = json.load(fh)
     engine = Engine(EngineConfig.from_json(request.get("config") or {}))
-    report = engine.load(request["definition"], request["solutions"])
-    sid = request["solutions"][0]["id"]
-    if not report[sid]["ok"]:
-        print(f"COMPILE_ERROR: {report[sid]['error']}", file=sys.stderr)
-        return 2
-    sol = engine.solutions[sid]
-    assert engine.maker is not None
-    workloads = request.get("workloads") or [request["workload"]]
-    warmup = int(request.get("warmup_calls", 3))
-    calls = int(request.get("profiled_calls", 1))
-    for workload in workloads:
-        inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
-        outs = engine.maker.allocate_outputs(workload, poison=False)
-        with torch.no_grad():
-            for _ in range(warmup):
-                sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
-            torch.cuda.synchronize()
-            torch.cuda.cudart().cudaProfilerStart()
-            for _ in range(calls):
-                sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
-            torch.cuda.synchronize()
-            torch.cuda.cudart().cudaProfilerStop()
-        print(f"profiled {workload['uuid']} axes={workload.get('axes')}", file=sys.stderr)
-    return 0
+    try:
+        report = engine.load(request["definition"], request["solutions"])
+        sid = request["solutions"][0]["id"]
+        if not report[sid]["ok"]:
+            print(f"COMPILE_ERROR: {report[sid]['error']}", file=sys.stderr)
+            return 2
+        sol = engine.solutions[sid]
+        assert engine.maker is not None
+        workloads = request.get("workloads") or [request["workload"]]
+        warmup = int(request.get("warmup_calls", 3))
+        calls = int(request.get("profiled_calls", 1))
+        for workload in workloads:
+            inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+            outs = engine.maker.allocate_outputs(workload, poison=False)
+            with torch.no_grad():
+                for _ in range(warmup):
+                    sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+                torch.cuda.synchronize()
+                torch.cuda.cudart().cudaProfilerStart()
+                for _ in range(calls):
+                    sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+                torch.cuda.synchronize()
+                torch.cuda.cudart().cudaProfilerStop()
+            print(f"profiled {workload['uuid']} axes={workload.get('axes')}", file=sys.stderr)
+        return 0
+    finally:
+        engine.close()  # its temporary build folder
 
 
 def _host(path: str) -> int:
@@ -180,50 +214,53 @@ def _host(path: str) -> int:
     with open(path, encoding="utf-8") as fh:
         request = json.load(fh)
     engine = Engine(EngineConfig.from_json(request.get("config") or {}))
-    report = engine.load(request["definition"], request["solutions"])
-    sid = request["solutions"][0]["id"]
-    if not report[sid]["ok"]:
-        protocol.emit({"event": "error", "message": f"COMPILE_ERROR: {report[sid]['error']}"})
-        return 2
-    sol = engine.solutions[sid]
-    cuda = engine.device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    out = []
-    for workload in request.get("workloads") or []:
-        inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
-        outs = engine.maker.allocate_outputs(workload, poison=False)
+    try:
+        report = engine.load(request["definition"], request["solutions"])
+        sid = request["solutions"][0]["id"]
+        if not report[sid]["ok"]:
+            protocol.emit({"event": "error", "message": f"COMPILE_ERROR: {report[sid]['error']}"})
+            return 2
+        sol = engine.solutions[sid]
+        cuda = engine.device.type == "cuda"
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        out = []
+        for workload in request.get("workloads") or []:
+            inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+            outs = engine.maker.allocate_outputs(workload, poison=False)
 
-        def call(inputs=inputs, outs=outs):
-            return sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+            def call(inputs=inputs, outs=outs):
+                return sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
 
-        with torch.no_grad():
-            for _ in range(int(request.get("warmup_calls", 3))):
-                call()
-            if cuda:
-                torch.cuda.synchronize()
-            walls = []
-            with profile(activities=activities) as prof:
-                for _ in range(int(request.get("calls", 5))):
-                    t0 = time.perf_counter()
-                    with record_function("fibtui::call"):
-                        call()
-                        if cuda:
-                            torch.cuda.synchronize()
-                    walls.append((time.perf_counter() - t0) * 1e6)
-        calls, kernels, cpu_ops = [], [], []
-        for e in prof.profiler.kineto_results.events():
-            name = e.name()
-            item = {"name": name, "start_ns": e.start_ns(), "dur_ns": e.duration_ns()}
-            if e.device_type() == torch.autograd.DeviceType.CUDA:
-                kernels.append(item)
-            elif name == "fibtui::call":
-                calls.append(item)
-            elif not name.startswith(("cudaDeviceSynchronize", "cudaStreamSynchronize")):
-                cpu_ops.append(item)
-        out.append({"uuid": workload["uuid"], "axes": workload.get("axes"), "host_wall_us": walls,
-                    "calls": sorted(calls, key=lambda c: c["start_ns"]), "kernels": kernels, "cpu_ops": cpu_ops[:2000]})
-    protocol.emit({"event": "host_view", "device": str(engine.device), "environment": engine.environment, "workloads": out})
-    return 0
+            with torch.no_grad():
+                for _ in range(int(request.get("warmup_calls", 3))):
+                    call()
+                if cuda:
+                    torch.cuda.synchronize()
+                walls = []
+                with profile(activities=activities) as prof:
+                    for _ in range(int(request.get("calls", 5))):
+                        t0 = time.perf_counter()
+                        with record_function("fibtui::call"):
+                            call()
+                            if cuda:
+                                torch.cuda.synchronize()
+                        walls.append((time.perf_counter() - t0) * 1e6)
+            calls, kernels, cpu_ops = [], [], []
+            for e in prof.profiler.kineto_results.events():
+                name = e.name()
+                item = {"name": name, "start_ns": e.start_ns(), "dur_ns": e.duration_ns()}
+                if e.device_type() == torch.autograd.DeviceType.CUDA:
+                    kernels.append(item)
+                elif name == "fibtui::call":
+                    calls.append(item)
+                elif not name.startswith(("cudaDeviceSynchronize", "cudaStreamSynchronize")):
+                    cpu_ops.append(item)
+            out.append({"uuid": workload["uuid"], "axes": workload.get("axes"), "host_wall_us": walls,
+                        "calls": sorted(calls, key=lambda c: c["start_ns"]), "kernels": kernels, "cpu_ops": cpu_ops[:2000]})
+        protocol.emit({"event": "host_view", "device": str(engine.device), "environment": engine.environment, "workloads": out})
+        return 0
+    finally:
+        engine.close()  # its temporary build folder
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ correctness, time. One entry point for every backend: the local runner's persist
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 import traceback
@@ -67,6 +68,8 @@ class Engine:
             torch.cuda.set_device(self.device)
         self.environment = envmod.describe(str(self.device), config.backend)
         self.device_name = self.environment.get("gpu") or "cpu"
+        # Built sources go to the caller's folder, or to a temporary one this engine removes on close().
+        self._owns_workdir = not config.workdir
         self.workdir = Path(config.workdir or tempfile.mkdtemp(prefix="fibtui-worker-"))
         self.definition: dict[str, Any] | None = None
         self.solutions: dict[str, BuiltSolution] = {}
@@ -74,6 +77,17 @@ class Engine:
         self.maker: InputMaker | None = None
         self.reference: ReferenceRunner | None = None
         self.poisoned = False
+
+    def close(self) -> None:
+        """Remove the temporary build folder this engine made (a caller's folder is left alone)."""
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -291,7 +305,11 @@ def execute(request: dict[str, Any], emit: Emit | None = None) -> dict[str, Any]
     This is the body of the Modal function and of ``python -m fibtui.worker run``.
     """
     config = EngineConfig.from_json(request.get("config") or {})
-    engine = Engine(config, emit)
+    with Engine(config, emit) as engine:
+        return _execute(engine, config, request, emit)
+
+
+def _execute(engine: Engine, config: EngineConfig, request: dict[str, Any], emit: Emit | None) -> dict[str, Any]:
     load = engine.load(request["definition"], request["solutions"])
     emit = emit or (lambda _e: None)
     emit({"event": "loaded", "solutions": load, "environment": engine.environment})
