@@ -149,3 +149,13 @@ def test_sibling_workspaces_in_a_plain_folder_are_not_one_workspace(tmp_path: Pa
     (tmp_path / "ws2" / ".git").mkdir()
     (tmp_path / ".git").mkdir()  # even inside a repo, a folder that is its own repository stands alone
     assert open_workspace(cwd=tmp_path / "ws2").root == (tmp_path / "ws2").resolve()
+
+
+def test_a_folder_of_workspace_repositories_is_not_a_workspace(tmp_path: Path) -> None:
+    """/tmp holding demo workspaces (each its own git repository): no workspace is found there."""
+    for name in ("demo1", "demo2"):
+        make_solution(tmp_path / name, "d1")
+        (tmp_path / name / ".git").mkdir()
+    with pytest.raises(UsageError, match="no workspace found"):
+        open_workspace(cwd=tmp_path)
+    assert open_workspace(cwd=tmp_path / "demo2").root == (tmp_path / "demo2").resolve()

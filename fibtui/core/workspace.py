@@ -382,8 +382,10 @@ def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
             if parent != folder and _is_per_definition_root(parent, folder):
                 return parent, cfg
             return folder, cfg
-    # Not inside a solution folder: the start may be the root of a per-definition layout.
-    children = [d / CONFIG_NAME for d in sorted(start.iterdir()) if d.is_dir() and d.name not in SKIP_DIRS]
+    # Not inside a solution folder: the start may be the root of a per-definition layout (a child
+    # that is a repository of its own, a demo workspace say, is a workspace beside it, not part of it).
+    children = [d / CONFIG_NAME for d in sorted(start.iterdir())
+                if d.is_dir() and d.name not in SKIP_DIRS and not (d / ".git").exists()]
     if any(p.is_file() and has_solution_table(p) for p in children):
         return start, None
     return None
