@@ -28,3 +28,11 @@ def test_geomean_and_stdev() -> None:
     assert numbers.geomean([1.0, 4.0]) == pytest.approx(2.0)
     assert numbers.stdev([1.0]) is None
     assert numbers.stdev([1.0, 3.0]) == pytest.approx(math.sqrt(2.0))
+
+
+def test_count_words() -> None:
+    from fibtui.core.numbers import count
+
+    assert count(1, "run") == "1 run" and count(0, "run") == "0 runs" and count(3, "warning") == "3 warnings"
+    assert count(1, "round summary", "round summaries") == "1 round summary"
+    assert count(2, "round summary", "round summaries") == "2 round summaries"

@@ -55,3 +55,8 @@ def stdev(values: Sequence[float]) -> float | None:
         return None
     m = sum(data) / len(data)
     return math.sqrt(sum((v - m) ** 2 for v in data) / (len(data) - 1))
+
+
+def count(n: int, singular: str, plural: str | None = None) -> str:
+    """``count(1, "run")`` is "1 run", ``count(3, "run")`` "3 runs", ``count(2, "summary", "summaries")``."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"

@@ -115,6 +115,7 @@ def _run(args: argparse.Namespace, ws, plan) -> int:
 
 
 def _status(args: argparse.Namespace, ws) -> int:
+    from fibtui.core.numbers import count
     from fibtui.runners.parity import parity_status
     from fibtui.verbs._common import console, emit_json
 
@@ -129,7 +130,7 @@ def _status(args: argparse.Namespace, ws) -> int:
         else:
             colour = "green" if st.complete else "red"
             con.print(f"{cfg.definition}: parity {st.id} ({st.source}, {st.finished}): "
-                      f"[{colour}]{st.passed}/{st.total} PASSED[/], {st.warnings} warning(s)", soft_wrap=True)
+                      f"[{colour}]{st.passed}/{st.total} PASSED[/], {count(st.warnings, 'warning')}", soft_wrap=True)
     return 0 if st is not None and st.complete else 1
 
 

@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Markdown, Static
 
+from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
 
 
@@ -89,7 +90,7 @@ class HistoryPane(Pane):
         for p in self.rounds:
             table.add_row(p.stem, key=str(p))
         self.query_one("#history-status", Static).update(
-            f"{len(self.rounds)} round summary(ies) · {message.runs} run(s) · chart: mean latency of complete GPU runs per candidate")
+            f"{count(len(self.rounds), 'round summary', 'round summaries')} · {count(message.runs, 'run')} · chart: mean latency of complete GPU runs per candidate")
         if not self.rounds:
             self.query_one("#history-markdown", Markdown).update(
                 "*No round summary yet.* `fibtui round summary` writes one from the run records.")

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, RichLog, Static
 
+from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
 
 COLOUR = {"PROMOTE": "bold green", "REJECT": "bold red", "INCONCLUSIVE": "bold yellow", "BLOCKED": "bold red",
@@ -191,7 +192,7 @@ def _parity_line(parity) -> str:
         return "[yellow]official parity: none yet[/] (`fibtui parity` runs flashinfer-bench in the official shape; submission-ready needs one)"
     colour = "green" if parity.complete else "red"
     return (f"[{colour}]official parity {parity.id}: {parity.passed}/{parity.total} PASSED[/] ({parity.solution}, {parity.source}"
-            + (f", {parity.warnings} warning(s)" if parity.warnings else "") + ")")
+            + (f", {count(parity.warnings, 'warning')}" if parity.warnings else "") + ")")
 
 
 def _us(ms: float | None) -> str:
