@@ -242,6 +242,11 @@ def test_plan_estimates_from_the_workspace_history_and_settings(demo_ws: Path) -
     plan = plan_modal(ws, RunOptions(backend="modal", workloads="all", workers=5, repeats=2))
     assert plan.per_job_seconds == pytest.approx(2.0)  # median of 1, 2, 3 s per job
     assert "median of 3 job(s) in 1 past GPU run(s)" in plan.per_job_source
+    # the TUI's sweep estimate on the interpreter reads the same history: only interpreter runs
+    from fibtui.core.runs import history_seconds_per_job
+
+    per_job, source = history_seconds_per_job(ws.archive_root, DEMO_DEFINITION, "cpu-interpreter")
+    assert per_job == pytest.approx(250.0) and "1 past cpu-interpreter run(s)" in source
     assert plan.jobs == 100 and plan.containers == 5 and plan.jobs_per_container == [20] * 5
     assert plan.estimated_gpu_seconds == pytest.approx(5 * 10 + 100 * 2.0)
     assert plan.estimated_cost_usd == pytest.approx(250 / 3600 * 3.6)

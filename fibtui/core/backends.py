@@ -73,3 +73,9 @@ def detect(probe_gpu: bool = True) -> Backends:
         modal_installed=_has_module("modal"),
         modal_credentials=modal_credentials_source(),
     )
+
+
+def timing_kind_of(engine_backend: str) -> str:
+    """How a backend's latencies are timed: the CPU interpreter's wall clock or CUPTI on a GPU
+    (the worker states the same in every result it sends)."""
+    return "cpu-interpreter" if engine_backend == "interpreter" else "cupti"

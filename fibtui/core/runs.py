@@ -389,7 +389,8 @@ def read_journal(path: Path) -> JournalContents:
 # --------------------------------------------------------------------------------------------
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Is there a process with this pid? (Someone else's process counts as alive.)"""
     if pid <= 0:
         return False
     try:
@@ -412,7 +413,7 @@ def take_lock(folder: Path) -> None:
             pid = int(lock.read_text().strip() or 0)
         except (OSError, ValueError):
             pid = 0
-        if pid != os.getpid() and _pid_alive(pid):
+        if pid != os.getpid() and pid_alive(pid):
             raise UsageError(f"run {folder.name} is being run by process {pid}")
     atomic_write_text(lock, str(os.getpid()))
 
@@ -433,7 +434,7 @@ def run_state(folder: Path, contents: JournalContents | None = None) -> str:
             pid = int(lock.read_text().strip() or 0)
         except (OSError, ValueError):
             pid = 0
-        if _pid_alive(pid) and contents.end is None:
+        if pid_alive(pid) and contents.end is None:
             return "running"
     done = len(contents.results)
     total = len(contents.header.jobs)
@@ -547,6 +548,43 @@ def list_runs(archive_root: Path) -> list[RunListing]:
             path=folder, passed=sum(1 for r in contents.results.values() if r.status == PASSED),
         ))
     return out
+
+
+def history_seconds_per_job(archive_root: Path, definition: str, timing_kind: str = "cupti",
+                            last_runs: int = 5) -> tuple[float, str] | None:
+    """Median wall seconds per solution job over the newest runs of ``definition`` with this
+    timing kind (a paired group's wall time is shared by its solutions), with where it came from.
+    GPU and CPU-interpreter runs are never mixed: one says nothing about the other's wall time."""
+    per_job: list[float] = []
+    used = 0
+    for listing in reversed(list_runs(archive_root)):
+        if used >= last_runs:
+            break
+        if listing.definition != definition:
+            continue
+        try:
+            contents = read_journal(listing.path / "journal.jsonl")
+        except InputError:
+            continue
+        if contents.header.timing_kind != timing_kind:
+            continue
+        groups: dict[tuple[str, int], list[float | None]] = {}
+        for r in contents.results.values():
+            groups.setdefault((r.uuid, r.repeat), []).append(r.wall_s)
+        values = []
+        for walls in groups.values():
+            known = [w for w in walls if isinstance(w, (int, float)) and w > 0]
+            if known:
+                values.append(max(known) / len(walls))
+        if values:
+            per_job.extend(values)
+            used += 1
+    if not per_job:
+        return None
+    median = numbers.median(per_job)
+    assert median is not None
+    where = "GPU" if timing_kind == "cupti" else timing_kind
+    return median, f"median of {len(per_job)} job(s) in {used} past {where} run(s) of this definition"
 
 
 def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:

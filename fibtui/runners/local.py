@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core.errors import WriteFailed
-from fibtui.core.runs import RunHeader, now_iso, release_lock, take_lock
+from fibtui.core.runs import RunHeader, now_iso, pid_alive, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
 from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups
@@ -86,16 +86,6 @@ SCRATCH_PREFIX = "fibtui-worker-cwd-"
 _swept = False
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # someone else's process: not ours to judge
-    return True
-
-
 def sweep_stale_scratch(tmp: str | None = None) -> int:
     """Remove worker scratch folders whose runner is dead (a runner and its starting worker killed
     together leave one behind). The folder names carry the runner's pid; a live pid is left alone.
@@ -108,7 +98,7 @@ def sweep_stale_scratch(tmp: str | None = None) -> int:
         return 0
     for folder in folders:
         pid = folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed += 1
     return removed

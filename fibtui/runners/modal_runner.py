@@ -39,9 +39,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fibtui.core import numbers
 from fibtui.core.errors import FibError, InputError
-from fibtui.core.runs import RunHeader, list_runs, now_iso, read_journal, release_lock, take_lock
+from fibtui.core.runs import (
+    RunHeader,
+    history_seconds_per_job,
+    now_iso,
+    release_lock,
+    take_lock,
+)
 from fibtui.core.settings import get_setting, settings_path
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
@@ -286,41 +291,6 @@ def _fmt_duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s // 3600} h {s // 60 % 60:02d} min"
-
-
-def history_seconds_per_job(archive_root: Path, definition: str, last_runs: int = 5) -> tuple[float, str] | None:
-    """Median wall seconds per job over the newest GPU-timed runs of ``definition`` (a paired
-    group's wall time is shared by its solutions). CPU-interpreter runs are left out: their wall
-    times say nothing about a GPU."""
-    per_job: list[float] = []
-    used = 0
-    for listing in reversed(list_runs(archive_root)):
-        if used >= last_runs:
-            break
-        if listing.definition != definition:
-            continue
-        try:
-            contents = read_journal(listing.path / "journal.jsonl")
-        except InputError:
-            continue
-        if contents.header.timing_kind != "cupti":
-            continue
-        groups: dict[tuple[str, int], list[float | None]] = {}
-        for r in contents.results.values():
-            groups.setdefault((r.uuid, r.repeat), []).append(r.wall_s)
-        values = []
-        for walls in groups.values():
-            known = [w for w in walls if isinstance(w, (int, float)) and w > 0]
-            if known:
-                values.append(max(known) / len(walls))
-        if values:
-            per_job.extend(values)
-            used += 1
-    if not per_job:
-        return None
-    median = numbers.median(per_job)
-    assert median is not None
-    return median, f"median of {len(per_job)} job(s) in {used} past GPU run(s) of this definition"
 
 
 def volume_files_for(dataset_root: Path, workloads: dict[str, dict[str, Any]], volume_dir: str) -> list[VolumeFile]:

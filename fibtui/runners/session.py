@@ -190,7 +190,7 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
             sol.name = f"{sol.name}-{i + 1}"
         names.add(sol.name)
         refs.append(snapshot(sol, "candidate", folder, index=0))
-    timing_kind = "cpu-interpreter" if engine_backend == "interpreter" else "cupti"
+    timing_kind = backends.timing_kind_of(engine_backend)
     settings: dict[str, Any] = {"engine": config, "workspace": str(ws.root)}
     if options.backend == "modal":
         from fibtui.runners.modal_runner import modal_header_settings

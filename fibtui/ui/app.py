@@ -365,7 +365,8 @@ class FibApp(App[int]):
                          lambda ok: self._start(options, "Modal sweep") if ok else None)
 
     def _confirm_sweep(self, options, go) -> None:
-        from fibtui.core.runs import list_runs
+        from fibtui.core.backends import timing_kind_of
+        from fibtui.core.runs import history_seconds_per_job
 
         ws = self.workspace
         try:
@@ -378,13 +379,9 @@ class FibApp(App[int]):
             return
         solutions = 1 + (1 if options.baseline else 0)
         jobs = n * options.repeats * solutions
-        walls = []
-        for r in list_runs(ws.archive_root):
-            if r.definition == ws.active.definition and r.jobs_done:
-                walls.append(r)
-        per_job = _median_job_seconds(walls)
-        est = f"~{jobs * per_job / 60:.1f} min of {options.backend} time (median {per_job:.2f} s/job in this workspace's runs)" \
-            if per_job else "unknown (no earlier run of this definition here)"
+        history = history_seconds_per_job(ws.archive_root, ws.active.definition, timing_kind_of(options.backend))
+        est = f"~{jobs * history[0] / 60:.1f} min of {options.backend} time ({history[1]})" if history \
+            else "unknown (no earlier run of this definition here on this backend)"
         facts = [("workloads", str(n)), ("repeats", str(options.repeats)), ("solutions", str(solutions)),
                  ("jobs", str(jobs)), ("backend", options.backend), ("estimated time", est), ("cost", "none (local)")]
         self.push_screen(ConfirmScreen(f"Full sweep of {n} workloads", facts, "Start it?"),
@@ -563,20 +560,6 @@ class FibApp(App[int]):
             reason = f"{type(error).__name__}: {error}"
             details = "".join(traceback.format_exception(error))[-3000:] if error else ""
         self.push_screen(ErrorScreen(f"{worker.name or 'a background task'} failed", reason, details))
-
-
-def _median_job_seconds(listings) -> float | None:
-    import json
-    import statistics
-
-    walls = []
-    for r in listings[-5:]:
-        try:
-            record = json.loads((r.path / "run.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        walls += [j["wall_s"] for j in record.get("jobs", []) if isinstance(j.get("wall_s"), (int, float))]
-    return statistics.median(walls) if walls else None
 
 
 def _default_demo_dir() -> str:
