@@ -18,6 +18,7 @@ import os
 import pty
 import select
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -34,6 +35,28 @@ def p95(values: list[float]) -> float:
     lo = int(k)
     hi = min(lo + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def quit_app(pid: int, fd: int, timeout: float = 20.0) -> None:
+    """Press q and reap the app, reading the terminal meanwhile: an app whose last frames fill the
+    pty buffer blocks on its way out until somebody reads them."""
+    os.write(fd, b"q")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            try:
+                os.read(fd, 65536)
+            except OSError:
+                pass
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise SystemExit(f"the app did not quit within {timeout:.0f} s of q")
+    os.close(fd)
 
 
 def first_paint(ws: Path, runs: int = 7) -> dict:
@@ -57,12 +80,7 @@ def first_paint(ws: Path, runs: int = 7) -> dict:
                 t_paint = time.monotonic() - t0
             if t_data is None and b"batch_size=1" in buf:
                 t_data = time.monotonic() - t0
-        os.write(fd, b"q")
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-        os.close(fd)
+        quit_app(pid, fd)
         if t_paint is not None:
             paint.append(t_paint)
         if t_data is not None:
@@ -126,12 +144,7 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
                 switch.append(got * 1000)
             time.sleep(0.35)  # let the tab underline animation finish before the next key
             read_until(None, 0.05)
-    os.write(fd, b"q")
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
-    os.close(fd)
+    quit_app(pid, fd)
     return {"pane_switch": {"n": len(switch), "median_ms": statistics.median(switch), "p95_ms": p95(switch), "max_ms": max(switch)},
             "down_arrow": {"n": len(scroll), "median_ms": statistics.median(scroll), "p95_ms": p95(scroll), "max_ms": max(scroll)}}
 
