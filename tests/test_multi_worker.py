@@ -65,3 +65,44 @@ def test_a_killed_worker_is_replaced_and_the_others_go_on(tmp_path: Path) -> Non
     contents = read_journal(prepared.folder / "journal.jsonl")
     assert len(contents.results) == 20 and not contents.duplicate_lines
     assert {j["timing"]["slot"] for j in record["jobs"]} == {0, 1}  # the replaced worker kept working
+
+
+GPUS = [("0", "GPU-aaaa1111-0000", "NVIDIA H200"), ("1", "GPU-bbbb2222-0000", "NVIDIA H200"),
+        ("2", "GPU-cccc3333-0000", "NVIDIA H100 80GB HBM3")]
+
+
+@pytest.mark.parametrize(("cvd", "expected"), [
+    (None, ["0", "1", "2"]),
+    ("1", ["1"]),
+    ("2,0", ["2", "0"]),
+    ("GPU-bbbb", ["GPU-bbbb"]),            # a UUID prefix, as CUDA accepts
+    ("1,7,2", ["1"]),                      # CUDA stops at the first entry that names no GPU
+    ("", []),
+    ("MIG-1234abcd", ["MIG-1234abcd"]),
+])
+def test_gpus_visible_to_fibtui_follow_cuda_visible_devices(cvd: str | None, expected: list[str]) -> None:
+    from fibtui.core.backends import visible_gpus
+
+    env = {} if cvd is None else {"CUDA_VISIBLE_DEVICES": cvd}
+    assert [entry for entry, _ in visible_gpus(GPUS, env)] == expected
+    if cvd == "2,0":
+        assert [name for _, name in visible_gpus(GPUS, env)] == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+
+
+def test_each_gpu_worker_gets_the_users_own_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDA_VISIBLE_DEVICES=2,0 on a 3-GPU box: two workers, on GPU 2 and GPU 0 (never 0 and 1)."""
+    from fibtui.core import backends
+    from fibtui.runners.session import worker_pool
+
+    monkeypatch.setattr(backends, "_gpus", lambda: GPUS)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")
+    found = backends.detect()
+    assert found.gpu and found.gpu_ids == ["2", "0"] and len(found.gpu_names) == 2
+    pool = worker_pool("local", found, {"device": "cuda:0"}, RunOptions(backend="local"))
+    assert [pool.env_for(slot)["CUDA_VISIBLE_DEVICES"] for slot in range(len(pool.devices))] == ["2", "0"]
+    assert all(pool.config_for(slot)["device"] == "cuda:0" for slot in range(len(pool.devices)))
+    one = worker_pool("local", found, {"device": "cuda:0"}, RunOptions(backend="local", workers=1))
+    assert [one.env_for(0)["CUDA_VISIBLE_DEVICES"]] == ["2"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    every = worker_pool("local", backends.detect(), {"device": "cuda:0"}, RunOptions(backend="local"))
+    assert [every.env_for(slot)["CUDA_VISIBLE_DEVICES"] for slot in range(3)] == ["0", "1", "2"]

@@ -16,6 +16,8 @@ from pathlib import Path
 class Backends:
     gpu: bool
     gpu_names: list[str]
+    #: the CUDA_VISIBLE_DEVICES entry of each usable GPU (index, UUID or MIG id), in gpu_names' order
+    gpu_ids: list[str]
     ncu: str | None
     interpreter: bool  # torch + triton importable: the CPU interpreter runner works
     torch: bool
@@ -35,16 +37,39 @@ def _has_module(name: str) -> bool:
         return False
 
 
-def _gpu_names() -> list[str]:
+def _gpus() -> list[tuple[str, str, str]]:
+    """(index, UUID, name) of every GPU nvidia-smi sees."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return []
     try:
-        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+        out = subprocess.run([exe, "--query-gpu=index,uuid,name", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+    if out.returncode != 0:
+        return []
+    rows = [[part.strip() for part in line.split(",", 2)] for line in out.stdout.splitlines() if line.strip()]
+    return [(r[0], r[1], r[2]) for r in rows if len(r) == 3]
+
+
+def visible_gpus(gpus: list[tuple[str, str, str]], env: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(CUDA_VISIBLE_DEVICES entry, name) of each GPU this process may use. Without
+    CUDA_VISIBLE_DEVICES, every GPU by index; with it, its entries in order (indices, UUIDs or
+    UUID prefixes, MIG ids), stopping at the first one that names no GPU, as CUDA does."""
+    raw = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES")
+    if raw is None:
+        return [(index, name) for index, _, name in gpus]
+    out: list[tuple[str, str]] = []
+    for entry in (part.strip() for part in raw.split(",")):
+        if entry.startswith("MIG-"):
+            out.append((entry, "MIG instance"))
+            continue
+        match = next((g for g in gpus if entry == g[0] or (entry.startswith("GPU-") and g[1].startswith(entry))), None)
+        if match is None or any(entry == e for e, _ in out):
+            break
+        out.append((entry, match[2]))
+    return out
 
 
 def modal_credentials_source() -> str | None:
@@ -59,12 +84,14 @@ def modal_credentials_source() -> str | None:
 
 
 def detect(probe_gpu: bool = True) -> Backends:
-    names = _gpu_names() if probe_gpu else []
+    visible = visible_gpus(_gpus()) if probe_gpu else []
+    names = [name for _, name in visible]
     has_torch = _has_module("torch")
     has_triton = _has_module("triton")
     return Backends(
         gpu=bool(names),
         gpu_names=names,
+        gpu_ids=[entry for entry, _ in visible],
         ncu=shutil.which("ncu"),
         interpreter=has_torch and has_triton and _has_module("numpy"),
         torch=has_torch,

@@ -123,9 +123,11 @@ def worker_pool(backend: str, found: backends.Backends, config: dict[str, Any], 
         devices = ["cpu"] * max(1, options.workers or 1)
         timeout = options.job_timeout_s or 900.0
     else:
-        n_gpus = len(found.gpu_names)
-        n = min(options.workers or n_gpus, n_gpus)
-        devices = [f"cuda:{i}" for i in range(max(1, n))]
+        # one worker per GPU this process may use (CUDA_VISIBLE_DEVICES respected): each worker
+        # gets that GPU's own entry as its CUDA_VISIBLE_DEVICES
+        ids = found.gpu_ids or ["0"]
+        n = min(options.workers or len(ids), len(ids))
+        devices = [f"cuda:{ids[i]}" for i in range(max(1, n))]
         timeout = options.job_timeout_s or 300.0
     return WorkerPool(devices=devices, engine_config=config, interpreter=interpreter, job_timeout_s=timeout)
 
