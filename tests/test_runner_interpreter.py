@@ -224,3 +224,27 @@ def test_stale_scratch_of_a_dead_runner_is_swept_and_a_live_one_kept(tmp_path: P
     other.mkdir()
     assert sweep_stale_scratch(str(tmp_path)) == 1
     assert not stale.exists() and live.is_dir() and mine.is_dir() and other.is_dir()
+
+
+def test_eta_is_paced_from_the_first_result_not_from_start_up(tmp_path: Path, monkeypatch) -> None:
+    """Workers take 9 s to start, then a job finishes every second: after the third result the ETA
+    for the 7 left is 7 s (not 9 s of start-up spread over every job)."""
+    from fibtui.core.runs import JobSpec, Journal, RunHeader, SolutionRef
+    from fibtui.runners import journaling
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    header = RunHeader(run_id="run", definition="d", backend="local", timing_kind="cupti", l2_policy="cold",
+                       solutions=[SolutionRef("k", "candidate", "snapshots/candidate-k")],
+                       jobs=[JobSpec(f"wl-{i}", {"n": i}, "k", "candidate", 0) for i in range(10)],
+                       repeats=1, workload_selection="all", started="2026-01-01T00:00:00+00:00")
+    Journal(folder).write_header(header)
+    clock = [100.0]
+    monkeypatch.setattr(journaling.time, "monotonic", lambda: clock[0])
+    recorder = journaling.JobRecorder(folder, header, {"s0": ("candidate", "k")})
+    etas = []
+    for i, t in enumerate((109.0, 110.0, 111.0)):
+        clock[0] = t
+        recorder.record("s0", f"wl-{i}", 0, 1, {"status": "PASSED", "latency_ms": 0.01},
+                        lambda e: etas.append(e.eta_s) if isinstance(e, JobFinished) else None)
+    assert etas == [None, 8.0, 7.0]

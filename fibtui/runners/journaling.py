@@ -72,7 +72,9 @@ class JobRecorder:
         self.passed = 0
         self.failed = 0
         self._session_done = 0
-        self._t0 = time.monotonic()
+        #: when this session's first result came: the ETA is paced from there, so start-up (worker
+        #: start, imports, first compiles) does not inflate it
+        self._t_first: float | None = None
 
     def resume(self) -> set[str]:
         """Read what the journal already holds; returns the keys of finished jobs."""
@@ -82,7 +84,7 @@ class JobRecorder:
         self.done = len(done_keys)
         self.passed = sum(1 for r in contents.results.values() if r.status == PASSED)
         self.failed = self.done - self.passed
-        self._t0 = time.monotonic()
+        self._t_first = None
         return done_keys
 
     def record(self, sid: str, uuid: str, repeat: int, attempt: int, r: dict[str, Any], on_event: EventSink,
@@ -113,7 +115,11 @@ class JobRecorder:
                 self.failed += 1
             total = len(self.header.jobs)
             remaining = total - self.done
-            eta = eta_seconds(self._session_done, self._session_done + remaining, time.monotonic() - self._t0)
+            now = time.monotonic()
+            if self._t_first is None:
+                self._t_first = now
+            paced = self._session_done - 1  # results since the first one
+            eta = eta_seconds(paced, paced + remaining, now - self._t_first)
             event = JobFinished(result, self.done, total, self.passed, self.failed, eta)
         on_event(event)
         return result
