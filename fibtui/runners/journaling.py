@@ -58,6 +58,10 @@ def pending_groups(header: RunHeader, done_keys: set[str], sid_of: dict[tuple[st
     return groups
 
 
+#: seconds of results before an ETA is shown
+ETA_SETTLE_S = 1.0
+
+
 class JobRecorder:
     """Appends finished jobs to a run's journal and keeps the progress counters."""
 
@@ -119,7 +123,9 @@ class JobRecorder:
             if self._t_first is None:
                 self._t_first = now
             paced = self._session_done - 1  # results since the first one
-            eta = eta_seconds(paced, paced + remaining, now - self._t_first)
+            # the results of a pair (or of several workers) land together: no ETA from an instant
+            eta = eta_seconds(paced, paced + remaining, now - self._t_first) \
+                if now - self._t_first >= ETA_SETTLE_S or remaining == 0 else None
             event = JobFinished(result, self.done, total, self.passed, self.failed, eta)
         on_event(event)
         return result

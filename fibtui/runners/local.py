@@ -210,8 +210,13 @@ class WorkerProcess:
                 pass
         self.kill()
 
-    def exit_description(self) -> str:
-        code = self.proc.poll()
+    def exit_description(self, wait_s: float = 0.0) -> str:
+        """How the process ended; ``wait_s``: how long to wait for it to be gone (a killed GPU
+        process closes its pipes before the driver has let it go)."""
+        try:
+            code = self.proc.wait(timeout=wait_s) if wait_s > 0 else self.proc.poll()
+        except subprocess.TimeoutExpired:
+            code = None
         if code is None:
             return "still running"
         if code < 0:
@@ -463,8 +468,7 @@ class LocalRunner:
                 self._blame(task, "TIMEOUT", f"no result within {self.pool.job_timeout_s:.0f} s", on_event, slot)
                 return None
             if ev is _EOF:
-                time.sleep(0.05)
-                why = worker.exit_description() + self._log_tail(worker)
+                why = worker.exit_description(wait_s=5.0) + self._log_tail(worker)
                 worker.kill()
                 on_event(WorkerRestarted(slot, f"worker {why}"))
                 if began:
