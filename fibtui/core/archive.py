@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core import stats
+from fibtui.core.dataset import iter_jsonl
 from fibtui.core.errors import CheckFailed, InputError, UsageError
 from fibtui.core.fsio import (
     append_line,
@@ -488,19 +489,7 @@ def load_rounds(archive_root: Path) -> list[RoundRecord]:
     if not path.is_file():
         return []
     out: dict[str, RoundRecord] = {}
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"not JSON: {exc.msg}", line=number) from None
-        except UnicodeDecodeError:
-            raise InputError(path, "not UTF-8 text", line=number) from None
-        except RecursionError:
-            raise InputError(path, "not JSON: nested too deeply", line=number) from None
-        if not isinstance(obj, dict):
-            raise InputError(path, "expected an object", line=number)
+    for number, obj in iter_jsonl(path):
         rec = RoundRecord.from_json(obj, path, number)
         out[rec.round] = rec
     return list(out.values())

@@ -1008,24 +1008,12 @@ def aa_session_from(comparison: Comparison, source: str, kind: str, definition: 
 
 def load_aa_file(path: Path) -> list[AASession]:
     """The sessions of ``optimize_ops/benchmarks/aa.jsonl`` (a broken line is a clear error)."""
-    import json
+    from fibtui.core.dataset import iter_jsonl
 
     if not path.is_file():
         return []
     out: list[AASession] = []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"not JSON: {exc.msg}", line=number) from None
-        except UnicodeDecodeError:
-            raise InputError(path, "not UTF-8 text", line=number) from None
-        except RecursionError:
-            raise InputError(path, "not JSON: nested too deeply", line=number) from None
-        if not isinstance(obj, dict):
-            raise InputError(path, "expected an object", line=number)
+    for number, obj in iter_jsonl(path):
         try:
             log_g = float(obj["log_g"])
             sigma = obj.get("sigma")
