@@ -406,16 +406,19 @@ def lock_path(folder: Path) -> Path:
     return folder / "lock"
 
 
+def lock_holder(folder: Path) -> int:
+    """The pid written in the run's lock file; 0 when there is none (or it cannot be read)."""
+    try:
+        return int(lock_path(folder).read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
 def take_lock(folder: Path) -> None:
-    lock = lock_path(folder)
-    if lock.exists():
-        try:
-            pid = int(lock.read_text().strip() or 0)
-        except (OSError, ValueError):
-            pid = 0
-        if pid != os.getpid() and pid_alive(pid):
-            raise UsageError(f"run {folder.name} is being run by process {pid}")
-    atomic_write_text(lock, str(os.getpid()))
+    pid = lock_holder(folder)
+    if pid and pid != os.getpid() and pid_alive(pid):
+        raise UsageError(f"run {folder.name} is being run by process {pid}")
+    atomic_write_text(lock_path(folder), str(os.getpid()))
 
 
 def release_lock(folder: Path) -> None:
@@ -428,14 +431,8 @@ def release_lock(folder: Path) -> None:
 def run_state(folder: Path, contents: JournalContents | None = None) -> str:
     """running | interrupted | complete | failed (| cancelled)."""
     contents = contents or read_journal(folder / "journal.jsonl")
-    lock = lock_path(folder)
-    if lock.exists():
-        try:
-            pid = int(lock.read_text().strip() or 0)
-        except (OSError, ValueError):
-            pid = 0
-        if pid_alive(pid) and contents.end is None:
-            return "running"
+    if pid_alive(lock_holder(folder)) and contents.end is None:
+        return "running"
     done = len(contents.results)
     total = len(contents.header.jobs)
     if done < total:
