@@ -45,6 +45,26 @@ def _cap_memory() -> None:
         print(f"fibtui worker: FIBTUI_WORKER_MEMORY_MB not applied: {exc}", file=sys.stderr)
 
 
+def _warm_cupti() -> None:
+    """Pay for the process's first CUPTI session before saying ready. On the H200 hosts it took
+    4.5-6 s of CPU (scripts/device/probe_cupti.py; later sessions take milliseconds), so a worker
+    started ahead of time (watch mode) answers its first gate without it. GPU workers only;
+    ``FIBTUI_WARM_CUPTI=0`` leaves it to the first job."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or os.environ.get("FIBTUI_WARM_CUPTI", "1") == "0":
+        return
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]):
+            pass
+    except Exception as exc:  # noqa: BLE001 - the first job pays for it instead
+        print(f"fibtui worker: CUPTI warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
 def _remove_scratch() -> None:
     """Remove the scratch folder the runner made for this worker (``FIBTUI_WORKER_SCRATCH``, its
     current folder and build folder). The runner removes it too when it stops the worker; the
@@ -100,6 +120,7 @@ def _serve() -> int:
     except Exception:  # noqa: BLE001 - python solutions do not need it
         pass
     _cap_memory()
+    _warm_cupti()
     protocol.emit({"event": "ready", "pid": os.getpid()})
     try:
         for line in sys.stdin:
