@@ -52,6 +52,7 @@ def test_paired_run_with_good_wrong_and_unwritten_kernels(tmp_path: Path) -> Non
     good = [j for j in record["jobs"] if j["solution"] == "triton"]
     assert all(j["latency_ms"] > 0 and j["reference_latency_ms"] is not None for j in good)
     assert all(j["timing"]["kind"] == "cpu-interpreter" and j["timing"]["environment"]["backend"] == "interpreter" for j in good)
+    assert all(0 < j["timing"]["job_cpu_s"] for j in good)  # the worker's CPU time for the job, beside its wall time
     wrong_jobs = [j for j in record["jobs"] if j["solution"] == "wrong_v2"]
     assert all(j["max_abs_error"] > 0 and "beyond atol" in j["error"] for j in wrong_jobs)
     assert "non-finite" in next(j for j in record["jobs"] if j["solution"] == "lazy_v3")["error"]

@@ -486,6 +486,8 @@ class LocalRunner:
                         continue
                     r.setdefault("started", started_at)
                     r["wall_s"] = ev.get("wall_s")
+                    if isinstance(r.get("timing"), dict) and ev.get("cpu_s") is not None:
+                        r["timing"]["job_cpu_s"] = ev["cpu_s"]  # the worker's CPU time for the whole job
                     if r.get("status") in INFRA_STATUSES and task.attempt <= self.pool.max_infra_retries:
                         self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event)
                         continue

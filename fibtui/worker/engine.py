@@ -154,6 +154,7 @@ class Engine:
         uuid = workload["uuid"]
         sids = [s for s in job.get("solutions", list(self.solutions) + list(self.build_errors))]
         t_start = time.monotonic()
+        cpu_start = time.process_time()
         results: dict[str, dict[str, Any]] = {}
         for sid in sids:
             if sid in self.build_errors:
@@ -242,7 +243,8 @@ class Engine:
         if self.device.type == "cuda" and not self.poisoned:
             torch.cuda.empty_cache()
         return {"job_id": job.get("job_id"), "uuid": uuid, "repeat": job.get("repeat", 0), "results": out,
-                "wall_s": time.monotonic() - t_start, "restart": self.poisoned}
+                "wall_s": time.monotonic() - t_start,
+                "cpu_s": time.process_time() - cpu_start, "restart": self.poisoned}
 
     def _time(self, sids: list[str], workload: dict[str, Any]):
         assert self.maker is not None
