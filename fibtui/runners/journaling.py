@@ -143,6 +143,17 @@ class JobRecorder:
         return record
 
 
+def take_job_fields(r: dict[str, Any], job: dict[str, Any], started: str | None) -> dict[str, Any]:
+    """Copy what the worker measured for the whole job onto one solution's result: when it started,
+    the job's wall time, and (into its timing) the worker's CPU time for the job. Every backend
+    records a job the same way."""
+    r.setdefault("started", started)
+    r["wall_s"] = job.get("wall_s")
+    if isinstance(r.get("timing"), dict) and job.get("cpu_s") is not None:
+        r["timing"]["job_cpu_s"] = job["cpu_s"]
+    return r
+
+
 def as_float(v: Any) -> float | None:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)

@@ -34,7 +34,7 @@ from fibtui.core.errors import WriteFailed
 from fibtui.core.runs import RunHeader, now_iso, pid_alive, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
-from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups
+from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups, take_job_fields
 
 EventSink = Callable[[object], None]
 
@@ -484,10 +484,7 @@ class LocalRunner:
                     sid = r.get("solution_id")
                     if sid not in task.sids:
                         continue
-                    r.setdefault("started", started_at)
-                    r["wall_s"] = ev.get("wall_s")
-                    if isinstance(r.get("timing"), dict) and ev.get("cpu_s") is not None:
-                        r["timing"]["job_cpu_s"] = ev["cpu_s"]  # the worker's CPU time for the whole job
+                    take_job_fields(r, ev, started_at)
                     if r.get("status") in INFRA_STATUSES and task.attempt <= self.pool.max_infra_retries:
                         self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event)
                         continue

@@ -50,7 +50,7 @@ from fibtui.core.runs import (
 from fibtui.core.settings import get_setting, settings_path
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
-from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups
+from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups, take_job_fields
 
 EventSink = Callable[[object], None]
 
@@ -644,8 +644,7 @@ class ModalRunner:
                 if sid not in task.sids or (task.uuid, task.repeat, sid) in seen:
                     continue
                 seen.add((task.uuid, task.repeat, sid))
-                r.setdefault("started", job.get("started") or out.get("_submitted"))
-                r["wall_s"] = job.get("wall_s")
+                take_job_fields(r, job, job.get("started") or out.get("_submitted"))
                 if r.get("status") in INFRA_STATUSES and task.attempt <= self.max_retries:
                     on_event(LogLine(f"retrying {task.uuid[:8]} {self.ref_of[sid][1]} (attempt {task.attempt + 1}): "
                                      f"{scrub(str(r.get('error')))[:300]}", "warning"))
