@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,32 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
         assert [str(jobs.get_row_at(i)[0]) for i in range(jobs.row_count)] == ["PASSED", "PASSED"]
         assert "CPU-interpreter" in str(runs.query_one("#runs-status").render())
         assert app.query_one("#main-tabs", TabbedContent).active == "runs"
+        # the next gate's worker is started ahead of time (torch and triton imported)
+        deadline = time.monotonic() + 120
+        while not (app._warm is not None and app._warm.count() == 1):
+            assert time.monotonic() < deadline, "no worker was kept warm after the gate"
+            await pilot.pause(0.1)
+    assert app._warm.count() == 0  # closed with the app
+
+
+async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None:
+    from fibtui.runners.events import RunFinished
+    from tests.runner_helpers import make_tiny_workspace
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    (root / "fibtui.toml").write_text("[tui]\nkeep_worker_warm = false\n")
+    events = []
+    app = make_app(open_workspace(root))
+    app.note_acknowledged = True
+    async with app.run_test(size=SIZE, message_hook=events.append) as pilot:
+        await settle(app, pilot)
+        await pilot.press("g")
+        deadline = time.monotonic() + 120
+        while not any(isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished) for m in events):
+            assert time.monotonic() < deadline, "the gate never finished"
+            await pilot.pause(0.1)
+        await pilot.pause(1.0)
+        assert app._warm is None
 
 
 async def test_full_sweep_of_more_than_40_workloads_asks_first(demo_ws: Path) -> None:

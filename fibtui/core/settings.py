@@ -13,6 +13,8 @@ tables (each optional):
     [modal]
     gpu = "B200"
     price_per_gpu_hour_usd = 6.25
+    [tui]
+    keep_worker_warm = false  # do not keep the next gate's worker started between runs
 """
 
 from __future__ import annotations

@@ -433,7 +433,7 @@ class FibApp(App[int]):
             if self._pending_watch_gate:
                 self._pending_watch_gate = False
                 self._start(self._gate_options("rep"), "watch gate")
-            elif self.watch_mode:
+            elif self.watch_mode or self._keep_worker_warm():
                 self._prewarm()
 
     # -- watch mode -------------------------------------------------------------------------------
@@ -451,6 +451,17 @@ class FibApp(App[int]):
             self._prewarm()
             self.notify(f"watching {self.workspace.active.source_dir}: a save reruns the gate")
         self._set_titles()
+
+    def _keep_worker_warm(self) -> bool:
+        """After a run, start the next gate's worker ahead of time (torch, triton and, on a GPU,
+        the first CUPTI session: about 10 s on the H200) unless ``[tui] keep_worker_warm = false``
+        in fibtui.toml (it holds one idle worker process, with a CUDA context on a GPU)."""
+        from fibtui.core.settings import get_setting
+
+        try:
+            return get_setting(self.workspace.root, "tui.keep_worker_warm", True) is not False
+        except FibError:
+            return True  # a broken fibtui.toml is reported where it is read for its own tables
 
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
     def _prewarm(self) -> None:
