@@ -363,3 +363,22 @@ async def test_promotion_pane_says_when_parity_is_missing(demo_ws: Path) -> None
         await pilot.press("5")
         text = str(app.query_one(PromotionPane).query_one("#verdict").render())
         assert "official parity: none yet" in text
+
+
+async def test_keeping_a_worker_warm_without_a_backend_is_silent(demo_ws: Path, monkeypatch) -> None:
+    """After a Modal sweep on a machine without torch, say: nothing to keep warm, and no dialog."""
+    from fibtui.core.errors import UsageError
+    from fibtui.runners import session
+
+    def no_backend(*_a, **_k):
+        raise UsageError("the interpreter backend needs torch and triton")
+
+    monkeypatch.setattr(session, "check_backend", no_backend)
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app._prewarm()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not isinstance(app.screen, ErrorScreen)
+        assert app._warm is not None and app._warm.count() == 0

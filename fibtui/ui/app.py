@@ -475,8 +475,11 @@ class FibApp(App[int]):
         if self._warm.count():
             return
         options = self._gate_options("rep")
-        found = check_backend(options.backend)
-        definition = ws.dataset().definition(ws.active.definition)
+        try:
+            found = check_backend(options.backend)
+            definition = ws.dataset().definition(ws.active.definition)
+        except FibError:
+            return  # nothing to keep warm here (no torch, say): the gate itself will say why
         pool = worker_pool(options.backend, found, engine_config(options.backend, definition, ws.dataset_root, options), options)
         self._warm.prewarm(pool, 0)
 
