@@ -39,3 +39,15 @@ def demo_ws(tmp_path: Path) -> Path:
 def _no_dataset_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """A user's FIB_DATASET_PATH must not leak into tests."""
     monkeypatch.delenv("FIB_DATASET_PATH", raising=False)
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """``fibtui ARGV`` in this process: exit code (argparse's exits included), stdout, stderr."""
+    from fibtui.cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -13,26 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fibtui.cli import main
 from fibtui.core import archive, stats
 from fibtui.core.dataset import Dataset
 from fibtui.core.errors import InputError
-from tests.conftest import DEMO, DEMO_DEFINITION
+from tests.conftest import DEMO, DEMO_DEFINITION, run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "optimize_ops" / "runs"
 GATE_RUN = "20261129-103529_demo_local"
 SWEEP_RUN = "20261129-103545_demo_local"
 BUNDLED_SUMMARY = REPO / "optimize_ops" / "docs" / "round_2026-11-29_v2_smallb_splitv.md"
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _need_round() -> None:

@@ -8,17 +8,7 @@ from pathlib import Path
 import pytest
 
 from fibtui import __version__
-from fibtui.cli import main
-from tests.conftest import DEMO_DEFINITION
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse's --version / usage errors
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.conftest import DEMO_DEFINITION, run_cli
 
 
 def test_version(capsys) -> None:

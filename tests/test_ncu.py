@@ -14,11 +14,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from fibtui.cli import main
 from fibtui.core import ncu
 from fibtui.core.errors import FibError, InputError, UsageError
 from fibtui.runners import ncu as runner
-from tests.conftest import DEMO_DEFINITION
+from tests.conftest import DEMO_DEFINITION, run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "ncu"
 TEXT_PAGE = FIX / "gdn_b64_details.txt"
@@ -655,15 +654,6 @@ def test_worker_profile_argv() -> None:
 
 
 # ------------------------------------------------------------------ CLI
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 KERNEL_KEYS = {"name", "instances", "duration_us", "compute_throughput_pct", "memory_throughput_pct",

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fibtui.cli import main
 from fibtui.core.dataset import parse_definition
 from fibtui.core.errors import InputError
 from fibtui.core.presets import preset_for
@@ -33,22 +32,13 @@ from fibtui.runners.parity import (
     parity_tau,
 )
 from fibtui.runners.session import RunOptions, prepare_run
-from tests.conftest import DEMO_DEFINITION
+from tests.conftest import DEMO_DEFINITION, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "parity"
 DEMO_TRACES = FIXTURES / "parity_traces_demo_rep.jsonl"  # flashinfer-bench 0.1.2, official shape, H200
 H200_RECORD = FIXTURES / "h200_demo_cold_run1.run.json"  # fibtui on the same H200, cold L2, all 50 workloads
 SOLUTION = "demo_gdn_decode_triton_v1"
 B1 = "a8efeb8a-8b7b-5ea6-9f13-0d763ae059b8"  # the batch-1 workload among the demo's representatives
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _definition(name: str, op_type: str, tags: list[str]):

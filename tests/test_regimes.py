@@ -8,25 +8,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fibtui.cli import main
 from fibtui.core import regimes, roofline
 from fibtui.core.dataset import Axis, Dataset, Definition, TensorSpec, WorkloadSet
 from fibtui.core.errors import InputError
 from fibtui.core.results import ResultRow, load_results
 from fibtui.core.settings import set_setting, settings_path
-from tests.conftest import DEMO_DEFINITION
+from tests.conftest import DEMO_DEFINITION, run_cli
 
 GDN = "gdn_decode_qk4_v8_d128_k_last"
 TRACES = ("fixtures", "h200", "flashinfer-bench", "persistent_54wl_3sol_returning.jsonl")
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def filter_holds(filt: dict, axes: dict) -> bool:

@@ -1046,10 +1046,10 @@ def test_a_400_job_sweep_with_the_tui_attached(tmp_path: Path) -> None:
     assert record["state"] == "complete" and record["summary"]["passed"] == n
     keys_seen = valid_result_keys(next(runs_dir.glob("*/journal.jsonl")))
     assert len(keys_seen) == n and set(keys_seen.values()) == {1}
-    latencies.sort()
-    p95 = latencies[int(0.95 * (len(latencies) - 1))]
+    from fibtui.core.numbers import median, p95
+
     print(f"{n}-job sweep, key-to-repaint while streaming: n={len(latencies)} median "
-          f"{latencies[len(latencies) // 2] * 1000:.0f} ms p95 {p95 * 1000:.0f} ms max {latencies[-1] * 1000:.0f} ms")
+          f"{median(latencies) * 1000:.0f} ms p95 {p95(latencies) * 1000:.0f} ms max {max(latencies) * 1000:.0f} ms")
     assert len(latencies) >= 5
-    assert latencies[-1] < 3.0, f"a key took {latencies[-1]:.2f} s while the sweep streamed"
+    assert max(latencies) < 3.0, f"a key took {max(latencies):.2f} s while the sweep streamed"
     assert wait_gone(mark) == []

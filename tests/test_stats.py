@@ -13,23 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fibtui.cli import main
 from fibtui.core import stats
 from fibtui.core.errors import InputError
 from fibtui.core.results import load_results
+from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 GATE_RUN = "20261129-103529_demo_local"
 SWEEP_RUN = "20261129-103545_demo_local"
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def rows(latencies: dict[str, list[float]], axes: dict[str, dict[str, int]] | None = None,
