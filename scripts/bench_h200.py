@@ -26,6 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition of p95
+
 
 def fibtui(*args: str, timeout: float = 900) -> tuple[dict, float, str]:
     """Run the real CLI; return (record, wall seconds, stderr)."""
@@ -49,10 +51,8 @@ def by_key(record: dict, role: str | None = None) -> dict[tuple[str, int], dict]
 def log_ratio_stats(pairs: list[tuple[float, float]]) -> dict:
     logs = [math.log(b / a) for a, b in pairs]
     absl = sorted(abs(x) for x in logs)
-    k = 0.95 * (len(absl) - 1)
-    p95 = absl[int(math.floor(k))] + (absl[int(math.ceil(k))] - absl[int(math.floor(k))]) * (k - math.floor(k))
     return {"n": len(logs), "mean_log_ratio": statistics.mean(logs), "std_log_ratio": statistics.stdev(logs) if len(logs) > 1 else 0.0,
-            "p95_abs_log_ratio": p95, "max_abs_log_ratio": absl[-1]}
+            "p95_abs_log_ratio": p95(absl), "max_abs_log_ratio": absl[-1]}
 
 
 def cmd_noise(a: argparse.Namespace) -> None:

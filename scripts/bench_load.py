@@ -27,17 +27,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition of p95
+
 #: pane key -> text that appears only once that pane is painted (tiny workspace)
 MARKERS = {b"1": b"never stash", b"2": b"varying", b"4": b"no NCU reports yet", b"6": b"round summary",
            b"3": b"CPU-interpreter timings"}
 
 
-def p95(values: list[float]) -> float:
-    s = sorted(values)
-    k = 0.95 * (len(s) - 1)
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def rss_kib(pid: int, field: str = "VmRSS") -> int | None:

@@ -28,13 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-
-def p95(values: list[float]) -> float:
-    s = sorted(values)
-    k = 0.95 * (len(s) - 1)
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition of p95
 
 
 def quit_app(pid: int, fd: int, timeout: float = 20.0) -> None:
