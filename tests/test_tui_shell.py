@@ -198,6 +198,13 @@ async def test_ncu_pane_table_and_diff(demo_ws: Path) -> None:
         rows = [table.get_row_at(i) for i in range(table.row_count)]
         duration = [r for r in rows if str(r[1]) == "duration us" and "batch_size=1" in str(r[0])]
         assert duration and str(duration[0][2]) == "4.70" and str(duration[0][3]) == "3.81"
+        # a load of the earlier report that finishes last (a busy machine) changes nothing
+        v1_path = pane.reports[v1]
+        pane.post_message(NcuPane.Loaded(v1_path, [], None, None))
+        pane.post_message(NcuPane.Failed("stale failure", v1_path))
+        await settle(app, pilot)
+        assert [table.get_row_at(i) for i in range(table.row_count)] == rows
+        assert "diff:" in str(pane.query_one("#ncu-status").render())
 
 
 async def test_history_pane_renders_rounds(demo_ws: Path) -> None:

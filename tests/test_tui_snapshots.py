@@ -4,6 +4,7 @@ pinned Textual version. Update after an intended change with: ./scripts/test --s
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from textual.widgets import DataTable, Input
 
 from fibtui.core.workspace import open_workspace
 from fibtui.ui.app import make_app
-from tests.conftest import DEMO
+from tests.conftest import DEMO, REPO
 from tests.tui_helpers import copy_ncu_reports, synthetic_gpu_run, write_round
 
 
@@ -31,6 +32,8 @@ def snap_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def app_for(root: Path):
     app = make_app(open_workspace(root))
     app.animation_level = "none"
+    # a toast lives 5 s by default: on a slow CI machine it could be gone before the snapshot
+    app.NOTIFICATION_TIMEOUT = 3600
     return app
 
 
@@ -78,3 +81,25 @@ def test_runs_pane_at_80x24(snap_compare, snap_ws: Path) -> None:
 
 def test_keys_list_snapshot(snap_compare, snap_ws: Path) -> None:
     assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before("question_mark"))
+
+
+def test_the_snapshot_run_has_every_field_a_real_run_has(snap_ws: Path) -> None:
+    """The synthetic run the Runs pane is frozen with holds what a real H200 run records (the
+    committed journals under optimize_ops/runs/): a field missing here would freeze the pane
+    showing "None blocks" or "driver -" for data no real run lacks."""
+    def first_result(journal: Path) -> dict:
+        return next(obj for obj in map(json.loads, journal.read_text().splitlines()) if obj.get("kind") == "result")
+
+    real_journals = sorted((REPO / "optimize_ops" / "runs").glob("*/journal.jsonl"))
+    assert real_journals, "no committed real run to compare with"
+    fake = first_result(next((snap_ws / "optimize_ops" / "runs").glob("*/journal.jsonl")))
+    for journal in real_journals:
+        real = first_result(journal)
+        where = journal.parent.name
+        assert set(real) <= set(fake), (where, set(real) - set(fake))
+        assert set(real["timing"]) <= set(fake["timing"]), (where, set(real["timing"]) - set(fake["timing"]))
+        env_real, env_fake = real["timing"]["environment"], fake["timing"]["environment"]
+        assert set(env_real) <= set(env_fake), (where, set(env_real) - set(env_fake))
+    t = fake["timing"]
+    assert t["blocks"] == len(t["block_medians_ms"]) and t["calls_per_block"] > 0
+    assert None not in (t["worker_device"], t["environment"]["driver"], t["environment"]["gpu"])

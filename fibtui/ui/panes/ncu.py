@@ -64,6 +64,7 @@ class NcuPane(Pane):
     @dataclass
     class Failed(Message):
         reason: str
+        path: Path | None = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -127,16 +128,25 @@ class NcuPane(Pane):
             if baseline is not None and baseline != path:
                 diff = diff_reports(attach_request(load_report(baseline), baseline), report)
         except FibError as exc:
-            self.post_message(self.Failed(exc.one_line()))
+            self.post_message(self.Failed(exc.one_line(), path))
             return
         self.post_message(self.Loaded(path, summaries, diff, baseline))
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:
+        if message.path != self.selected:
+            return
         self.query_one("#ncu-status", Static).update(Text(message.reason, style="red"))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
+        # a thread worker cannot be stopped, only told it was replaced: an older load that finishes
+        # after a newer one (moving fast through the list on a busy machine) must not overwrite it
+        def against(baseline: Path | None, path: Path) -> Path | None:
+            return baseline if baseline != path else None
+
+        if message.path != self.selected or against(message.baseline, message.path) != against(self.baseline, message.path):
+            return
         table = self.query_one("#ncu-table", DataTable)
         table.clear(columns=True)
         log = self.query_one("#ncu-findings", RichLog)
