@@ -241,3 +241,125 @@ def test_dataset_index_and_name_mismatch(tmp_path: Path) -> None:
         ds.definition("renamed")
     with pytest.raises(InputError, match="no definition named"):
         ds.definition("missing")
+
+
+# ------------------------------------------------------------------ numbers at the edges, byte-order marks
+
+MAX_AXIS = 2**63 - 1
+
+
+@pytest.mark.parametrize("with_definition", [True, False], ids=["definition", "guessed-axes"])
+def test_axes_fit_in_int64_or_are_refused_on_their_line(tmp_path: Path, with_definition: bool) -> None:
+    """A workload axis past int64 used to be a polars ComputeError traceback."""
+    definition = demo_definition() if with_definition else None
+    p = tmp_path / "w.jsonl"
+    p.write_text(workload_line("a", 1) + "\n" + workload_line("b", MAX_AXIS) + "\n")
+    ws = load_workloads(p, definition)
+    assert ws.axes_of("b") == {"batch_size": MAX_AXIS}
+    for value, shown in ((MAX_AXIS + 1, str(MAX_AXIS + 1)), (10**30, str(10**30)), (10**400, "an integer of 401 digits")):
+        p.write_text(workload_line("a", 1) + "\n" + workload_line("b", value) + "\n")
+        with pytest.raises(InputError) as exc:
+            load_workloads(p, definition).validate_all()
+        assert (exc.value.path, exc.value.line, exc.value.field) == (p, 2, "workload.axes.batch_size")
+        assert exc.value.message == f"{shown} is too large for an axis (at most 2**63 - 1)"
+
+
+def test_a_number_json_cannot_read_is_one_line(tmp_path: Path) -> None:
+    """Python's json refuses integers of more than 4300 digits with a ValueError (not a
+    JSONDecodeError); each reader turns it into the file and line."""
+    huge = "1" + "0" * 5000
+    p = tmp_path / "w.jsonl"
+    p.write_text(workload_line("a", 1) + "\n" + workload_line("b", 1).replace('"value": 0.5', f'"value": {huge}') + "\n")
+    with pytest.raises(InputError) as exc:
+        load_workloads(p, demo_definition()).validate_all()
+    assert (exc.value.line, exc.value.message) == (2, "not valid JSON: a number with more than 4300 digits")
+    d = tmp_path / "d.json"
+    source = next((DEMO_DS / "definitions").rglob(f"{DEMO_DEFINITION}.json"))
+    d.write_text(source.read_text().replace("{", '{"big": ' + huge + ", ", 1))
+    with pytest.raises(InputError) as exc:
+        load_definition(d)
+    assert exc.value.one_line() == f"{d}: not valid JSON: a number with more than 4300 digits"
+
+
+def test_a_const_axis_past_int64_is_refused(tmp_path: Path) -> None:
+    from tests.runner_helpers import TINY_DEFINITION
+
+    d = tmp_path / "tiny_scale.json"
+    d.write_text(json.dumps({**TINY_DEFINITION, "axes": {"n": {"type": "var"}, "m": {"type": "const", "value": 2**64}}}))
+    with pytest.raises(InputError) as exc:
+        load_definition(d)
+    assert exc.value.field == "axes.m.value" and "too large for an axis" in exc.value.message
+
+
+def test_positive_number_rule() -> None:
+    from fibtui.core.dataset import positive_number_problem
+
+    for good in (1, 0.5, 1e-300, 2.2250738585072014e-308, 1e308, 10**300):
+        assert positive_number_problem(good, "x") is None, good
+    for bad, shown in ((0, "0"), (-0.0, "-0.0"), (-1, "-1"), (float("nan"), "NaN"), (float("inf"), "Infinity"),
+                       (5e-324, "5e-324 (a subnormal number)"), (10**309, "an integer of 310 digits"),
+                       (True, "a boolean"), ("1", "a string"), (None, "null")):
+        assert positive_number_problem(bad, "latency_ms") == f"latency_ms must be a finite positive number, got {shown}"
+
+
+def test_traces_refuse_bad_latencies_and_duplicates(tmp_path: Path) -> None:
+    def line(uuid: str, latency, hardware: str = "H200") -> str:
+        return json.dumps({"definition": "d", "solution": "s", "workload": {"uuid": uuid, "axes": {}, "inputs": {}},
+                           "evaluation": {"status": "PASSED", "environment": {"hardware": hardware},
+                                          "performance": {"latency_ms": latency}}})
+
+    p = tmp_path / "t.jsonl"
+    p.write_text(line("a", 0.5) + "\n" + line("b", float("nan")) + "\n")
+    with pytest.raises(InputError) as exc:
+        load_traces(p)
+    assert (exc.value.line, exc.value.field) == (2, "evaluation.performance.latency_ms")
+    p.write_text(line("a", 0.5) + "\n" + line("a", 0.5, "B200") + "\n" + line("a", 0.6) + "\n")
+    with pytest.raises(InputError) as exc:
+        load_traces(p)
+    assert (exc.value.line, exc.value.field) == (3, "workload.uuid") and "first on line 1" in exc.value.message
+
+
+def test_a_byte_order_mark_is_accepted_in_every_dataset_file(tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    definition_path = next((DEMO_DS / "definitions").rglob(f"{DEMO_DEFINITION}.json"))
+    d = tmp_path / definition_path.name
+    d.write_bytes(bom + definition_path.read_bytes())
+    assert load_definition(d).name == DEMO_DEFINITION
+    w = tmp_path / "w.jsonl"
+    w.write_bytes(bom + (workload_line("a", 1) + "\n" + workload_line("b", 2) + "\n").encode())
+    ws = load_workloads(w, demo_definition())
+    assert ws.uuids == ["a", "b"] and ws.get("a").line == 1
+    ws = load_workloads(w)  # the definition guessed from the first line, through the BOM
+    assert ws.definition == DEMO_DEFINITION and ws.axes_of("b") == {"batch_size": 2}
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(bom + workload_line("a", 1).encode() + b"\n")
+    assert [tr.workload.uuid for tr in load_traces(t)] == ["a"]
+    # a BOM at the start of a later line (two files concatenated) is harmless too, on both paths
+    w.write_bytes((workload_line("a", 1) + "\n").encode() + bom + workload_line("b", 2).encode())
+    ws = load_workloads(w, demo_definition())
+    ws.validate_all()
+    assert ws.get("b").axes == {"batch_size": 2} and ws.get("b").line == 2
+
+
+def test_find_duplicate_key_names_the_path_and_both_lines() -> None:
+    from fibtui.core.dataset import find_duplicate_key
+
+    text = '{"results": {"d": {\n "u1": {"status": "PASSED", "s\\\\\\"": 1},\n "u2": {},\n "u1": {}}}}'
+    assert json.loads(text)  # valid JSON: the parser kept the last u1
+    assert find_duplicate_key(text) == ("results.d.u1", 4, 2)
+    # keys repeated in sibling objects, inside arrays, or as values are not duplicates
+    assert find_duplicate_key('{"a": [{"k": 1}, {"k": 2}], "k": "k", "b": {"k": 3}}') is None
+    assert find_duplicate_key('{"a": [1, {"q": 1,\n"q": 2}]}') == ("a.1.q", 2, 1)
+    assert find_duplicate_key('{"x\\\\": 1, "x\\\\": 2}') == ("x\\", 1, 1)  # escapes compared decoded
+
+
+def test_read_json_file_names_the_line_of_the_second_key(tmp_path: Path) -> None:
+    from fibtui.core.dataset import read_json_file
+
+    p = tmp_path / "r.json"
+    p.write_text('{"results": {\n  "u1": 1,\n  "u1": 2\n}}')
+    assert read_json_file(p) == {"results": {"u1": 2}}  # without unique_keys: json's own rule
+    with pytest.raises(InputError) as exc:
+        read_json_file(p, unique_keys=True)
+    assert str(exc.value) == (f"{p}:3: field 'results.u1': a second entry with this key in one object "
+                              "(first on line 2; two runs concatenated?)")

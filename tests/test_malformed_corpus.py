@@ -8,8 +8,13 @@ formats, the line); nothing else ever escapes. ``FIBTUI_FUZZ_EXAMPLES`` raises t
 (the suite default keeps CI fast).
 
 The corpus (``tests/malformed/``, listed in ``tests/malformed/expected.json``) pins the exact error
-line of 30+ malformed files across every format, read through the CLI verb a user would run: exit
-2, exactly one line on stderr, no traceback.
+line of 110+ malformed files across every format, read through the CLI verb a user would run: exit
+2, exactly one line on stderr, no traceback. Among them: latencies that are NaN, infinite, past a
+float's range (``1e400``, a 400-digit integer), zero, negative or subnormal; axes past int64;
+numbers of more than 4300 digits (which Python's json refuses with a ValueError); duplicate results;
+and files that start with a UTF-8 byte-order mark (accepted: the error is the next real one, on its
+own line). What cannot be committed (FIFOs, sockets, devices) is made at run time below, and every
+reader must refuse it at once instead of blocking on it.
 """
 
 from __future__ import annotations
@@ -18,10 +23,14 @@ import contextlib
 import copy
 import io
 import json
+import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -352,8 +361,15 @@ def test_traces_fuzz(fuzz_dir: Path, data: bytes) -> None:
 
 
 def _load_and_render(path: Path):
+    from fibtui.verbs._common import strict_json
+
     table = results.load_results(path)
     json.dumps(results.table_to_json(table), default=str)
+    # what `--json` prints is strict JSON (no bare NaN or Infinity) for anything a reader accepts
+    json.dumps(strict_json(results.table_to_json(table)), allow_nan=False)
+    for row in table.rows:  # an accepted latency is a finite, positive, normal number
+        for value in (row.latency_ms, row.reference_latency_ms, row.speedup):
+            assert value is None or (math.isfinite(value) and value >= sys.float_info.min), (row, value)
     return table
 
 
@@ -543,7 +559,7 @@ def test_the_corpus_is_big_and_covers_every_format() -> None:
              if p.is_file() and p.parts[len(MALFORMED.parts)] != "_support" and p.name != "expected.json"}
     listed = [e["file"] for e in CORPUS]
     assert sorted(listed) == sorted(files), "every corpus file is listed once in expected.json"
-    assert len(files) >= 30
+    assert len(files) >= 110
     verbs = {e["argv"][0] for e in CORPUS}
     assert {"regimes", "run", "results", "ncu", "recon", "round", "compare", "pack"} <= verbs
     kinds = {e["file"].split("/")[0] + "/" + e["file"].split("/")[1].split("_")[0] for e in CORPUS}
@@ -586,3 +602,145 @@ def test_corpus_through_real_processes(tmp_path: Path) -> None:
                               cwd=tmp, timeout=120)
         assert proc.returncode == 2, (name, proc.stderr)
         assert proc.stderr.splitlines() == [fill(entry["error"], values)], name
+
+
+# --------------------------------------------------------------------------------------------
+# Paths that are not regular files (made here: a FIFO cannot be committed). Opening a FIFO for
+# reading waits for a writer, forever: every reader must refuse one (and a socket, a device)
+# before it opens it.
+# --------------------------------------------------------------------------------------------
+
+#: how long a refusal may take; a reader that opened the FIFO would wait forever
+FIFO_LIMIT_S = 2.0
+
+
+@contextlib.contextmanager
+def never_blocks_on(*fifos: Path, seconds: float = FIFO_LIMIT_S):
+    """Fail when the block takes ``seconds`` or more. A watchdog then opens each FIFO for writing,
+    which releases a reader blocked on it, so a regression fails here instead of hanging CI."""
+    done = threading.Event()
+    fired: list[bool] = []
+
+    def watchdog() -> None:
+        if done.wait(seconds):
+            return
+        fired.append(True)
+        for fifo in fifos:
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    guard = threading.Thread(target=watchdog, daemon=True)
+    start = time.monotonic()
+    guard.start()
+    try:
+        yield
+    finally:
+        done.set()
+        guard.join()
+    assert not fired, f"a reader blocked on a FIFO for {seconds} s"
+    assert time.monotonic() - start < seconds
+
+
+def fifo_at(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.unlink()
+    os.mkfifo(path)
+    return path
+
+
+FIFO_LINE = "fibtui: error: {fifo}: is a named pipe (FIFO), not a regular file; give a file"
+
+#: (id, where the FIFO goes relative to the temp folder, argv, does it read the workspace)
+FIFO_CASES = [
+    ("results-show", "results.jsonl", ["results", "show", "{fifo}"], True),
+    ("results-show-json", "retained_run.json", ["results", "show", "{fifo}", "--json"], True),
+    ("results-show-journal", "ws/optimize_ops/runs/r1/journal.jsonl", ["results", "show", "{fifo}"], True),
+    ("ncu-import", "details.csv", ["ncu", "import", "{fifo}"], False),
+    ("ncu-import-ncu-rep", "report.ncu-rep", ["ncu", "import", "{fifo}"], False),
+    ("ncu-diff", "b.csv", ["ncu", "diff", "{fifo}", "{fifo}"], False),
+    ("regimes-results", "results.jsonl", ["regimes", "--results", "{fifo}"], True),
+    ("regimes-workloads", "ws/dataset/workloads/tiny_scale.jsonl", ["regimes"], True),
+    ("regimes-definition", "ws/dataset/definitions/tiny_scale.json", ["regimes", "--json"], True),
+    ("archive-file", "result.json", ["archive", "--file", "{fifo}"], True),
+]
+
+
+@pytest.mark.parametrize(("where", "argv", "workspace"), [c[1:] for c in FIFO_CASES], ids=[c[0] for c in FIFO_CASES])
+def test_a_fifo_is_refused_at_once_with_one_line(where: str, argv: list[str], workspace: bool, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    make_tiny_workspace(tmp_path / "ws")
+    fifo = fifo_at(tmp_path / where)
+    argv = [a.replace("{fifo}", str(fifo)) for a in argv] + (["--workspace", str(tmp_path / "ws")] if workspace else [])
+    with never_blocks_on(fifo):
+        code, _, err = run_cli_in_process(argv, monkeypatch, tmp_path)
+    assert code == 2, (code, err)
+    assert err.splitlines() == [FIFO_LINE.format(fifo=fifo)]
+    assert not (tmp_path / "ws" / "optimize_ops" / "benchmarks").exists(), "nothing archived from a FIFO"
+
+
+def test_status_and_check_deep_report_a_fifo_workloads_file_without_waiting(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fibtui status` lists the problem beside the definition; `check --deep` counts it as a
+    problem (exit 1). Neither waits for a writer."""
+    import fibtui.verbs.info as info
+
+    ws = make_tiny_workspace(tmp_path / "ws")
+    fifo = fifo_at(ws / "dataset" / "workloads" / "tiny_scale.jsonl")
+    monkeypatch.setattr(info, "deep_builds", lambda topo: [])  # the builds are not what is timed here
+    expected = f"{fifo}: is a named pipe (FIFO), not a regular file; give a file"
+    with never_blocks_on(fifo):
+        code, out, err = run_cli_in_process(["status", "--json", "--workspace", str(ws)], monkeypatch, tmp_path)
+    assert code == 0 and not err
+    (entry,) = json.loads(out)["definitions"]
+    assert entry["name"] == TINY and entry["workloads"] is None and entry["error"] == expected
+    with never_blocks_on(fifo):
+        code, out, err = run_cli_in_process(["check", "--deep", "--json", "--workspace", str(ws)], monkeypatch, tmp_path)
+    assert code == 1, (code, err)
+    report = json.loads(out)
+    assert report["valid"] is False and expected in report["problems"]
+
+
+def test_sockets_and_devices_are_refused_before_any_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fibtui.core import fsio
+
+    make_tiny_workspace(tmp_path / "ws")
+    sock_path = tmp_path / "s.jsonl"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(sock_path))
+        code, _, err = run_cli_in_process(["results", "show", str(sock_path)], monkeypatch, tmp_path)
+        assert code == 2 and err.splitlines() == [
+            f"fibtui: error: {sock_path}: is a socket, not a regular file; give a file"]
+    finally:
+        server.close()
+    if Path("/dev/null").exists():
+        for reader in (fsio.read_input, fsio.read_input_text, dataset.load_workloads, ncu.load_report, results.load_results):
+            with pytest.raises(InputError) as exc:
+                reader(Path("/dev/null"))
+            assert exc.value.one_line() == "/dev/null: is a character device, not a regular file; give a file"
+    folder = tmp_path / "ws" / "dataset"
+    with pytest.raises(InputError) as exc:
+        fsio.read_input(folder)
+    assert exc.value.one_line() == f"{folder}: is a folder, not a file"
+
+
+def test_every_user_file_reader_refuses_a_fifo(tmp_path: Path) -> None:
+    """The readers themselves (what the TUI calls too), each on a FIFO of its own."""
+    from fibtui.core import fsio
+
+    readers = {
+        "read_input": fsio.read_input, "read_input_text": fsio.read_input_text,
+        "definition": dataset.load_definition, "workloads": dataset.load_workloads, "traces": dataset.load_traces,
+        "solution": dataset.load_solution, "results": results.load_results, "ncu": ncu.load_report,
+        "journal": runs.read_journal, "toml": workspace.read_toml, "recon": recon.load_note,
+    }
+    for name, reader in readers.items():
+        fifo = fifo_at(tmp_path / f"{name}.fifo")
+        with never_blocks_on(fifo), pytest.raises(InputError) as exc:
+            reader(fifo)
+        assert exc.value.one_line() == f"{fifo}: is a named pipe (FIFO), not a regular file; give a file", name
+    fifo = fifo_at(tmp_path / "aa.jsonl")  # optional history files: a FIFO is no history, never a wait
+    with never_blocks_on(fifo):
+        assert stats.load_aa_file(fifo) == []
+        assert runs.list_runs(tmp_path) == []

@@ -186,23 +186,55 @@ def _scaled(src: Path, dest: Path, factor: float, slow: str | None = None) -> Pa
     return dest
 
 
+def _jittered(src: Path, dest: Path, spread: float) -> Path:
+    """The same results measured again: every latency off by up to +-spread (seeded)."""
+    rng = random.Random(7)
+    data = json.loads(src.read_text())
+    definition = data.get("definition") or next(iter(data["results"]))
+    for entry in data["results"][definition].values():
+        if entry.get("status") == "PASSED":
+            entry["latency_ms"] = entry["latency_ms"] * (1.0 + rng.uniform(-spread, spread))
+    dest.write_text(json.dumps(data))
+    return dest
+
+
 def _acceptance(capsys, base_file: Path, tmp_path: Path) -> None:
     table = load_results(base_file)
     assert len(table.rows) == 54
     uuids = [r.uuid for r in table.rows]
+    # one latency per workload and no A/A history: no noise estimate, so no guard and no promotion
+    cand = _scaled(base_file, tmp_path / "cand_nohistory.json", 0.95)
+    code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"] == "INCONCLUSIVE" and data["interval_verdict"] == "PROMOTE"
+    assert data["guard_judged"] is False and data["guard"] == [] and data["per_band"] == []
+    assert any("cannot be judged" in n for n in data["notes"])
+    slow = uuids[17]
+    cand = _scaled(base_file, tmp_path / "cand_slow_nohistory.json", 0.95, slow=slow)
+    code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json")
+    data = json.loads(out)
+    assert data["verdict"] == "INCONCLUSIVE" and data["blocked_by"] == [] and data["guard_judged"] is False
+    # an A/A session of the same key (definition, device, timing kind) gives the noise estimate
+    ws = tmp_path / "ws"
+    (ws / "optimize_ops").mkdir(parents=True)
+    again = _jittered(base_file, tmp_path / "again.json", 0.005)
+    code, out, err = run_cli(capsys, "compare", str(base_file), str(again), "--aa", "--workspace", str(ws))
+    assert code == 0, err
+    session = json.loads((ws / "optimize_ops" / "benchmarks" / "aa.jsonl").read_text())
+    assert session["timing_kind"] == "flashinfer-bench" and session["definition"] == table.definition
     for factor, expect in ((0.95, "PROMOTE"), (1.00, "REJECT")):
         cand = _scaled(base_file, tmp_path / f"cand_{factor}.json", factor)
-        code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json")
+        code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json", "--workspace", str(ws))
         data = json.loads(out)
         assert code == 0 and data["verdict"] == expect, data["recommendation"]
         assert data["workloads"] == 54 and data["complete"] and data["blocked_by"] == []
         for key in ("geomean_ratio", "ci_low", "ci_high", "tau", "tau_source", "per_band"):
             assert key in data
         assert data["geomean_ratio"] == pytest.approx(factor)
-        assert data["tau"] == pytest.approx(0.01) and data["tau_source"] == "default 1%"
-    slow = uuids[17]
+        assert data["tau"] == pytest.approx(0.01) and data["tau_source"].startswith("default 1%; A/A history (")
+        assert "1 session" in data["tau_source"] and data["guard_judged"] is True
     cand = _scaled(base_file, tmp_path / "cand_slow.json", 0.95, slow=slow)
-    code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json")
+    code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json", "--workspace", str(ws))
     data = json.loads(out)
     assert data["verdict"] != "PROMOTE"
     assert data["verdict"] == "BLOCKED"
@@ -328,11 +360,36 @@ def test_settings_from_fibtui_toml(tmp_path: Path) -> None:
 
 
 def test_aa_file_round_trip(tmp_path: Path) -> None:
-    session = stats.AASession("a vs b", "compare --aa", 0.002, 0.006, 50, 1, "d", "NVIDIA H200", "REJECT")
-    stats.record_aa_session(tmp_path, session)
-    assert stats.load_aa_file(tmp_path / stats.AA_FILE) == [session]
-    assert stats.aa_sessions(tmp_path, "NVIDIA H200") == [session]
-    assert stats.aa_sessions(tmp_path, "NVIDIA B200") == []
+    session = stats.AASession("a vs b", "compare --aa", 0.002, 0.006, 50, 1, "d", "NVIDIA H200", "REJECT", "cupti")
+    cpu = stats.AASession("c vs d", "compare --aa", 0.3, 0.2, 50, 1, "d", None, "REJECT", "cpu-interpreter")
+    other = stats.AASession("e vs f", "compare --aa", 0.001, 0.004, 50, 1, "other_def", "NVIDIA H200", "REJECT", "cupti")
+    for s in (session, cpu, other):
+        stats.record_aa_session(tmp_path, s)
+    assert stats.load_aa_file(tmp_path / stats.AA_FILE) == [session, cpu, other]
+    # keyed by (definition, device, timing kind); CPU-interpreter sessions never count
+    assert stats.aa_sessions(tmp_path, "NVIDIA H200", definition="d", timing_kind="cupti") == [session]
+    assert stats.aa_sessions(tmp_path, "NVIDIA B200", definition="d", timing_kind="cupti") == []
+    assert stats.aa_sessions(tmp_path, None, definition="d", timing_kind="cpu-interpreter") == []
+    assert stats.aa_sessions(tmp_path, "NVIDIA H200") == [session, other]
+    # a line written before the timing kind was recorded: a GPU session (it names a GPU)
+    (tmp_path / stats.AA_FILE).write_text('{"log_g": 0.001, "gpu": "NVIDIA H200", "definition": "d", "workloads": 5}\n'
+                                          '{"log_g": 0.002, "definition": "d", "workloads": 5}\n')
+    legacy = stats.load_aa_file(tmp_path / stats.AA_FILE)
+    assert [s.timing_kind for s in legacy] == ["cupti", None]
+    assert len(stats.aa_sessions(tmp_path, "NVIDIA H200", definition="d", timing_kind="cupti")) == 1
+
+
+def test_aa_lines_with_infinite_or_wrong_counts_are_one_line_errors(tmp_path: Path) -> None:
+    path = tmp_path / "aa.jsonl"
+    for line, field in (('{"log_g": 0.1, "workloads": Infinity}', "workloads"),
+                        ('{"log_g": 0.1, "repeats": 1e400}', "repeats"),
+                        ('{"log_g": 0.1, "workloads": 2.5}', "workloads"),
+                        ('{"log_g": 0.1, "sigma": -1}', "sigma"),
+                        ('{"log_g": 0.1, "gpu": 5}', "gpu")):
+        path.write_text("{\"log_g\": 0.0}\n" + line + "\n")
+        with pytest.raises(InputError) as err:
+            stats.load_aa_file(path)
+        assert str(err.value).startswith(f"{path}:2: field '{field}':"), str(err.value)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -370,7 +427,7 @@ def test_compare_a_paired_run_id(capsys, demo_history: Path) -> None:
     assert data["baseline"] == "triton" and data["candidate"] == "v2_smallb_splitv"
     assert data["workloads"] == 50 and data["complete"]
     assert data["ci_high"] < math.exp(-data["tau"])
-    assert "A/A history: 2 sessions" in data["tau_source"]
+    assert "A/A history (demo_gdn_decode_qk4_v8_d128_k_last, NVIDIA H200, cupti): 2 sessions" in data["tau_source"]
     assert {b["band"] for b in data["per_band"]} >= {"batch_size=1", "batch_size=64"}
     code, out, _ = run_cli(capsys, "compare", GATE_RUN, "--json", "--workspace", str(demo_history))
     gate = json.loads(out)

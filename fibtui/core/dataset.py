@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 import io
 import json
+import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -244,6 +246,22 @@ class _Ctx:
         value = obj[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{prefix}{key}", f"expected a number, got {_kind(value)}")
+        try:
+            return float(value)
+        except OverflowError:
+            raise self.fail(f"{prefix}{key}", "number too large (past a float's range)") from None
+
+    def positive(self, obj: dict[str, Any], key: str, prefix: str = "") -> float | None:
+        """An optional latency (or speedup): absent/null is None, anything else must be a finite,
+        positive, normal number (see :func:`positive_number_problem`)."""
+        if key not in obj or obj[key] is None:
+            return None
+        value = obj[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"{prefix}{key}", f"expected a number, got {_kind(value)}")
+        problem = positive_number_problem(value, key)
+        if problem is not None:
+            raise self.fail(f"{prefix}{key}", problem)
         return float(value)
 
     def str_list(self, obj: dict[str, Any], key: str, prefix: str = "") -> list[str]:
@@ -273,15 +291,152 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def read_json_file(path: Path) -> Any:
-    """Parse a whole JSON file; a syntax error names the line."""
+#: The largest axis value (and const axis) a workload may name: what a 64-bit signed integer holds
+#: (polars, torch and every shape computation work in int64).
+MAX_AXIS = 2**63 - 1
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _kind(value)
+    if isinstance(value, int):
+        return str(value) if value.bit_length() <= 128 else f"an integer of {_digits(value)} digits"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value != 0 and abs(value) < sys.float_info.min:
+        return f"{value!r} (a subnormal number)"
+    return repr(value)
+
+
+def _digits(value: int) -> int:
+    """How many decimal digits ``value`` has (without str(), which refuses over 4300 digits)."""
+    n = abs(value)
+    digits = max(1, int(n.bit_length() * 0.30102999566398) - 1)
+    while n >= 10**digits:
+        digits += 1
+    return digits
+
+
+_HUGE_NUMBER = "a number with more than 4300 digits"
+
+
+def positive_number_problem(value: Any, name: str) -> str | None:
+    """None when ``value`` is a finite, positive, normal number (what a latency, a reference latency
+    or a speedup must be); else why not, naming ``name`` (``latency_ms must be a finite positive
+    number, got NaN``). NaN, infinities, numbers past a float's range (``1e400``, a 400-digit
+    integer), zero, negatives and subnormals are all refused: each would poison every statistic."""
+    ok = False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            f = float(value)
+        except OverflowError:
+            f = math.inf
+        ok = math.isfinite(f) and f >= sys.float_info.min
+    return None if ok else f"{name} must be a finite positive number, got {_shown(value)}"
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _string_end(text: str, start: int) -> int:
+    """Index just past the JSON string that opens at ``text[start]`` (a quote)."""
+    i = start + 1
+    while True:
+        j = text.find('"', i)
+        if j < 0:
+            return len(text)
+        backslashes = 0
+        k = j - 1
+        while k > start and text[k] == "\\":
+            backslashes += 1
+            k -= 1
+        if backslashes % 2 == 0:
+            return j + 1
+        i = j + 1
+
+
+def find_duplicate_key(text: str) -> tuple[str, int, int] | None:
+    """In valid JSON ``text``, the first object that names one key twice: (the dotted path of the
+    second occurrence, its 1-based line, the line of the first). None when every key is unique.
+
+    An iterative scan (no recursion, so a deeply nested file costs nothing more), used only after
+    the parser found a duplicate, to say where it is."""
+    # stack entries: [is_object, keys seen -> line, current key or index, expecting a key]
+    stack: list[list[Any]] = []
+    path: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            end = _string_end(text, i)
+            top = stack[-1] if stack else None
+            if top is not None and top[0] and top[3]:
+                try:
+                    key = json.loads(text[i:end])
+                except ValueError:
+                    key = text[i + 1:end - 1]
+                line = text.count("\n", 0, i) + 1
+                if key in top[1]:
+                    return ".".join([*path, str(key)]), line, top[1][key]
+                top[1][key] = line
+                top[2] = str(key)
+                top[3] = False
+            i = end
+            continue
+        if c in "{[":
+            if stack:
+                path.append(str(stack[-1][2]))
+            stack.append([c == "{", {}, 0, c == "{"])
+        elif c in "}]":
+            if stack:
+                stack.pop()
+            if path and stack:
+                path.pop()
+        elif c == "," and stack:
+            top = stack[-1]
+            if top[0]:
+                top[3] = True
+            else:
+                top[2] += 1
+        i += 1
+    return None
+
+
+def read_json_file(path: Path, *, unique_keys: bool = False) -> Any:
+    """Parse a whole JSON file; a syntax error names the line. A UTF-8 byte-order mark at the start
+    is accepted. With ``unique_keys``, an object naming one key twice is refused (Python's json
+    would keep the last one silently: two results for one workload, one of them dropped)."""
     text = read_input_text(path)
     if not text.strip():
         raise InputError(path, "file is empty")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys if unique_keys else None)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except _DuplicateKey as exc:
+        where = find_duplicate_key(text)
+        if where is None:  # not expected: the parser saw a duplicate
+            raise InputError(path, f"key {exc.key!r} appears twice in one object (two runs concatenated?)",
+                             field=exc.key) from None
+        dotted, line, first = where
+        raise InputError(path, f"a second entry with this key in one object (first on line {first}; "
+                               "two runs concatenated?)", line=line, field=dotted) from None
+    except ValueError:  # json refuses integers of more than 4300 digits (sys.get_int_max_str_digits)
+        raise InputError(path, f"not valid JSON: {_HUGE_NUMBER}") from None
     except RecursionError:
         raise InputError(path, "not valid JSON: nested too deeply") from None
 
@@ -301,6 +456,8 @@ def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dic
         except json.JSONDecodeError as exc:
             hint = " (truncated line?)" if number == len(lines) or exc.pos >= len(raw.strip()) else ""
             raise InputError(path, f"not valid JSON: {exc.msg}{hint}", line=number) from None
+        except ValueError:
+            raise InputError(path, f"not valid JSON: {_HUGE_NUMBER}", line=number) from None
         except RecursionError:
             raise InputError(path, "not valid JSON: nested too deeply", line=number) from None
         if not isinstance(obj, dict):
@@ -359,6 +516,8 @@ def parse_definition(obj: Any, path: Path | str | None = None) -> Definition:
             value = ctx.req(spec, "value", prefix)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ctx.fail(f"{prefix}value", f"expected a non-negative integer, got {value!r}")
+            if value > MAX_AXIS:
+                raise ctx.fail(f"{prefix}value", f"{_shown(value)} is too large for an axis (at most 2**63 - 1)")
             axes[axis_name] = Axis(axis_name, "const", value, spec.get("description"))
         elif kind == "var":
             axes[axis_name] = Axis(axis_name, "var", None, spec.get("description"))
@@ -420,6 +579,8 @@ def parse_workload(
             raise ctx.fail(f"{prefix}axes.{axis}", f"expected a non-negative integer, got {_kind(value)}")
         if value < 0:
             raise ctx.fail(f"{prefix}axes.{axis}", f"expected a non-negative integer, got {value}")
+        if value > MAX_AXIS:
+            raise ctx.fail(f"{prefix}axes.{axis}", f"{_shown(value)} is too large for an axis (at most 2**63 - 1)")
         axes[axis] = value
     inputs_raw = ctx.obj(ctx.req(obj, "inputs", prefix), f"{prefix}inputs")
     inputs: dict[str, InputSpec] = {}
@@ -505,7 +666,7 @@ class WorkloadSet:
         ctx = _Ctx(self.path, line_no)
         try:
             obj = json.loads(self._lines[line_no - 1])
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a huge number
             raise ctx.fail(None, f"not valid JSON: {exc}") from None
         workload = parse_workload(ctx, ctx.obj(obj.get("workload"), "workload"), self._definition_obj)
         workload.definition = self.definition
@@ -747,21 +908,31 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     perf = ev.get("performance")
     if perf is not None:
         perf = ctx.obj(perf, "evaluation.performance")
-        trace.latency_ms = ctx.number(perf, "latency_ms", "evaluation.performance.")
-        trace.reference_latency_ms = ctx.number(perf, "reference_latency_ms", "evaluation.performance.")
-        trace.speedup = ctx.number(perf, "speedup_factor", "evaluation.performance.")
-        for key in ("latency_ms", "reference_latency_ms", "speedup_factor"):
-            v = perf.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
-                raise ctx.fail(f"evaluation.performance.{key}", f"must not be negative, got {v}")
+        trace.latency_ms = ctx.positive(perf, "latency_ms", "evaluation.performance.")
+        trace.reference_latency_ms = ctx.positive(perf, "reference_latency_ms", "evaluation.performance.")
+        trace.speedup = ctx.positive(perf, "speedup_factor", "evaluation.performance.")
     if status == "PASSED" and trace.latency_ms is None:
         raise ctx.fail("evaluation.performance.latency_ms", "a PASSED evaluation must carry a latency")
     return trace
 
 
 def load_traces(path: str | Path) -> list[Trace]:
+    """Every line of a traces JSONL. Two evaluations of one solution on one workload (and one
+    device) are refused at the second one: flashinfer-bench writes one per run, so a duplicate means
+    two runs were concatenated, and averaging them silently would hide it."""
     path = Path(path)
-    traces = [parse_trace_line(_Ctx(path, n), obj) for n, obj in iter_jsonl(path)]
+    traces: list[Trace] = []
+    first_line: dict[tuple[str, str, str | None, str | None], int] = {}
+    for n, obj in iter_jsonl(path):
+        ctx = _Ctx(path, n)
+        trace = parse_trace_line(ctx, obj)
+        if trace.status is not None:
+            key = (trace.definition, trace.workload.uuid, trace.solution, trace.hardware)
+            if key in first_line:
+                raise ctx.fail("workload.uuid", f"a second result for workload {trace.workload.uuid} and solution "
+                                                f"{trace.solution!r} (first on line {first_line[key]}; two runs concatenated?)")
+            first_line[key] = n
+        traces.append(trace)
     if not traces:
         raise InputError(path, "file is empty (no traces)")
     return traces

@@ -3,8 +3,12 @@
 A reader never sees a half-written file, a failed write (a full disk, say) leaves the old file
 as it was, and appends to a journal are one ``write`` of a whole line followed by ``fsync`` (a
 failed append is cut back, so the file ends where it ended before). A write the file system
-refuses (full disk, quota, read-only) is a :class:`~fibtui.core.errors.WriteFailed`: one line
-naming the file.
+refuses (full disk, quota, read-only, no permission, a file where a folder belongs) is a
+:class:`~fibtui.core.errors.WriteFailed`: one line naming the file.
+
+Reading what a user names goes through :func:`read_input`: a path that is not a regular file (a
+folder, a FIFO, a socket, a device) is refused before anything reads it, so no reader ever blocks
+on a pipe; a UTF-8 byte-order mark at the start of a text file is dropped.
 """
 
 from __future__ import annotations
@@ -13,43 +17,145 @@ import errno
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from fibtui.core.errors import WriteFailed
 
-#: errors that mean "the file system will not take this write" (not a bug, not bad input)
-_REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+BOM = "\ufeff"
+BOM_BYTES = BOM.encode("utf-8")
+
+
+def _blocker(path: Path) -> Path | None:
+    """The nearest existing ancestor (or ``path`` itself) that is not a folder: what stops a folder
+    from being made there."""
+    for p in (path, *path.parents):
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            continue  # an ancestor further up is a file: keep climbing
+        except OSError:
+            return None
+        return None if stat.S_ISDIR(st.st_mode) else p
+    return None
 
 
 def _refused(path: str | Path, exc: OSError) -> OSError:
-    return WriteFailed(path, exc) if exc.errno in _REFUSED and not isinstance(exc, WriteFailed) else exc
+    """``exc`` (any OSError of a write: a full or read-only disk, a quota, no permission, a file
+    where a folder belongs...) as a :class:`WriteFailed` naming ``path``, and the file in the way
+    when there is one."""
+    if isinstance(exc, WriteFailed) or exc.errno is None:
+        return exc
+    path = Path(path)
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        blocker = _blocker(path)
+        if blocker is not None:
+            return WriteFailed(path, OSError(exc.errno, f"{blocker} is a file, not a folder"))
+    return WriteFailed(path, exc)
 
 
-def read_input(path: str | Path) -> bytes:
-    """The bytes of a file a user gave us; a missing, unreadable or folder path is one clean
-    InputError naming it (never an OSError traceback)."""
+def make_dirs(path: str | Path) -> Path:
+    """``mkdir -p``: a folder that cannot be made (a file in the way, no permission, a read-only or
+    full disk) is one :class:`WriteFailed` line naming it."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _refused(path, exc) from None
+    return path
+
+
+_FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_regular(path: Path, mode: int, folder_message: str):
+    from fibtui.core.errors import InputError
+
+    if stat.S_ISDIR(mode):
+        return InputError(path, folder_message)
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+    return InputError(path, f"is {kind}, not a regular file; give a file" if kind != "not a regular file"
+                      else "not a regular file; give a file")
+
+
+def check_input_file(path: str | Path, folder_message: str = "is a folder, not a file") -> os.stat_result:
+    """Refuse, before anything opens it, what is not a regular file: a missing path, a folder, a
+    FIFO (opening one blocks until a writer comes), a socket, a device. One InputError naming it."""
     from fibtui.core.errors import InputError
 
     path = Path(path)
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
         raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, not a file") from None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, st.st_mode, folder_message)
+    return st
 
 
-def read_input_text(path: str | Path) -> str:
+def read_input(path: str | Path, *, folder_message: str = "is a folder, not a file", limit: int | None = None,
+               keep_bom: bool = False) -> bytes:
+    """The bytes of a file a user gave us (the first ``limit`` bytes when given); a missing,
+    unreadable, folder or non-regular path (FIFO, socket, device) is one clean InputError naming it,
+    never an OSError traceback and never a read that blocks. A UTF-8 byte-order mark at the start
+    is dropped (every format read this way is text) unless ``keep_bom``."""
     from fibtui.core.errors import InputError
 
+    path = Path(path)
+    check_input_file(path, folder_message)
     try:
-        return read_input(path).decode("utf-8")
+        # O_NONBLOCK: should the path have become a FIFO since the check, opening it returns at once
+        # (and fstat refuses it) instead of waiting for a writer.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(path, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, folder_message) from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode, folder_message)
+        chunks: list[bytes] = []
+        left = limit
+        while left is None or left > 0:
+            chunk = os.read(fd, 1 << 20 if left is None else min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if left is not None:
+                left -= len(chunk)
+        data = b"".join(chunks)
+    except IsADirectoryError:
+        raise InputError(path, folder_message) from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if not keep_bom and data.startswith(BOM_BYTES):
+        data = data[len(BOM_BYTES):]
+    return data
+
+
+def read_input_text(path: str | Path, *, folder_message: str = "is a folder, not a file", errors: str = "strict") -> str:
+    """The text of a file a user gave us (UTF-8; a leading byte-order mark dropped). With the
+    default ``errors="strict"``, bytes that are not UTF-8 are one InputError."""
+    from fibtui.core.errors import InputError
+
+    data = read_input(path, folder_message=folder_message)
+    try:
+        text = data.decode("utf-8", errors=errors)
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
+    return text[1:] if text.startswith(BOM) else text
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -95,8 +201,16 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def atomic_copy_file(src: str | Path, dest: str | Path) -> Path:
-    """Copy ``src`` to ``dest`` through a temp file: ``dest`` appears whole or not at all."""
-    with open(src, "rb") as fsrc:
+    """Copy ``src`` to ``dest`` through a temp file: ``dest`` appears whole or not at all. A source
+    that is not a readable regular file is an InputError naming it (nothing is written)."""
+    from fibtui.core.errors import InputError
+
+    check_input_file(src)
+    try:
+        fsrc = open(src, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InputError(src, f"cannot read: {exc.strerror or exc}") from None
+    with fsrc:
         return _write_via_temp(Path(dest), lambda fh: shutil.copyfileobj(fsrc, fh, 1 << 20))
 
 
@@ -160,10 +274,7 @@ def reserve_unique_path(path: str | Path, *, directory: bool = False) -> Path:
     :func:`atomic_write_bytes` (which replaces it) or copy into the folder.
     """
     path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _refused(path.parent, exc) from None
+    make_dirs(path.parent)
     stem, suffix = _split_name(path.name)
     n = 1
     while True:

@@ -13,13 +13,22 @@ Formats (``source_format``):
 - ``fib-console-log``: flashinfer-bench's own console log (status and speedup, no latency).
 - ``hand-summary``: a hand-written ``summary.json`` (keys differ per kernel; nothing required).
 - ``direct-timing``: per-size direct timings (``{size: [{metric_ms: value}]}``).
-- ``fibtui-run``: fibtui's own run record (``optimize_ops/runs/<run_id>/run.json``).
+- ``fibtui-run``: fibtui's own run record (``optimize_ops/runs/<run_id>/run.json``), or its run
+  journal (``journal.jsonl``), read through :func:`fibtui.core.runs.read_journal` and turned into the
+  same record.
 
-Latency statistics count PASSED rows only; pass counts are always reported.
+Latency statistics count PASSED rows only; pass counts are always reported. Every latency,
+reference latency and speedup a file states must be a finite, positive, normal number (NaN,
+infinities, ``1e400``, zero, negatives and subnormals are refused with the file, line and field),
+and a file that holds two results for one (workload, solution) is refused at the second: nothing
+is averaged or dropped silently. A UTF-8 byte-order mark at the start of a file is accepted; a
+path that is not a regular file (a FIFO, a socket, a device) is refused before it is read.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -27,8 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core import numbers
-from fibtui.core.dataset import _Ctx, _kind, load_traces, read_json_file
+from fibtui.core.dataset import (
+    MAX_AXIS,
+    _Ctx,
+    _kind,
+    _shown,
+    load_traces,
+    positive_number_problem,
+    read_json_file,
+)
 from fibtui.core.errors import InputError
+from fibtui.core.fsio import read_input, read_input_text
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
 
 AxesLookup = Callable[[str, str], dict[str, int] | None]
@@ -118,21 +136,27 @@ def summarize(rows: list[ResultRow]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 _LOG_HEADER = re.compile(r"^\s*#\s+UUID\s+(?P<axes>.*?)\s*Status\s+Latency")
-_FIB_CONSOLE = re.compile(r"^Solution '(?P<sol>.+)' for workload (?P<uuid>\S+): (?P<status>[A-Z_]+)(?: with (?P<speedup>[-\d.eE+]+)x speedup)?")
+_FIB_CONSOLE = re.compile(r"^Solution '(?P<sol>.+)' for workload (?P<uuid>\S+): (?P<status>[A-Z_]+)(?: with (?P<speedup>[-\w.+]+?)x speedup)?")
 _NCU_DETAILS_HEADER = '"ID","Process ID","Process Name"'
+
+
+_FOLDER = "is a folder; give a result file"
+
+
+def _is_journal_header(first_line: str) -> bool:
+    """fibtui's run journal starts with its header line: ``{"kind": "header", "format": "fibtui-run"...}``."""
+    if '"header"' not in first_line or '"fibtui-run"' not in first_line:
+        return False
+    try:
+        obj = json.loads(first_line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and obj.get("kind") == "header" and obj.get("format") == "fibtui-run"
 
 
 def detect_format(path: Path) -> str:
     """Guess the source format from the file's content (never from the name alone)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(65536)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder; give a result file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    head = read_input(path, folder_message=_FOLDER, limit=1 << 20)  # a FIFO or a device is refused here
     text = head.decode("utf-8", errors="replace")
     stripped = text.lstrip()
     if not stripped:
@@ -145,6 +169,8 @@ def detect_format(path: Path) -> str:
         first_line = stripped.split("\n", 1)[0].strip()
         if first_line.startswith("{") and first_line.endswith("}") and '"workload"' in first_line:
             return "fib-traces"
+        if first_line.startswith("{") and first_line.endswith("}") and _is_journal_header(first_line):
+            return "fibtui-journal"
         return "json"
     lines = text.splitlines()
     if path.suffix != ".md" and any(_LOG_HEADER.match(line) for line in lines):
@@ -167,6 +193,8 @@ def load_results(path: str | Path, axes_lookup: AxesLookup | None = None) -> Run
         raise InputError(path, "this is an Nsight Compute report; read it with: fibtui ncu import FILE")
     if kind == "fib-traces":
         table = _from_traces(path)
+    elif kind == "fibtui-journal":
+        table = _from_journal(path)
     elif kind == "retained-run-log":
         table = _from_retained_log(path)
     elif kind == "fib-console-log":
@@ -174,7 +202,7 @@ def load_results(path: str | Path, axes_lookup: AxesLookup | None = None) -> Run
     elif kind == "markdown-summary":
         table = _from_markdown(path)
     else:
-        table = _from_json(path, read_json_file(path))
+        table = _from_json(path, read_json_file(path, unique_keys=True))
     if axes_lookup is not None:
         for r in table.rows:
             if not r.axes:
@@ -241,6 +269,14 @@ def _num(ctx: _Ctx, entry: dict[str, Any], keys: tuple[str, ...], prefix: str) -
     return None
 
 
+def _pos(ctx: _Ctx, entry: dict[str, Any], keys: tuple[str, ...], prefix: str) -> float | None:
+    """A latency or speedup under one of ``keys``: a finite, positive, normal number, or absent."""
+    for key in keys:
+        if key in entry and entry[key] is not None:
+            return ctx.positive(entry, key, prefix)
+    return None
+
+
 def _first(*values: float | None) -> float | None:
     return next((v for v in values if v is not None), None)
 
@@ -253,11 +289,11 @@ def _row_from_entry(ctx: _Ctx, definition: str, uuid: str, entry: Any, solution:
     corr = entry.get("correctness") if isinstance(entry.get("correctness"), dict) else {}
     evaluation = entry.get("evaluation") if isinstance(entry.get("evaluation"), dict) else None
     if evaluation is not None:
-        perf = evaluation.get("performance") or perf
-        corr = evaluation.get("correctness") or corr
-    latency = _first(_num(ctx, entry, ("latency_ms",), prefix + "."), _num(ctx, perf or {}, ("latency_ms",), prefix + ".performance."))
-    reference = _first(_num(ctx, entry, ("reference_latency_ms",), prefix + "."), _num(ctx, perf or {}, ("reference_latency_ms",), prefix + ".performance."))
-    speedup = _first(_num(ctx, entry, ("speedup_factor", "speedup"), prefix + "."), _num(ctx, perf or {}, ("speedup_factor",), prefix + ".performance."))
+        perf = evaluation.get("performance") if isinstance(evaluation.get("performance"), dict) else perf
+        corr = evaluation.get("correctness") if isinstance(evaluation.get("correctness"), dict) else corr
+    latency = _first(_pos(ctx, entry, ("latency_ms",), prefix + "."), _pos(ctx, perf or {}, ("latency_ms",), prefix + ".performance."))
+    reference = _first(_pos(ctx, entry, ("reference_latency_ms",), prefix + "."), _pos(ctx, perf or {}, ("reference_latency_ms",), prefix + ".performance."))
+    speedup = _first(_pos(ctx, entry, ("speedup_factor", "speedup"), prefix + "."), _pos(ctx, perf or {}, ("speedup_factor",), prefix + ".performance."))
     max_abs = _first(_num(ctx, entry, ("max_abs_error", "max_absolute_error"), prefix + "."), _num(ctx, corr or {}, ("max_absolute_error",), prefix + ".correctness."))
     max_rel = _first(_num(ctx, entry, ("max_rel_error", "max_relative_error"), prefix + "."), _num(ctx, corr or {}, ("max_relative_error",), prefix + ".correctness."))
     if status == PASSED and latency is None:
@@ -330,6 +366,18 @@ def _from_results_json(ctx: _Ctx, path: Path, data: dict[str, Any]) -> RunTable:
     return table
 
 
+def _finite(value: Any) -> float | None:
+    """A number a file states about itself, as a float; None when it is not a finite number (a
+    summary's NaN or 400-digit figure is left aside, never compared)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        f = float(value)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def _note_stated_differences(table: RunTable, decimals: dict[str, int] | None = None) -> None:
     """Say when the file's own summary disagrees with ours (e.g. another p95 definition).
 
@@ -340,13 +388,13 @@ def _note_stated_differences(table: RunTable, decimals: dict[str, int] | None = 
     pairs = [("avg_latency_ms", "mean_latency_ms"), ("p95_latency_ms", "p95_latency_ms"),
              ("median_latency_ms", "median_latency_ms")]
     for stated_key, our_key in pairs:
-        s = table.stated.get(stated_key)
+        s = _finite(table.stated.get(stated_key))
         o = ours.get(our_key)
-        if isinstance(s, (int, float)) and o is not None and stated_key in decimals:
-            o_cmp = round(o, decimals[stated_key])
+        if s is not None and o is not None and stated_key in decimals:
+            o_cmp = round(o, min(decimals[stated_key], 300))
         else:
             o_cmp = o
-        if isinstance(s, (int, float)) and o is not None and abs(s - o_cmp) > 1e-9 * max(1e-6, abs(o)):
+        if s is not None and o is not None and abs(s - o_cmp) > 1e-9 * max(1e-6, abs(o)):
             rel = (s - o) / o if o else 0.0
             table.notes.append(
                 f"file states {stated_key} = {s:.6g} ms; fibtui computes {o:.6g} ms ({rel:+.2%})"
@@ -355,42 +403,65 @@ def _note_stated_differences(table: RunTable, decimals: dict[str, int] | None = 
     for key in ("total_workloads", "passed_workloads"):
         s = table.stated.get(key)
         o = ours["total"] if key == "total_workloads" else ours["passed"]
-        if isinstance(s, int) and s != o:
+        if isinstance(s, int) and not isinstance(s, bool) and s != o and s.bit_length() <= 64:
             table.notes.append(f"file states {key} = {s}; the file's rows give {o}")
+
+
+_RECORD_TEXT_FIELDS = ("run_id", "backend", "timing_kind", "started", "finished", "l2_policy")
 
 
 def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
     ctx = _Ctx(path)
+    definition = data.get("definition")
+    if definition is not None and not isinstance(definition, str):
+        raise ctx.fail("definition", f"expected a string, got {_kind(definition)}")
+    for key in _RECORD_TEXT_FIELDS:
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise ctx.fail(key, f"expected a string, got {_kind(data[key])}")
+    if data.get("environment") is not None and not isinstance(data["environment"], dict):
+        raise ctx.fail("environment", f"expected an object, got {_kind(data['environment'])}")
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
         raise ctx.fail("jobs", "expected a list")
     rows = []
+    seen: dict[tuple[str, str | None, str | None, int | None], int] = {}
     for i, job in enumerate(jobs):
         where = f"jobs[{i}]"
         job = ctx.obj(job, where)
         status = _status(ctx, job, f"{where}.status")
+        uuid = job.get("uuid")
+        if not isinstance(uuid, str) or not uuid:
+            raise ctx.fail(f"{where}.uuid", "required field is missing" if uuid is None else
+                           f"expected a non-empty string, got {_kind(uuid) if uuid != '' else 'an empty string'}")
         axes = ctx.obj(job.get("axes") or {}, f"{where}.axes")
         for name, value in axes.items():
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ctx.fail(f"{where}.axes.{name}", f"expected an integer, got {_kind(value)}")
+            if not 0 <= value <= MAX_AXIS:
+                raise ctx.fail(f"{where}.axes.{name}", f"expected an axis value within 0 .. 2**63 - 1, got {_shown(value)}")
         for key in ("solution", "role", "error"):
             if job.get(key) is not None and not isinstance(job[key], str):
                 raise ctx.fail(f"{where}.{key}", f"expected a string, got {_kind(job[key])}")
         repeat = job.get("repeat")
         if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int)):
             raise ctx.fail(f"{where}.repeat", f"expected an integer, got {_kind(repeat)}")
-        latency = ctx.number(job, "latency_ms", where + ".")
+        key = (uuid, job.get("solution"), job.get("role"), repeat)
+        if key in seen:
+            raise ctx.fail(f"{where}.uuid", f"a second result for workload {uuid}, solution {job.get('solution')!r}, "
+                                            f"role {job.get('role')!r}, repeat {repeat} (first at jobs[{seen[key]}])")
+        seen[key] = i
+        latency = ctx.positive(job, "latency_ms", where + ".")
         if status == PASSED and latency is None:
             raise ctx.fail(f"{where}.latency_ms", "a PASSED result must carry a latency")
         rows.append(ResultRow(
-            definition=str(data.get("definition", "")),
+            definition=definition or "",
             solution=job.get("solution"),
-            uuid=str(job.get("uuid")),
+            uuid=uuid,
             axes=dict(axes),
             status=status,
             latency_ms=latency,
-            reference_latency_ms=ctx.number(job, "reference_latency_ms", where + "."),
-            speedup=ctx.number(job, "speedup", where + "."),
+            reference_latency_ms=ctx.positive(job, "reference_latency_ms", where + "."),
+            speedup=ctx.positive(job, "speedup", where + "."),
             max_abs_error=ctx.number(job, "max_abs_error", where + "."),
             max_rel_error=ctx.number(job, "max_rel_error", where + "."),
             error=job.get("error"),
@@ -398,10 +469,37 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
             role=job.get("role"),
             repeat=repeat,
         ))
-    table = RunTable(data.get("definition"), "fibtui-run", path, rows)
-    for key in ("run_id", "backend", "timing_kind", "started", "finished", "environment", "l2_policy"):
+    table = RunTable(definition, "fibtui-run", path, rows)
+    for key in (*_RECORD_TEXT_FIELDS, "environment"):
         if key in data:
             table.meta[key] = data[key]
+    return table
+
+
+def check_run_record(path: str | Path, record: dict[str, Any]) -> None:
+    """Refuse a run record (``run.json``) that fibtui could not have written: a job whose latency is
+    not a finite, positive, normal number, a PASSED job without one, a job listed twice... One
+    InputError naming the file and the field, as ``fibtui results show`` gives."""
+    _from_fibtui_run(Path(path), record)
+
+
+def _from_journal(path: Path) -> RunTable:
+    """fibtui's own run journal, read as the run does (a torn or corrupt line is skipped and
+    reported) and turned into the run record it would write."""
+    from fibtui.core.runs import build_record, read_journal
+
+    contents = read_journal(path)
+    record = build_record(path.parent, contents)
+    table = _from_fibtui_run(path, record)
+    table.meta["read_from"] = "journal"
+    table.meta["state"] = record.get("state")
+    if contents.corrupt_lines:
+        table.notes.append(f"journal lines left out as corrupt or torn: {', '.join(map(str, contents.corrupt_lines))}")
+    if contents.duplicate_lines:
+        table.notes.append(f"journal lines left out as repeats of a finished job: {', '.join(map(str, contents.duplicate_lines))}")
+    summary = record.get("summary") or {}
+    if summary.get("done", 0) < summary.get("total", 0):
+        table.notes.append(f"run {record.get('state')}: {summary.get('done')} of {summary.get('total')} jobs finished")
     return table
 
 
@@ -420,14 +518,30 @@ def _from_hand_summary(path: Path, data: dict[str, Any]) -> RunTable:
     return table
 
 
+def _timing_value(ctx: _Ctx, name: str, value: int | float, where: str) -> float:
+    """A direct timing's value: finite; a time (``*_ms``, ``*_us``, ``*_s``) also positive."""
+    if name.endswith(("_ms", "_us", "_s")):
+        problem = positive_number_problem(value, name)
+        if problem is not None:
+            raise ctx.fail(where, problem)
+    try:
+        f = float(value)
+    except OverflowError:
+        f = math.inf
+    if not math.isfinite(f):
+        raise ctx.fail(where, f"{name} must be a finite number, got {_shown(value)}")
+    return f
+
+
 def _from_direct_timing(path: Path, data: dict[str, Any]) -> RunTable:
+    ctx = _Ctx(path)
     sizes = []
     for key, samples in data.items():
         metrics: dict[str, list[float]] = {}
-        for sample in samples:
+        for i, sample in enumerate(samples):
             for name, value in sample.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    metrics.setdefault(name, []).append(float(value))
+                    metrics.setdefault(name, []).append(_timing_value(ctx, name, value, f"{key}[{i}].{name}"))
         sizes.append({"key": key, "samples": len(samples), **{f"{m}": numbers.mean(v) for m, v in metrics.items()},
                       **{f"{m}_min": min(v) for m, v in metrics.items()}, **{f"{m}_max": max(v) for m, v in metrics.items()}})
     table = RunTable(None, "direct-timing", path)
@@ -449,11 +563,27 @@ def _float(token: str) -> float | None:
         return None
 
 
+def _read_log(path: Path) -> str:
+    """A console log or summary as text (bytes that are not UTF-8 shown as U+FFFD; a leading
+    byte-order mark dropped; a FIFO or device refused before reading)."""
+    return read_input_text(path, folder_message=_FOLDER, errors="replace")
+
+
+def _log_number(ctx: _Ctx, token: str, column: str, positive: bool) -> float | None:
+    """One number of a console table row: None for a placeholder (``-``, ``n/a``); a latency or
+    speedup must be a finite positive number, an error column a finite or non-finite number."""
+    value = _float(token)
+    if value is None:
+        return None
+    if positive:
+        problem = positive_number_problem(value, column)
+        if problem is not None:
+            raise ctx.fail(column, problem)
+    return value
+
+
 def _from_retained_log(path: Path) -> RunTable:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    lines = _read_log(path).splitlines()
     axes_names: list[str] | None = None
     definition: str | None = None
     solution: str | None = None
@@ -464,11 +594,16 @@ def _from_retained_log(path: Path) -> RunTable:
     stated: dict[str, Any] = {}
     decimals: dict[str, int] = {}
     row_re = re.compile(r"^\s*(\d+)\s+(\S+)\s+(.*)$")
+    in_retry = False
+    in_table: dict[str, int] = {}  # uuid -> line, in the table being read
+    in_runs: dict[str, tuple[int, int]] = {}  # uuid -> (run section, line), outside retry sections
     for number, line in enumerate(lines, start=1):
         if line.startswith("=== Run started"):
             sections += 1
+            in_retry = False
         elif line.startswith("=== Retry started"):
             retries += 1
+            in_retry = True
         m = re.match(r"^(?:DEFINITION|Definition):\s*(\S+)", line)
         if m:
             definition = m.group(1)
@@ -480,16 +615,19 @@ def _from_retained_log(path: Path) -> RunTable:
         m = re.match(r"^\s*(Avg|Median|P95|Min|Max) latency:\s*([-\d.eE+]+)\s*ms", line)
         if m:
             key = f"{m.group(1).lower()}_latency_ms"
-            stated[key] = float(m.group(2))
-            decimals[key] = len(m.group(2).partition(".")[2])
+            value = _float(m.group(2))
+            if value is not None and math.isfinite(value):
+                stated[key] = value
+                decimals[key] = len(m.group(2).partition(".")[2])
             continue
-        m = re.match(r"^RESULT:\s*(\d+)/(\d+) PASSED", line)
+        m = re.match(r"^RESULT:\s*(\d{1,18})/(\d{1,18}) PASSED", line)
         if m:
             stated["passed_workloads"], stated["total_workloads"] = int(m.group(1)), int(m.group(2))
             continue
         h = _LOG_HEADER.match(line)
         if h:
             axes_names = h.group("axes").split()
+            in_table = {}
             continue
         if axes_names is None or line.startswith(("-", "=")):
             continue
@@ -502,12 +640,27 @@ def _from_retained_log(path: Path) -> RunTable:
             continue
         uuid = m.group(2)
         ctx = _Ctx(path, number)
+        # A table lists a workload once; a log reprints its tables (by latency, then by index) and a
+        # retry section reruns some: the later result wins. The same workload twice in one table, or
+        # again in a second '=== Run started' section, is two runs in one file.
+        if uuid in in_table:
+            raise ctx.fail("UUID", f"a second result for workload {uuid} in one table (first on line {in_table[uuid]})")
+        in_table[uuid] = number
+        if not in_retry:
+            seen = in_runs.get(uuid)
+            if seen is not None and seen[0] != sections:
+                raise ctx.fail("UUID", f"a second result for workload {uuid} (first on line {seen[1]}, in another "
+                                       "'=== Run started' section: two runs concatenated?)")
+            if seen is None:
+                in_runs[uuid] = (sections, number)
         axes: dict[str, int] = {}
         for name, tok in zip(axes_names, tokens[:n], strict=False):
             try:
                 axes[name] = int(tok)
             except ValueError:
-                raise ctx.fail(name, f"expected an integer axis value, got {tok!r}") from None
+                raise ctx.fail(name, f"expected an integer axis value, got {tok[:40]!r}") from None
+            if not 0 <= axes[name] <= MAX_AXIS:
+                raise ctx.fail(name, f"expected an axis value within 0 .. 2**63 - 1, got {tok[:40]}")
         status = tokens[n]
         if status not in ALL_STATUSES:
             raise ctx.fail("Status", f"unknown status {status!r}")
@@ -515,7 +668,8 @@ def _from_retained_log(path: Path) -> RunTable:
         row = ResultRow(definition=definition or "", solution=solution, uuid=uuid, axes=axes, status=status,
                         source=f"{path}:{number}")
         if status == PASSED:
-            vals = [_float(t) for t in rest]
+            columns = (("Latency", True), ("Ref", True), ("Speedup", True), ("abs_err", False), ("rel_err", False))
+            vals = [_log_number(ctx, tok, column, positive) for tok, (column, positive) in zip(rest, columns, strict=False)]
             if len(vals) < 1 or vals[0] is None:
                 raise ctx.fail("Latency", "a PASSED row must carry a latency")
             row.latency_ms = vals[0]
@@ -542,9 +696,12 @@ def _from_retained_log(path: Path) -> RunTable:
 
 
 def _from_fib_console(path: Path) -> RunTable:
-    rows: dict[tuple[str, str], ResultRow] = {}
+    """flashinfer-bench's console log. It prints one line per (solution, workload) of a definition:
+    a second one is two runs concatenated, refused at the second."""
+    rows: dict[tuple[str, str, str], ResultRow] = {}
+    first_line: dict[tuple[str, str, str], int] = {}
     definition = None
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    for number, line in enumerate(_read_log(path).splitlines(), start=1):
         m = re.match(r"^Processing definition: (\S+)", line)
         if m:
             definition = m.group(1)
@@ -554,10 +711,20 @@ def _from_fib_console(path: Path) -> RunTable:
         status = m.group("status")
         if status not in ALL_STATUSES:
             raise InputError(path, f"unknown status {status!r}", line=number, field="status")
-        rows[(m.group("sol"), m.group("uuid"))] = ResultRow(
+        ctx = _Ctx(path, number)
+        speedup = None
+        if m.group("speedup"):
+            speedup = _log_number(ctx, m.group("speedup"), "speedup", True)
+            if speedup is None:
+                raise ctx.fail("speedup", f"expected a number, got {m.group('speedup')[:40]!r}")
+        key = (definition or "", m.group("sol"), m.group("uuid"))
+        if key in first_line:
+            raise ctx.fail("uuid", f"a second result for workload {m.group('uuid')} and solution {m.group('sol')!r} "
+                                   f"(first on line {first_line[key]}; two runs concatenated?)")
+        first_line[key] = number
+        rows[key] = ResultRow(
             definition=definition or "", solution=m.group("sol"), uuid=m.group("uuid"), axes={},
-            status=status, speedup=_float(m.group("speedup")) if m.group("speedup") else None,
-            source=f"{path}:{number}",
+            status=status, speedup=speedup, source=f"{path}:{number}",
         )
     table = RunTable(definition, "fib-console-log", path, list(rows.values()))
     table.notes.append("flashinfer-bench console log: statuses and speedups only (no latency); read the traces JSONL for latencies")
@@ -570,7 +737,7 @@ def _from_fib_console(path: Path) -> RunTable:
 
 
 def _from_markdown(path: Path) -> RunTable:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = _read_log(path)
     table = RunTable(None, "markdown-summary", path)
     m = re.search(r"Definition:\s*`?([\w.-]+)`?", text)
     if m:

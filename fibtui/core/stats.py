@@ -1,6 +1,6 @@
 """Deciding that a candidate is faster: paired ratios, an interval, a noise floor, a verdict.
 
-Everything here follows MEASUREMENT.md, "Deciding that a candidate is faster". Latency is the
+Everything here follows docs/measurement.md, "Deciding that a candidate is faster". Latency is the
 decision metric; speedup against the reference is context only.
 
 Pairing (per workload w)
@@ -46,7 +46,8 @@ Verdict (the interval verdict)
     2.5% of the time (``error_rate``); tau only lowers that.
 
 Final verdict
-    ``INCOMPLETE`` when any row of either arm did not PASS or a workload lacks one arm (only runs
+    ``NOT_JUDGED`` when a row says UNSUPPORTED_HERE (this machine cannot build or run a solution:
+    a limit of the tool, not the kernel's failure); else ``INCOMPLETE`` when any row of either arm did not PASS or a workload lacks one arm (only runs
     with every workload PASSED count); else ``BLOCKED`` when the regression guard fires and the
     interval does not say REJECT; else the interval verdict.
 
@@ -93,7 +94,7 @@ from typing import Any
 
 from fibtui.core import numbers
 from fibtui.core.errors import InputError
-from fibtui.core.status import PASSED
+from fibtui.core.status import PASSED, is_tool_limit
 
 DEFAULT_MIN_GAIN = 0.01
 DEFAULT_CONFIDENCE = 0.95
@@ -113,6 +114,52 @@ REJECT = "REJECT"
 INCONCLUSIVE = "INCONCLUSIVE"
 BLOCKED = "BLOCKED"
 INCOMPLETE = "INCOMPLETE"
+#: a solution could not be judged on this machine (UNSUPPORTED_HERE rows): no speed verdict, and
+#: not the kernel's failure either
+NOT_JUDGED = "NOT_JUDGED"
+#: the arms' timings cannot decide speed (CPU-interpreter wall times, or the arms timed differently
+#: or on different devices): correctness only
+NO_SPEED_VERDICT = "NO_SPEED_VERDICT"
+CPU_INTERPRETER = "cpu-interpreter"
+
+
+@dataclass(frozen=True)
+class TimingKey:
+    """How a latency was measured: the timing kind (``cupti``: fibtui on a GPU;
+    ``cpu-interpreter``: Triton's interpreter, wall time; ``flashinfer-bench``: a file written by
+    flashinfer-bench or the hand workflow around it) and the device (None when not stated).
+    Verdicts, guards, dispatch advice and tau come only from GPU timings of one key."""
+
+    kind: str
+    device: str | None = None
+
+    def label(self) -> str:
+        return f"{self.kind} on {self.device}" if self.device else f"{self.kind}, device not stated"
+
+
+def timing_key_of_rows(rows: Sequence[Any]) -> TimingKey | None:
+    """The key the rows themselves carry (fibtui journal rows: ``timing.kind`` and
+    ``timing.environment.gpu``), or None when they carry none. Mixed rows give the first."""
+    for r in rows:
+        timing = _get(r, "timing")
+        if isinstance(timing, Mapping) and isinstance(timing.get("kind"), str):
+            env = timing.get("environment") if isinstance(timing.get("environment"), Mapping) else {}
+            device = env.get("gpu") if env.get("backend") != "interpreter" else None
+            return TimingKey(str(timing["kind"]), str(device) if device else None)
+    return None
+
+
+def speed_blocker(base: TimingKey | None, cand: TimingKey | None) -> str | None:
+    """Why these two arms' latencies cannot give a speed verdict, or None."""
+    keys = [k for k in (base, cand) if k is not None]
+    if any(k.kind == CPU_INTERPRETER for k in keys):
+        return "CPU-interpreter timings give no speed verdict (wall times of Triton's interpreter say nothing about a GPU)"
+    if base is not None and cand is not None:
+        if base.kind != cand.kind:
+            return f"the arms were timed differently ({base.label()} vs {cand.label()})"
+        if base.device and cand.device and base.device != cand.device:
+            return f"the arms were measured on different devices ({base.device} vs {cand.device})"
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,6 +304,7 @@ class AASession:
     definition: str | None = None
     gpu: str | None = None
     verdict: str | None = None  # what the comparison said at the time (tracks false promotions)
+    timing_kind: str | None = None  # cupti | flashinfer-bench | cpu-interpreter (None: not known)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -284,8 +332,10 @@ def _pct(x: float) -> str:
     return f"{text}%"
 
 
-def noise_floor(settings: StatsSettings | None = None, sessions: Sequence[AASession] = ()) -> NoiseFloor:
-    """tau = max(min_gain, p99 |log G| over the A/A sessions), with where it came from."""
+def noise_floor(settings: StatsSettings | None = None, sessions: Sequence[AASession] = (),
+                key: str | None = None) -> NoiseFloor:
+    """tau = max(min_gain, p99 |log G| over the A/A sessions), with where it came from; ``key``
+    names the (definition, device, timing kind) the sessions were chosen by."""
     settings = settings or StatsSettings()
     sessions = list(sessions)
     if settings.min_gain_source == "default":
@@ -303,11 +353,12 @@ def noise_floor(settings: StatsSettings | None = None, sessions: Sequence[AASess
     n = len(sessions)
     word = "session" if n == 1 else "sessions"
     promotions = sum(1 for s in sessions if s.verdict == PROMOTE)
+    history = f"A/A history ({key})" if key else "A/A history"
     if p99 > settings.min_gain:
-        source = f"A/A history: {n} {word}, p99 |log G| {_pct(p99)}"
+        source = f"{history}: {n} {word}, p99 |log G| {_pct(p99)}"
         tau = p99
     else:
-        source = f"{gain_text}; A/A history: {n} {word}, p99 |log G| {_pct(p99)}"
+        source = f"{gain_text}; {history}: {n} {word}, p99 |log G| {_pct(p99)}"
         tau = settings.min_gain
     return NoiseFloor(tau, source, settings.min_gain, n, p99, sigma, promotions, sessions)
 
@@ -547,6 +598,9 @@ class PairNoise:
     sigma: float
     df: float | None  # None: the normal
     source: str
+    #: measured for these rows (repeats in this run, or A/A history of the same key); False for
+    #: the fallbacks, on which the guard and per-band claims are not judged
+    estimated: bool = True
 
 
 def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> PairNoise:
@@ -584,11 +638,11 @@ def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> 
             sigma = math.sqrt(ss / dof) * math.sqrt(sum(scale) / len(scale))
             best = PairNoise(sigma, float(dof),
                              "spread of the per-workload ratios around their band's mean (no repeats, no A/A history; "
-                             "real differences inside a band count as noise, so the guard errs toward not blocking)")
+                             "real differences inside a band count as noise)", estimated=False)
         else:
-            best = PairNoise(DEFAULT_NOISE, None, "the default (nothing to estimate it from)")
+            best = PairNoise(DEFAULT_NOISE, None, "the default (nothing to estimate it from)", estimated=False)
     if best.sigma < MIN_NOISE:
-        best = PairNoise(MIN_NOISE, best.df, f"{best.source}, floored at {_pct(MIN_NOISE)}")
+        best = PairNoise(MIN_NOISE, best.df, f"{best.source}, floored at {_pct(MIN_NOISE)}", best.estimated)
     return best
 
 
@@ -669,6 +723,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     weighted: bool = False
     scope: str = "full"
+    #: why the timings give no speed verdict (CPU interpreter, mixed timing kinds or devices)
+    no_speed_reason: str | None = None
 
     @property
     def blocked_by(self) -> list[str]:
@@ -689,6 +745,18 @@ class Comparison:
 
     def recommendation(self) -> str:
         """One sentence: what to do with this candidate."""
+        if self.verdict == NOT_JUDGED:
+            reasons = sorted({f.error or f.status for arm in (self.baseline, self.candidate)
+                              for f in arm.failures if is_tool_limit(f.status)})
+            return ("not judged here: this machine cannot build or run " + ("; ".join(reasons[:2]) or "a solution")
+                    + " (not a kernel failure: run it where it can, a GPU host or --backend modal)")
+        if self.no_speed_reason is not None and self.verdict != NOT_JUDGED:
+            correct = (f"correctness: baseline {self.baseline.passed}/{self.baseline.rows}, candidate "
+                       f"{self.candidate.passed}/{self.candidate.rows} PASSED")
+            if self.verdict == INCOMPLETE:
+                correct += " (fix or retry the failures)"
+            return (f"no speed verdict: {self.no_speed_reason}; {correct}; measure both on one GPU "
+                    "(--backend local or modal) to decide")
         if self.verdict == INCOMPLETE:
             return "incomplete: only runs with every workload PASSED count; fix or retry the failures"
         if self.verdict == PROMOTE:
@@ -740,6 +808,8 @@ class Comparison:
             "arms": {"baseline": self.baseline.to_json(), "candidate": self.candidate.to_json()},
             "per_workload": [p.to_json() for p in self.pairs],
             "notes": list(self.notes),
+            "no_speed_reason": self.no_speed_reason,
+            "guard_judged": self.noise is not None and self.noise.estimated,
         }
 
 
@@ -866,11 +936,15 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
                    band_of: Mapping[str, str] | None = None, weights: Mapping[str, float] | None = None,
                    settings: StatsSettings | None = None, floor: NoiseFloor | None = None,
                    baseline_hash: str | None = None, candidate_hash: str | None = None,
-                   scope: str = "full") -> Comparison:
+                   scope: str = "full",
+                   timing: tuple[TimingKey | None, TimingKey | None] | None = None) -> Comparison:
     """Compare a candidate's rows with the baseline's (see the module docstring).
 
     ``scope``: ``full`` when the workloads are the whole set the decision is about (a full
-    sweep), ``sample`` when they stand in for it (a representative gate, a selection)."""
+    sweep), ``sample`` when they stand in for it (a representative gate, a selection).
+
+    ``timing``: how each arm was timed (default: what the rows carry); CPU-interpreter timings, or
+    arms timed differently or on different devices, give NO_SPEED_VERDICT: correctness only."""
     if scope not in ("full", "sample"):
         raise ValueError(f"scope must be 'full' or 'sample', got {scope!r}")
     settings = settings or StatsSettings()
@@ -895,6 +969,12 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
         elif uuid not in base_uuids:
             failures.append(f"baseline has no result for workload {uuid}")
     complete = not failures and bool(pairs)
+    if timing is None:
+        timing = (timing_key_of_rows(baseline_rows), timing_key_of_rows(candidate_rows))
+    no_speed = speed_blocker(*timing)
+    if no_speed is not None:
+        return _correctness_only(base, cand, pairs, unpaired, failures, notes, floor, settings, scope,
+                                 weights is not None, no_speed)
     if not pairs:
         notes.append("no workload has a PASSED latency in both arms")
     log_g = _weighted_mean([p.log_ratio for p in pairs], [p.weight for p in pairs]) if pairs else None
@@ -914,12 +994,22 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
         interval_verdict = INCONCLUSIVE
     hits: list[GuardHit] = []
     bands: list[BandResult] = []
-    if noise is not None:
+    guard_judged = noise is not None and noise.estimated
+    if guard_judged:
+        assert noise is not None
         hits, bands = _guard(pairs, noise, settings.guard_margin, tau, settings.confidence)
-    if not complete:
+    elif noise is not None:
+        notes.append("the regression guard and the per-band intervals cannot be judged: no noise estimate for these "
+                     "rows (one value per workload and no A/A history of this definition, device and timing); "
+                     "measure with --repeats 2 or more, or record an A/A session (fibtui compare --aa)")
+    if any(is_tool_limit(f.status) for f in base.failures + cand.failures):
+        verdict = NOT_JUDGED
+    elif not complete:
         verdict = INCOMPLETE
     elif hits and interval_verdict != REJECT:
         verdict = BLOCKED
+    elif interval_verdict == PROMOTE and not guard_judged:
+        verdict = INCONCLUSIVE  # promotion needs the guard, and the guard needs a noise estimate
     else:
         verdict = interval_verdict
     if verdict == PROMOTE:
@@ -932,6 +1022,26 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
         unpaired=unpaired, per_band=bands, guard=hits, guard_margin=settings.guard_margin,
         tie_band=settings.tie_band, complete=complete, failures=failures, notes=notes, weighted=weights is not None,
         scope=scope,
+    )
+
+
+def _correctness_only(base: ArmSummary, cand: ArmSummary, pairs: list[WorkloadPair], unpaired: list[str],
+                      failures: list[str], notes: list[str], floor: NoiseFloor, settings: StatsSettings, scope: str,
+                      weighted: bool, reason: str) -> Comparison:
+    """A comparison that states correctness only: no G, no interval, no guard, no bands."""
+    if any(is_tool_limit(f.status) for f in base.failures + cand.failures):
+        verdict = NOT_JUDGED
+    elif failures:
+        verdict = INCOMPLETE
+    else:
+        verdict = NO_SPEED_VERDICT
+    notes = [*notes, f"no speed verdict: {reason}"]
+    return Comparison(
+        baseline=base, candidate=cand, verdict=verdict, interval_verdict=NO_SPEED_VERDICT, geomean_ratio=None,
+        log_g=None, interval=None, tau=floor, confidence=settings.confidence, noise=None, workloads=len(pairs),
+        pairs=[], unpaired=unpaired, per_band=[], guard=[], guard_margin=settings.guard_margin,
+        tie_band=settings.tie_band, complete=not failures and bool(pairs), failures=failures, notes=notes,
+        weighted=weighted, scope=scope, no_speed_reason=reason,
     )
 
 
@@ -990,7 +1100,7 @@ def leaderboard(baseline_rows: Sequence[Any], candidates: Mapping[str, Sequence[
 
 
 def aa_session_from(comparison: Comparison, source: str, kind: str, definition: str | None = None,
-                    gpu: str | None = None) -> AASession:
+                    gpu: str | None = None, timing_kind: str | None = None) -> AASession:
     """An A/A session from a comparison of the same code with itself."""
     sigma = None
     logs = [x for p in comparison.pairs if p.paired_by_repeat for x in p.pair_logs]
@@ -1003,7 +1113,31 @@ def aa_session_from(comparison: Comparison, source: str, kind: str, definition: 
     repeats = max((p.pairs for p in comparison.pairs), default=0)
     return AASession(source=source, kind=kind, log_g=comparison.log_g or 0.0, sigma=sigma,
                      workloads=comparison.workloads, repeats=repeats, definition=definition, gpu=gpu,
-                     verdict=comparison.verdict)
+                     verdict=comparison.verdict, timing_kind=timing_kind)
+
+
+class _BadField(Exception):
+    """(field, message) of a bad value in an A/A line."""
+
+
+def _count(obj: Mapping[str, Any], key: str, default: int) -> int:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**9:
+        raise _BadField(key, f"expected a whole number from 0 to 10^9, got {str(value)[:40]}")
+    return value
+
+
+def _text_value(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise _BadField("timing_kind", f"expected text, got {str(value)[:40]}")
+    return value
+
+
+def _text(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _BadField(key, f"expected text, got {str(value)[:40]}")
+    return value
 
 
 def load_aa_file(path: Path) -> list[AASession]:
@@ -1018,22 +1152,34 @@ def load_aa_file(path: Path) -> list[AASession]:
             log_g = float(obj["log_g"])
             sigma = obj.get("sigma")
             sigma = float(sigma) if sigma is not None else None
-            out.append(AASession(source=str(obj.get("source", "")), kind=str(obj.get("kind", "compare --aa")),
-                                 log_g=log_g, sigma=sigma, workloads=int(obj.get("workloads", 0)),
-                                 repeats=int(obj.get("repeats", 1)), definition=obj.get("definition"),
-                                 gpu=obj.get("gpu"), verdict=obj.get("verdict")))
+            gpu = obj.get("gpu")
+            timing_kind = obj.get("timing_kind")
+            if timing_kind is None and gpu:
+                timing_kind = "cupti"  # sessions recorded before the timing kind was: GPU runs had a gpu
+            session = AASession(source=str(obj.get("source", "")), kind=str(obj.get("kind", "compare --aa")),
+                                log_g=log_g, sigma=sigma, workloads=_count(obj, "workloads", 0),
+                                repeats=_count(obj, "repeats", 1), definition=_text(obj, "definition"),
+                                gpu=_text(obj, "gpu"), verdict=_text(obj, "verdict"), timing_kind=_text_value(timing_kind))
         except KeyError as exc:
             raise InputError(path, "required field is missing", line=number, field=str(exc.args[0])) from None
+        except _BadField as exc:
+            raise InputError(path, exc.args[1], line=number, field=exc.args[0]) from None
         except (TypeError, ValueError, OverflowError) as exc:
             raise InputError(path, f"bad value: {exc}", line=number) from None
         if not math.isfinite(log_g):
             raise InputError(path, "log_g must be a finite number", line=number, field="log_g")
+        if sigma is not None and not (math.isfinite(sigma) and sigma >= 0):
+            raise InputError(path, "sigma must be a finite number >= 0", line=number, field="sigma")
+        out.append(session)
     return out
 
 
-def aa_sessions(archive_root: Path, gpu: str | None = None, exclude_runs: Iterable[str] = ()) -> list[AASession]:
-    """Every A/A session of an archive: same-code paired runs plus ``benchmarks/aa.jsonl``;
-    sessions on another GPU than ``gpu`` are left out when both are known."""
+def aa_sessions(archive_root: Path, gpu: str | None = None, exclude_runs: Iterable[str] = (), *,
+                definition: str | None = None, timing_kind: str | None = None) -> list[AASession]:
+    """The A/A sessions of an archive (same-code paired runs plus ``benchmarks/aa.jsonl``) of one
+    key: with ``timing_kind``, sessions of that (definition, device, timing kind) only; without
+    it, sessions on another GPU than ``gpu`` are left out when both are known. CPU-interpreter
+    sessions never calibrate anything."""
     import json
 
     from fibtui.core.runs import list_runs
@@ -1064,12 +1210,31 @@ def aa_sessions(archive_root: Path, gpu: str | None = None, exclude_runs: Iterab
             comp = paired_verdict(b_rows, c_rows, baseline_name=base[0].get("name", ""), candidate_name=c.get("name", ""))
             if not comp.pairs:
                 continue
-            run_gpu = (record.get("environment") or {}).get("gpu")
-            sessions.append(aa_session_from(comp, listing.run_id, "paired-run", record.get("definition"), run_gpu))
+            run_kind = record.get("timing_kind")
+            run_gpu = (record.get("environment") or {}).get("gpu") if run_kind != CPU_INTERPRETER else None
+            sessions.append(aa_session_from(comp, listing.run_id, "paired-run", record.get("definition"), run_gpu,
+                                            run_kind if isinstance(run_kind, str) else None))
     sessions += load_aa_file(archive_root / AA_FILE)
+    sessions = [s for s in sessions if s.timing_kind != CPU_INTERPRETER]
+    if timing_kind is not None:
+        return [s for s in sessions if s.timing_kind == timing_kind and s.gpu == gpu
+                and (definition is None or s.definition == definition)]
     if gpu:
         sessions = [s for s in sessions if not s.gpu or s.gpu == gpu]
     return sessions
+
+
+def aa_key_label(definition: str | None, key: TimingKey) -> str:
+    return f"{definition or 'definition not stated'}, {key.device or 'device not stated'}, {key.kind}"
+
+
+def timing_key_of_source(src: Source) -> TimingKey:
+    """How a compared file's latencies were measured: fibtui runs say it (cupti or
+    cpu-interpreter, and the GPU); every other result format is flashinfer-bench's timing (its
+    traces, or the hand workflow's files written from it)."""
+    kind = src.table.meta.get("timing_kind") if src.table.source_format == "fibtui-run" else "flashinfer-bench"
+    kind = kind if isinstance(kind, str) and kind else "unknown"
+    return TimingKey(kind, src.gpu if kind != CPU_INTERPRETER else None)
 
 
 def record_aa_session(archive_root: Path, session: AASession) -> Path:
@@ -1242,10 +1407,15 @@ def compare_sources(base: Source, cand: Source | None, *, solution_base: str | N
     settings = settings or StatsSettings()
     base_name, base_rows, cands = select_arms(base, cand, solution_base, solution_cand)
     other = cand if cand is not None else base
-    gpu = base.gpu or other.gpu
+    key_base, key_cand = timing_key_of_source(base), timing_key_of_source(other)
+    definition = base.table.definition or other.table.definition
     runs = [x for x in (base.run_id, other.run_id) if x]
-    sessions = aa_sessions(archive_root, gpu, exclude_runs=runs) if archive_root is not None else []
-    floor = noise_floor(settings, sessions)
+    sessions: list[AASession] = []
+    key_label = aa_key_label(definition, key_base)
+    if archive_root is not None and speed_blocker(key_base, key_cand) is None:
+        sessions = aa_sessions(archive_root, key_base.device, exclude_runs=runs, definition=definition,
+                               timing_kind=key_base.kind)
+    floor = noise_floor(settings, sessions, key_label)
     uuids = {str(_get(r, "uuid")) for r in base_rows}
     if total_workloads is not None:
         scope = "full" if len(uuids) >= total_workloads else "sample"
@@ -1258,7 +1428,7 @@ def compare_sources(base: Source, cand: Source | None, *, solution_base: str | N
         for (_role, name), h in src.hashes.items():
             hashes.setdefault(name, h)
     entries = leaderboard(base_rows, cands, baseline_name=base_name, hashes=hashes, band_of=band_of,
-                          settings=settings, floor=floor, scope=scope)
+                          settings=settings, floor=floor, scope=scope, timing=(key_base, key_cand))
     notes = []
     if scope == "sample":
         notes.append(f"{len(uuids)} workloads stand in for the whole set (a gate or a selection): promotion needs the full set")
