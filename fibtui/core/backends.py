@@ -76,11 +76,21 @@ def modal_credentials_source() -> str | None:
     if os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"):
         return "env"
     cfg = Path(os.environ.get("MODAL_CONFIG_PATH", Path.home() / ".modal.toml"))
+    return str(cfg).replace(str(Path.home()), "~") if _has_token_key(cfg) else None
+
+
+def _has_token_key(path: Path) -> bool:
+    """Does Modal's config file name a ``token_id``? Only the key of each line is looked at (the
+    part before ``=``), and reading stops at the first ``token_id``: no value, and never the
+    secret, is kept or parsed."""
     try:
-        text = cfg.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.partition("=")[0].strip() == "token_id":
+                    return True
     except OSError:
-        return None
-    return str(cfg).replace(str(Path.home()), "~") if "token_id" in text else None
+        return False
+    return False
 
 
 def detect(probe_gpu: bool = True) -> Backends:

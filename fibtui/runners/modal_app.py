@@ -2,8 +2,9 @@
 
 Only the Modal backend imports this module (``fibtui.runners.modal_runner`` does, lazily, when a
 run actually goes to Modal or runs the function body in-process); fibtui.core and the TUI's start
-never do. The container needs only two things from fibtui: the standalone worker package
-(``fibtui.worker``: standard library + torch + triton) and this file, added to the image with
+never do. The container needs only this from fibtui: the standalone worker package
+(``fibtui.worker``: standard library + torch + triton), the two standard-library tables it
+imports (``fibtui.core.toolchain``, ``fibtui.core.presets``) and this file, added to the image with
 ``add_local_python_source`` (the function is registered with ``include_source=False``, so the rest
 of fibtui, with its polars/textual imports, never travels).
 
@@ -17,8 +18,10 @@ by the modal client itself); fibtui never reads, prints or records a token.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -30,20 +33,55 @@ from typing import Any
 import modal
 from modal.exception import NotFoundError
 
+from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
+
 #: What the container needs from fibtui (see the module docstring).
-CONTAINER_MODULES = ("fibtui.worker", "fibtui.runners.modal_app")
+CONTAINER_MODULES = ("fibtui.worker", "fibtui.core.toolchain", "fibtui.core.presets", "fibtui.runners.modal_app")
 
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+#: Set by whatever runs :func:`run_slice` outside Modal (a test's fake container): called instead of
+#: Modal's ``stop_fetching_inputs`` when the container must take no more inputs.
+STOP_HOOK: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("fibtui_stop_hook", default=None)
+
+
+
+def stop_taking_inputs() -> bool:
+    """This container takes no more inputs once the current one returns: after a kernel lost the
+    CUDA context (only a fresh process recovers) or hung (its thread is still running). On Modal:
+    ``modal.experimental.stop_fetching_inputs()`` (modal 1.6: "the container will exit gracefully
+    after the current input is processed"). True when something was told."""
+    hook = STOP_HOOK.get()
+    if hook is not None:
+        hook()
+        return True
+    if not os.environ.get("MODAL_TASK_ID"):
+        return False  # in this process (Function.local()): there is no container to stop
+    try:
+        import modal.experimental
+
+        modal.experimental.stop_fetching_inputs()
+        return True
+    except Exception:  # noqa: BLE001 - an older client: the runner still sends no more to a poisoned slice
+        return False
+
+
 def run_slice(request: dict[str, Any]) -> dict[str, Any]:
     """The GPU function's body: run one slice of jobs with fibtui's worker engine.
 
     ``request`` is the worker's one-shot request (``config``, ``definition``, ``solutions``,
-    ``jobs``) plus ``slice_id``. Returns :func:`fibtui.worker.engine.execute`'s result with, per
-    job, ``started`` (ISO time), and ``slice_id`` / ``container`` (host, Modal task id, wall time).
+    ``jobs``) plus ``slice_id`` and ``job_timeout_s``. Returns :func:`fibtui.worker.engine.execute`'s
+    result with, per job, ``started`` (ISO time), and ``slice_id`` / ``container`` (host, Modal task
+    id, wall time).
+
+    A per-job watchdog (``job_timeout_s``, the local runner's job timeout): the jobs run in a thread
+    of their own; a job that passes its timeout makes the slice return at once with what finished,
+    the solution whose call never returned as TIMEOUT, and every job not run marked ``not_run`` (the
+    runner sends those to a fresh container without counting an attempt). A hung or poisoned
+    container then stops taking inputs, so Modal never gives it another slice.
     """
     t0 = time.monotonic()
     config = request.get("config") or {}
@@ -52,12 +90,31 @@ def run_slice(request: dict[str, Any]) -> dict[str, Any]:
     from fibtui.worker.engine import execute
 
     started: dict[Any, str] = {}
+    lock = threading.Lock()
+    state: dict[str, Any] = {"job": None, "since": None, "calling": None, "results": [], "load": None, "environment": None}
 
     def emit(event: dict[str, Any]) -> None:
-        if event.get("event") == "job_started":
-            started[event.get("job_id")] = _now_iso()
+        kind = event.get("event")
+        with lock:
+            if kind == "job_started":
+                started[event.get("job_id")] = _now_iso()
+                state.update(job=event.get("job_id"), since=time.monotonic(), calling=None)
+            elif kind == "calling":
+                state["calling"] = event
+            elif kind == "result":
+                state["results"].append({k: v for k, v in event.items() if k != "event"})
+                state.update(job=None, since=None, calling=None)
+            elif kind == "loaded":
+                state.update(load=event.get("solutions"), environment=event.get("environment"))
 
-    out = execute(request, emit)
+    job_timeout = float(request.get("job_timeout_s") or 0)
+    if job_timeout <= 0:
+        out = execute(request, emit)
+    else:  # the watchdog needs to know which solution is in a call
+        request = {**request, "config": {**config, "report_calls": True}}
+        out = _watched(request, emit, state, lock, job_timeout, execute)
+    if out.get("poisoned") or out.get("hung"):
+        out["stopped_taking_inputs"] = stop_taking_inputs()
     for job in out.get("jobs", []):
         job["started"] = started.get(job.get("job_id"))
     out["slice_id"] = request.get("slice_id")
@@ -68,6 +125,68 @@ def run_slice(request: dict[str, Any]) -> dict[str, Any]:
         "wall_s": time.monotonic() - t0,
     }
     return out
+
+
+def _watched(request: dict[str, Any], emit: Callable[[dict[str, Any]], None], state: dict[str, Any],
+             lock: threading.Lock, job_timeout: float, execute: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """Run ``execute`` in a thread; return its result, or the partial one when a job hangs."""
+    box: dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            box["out"] = execute(request, emit)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the function's own thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=body, daemon=True, name="fibtui-slice")
+    worker.start()
+    while True:
+        worker.join(_WATCH_S)
+        if not worker.is_alive():
+            if "error" in box:
+                raise box["error"]
+            return box["out"]
+        with lock:
+            hung = state["job"] if state["since"] is not None and time.monotonic() - state["since"] > job_timeout else None
+            if hung is None:
+                continue
+            return _hung_result(request, state, hung, job_timeout)
+
+
+def _hung_result(request: dict[str, Any], state: dict[str, Any], hung: Any, job_timeout: float) -> dict[str, Any]:
+    """The slice's result after job ``hung`` passed its timeout: the finished jobs as they are; in
+    the hung job, the solution whose call never returned is TIMEOUT (when a call of one solution
+    was in flight) and the others were not run; when no single solution can be blamed (the
+    reference, or both solutions timed together), each solution of it is retried alone."""
+    calling = state.get("calling") or {}
+    culprit = calling.get("sid") if calling.get("job_id") == hung else None
+    done = {r.get("job_id") for r in state["results"]}
+    jobs: list[dict[str, Any]] = list(state["results"])
+    for job in request.get("jobs", []):
+        if job.get("job_id") in done:
+            continue
+        sids = list(job.get("solutions") or [])
+        results = []
+        for sid in sids:
+            if job.get("job_id") != hung:
+                results.append({"solution_id": sid, "status": "INFRA_ERROR", "not_run": True,
+                                "error": "not run: an earlier job of its slice hung and the container stopped"})
+            elif sid == culprit:
+                results.append({"solution_id": sid, "status": "TIMEOUT",
+                                "error": f"no result within the {job_timeout:.0f} s job timeout ({calling.get('phase')} call "
+                                         "never returned)"})
+            elif culprit is not None:
+                results.append({"solution_id": sid, "status": "INFRA_ERROR", "not_run": True,
+                                "error": f"not measured: {culprit} hung in the same job"})
+            else:
+                where = calling.get("phase") or "outside a solution's call"
+                results.append({"solution_id": sid, "status": "INFRA_ERROR", "isolate": True,
+                                "error": f"the job passed its {job_timeout:.0f} s timeout in its {where} phase, "
+                                         "not in one solution's own call: each solution is retried alone"})
+        jobs.append({"job_id": job.get("job_id"), "uuid": job["workload"]["uuid"], "repeat": job.get("repeat", 0),
+                     "results": results, "restart": True})
+    return {"environment": state.get("environment"), "load": state.get("load") or {}, "jobs": jobs,
+            "timing_kind": None, "poisoned": False, "hung": hung}
 
 
 @dataclass
@@ -100,6 +219,9 @@ def build_app(
     add_python: str | None = None,
     pip: Iterable[str] = (),
     max_containers: int | None = None,
+    cpu: float | None = None,
+    memory_mb: int | None = None,
+    startup_timeout_s: float | None = None,
 ) -> ModalHandles:
     """A Modal App holding the GPU function. Nothing here talks to Modal: objects are lazy until
     ``app.run()``; ``function.local(request)`` runs the body in this process."""
@@ -118,6 +240,12 @@ def build_app(
         kwargs["volumes"] = {mount_path: volume}
     if max_containers:
         kwargs["max_containers"] = int(max_containers)
+    if cpu:
+        kwargs["cpu"] = float(cpu)  # Modal's default reservation is 0.125 CPU
+    if memory_mb:
+        kwargs["memory"] = int(memory_mb)  # MiB; Modal's default is 128
+    if startup_timeout_s:
+        kwargs["startup_timeout"] = max(10, int(startup_timeout_s))
     function = app.function(**kwargs)(run_slice)
     return ModalHandles(app, function, image, volume)
 
@@ -151,17 +279,81 @@ class ModalCall:
             pass
 
 
+class _LineStream:
+    """A text stream that hands every complete line to ``sink`` (Modal's output, for the CLI's
+    progress lines, the Runs pane and the run folder's modal.log)."""
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self.sink = sink
+        self._buf = ""
+
+    def write(self, text: str) -> int:
+        self._buf += text.replace("\r", "\n")
+        while "\n" in self._buf:
+            line, self._buf = self._buf.split("\n", 1)
+            if line.strip():
+                self.sink(line.rstrip())
+        return len(text)
+
+    def flush(self) -> None:
+        if self._buf.strip():
+            self.sink(self._buf.rstrip())
+        self._buf = ""
+
+    def isatty(self) -> bool:
+        return False
+
+
+@contextmanager
+def modal_output(sink: Callable[[str], None] | None):
+    """Modal's own output (image build and pull, container start, function logs) while the app
+    runs, as ``modal.enable_output()`` gives it, but line by line to ``sink`` instead of this
+    process's stdout (which is the TUI's screen, or --json's document). Without a sink, nothing."""
+    if sink is None:
+        yield
+        return
+    from modal.output import OutputManager
+    from rich.console import Console
+
+    try:
+        from modal._output.rich import RichOutputManager
+
+        manager = RichOutputManager()
+        stream = _LineStream(sink)
+        # the manager's two consoles (modal 1.6: _console, _stderr_console) write to the sink
+        for attr in ("_console", "_stderr_console"):
+            if not hasattr(manager, attr):
+                raise AttributeError(attr)
+            setattr(manager, attr, Console(file=stream, width=120, highlight=False, color_system=None))
+    except (ImportError, AttributeError):  # another client version: its output is not shown
+        yield
+        return
+    previous = OutputManager.get()
+    OutputManager._set(manager)
+    try:
+        yield
+    finally:
+        stream.flush()
+        OutputManager._set(previous)
+
+
 class ModalCaller:
     """Spawns slices on Modal inside one ephemeral app run."""
 
     in_process = False
 
-    def __init__(self, handles: ModalHandles) -> None:
+    def __init__(self, handles: ModalHandles, output: Callable[[str], None] | None = None) -> None:
         self.handles = handles
+        self.output = output
+        #: the ephemeral app's id and the image's, once the app runs (recorded in the run folder)
+        self.app_id: str | None = None
+        self.image_id: str | None = None
 
     @contextmanager
     def session(self):
-        with self.handles.app.run():
+        with modal_output(self.output), self.handles.app.run():
+            self.app_id = getattr(self.handles.app, "app_id", None)
+            self.image_id = getattr(getattr(self.handles, "image", None), "object_id", None)
             yield self
 
     def submit(self, request: dict[str, Any]) -> ModalCall:

@@ -3,7 +3,9 @@
 - **Settings** come from ``[modal]`` in the workspace's fibtui.toml (:class:`ModalSettings`):
   ``gpu`` (default B200), ``image`` or ``image_tag`` (default the contest's evaluation image
   ``flashinfer/flashinfer-ci-cu132:20260401-2c675fb``), ``volume`` (default ``fibtui-datasets``),
-  ``timeout_s`` (per call, default 1800), ``price_per_gpu_hour_usd`` (default 6.25, Modal's B200
+  ``timeout_s`` (per call, default 1800), ``startup_timeout_s`` (900), ``job_timeout_s`` (per job,
+  300), ``cpu`` (8), ``memory_mb`` (32768), ``confirm_above_usd`` (10),
+  ``price_per_gpu_hour_usd`` (default 6.25, Modal's B200
   list price when this was written), ``workers`` (default 4), ``container_overhead_s`` (default 90),
   ``default_job_seconds`` (default 2.0), ``max_retries`` (default 2).
 - **Slices.** A job group is one workload and repeat with all its solutions (the paired baseline
@@ -14,13 +16,26 @@
   commands), estimated GPU-seconds (the median wall time per job of this definition's past GPU runs
   in optimize_ops/runs, else a stated default) and cost. The TUI's confirmation dialog shows
   :meth:`ModalPlan.lines`; ``fibtui run --backend modal --plan [--json]`` prints the same.
-- **The run** (:class:`ModalRunner`): slices are spawned as Modal function calls; each call returns
-  structured results (never console text) that become the same JobResults, events and journal
-  lines as a local run (:mod:`fibtui.runners.journaling`). A failed call (a container lost, a
-  timeout, an exception) is retried alone up to ``max_retries`` times; then its groups are retried
-  one per container, then each solution alone, so one bad kernel cannot sink a whole slice. Results
-  with an infrastructure status are retried alone as in the local runner. Cancel stops every call
-  in flight and launches no more.
+- **The run** (:class:`ModalRunner`): slices are spawned as Modal function calls, never more in
+  flight than containers (so none waits in Modal's queue); each call returns structured results
+  (never console text) that become the same JobResults, events and journal lines as a local run
+  (:mod:`fibtui.runners.journaling`). Modal's own timeouts bound a call (``timeout_s``, counted from
+  when it starts to run; ``startup_timeout_s``); the client does not time calls itself. Inside the
+  container a per-job watchdog (``job_timeout_s``, ``--timeout``: the local runner's job timeout)
+  ends a hung job: its stuck solution is TIMEOUT, and a container whose job hung or whose kernel lost
+  the CUDA context stops taking inputs (``modal.experimental.stop_fetching_inputs``), so Modal never
+  gives it another slice; the jobs it did not run go to a fresh container without counting an
+  attempt. A failed call (a container lost, an exception) is retried alone up to ``max_retries``
+  times (a call past Modal's timeout is not: its work is split at once); then its groups are
+  retried one per container, then each solution alone, so one bad kernel cannot sink a whole
+  slice. Results with an infrastructure status are retried alone as in the local runner. Cancel
+  stops every call in flight and launches no more, also while the image builds. Modal's own output
+  (image build and pull, logs) goes to the run folder's ``modal.log`` and to the progress lines;
+  the app's and the image's ids to ``modal.json``.
+- **Reservations and the cost guard**: ``cpu`` (8) and ``memory_mb`` (32768) per container (Modal's
+  default is 0.125 CPU and 128 MiB); the plan shows the worst case (every job hangs until its job
+  timeout, each in a fresh container) beside the estimate, and a run whose worst case costs more
+  than ``confirm_above_usd`` (10) starts only with ``--yes`` (the TUI always asks, with the plan).
 
 modal is imported only when a run goes to Modal (or runs the function body in-process); the plan,
 the slicing and this module's import never touch it. No token is ever read, printed or recorded:
@@ -35,6 +50,7 @@ import queue
 import shlex
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +66,13 @@ from fibtui.core.runs import (
 from fibtui.core.settings import get_setting, settings_path
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
-from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups, take_job_fields
+from fibtui.runners.journaling import (
+    JobRecorder,
+    SolutionIds,
+    pending_groups,
+    report_builds,
+    take_job_fields,
+)
 
 EventSink = Callable[[object], None]
 
@@ -59,6 +81,8 @@ IMAGE_REPO = "flashinfer/flashinfer-ci-cu132"
 IMAGE_TAG = "20260401-2c675fb"
 MOUNT_PATH = "/data"
 CONTAINER_CACHE_DIR = "/tmp/fibtui-cache/reference"
+#: compiled CUDA/C++ builds inside a container (a warm container reuses them across slices)
+CONTAINER_BUILD_DIR = "/tmp/fibtui-cache/builds"
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,9 +97,19 @@ class ModalSettings:
     volume: str = "fibtui-datasets"
     #: folder of the dataset inside the volume (default: the dataset folder's name)
     volume_dir: str | None = None
+    #: Modal's execution timeout of one call (a slice), counted by Modal from when it starts to run
     timeout_s: float = 1800.0
-    #: extra client-side wait for a container to be scheduled and started
+    #: Modal's startup timeout of a container (pulling the image, importing); queue time is neither
     startup_timeout_s: float = 900.0
+    #: the per-job watchdog inside the container: the local runner's job timeout (``--timeout``)
+    job_timeout_s: float = 300.0
+    #: what each container reserves (Modal's default is 0.125 CPU and 128 MiB: too thin to compile
+    #: Triton kernels or to launch them without gaps)
+    cpu: float = 8.0
+    memory_mb: int = 32768
+    #: ``fibtui run --backend modal`` asks for ``--yes`` (the TUI for a confirmation) when the worst
+    #: case costs more than this
+    confirm_above_usd: float = 10.0
     price_per_gpu_hour_usd: float = 6.25
     workers: int = 4
     container_overhead_s: float = 90.0
@@ -98,8 +132,8 @@ class ModalSettings:
 
 _STR_KEYS = ("gpu", "image", "image_tag", "volume", "volume_dir", "app_name", "add_python")
 _NUM_KEYS = ("timeout_s", "timeout", "startup_timeout_s", "price_per_gpu_hour_usd", "container_overhead_s",
-             "default_job_seconds")
-_INT_KEYS = ("workers", "max_retries")
+             "default_job_seconds", "job_timeout_s", "cpu", "confirm_above_usd")
+_INT_KEYS = ("workers", "max_retries", "memory_mb")
 
 
 def modal_settings(workspace_root: str | Path) -> ModalSettings:
@@ -128,10 +162,13 @@ def modal_settings(workspace_root: str | Path) -> ModalSettings:
                 raise InputError(path, f"expected a non-negative number, got {value!r}", field=where)
             if key in ("timeout_s", "timeout") and value < 10:
                 raise InputError(path, f"a per-call timeout under 10 s cannot start a container, got {value!r}", field=where)
+            if key in ("job_timeout_s", "cpu") and value <= 0:
+                raise InputError(path, f"expected a positive number, got {value!r}", field=where)
             setattr(s, "timeout_s" if key == "timeout" else key, float(value))
         elif key in _INT_KEYS:
-            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "workers" else 0):
-                raise InputError(path, f"expected a whole number{' >= 1' if key == 'workers' else ' >= 0'}, got {value!r}", field=where)
+            least = {"workers": 1, "memory_mb": 128}.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InputError(path, f"expected a whole number >= {least}, got {value!r}", field=where)
             setattr(s, key, int(value))
         elif key == "pip":
             if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -225,6 +262,14 @@ class ModalPlan:
     price_per_gpu_hour_usd: float
     estimated_cost_usd: float
     timeout_s: float
+    #: the per-job watchdog inside each container
+    job_timeout_s: float
+    #: every job hangs until its job timeout, each in a container of its own that then stops
+    worst_case_gpu_seconds: float
+    worst_case_cost_usd: float
+    confirm_above_usd: float
+    cpu: float
+    memory_mb: int
     volume_needed: bool
     volume_files: list[VolumeFile]
     upload_commands: list[str]
@@ -246,7 +291,15 @@ class ModalPlan:
         out["estimated_gpu_seconds"] = round(self.estimated_gpu_seconds, 1)
         out["estimated_wall_seconds"] = round(self.estimated_wall_seconds, 1)
         out["estimated_cost_usd"] = round(self.estimated_cost_usd, 4)
+        out["worst_case_gpu_seconds"] = round(self.worst_case_gpu_seconds, 1)
+        out["worst_case_cost_usd"] = round(self.worst_case_cost_usd, 4)
+        out["needs_confirmation"] = self.needs_confirmation
         return out
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """The worst case costs more than ``[modal] confirm_above_usd``."""
+        return self.worst_case_cost_usd > self.confirm_above_usd
 
     def lines(self) -> list[str]:
         """The plan in words, for the terminal and the TUI's confirmation dialog."""
@@ -270,6 +323,11 @@ class ModalPlan:
                    f"${self.price_per_gpu_hour_usd:.2f} per GPU-hour; wall time about {_fmt_duration(self.estimated_wall_seconds)}")
         creds = {"env": "MODAL_TOKEN_ID/MODAL_TOKEN_SECRET in the environment", None: "none found (run `modal setup`)"}.get(
             self.credentials, self.credentials)
+        out.append(f"  worst case: every job hangs until its {self.job_timeout_s:.0f} s job timeout, each in a fresh "
+                   f"container = {self.worst_case_gpu_seconds:.0f} GPU-seconds, about ${self.worst_case_cost_usd:.2f}"
+                   + (f" (above [modal] confirm_above_usd = ${self.confirm_above_usd:.2f}: asks first)"
+                      if self.needs_confirmation else ""))
+        out.append(f"  each container reserves {self.cpu:g} CPU and {self.memory_mb} MiB")
         out.append(f"  per-call timeout {self.timeout_s:.0f} s; Modal credentials: {creds}"
                    + ("" if self.modal_installed else "; the modal package is not installed (pip install modal)"))
         out.extend(f"  note: {n}" for n in self.notes)
@@ -318,8 +376,21 @@ def upload_commands(volume: str, dataset_root: Path, files: list[VolumeFile], vo
     for top in tops:
         local = dataset_root / top
         remote = f"/{volume_dir}/{top}"
-        cmds.append(f"modal volume put {shlex.quote(volume)} {shlex.quote(str(local))} {shlex.quote(remote)}")
+        # --force: a file already there (of another size, say) is replaced, as the runner's own upload does
+        cmds.append(f"modal volume put --force {shlex.quote(volume)} {shlex.quote(str(local))} {shlex.quote(remote)}")
     return cmds
+
+
+def worst_case_gpu_seconds(jobs: int, job_timeout_s: float, container_overhead_s: float) -> float:
+    """The GPU-seconds of a run in which every job hangs: each job runs until the watchdog stops it
+    at its job timeout, and its container then stops taking inputs, so the next job starts a fresh
+    container (its start-up billed again). A hung job's other solutions and the jobs after it are
+    not run there; they go to the next container without counting an attempt. The watchdog looks
+    every WATCHDOG_INTERVAL_S, so a hung job ends up to that much after its timeout: the whole
+    interval is counted, which makes this an upper bound (short only by the worker's set-up)."""
+    from fibtui.worker.protocol import WATCHDOG_INTERVAL_S
+
+    return jobs * (job_timeout_s + WATCHDOG_INTERVAL_S + container_overhead_s)
 
 
 def plan_modal(ws, options) -> ModalPlan:
@@ -354,10 +425,12 @@ def plan_modal(ws, options) -> ModalPlan:
     missing = [f for f in files if f.size is None]
     if missing:
         notes.append(f"{len(missing)} safetensors file(s) are missing on this machine, e.g. {missing[0].local}")
-    timeout = float(options.job_timeout_s or settings.timeout_s)
-    if jobs_per and max(jobs_per) * per_job + settings.container_overhead_s > timeout:
+    timeout = float(settings.timeout_s)
+    job_timeout = float(options.job_timeout_s or settings.job_timeout_s)
+    if jobs_per and max(jobs_per) * per_job > timeout:
         notes.append(f"the largest slice may need more than the {timeout:.0f} s per-call timeout: "
                      "use more --workers or raise [modal] timeout_s")
+    worst_s = worst_case_gpu_seconds(sum(jobs_per), job_timeout, settings.container_overhead_s)
     return ModalPlan(
         definition=resolved.definition.name, gpu=settings.gpu, image=settings.image, app_name=settings.app_name,
         volume=settings.volume, mount_path=MOUNT_PATH, volume_dir=volume_dir, containers=len(slices),
@@ -366,6 +439,9 @@ def plan_modal(ws, options) -> ModalPlan:
         container_overhead_s=settings.container_overhead_s, estimated_gpu_seconds=gpu_s, estimated_wall_seconds=wall_s,
         price_per_gpu_hour_usd=settings.price_per_gpu_hour_usd,
         estimated_cost_usd=gpu_s / 3600.0 * settings.price_per_gpu_hour_usd, timeout_s=timeout,
+        job_timeout_s=job_timeout, worst_case_gpu_seconds=worst_s,
+        worst_case_cost_usd=worst_s / 3600.0 * settings.price_per_gpu_hour_usd,
+        confirm_above_usd=settings.confirm_above_usd, cpu=settings.cpu, memory_mb=settings.memory_mb,
         volume_needed=bool(files), volume_files=files,
         upload_commands=upload_commands(settings.volume, dataset_root, files, volume_dir) if files else [],
         credentials=found.modal_credentials, modal_installed=found.modal_installed,
@@ -387,7 +463,7 @@ def modal_header_settings(ws, options, engine_config: dict[str, Any]) -> dict[st
     if options.workers:
         s.workers = int(options.workers)
     if options.job_timeout_s:
-        s.timeout_s = float(options.job_timeout_s)
+        s.job_timeout_s = float(options.job_timeout_s)  # --timeout: per job, as for the local runner
     dataset_root = Path(engine_config.get("dataset_root") or ws.dataset().root)
     s.volume_dir = s.volume_dir or dataset_root.name
     out = s.to_json()
@@ -396,6 +472,7 @@ def modal_header_settings(ws, options, engine_config: dict[str, Any]) -> dict[st
         out["local_dataset_root"] = str(dataset_root)
         engine_config["dataset_root"] = f"{MOUNT_PATH}/{s.volume_dir}"
         engine_config["cache_dir"] = CONTAINER_CACHE_DIR
+        engine_config["build_cache_dir"] = CONTAINER_BUILD_DIR
     return out
 
 
@@ -470,6 +547,7 @@ class ModalRunner:
         self._numbers = 0
         self._compile_logged: set[str] = set()
         self.calls = 0  # calls made (slices launched), for the report and the tests
+        self._sink: EventSink | None = None  # where Modal's own output goes as log lines
 
     # -- building the caller (the only place modal is imported) ---------------------------------
 
@@ -481,12 +559,26 @@ class ModalRunner:
             app_name=s.app_name, gpu=s.gpu, image_ref=s.image, timeout_s=s.timeout_s,
             volume_name=None if self.in_process or not self.volume_files else s.volume,
             mount_path=MOUNT_PATH, add_python=s.add_python, pip=s.pip, max_containers=self.workers,
+            cpu=s.cpu, memory_mb=s.memory_mb, startup_timeout_s=s.startup_timeout_s,
         )
         if self.in_process:
             return modal_app.InProcessCaller(handles.function, parallel=1,
                                              interpreter=self.engine_config.get("backend") == "interpreter")
         self.volume = handles.volume
-        return modal_app.ModalCaller(handles)
+        return modal_app.ModalCaller(handles, output=self._modal_output)
+
+    def _modal_output(self, line: str) -> None:
+        """A line of Modal's own output: into the run folder's modal.log and on as a log line."""
+        from fibtui.core.fsio import append_line
+
+        line = scrub(line).replace("\n", " ")
+        try:
+            append_line(self.folder / "modal.log", line)
+        except OSError:
+            pass  # the log is a courtesy: the run goes on
+        sink = self._sink
+        if sink is not None:
+            sink(LogLine(f"modal: {line[:300]}", "dim"))
 
     def sync_volume(self, on_event: EventSink) -> int:
         """Upload the safetensors files the volume lacks (or holds at another size)."""
@@ -524,10 +616,13 @@ class ModalRunner:
                     f"on Modal ({self.settings.gpu}, {self.settings.image})"
                 slices = make_slices(tasks, self.workers, first_number=self._numbers + 1)
                 on_event(LogLine(f"{sum(s.jobs for s in slices)} job(s) in {len(slices)} slice(s) {where}"))
+                self._sink = on_event
                 try:
-                    with self.caller.session():
-                        self.sync_volume(on_event)
-                        self._loop(slices, on_event, cancel)
+                    with self._session(cancel, on_event) as live:
+                        if live:
+                            self._record_app(on_event)
+                            self.sync_volume(on_event)
+                            self._loop(slices, on_event, cancel)
                 except FibError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - Modal unreachable, refused, or the app failed
@@ -537,6 +632,58 @@ class ModalRunner:
         finally:
             release_lock(self.folder)
 
+    @contextmanager
+    def _session(self, cancel: threading.Event, on_event: EventSink):
+        """The caller's session, entered in a thread of its own: building or pulling the image can
+        take minutes, and a cancel meanwhile returns at once (yielding False; nothing is launched,
+        and the thread leaves the session as soon as it is in)."""
+        entered = threading.Event()
+        leave = threading.Event()
+        box: dict[str, Any] = {}
+
+        def hold() -> None:
+            try:
+                with self.caller.session():
+                    entered.set()
+                    leave.wait()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, in the runner's thread
+                box["error"] = exc
+            finally:
+                entered.set()
+
+        holder = threading.Thread(target=hold, daemon=True, name="fibtui-modal-session")
+        holder.start()
+        while not entered.wait(0.2):
+            if cancel.is_set():
+                on_event(LogLine("cancelled while the Modal app was starting (the image build or pull): "
+                                 "nothing was launched", "warning"))
+                leave.set()
+                yield False
+                return
+        if "error" in box:
+            raise box["error"]
+        try:
+            yield True
+        finally:
+            leave.set()
+            holder.join(timeout=60)
+        if "error" in box:  # leaving the app failed (the body itself went well)
+            raise box["error"]
+
+    def _record_app(self, on_event: EventSink) -> None:
+        """The app's and the image's ids, once the app runs: in the run folder (modal.json) and said."""
+        app_id, image_id = getattr(self.caller, "app_id", None), getattr(self.caller, "image_id", None)
+        if not (app_id or image_id):
+            return
+        from fibtui.core.fsio import atomic_write_json
+
+        try:
+            atomic_write_json(self.folder / "modal.json", {"app_id": app_id, "image_id": image_id,
+                                                           "image": self.settings.image, "gpu": self.settings.gpu})
+        except OSError:
+            pass
+        on_event(LogLine(f"Modal app {app_id or '?'} (image {image_id or '?'} from {self.settings.image})"))
+
     def _new_slice(self, tasks: list[Task], attempt: int, isolated: bool = False) -> Slice:
         self._numbers += 1
         return Slice(self._numbers, tasks, attempt, isolated)
@@ -545,6 +692,7 @@ class ModalRunner:
         used = {sid for t in sl.tasks for sid in t.sids}
         return {
             "slice_id": sl.number,
+            "job_timeout_s": self.settings.job_timeout_s,
             "config": self.engine_config,
             "definition": self.definition,
             "solutions": [s for s in self.solutions if s["id"] in used],
@@ -560,34 +708,48 @@ class ModalRunner:
             out["container"] = container.get("task_id") or container.get("host")
         return out
 
-    def _wait_s(self) -> float:
-        extra = 0.0 if getattr(self.caller, "in_process", False) else self.settings.startup_timeout_s
-        return self.settings.timeout_s + extra
+    def _wait_s(self) -> float | None:
+        """How long the client waits for a call: not at all on its own. Modal's execution timeout
+        (``timeout_s``) and startup timeout count from when the call starts to run, never its time
+        in the queue; in this process each job has its watchdog."""
+        return None
 
     def _loop(self, slices: list[Slice], on_event: EventSink, cancel: threading.Event) -> None:
         self._numbers = max((s.number for s in slices), default=self._numbers)
         pending: list[Slice] = list(slices)
         active: dict[int, tuple[Slice, Any]] = {}
         finished: queue.Queue[tuple[int, Any]] = queue.Queue()
-        while (pending or active) and not cancel.is_set():
-            while pending and not cancel.is_set():
-                sl = pending.pop(0)
-                active[sl.number] = (sl, self._launch(sl, finished, on_event))
-            try:
-                number, outcome = finished.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if number not in active:
-                continue
-            sl, _ = active.pop(number)
-            if isinstance(outcome, BaseException):
-                pending.extend(self._failed(sl, outcome, on_event))
-            else:
-                pending.extend(self._returned(sl, outcome, on_event))
+        try:
+            while (pending or active) and not cancel.is_set():
+                # never more calls in flight than containers: a queued call would wait for one
+                while pending and len(active) < self.workers and not cancel.is_set():
+                    sl = pending.pop(0)
+                    active[sl.number] = (sl, self._launch(sl, finished, on_event))
+                try:
+                    number, outcome = finished.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if number not in active:
+                    continue
+                sl, _ = active.pop(number)
+                if isinstance(outcome, BaseException):
+                    pending.extend(self._failed(sl, outcome, on_event))
+                else:
+                    pending.extend(self._returned(sl, outcome, on_event))
+        except BaseException:
+            cancel.set()  # an interrupt: cancel the calls in flight (below), record nothing more
+            raise
+        finally:
+            self._cancel_active(active, cancel, on_event)
+
+    def _cancel_active(self, active: dict[int, tuple[Slice, Any]], cancel: threading.Event, on_event: EventSink) -> None:
         if cancel.is_set():
             for _sl, call in active.values():
                 if call is not None:
-                    call.cancel()
+                    try:
+                        call.cancel()
+                    except Exception as exc:  # noqa: BLE001 - say it; the app's end stops its containers too
+                        on_event(LogLine(f"could not cancel a call: {describe_failure(exc)}", "warning"))
             if active:
                 on_event(LogLine(f"cancelled {len(active)} call(s) in flight", "warning"))
 
@@ -626,13 +788,15 @@ class ModalRunner:
         if container:
             on_event(LogLine(f"slice {sl.number} returned from {container.get('task_id') or container.get('host') or 'a container'}"
                              f" after {float(container.get('wall_s') or 0):.1f} s"))
-        for sid, rep in (out.get("load") or {}).items():
-            if isinstance(rep, dict) and not rep.get("ok") and sid in self.ref_of and sid not in self._compile_logged:
-                self._compile_logged.add(sid)
-                on_event(LogLine(f"{self.ref_of[sid][1]}: COMPILE_ERROR: {scrub(str(rep.get('error')))[:600]}", "error"))
+        fresh = {sid: {**rep, "error": scrub(str(rep.get("error")))[:600], "log": scrub(str(rep.get("log") or ""))}
+                 for sid, rep in (out.get("load") or {}).items()
+                 if isinstance(rep, dict) and sid in self.ref_of and sid not in self._compile_logged}
+        self._compile_logged.update(fresh)
+        report_builds(self.folder, self.ref_of, fresh, on_event)
         by_key = {(t.uuid, t.repeat): t for t in sl.tasks}
         seen: set[tuple[str, int, str]] = set()
         retry: list[Task] = []
+        requeue: list[Task] = []
         for job in out["jobs"]:
             if not isinstance(job, dict):
                 continue
@@ -645,6 +809,9 @@ class ModalRunner:
                     continue
                 seen.add((task.uuid, task.repeat, sid))
                 take_job_fields(r, job, job.get("started") or out.get("_submitted"))
+                if r.get("not_run"):  # another job made its container stop: it has not been tried
+                    requeue.append(Task(task.uuid, task.repeat, [sid], task.attempt))
+                    continue
                 if r.get("status") in INFRA_STATUSES and task.attempt <= self.max_retries:
                     on_event(LogLine(f"retrying {task.uuid[:8]} {self.ref_of[sid][1]} (attempt {task.attempt + 1}): "
                                      f"{scrub(str(r.get('error')))[:300]}", "warning"))
@@ -655,8 +822,11 @@ class ModalRunner:
         lost = [Task(t.uuid, t.repeat, [s], t.attempt) for t in sl.tasks for s in t.sids if (t.uuid, t.repeat, s) not in seen]
         if lost:
             retry.extend(self._infra_or_final(sl, lost, "the container returned no result for it", on_event))
-        if out.get("poisoned"):
-            on_event(WorkerRestarted(sl.number, "a kernel lost the CUDA context; the jobs it did not run go to a fresh container"))
+        if out.get("poisoned") or out.get("hung"):
+            why = "a kernel lost the CUDA context" if out.get("poisoned") else f"job {str(out.get('hung'))[:40]} hung"
+            stopped = "it stops taking inputs" if out.get("stopped_taking_inputs") else "it is sent nothing more"
+            on_event(WorkerRestarted(sl.number, f"{why}: {stopped}; the jobs it did not run go to a fresh container"))
+        retry += requeue
         if not retry:
             return []
         return [self._new_slice(retry, max(t.attempt for t in retry))]
@@ -678,7 +848,9 @@ class ModalRunner:
         reason = describe_failure(exc)
         timeout = is_timeout(exc)
         on_event(WorkerRestarted(sl.number, f"slice {sl.number} ({sl.jobs} job(s)) failed: {reason}"))
-        if not sl.isolated and sl.attempt <= self.max_retries:
+        # a call that ran out of Modal's execution timeout is not run again whole (it would cost the
+        # whole timeout again): its work is split at once
+        if not sl.isolated and sl.attempt <= self.max_retries and not timeout:
             on_event(LogLine(f"retrying slice {sl.number} alone (attempt {sl.attempt + 1})", "warning"))
             return [self._new_slice(sl.tasks, sl.attempt + 1)]
         if len(sl.tasks) > 1:
