@@ -1,10 +1,18 @@
-"""Correctness like the official evaluator: shape, dtype, non-finite values, then atol/rtol with a
-required matched ratio (an element fails when both its absolute and relative error exceed the
-tolerances)."""
+"""The pieces every evaluator shares: tolerances, the verdict, turning a value-returning result into
+the definition's output list, and the elementwise check of one output against its reference.
+
+The elementwise check is flashinfer-bench's: shape, then dtype, then any inf (errors reported as
+inf), then any NaN (errors NaN), then per element abs = |x - y| and rel = abs / (|y| + 1e-8) in
+float32; an element fails when abs > atol AND rel > rtol; the output fails when the share of
+elements that do not fail is under the required matched ratio. (A NaN in the reference makes its
+element compare as not failing, as there.) The evaluators (fibtui.worker.evaluators) decide what
+is checked; docs/evaluators.md says how each one judges.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -14,7 +22,13 @@ import torch
 class Tolerance:
     atol: float = 1e-2
     rtol: float = 1e-2
-    matched_ratio: float = 1.0
+    #: the required share of matching elements; None: the evaluator's own default
+    matched_ratio: float | None = 1.0
+    #: evaluator-specific settings (sampling: validation trials, TVD threshold)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def ratio(self, default: float = 1.0) -> float:
+        return default if self.matched_ratio is None else float(self.matched_ratio)
 
 
 @dataclass
@@ -24,6 +38,8 @@ class Verdict:
     max_rel_error: float | None = None
     matched_ratio: float | None = None
     detail: str | None = None
+    #: evaluator-specific numbers (tvd, per-batch tvds...)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def normalize(result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device) -> list[torch.Tensor]:
@@ -47,34 +63,70 @@ def normalize(result: Any, names: list[str], dtypes: list[torch.dtype], device: 
     return [as_tensor(result, dtypes[0])]
 
 
-def compare(outputs: list[torch.Tensor], references: list[torch.Tensor], names: list[str], tol: Tolerance) -> Verdict:
+@dataclass
+class OutputCheck:
+    """One output against its reference: a status that is not None ends the check at once
+    (shape, dtype, inf or NaN); otherwise the error numbers and whether it exceeded."""
+    status: str | None
+    max_abs: float
+    max_rel: float
+    ratio: float
+    exceeds: bool
+    detail: str | None = None
+
+
+def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance,
+                 required_ratio: float) -> OutputCheck:
+    if tuple(out.shape) != tuple(ref.shape):
+        return OutputCheck("INCORRECT_SHAPE", 0.0, 0.0, 0.0, True,
+                           f"{name}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return OutputCheck("INCORRECT_DTYPE", 0.0, 0.0, 0.0, True, f"{name}: dtype {out.dtype}, expected {ref.dtype}")
+    x = out.detach().to(device=ref.device, dtype=torch.float32)
+    y = ref.to(torch.float32)
+    if x.numel() == 0:
+        return OutputCheck(None, 0.0, 0.0, 1.0, False)
+    if bool(torch.isinf(x).any()):
+        n = int(torch.isinf(x).sum())
+        return OutputCheck("INCORRECT_NUMERICAL", math.inf, math.inf, 0.0, True, f"{name}: {n} infinite value(s)")
+    if bool(torch.isnan(x).any()):
+        n = int(torch.isnan(x).sum())
+        return OutputCheck("INCORRECT_NUMERICAL", math.nan, math.nan, 0.0, True,
+                           f"{name}: {n} NaN value(s) (unwritten outputs read as NaN)")
+    return elementwise(name, x, y, tol, required_ratio)
+
+
+def elementwise(name: str, x: torch.Tensor, y: torch.Tensor, tol: Tolerance, required_ratio: float) -> OutputCheck:
+    """abs/rel errors of float32 ``x`` against ``y``, the share within tolerance, and whether it
+    is under ``required_ratio``."""
+    abs_err = (x - y).abs()
+    rel_err = abs_err / (y.abs() + 1e-8)
+    failing = (abs_err > tol.atol) & (rel_err > tol.rtol)
+    n_fail = int(failing.sum())
+    ratio = min(1.0, max(0.0, 1.0 - n_fail / x.numel()))
+    exceeds = ratio < required_ratio
+    detail = (f"{name}: {n_fail} of {x.numel()} elements beyond atol={tol.atol:g} rtol={tol.rtol:g}"
+              f" (matched {ratio:.4f}, required {required_ratio:g})") if exceeds else None
+    return OutputCheck(None, float(abs_err.max()), float(rel_err.max()), ratio, exceeds, detail)
+
+
+def compare(outputs: list[torch.Tensor], references: list[torch.Tensor], names: list[str], tol: Tolerance,
+            default_ratio: float = 1.0) -> Verdict:
+    """Every output against its reference (the default evaluator's check of one input set)."""
     max_abs = 0.0
     max_rel = 0.0
-    worst_ratio = 1.0
+    worst = 1.0
     failing: list[str] = []
-    for name, out, ref in zip(names, outputs, references, strict=True):
-        if tuple(out.shape) != tuple(ref.shape):
-            return Verdict("INCORRECT_SHAPE", detail=f"{name}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
-        if out.dtype != ref.dtype:
-            return Verdict("INCORRECT_DTYPE", detail=f"{name}: dtype {out.dtype}, expected {ref.dtype}")
-        x = out.detach().to(device=ref.device, dtype=torch.float32)
-        y = ref.to(torch.float32)
-        if x.numel() == 0:
-            continue
-        finite = torch.isfinite(x)
-        if not bool(finite.all()):
-            bad = int((~finite).sum())
-            return Verdict("INCORRECT_NUMERICAL", float("inf"), float("inf"), 0.0,
-                           detail=f"{name}: {bad} non-finite value(s) (unwritten outputs read as NaN)")
-        abs_err = (x - y).abs()
-        rel_err = abs_err / (y.abs() + 1e-8)
-        exceeds = (abs_err > tol.atol) & (rel_err > tol.rtol)
-        ratio = 1.0 - float(exceeds.sum()) / x.numel()
-        max_abs = max(max_abs, float(abs_err.max()))
-        max_rel = max(max_rel, float(rel_err.max()))
-        worst_ratio = min(worst_ratio, ratio)
-        if ratio < tol.matched_ratio:
-            failing.append(f"{name}: {int(exceeds.sum())} of {x.numel()} elements beyond atol={tol.atol} rtol={tol.rtol}")
+    required = tol.ratio(default_ratio)
+    for name, out, ref in zip(names, outputs, references, strict=False):
+        c = check_output(name, out, ref, tol, required)
+        if c.status is not None:
+            return Verdict(c.status, c.max_abs if c.status == "INCORRECT_NUMERICAL" else None,
+                           c.max_rel if c.status == "INCORRECT_NUMERICAL" else None,
+                           c.ratio if c.status == "INCORRECT_NUMERICAL" else None, detail=c.detail)
+        max_abs, max_rel, worst = max(max_abs, c.max_abs), max(max_rel, c.max_rel), min(worst, c.ratio)
+        if c.exceeds:
+            failing.append(c.detail or name)
     if failing:
-        return Verdict("INCORRECT_NUMERICAL", max_abs, max_rel, worst_ratio, detail="; ".join(failing))
-    return Verdict("PASSED", max_abs, max_rel, worst_ratio)
+        return Verdict("INCORRECT_NUMERICAL", max_abs, max_rel, worst, detail="; ".join(failing))
+    return Verdict("PASSED", max_abs, max_rel, worst)
