@@ -400,3 +400,42 @@ def test_many_distinct_values_are_binned() -> None:
     narrow = regimes.analyze(*synthetic_set({"seq": [1000 + i % 50 for i in range(200)]}))
     assert narrow.binning == {"seq": "quantile"} and len(narrow.bands) == regimes.QUANTILE_BINS
     check_partition(narrow)
+
+
+def test_an_axis_the_constraints_fix_is_not_a_band_axis(tmp_path) -> None:
+    """GDN prefill: len_cu_seqlens == num_seqs + 1 (a constraint every workload obeys) follows from
+    num_seqs; the bands are cut along total_seq_len and num_seqs only. A constraint reading a
+    tensor, or one the workloads break, derives nothing."""
+    import polars as pl
+
+    from fibtui.core.dataset import parse_definition
+    from fibtui.core.regimes import analyze, derived_axes
+
+    raw = {"name": "prefill_like", "op_type": "gdn",
+           "axes": {"total_seq_len": {"type": "var"}, "num_seqs": {"type": "var"}, "len_cu_seqlens": {"type": "var"},
+                    "h": {"type": "const", "value": 4}},
+           "constraints": ["len_cu_seqlens == num_seqs + 1", "total_seq_len == cu_seqlens[-1].item()"],
+           "inputs": {"cu_seqlens": {"shape": ["len_cu_seqlens"], "dtype": "int64"},
+                      "q": {"shape": ["total_seq_len", "h"], "dtype": "bfloat16"}},
+           "outputs": {"o": {"shape": ["total_seq_len", "h"], "dtype": "bfloat16"}},
+           "reference": "def run(cu_seqlens, q):\n    return q\n"}
+    definition = parse_definition(raw)
+    combos = [(64, 1), (512, 1), (1024, 2), (1024, 4), (2048, 4), (2048, 8)]
+    frame = pl.DataFrame({"total_seq_len": [t for t, _ in combos], "num_seqs": [n for _, n in combos],
+                          "len_cu_seqlens": [n + 1 for _, n in combos]})
+    assert derived_axes(definition, frame, ["total_seq_len", "num_seqs", "len_cu_seqlens"]) == {
+        "len_cu_seqlens": "num_seqs + 1"}
+    broken = frame.with_columns(pl.Series("len_cu_seqlens", [2, 2, 3, 5, 5, 7]))  # the last breaks it
+    assert derived_axes(definition, broken, ["total_seq_len", "num_seqs", "len_cu_seqlens"]) == {}
+    lines = [{"definition": "prefill_like", "workload": {"uuid": f"w{i}", "axes": {"total_seq_len": t, "num_seqs": n,
+                                                                                      "len_cu_seqlens": n + 1},
+                                                          "inputs": {}}} for i, (t, n) in enumerate(combos)]
+    from fibtui.core.dataset import load_workloads
+
+    path = tmp_path / "w.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    report = analyze(definition, load_workloads(path, definition))
+    assert report.varying_axes == ["total_seq_len", "num_seqs"]
+    assert report.derived_axes == {"len_cu_seqlens": "num_seqs + 1"} and "len_cu_seqlens" not in report.const_axes
+    assert all("len_cu_seqlens" not in b.name for b in report.bands)
+    assert report.to_json()["derived_axes"] == {"len_cu_seqlens": "num_seqs + 1"}

@@ -41,6 +41,8 @@ Representatives
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -126,6 +128,8 @@ class RegimeReport:
     op_type: str
     varying_axes: list[str]
     const_axes: dict[str, int]
+    #: varying axes the constraints fix from others: axis -> expression (not band axes)
+    derived_axes: dict[str, str]
     dominant_axis: str | None
     binning: dict[str, str]
     has_latency: bool
@@ -183,6 +187,7 @@ class RegimeReport:
             "latency_source": self.latency_source,
             "total_latency_ms": self.total_latency_ms,
             "varying_axes": list(self.varying_axes),
+            "derived_axes": dict(self.derived_axes),
             "const_axes": dict(self.const_axes),
             "dominant_axis": self.dominant_axis,
             "binning": dict(self.binning),
@@ -335,9 +340,16 @@ def analyze(
     # Which declared-variable axes actually vary.
     uniques = frame.select([pl.col(a).n_unique().alias(a) for a in declared]).row(0, named=True) if declared else {}
     varying = [a for a in declared if uniques[a] > 1]
+    # an axis the definition's constraints fix from other axes (``len_cu_seqlens == num_seqs + 1``)
+    # and that every workload obeys is not a dimension of its own: no band is cut along it
+    derived = {a: expr for a, expr in derived_axes(definition, frame, varying).items() if a in varying}
+    for a, expr in derived.items():
+        varying.remove(a)
+        notes.append(f"{a} follows from the other axes ({a} == {expr}, a constraint every workload obeys): "
+                     "not a band axis")
     const_axes = dict(definition.const_axes)
     for a in declared:
-        if a not in varying:
+        if a not in varying and a not in derived:
             const_axes[a] = int(frame.get_column(a)[0])
             notes.append(f"{a} is a variable axis but every workload has {a}={const_axes[a]}")
 
@@ -504,6 +516,7 @@ def analyze(
         dev_json = dev.to_json()
     report = RegimeReport(
         definition=definition.name, op_type=definition.op_type, varying_axes=varying, const_axes=const_axes,
+        derived_axes=derived,
         dominant_axis=dominant, binning=binning, has_latency=has_latency,
         latency_source=latency_source or ("results" if has_latency else "none: counts only"),
         bands=bands, outliers=outliers, outlier_details=outlier_details, representatives=[], shape_matrix=[],
@@ -820,3 +833,63 @@ def unpin(root: str | Path, uuid: str) -> tuple[list[str], list[str]]:
     set_setting(root, "regimes.pinned", pinned)
     set_setting(root, "regimes.unpinned", unpinned)
     return pinned, unpinned
+
+
+_EQUALITY = re.compile(r"^\s*([A-Za-z_]\w*)\s*==\s*(.+?)\s*$")
+
+
+def _axis_expression(node: ast.AST, axes: set[str]) -> bool:
+    """Integer arithmetic over axis names only (no calls, indexing or attributes)."""
+    if isinstance(node, ast.Expression):
+        return _axis_expression(node.body, axes)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+        return _axis_expression(node.left, axes) and _axis_expression(node.right, axes)
+    if isinstance(node, ast.Name):
+        return node.id in axes
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
+
+
+def _evaluate(node: ast.AST, values: dict[str, int]) -> int:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body, values)
+    if isinstance(node, ast.Name):
+        return int(values[node.id])
+    if isinstance(node, ast.Constant):
+        return int(node.value)
+    assert isinstance(node, ast.BinOp)
+    left, right = _evaluate(node.left, values), _evaluate(node.right, values)
+    if isinstance(node.op, ast.Add):
+        return left + right
+    if isinstance(node.op, ast.Sub):
+        return left - right
+    if isinstance(node.op, ast.Mult):
+        return left * right
+    return left // right if right else 0
+
+
+def derived_axes(definition: Definition, frame: pl.DataFrame, varying: list[str]) -> dict[str, str]:
+    """Varying axes that an equality constraint of the definition (``axis == expression over other
+    axes``) fixes, checked against every workload: axis -> expression. Only integer arithmetic over
+    axis names counts; a constraint reading a tensor (``cu_seqlens[-1].item()``) does not."""
+    out: dict[str, str] = {}
+    consts = definition.const_axes
+    known = set(consts) | set(varying)
+    for text in definition.constraints:
+        m = _EQUALITY.match(text)
+        if not m or m.group(1) not in varying:
+            continue
+        axis, expr = m.group(1), m.group(2)
+        try:
+            tree = ast.parse(expr, mode="eval")
+        except SyntaxError:
+            continue
+        if not _axis_expression(tree, known - {axis}):
+            continue
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        if not names & (set(varying) - {axis}):
+            continue  # fixed by consts alone: it would not vary
+        cols = [c for c in sorted(names | {axis}) if c in frame.columns]
+        holds = all(_evaluate(tree, {**consts, **row}) == row[axis] for row in frame.select(cols).iter_rows(named=True))
+        if holds:
+            out[axis] = expr
+    return out

@@ -1,14 +1,24 @@
-"""Inputs from a workload: random by dtype (seeded, reproducible), scalars, safetensors."""
+"""Inputs from a workload: random by dtype (seeded, reproducible), scalars, safetensors.
+
+Safetensors inputs are read once per worker and kept on the device (each input set gets a
+device-side copy, so a kernel that writes into its inputs cannot change the next one). Structured
+inputs a workload leaves random (sequence boundaries, lengths, page tables, token indices, FP8
+scales) are made consistent with the axes (fibtui.worker.structured), and the definition's
+evaluator may prepare the rest as the official one does (fibtui.worker.evaluators).
+"""
 
 from __future__ import annotations
 
 import json
 import struct
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from fibtui.worker import structured
 
 DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
@@ -102,14 +112,23 @@ def resolve_inside(root: Path | None, rel: str) -> Path:
     return path
 
 
+#: ``prepare(definition, workload, inputs, generator)``: an evaluator's adjustment of fresh inputs
+Prepare = Callable[[dict[str, Any], dict[str, Any], list[Any], torch.Generator], None]
+
+
 class InputMaker:
     """Makes the inputs of one workload in definition order; caches safetensors loads."""
 
-    def __init__(self, definition: dict[str, Any], device: str, dataset_root: str | None) -> None:
+    def __init__(self, definition: dict[str, Any], device: str, dataset_root: str | None,
+                 prepare: Prepare | None = None) -> None:
         self.definition = definition
         self.device = torch.device(device)
         self.dataset_root = Path(dataset_root) if dataset_root else None
+        #: safetensors inputs, on the device, by (path, tensor key)
         self._loaded: dict[tuple[str, str], torch.Tensor] = {}
+        self.prepare = prepare
+        #: the structured inputs filled for the last workload made (names)
+        self.filled: list[str] = []
 
     def axis_values(self, workload: dict[str, Any]) -> dict[str, int]:
         values = {n: a["value"] for n, a in self.definition["axes"].items() if a.get("type") == "const"}
@@ -145,27 +164,49 @@ class InputMaker:
                         raise InputErrorW(f"safetensors input {name!r}: shape {list(t.shape)}, expected {expect}")
                     if t.dtype != dtype:
                         raise InputErrorW(f"safetensors input {name!r}: dtype {t.dtype}, expected {dtype}")
-                    self._loaded[key] = t
-                out.append(self._loaded[key].to(self.device))
+                    self._loaded[key] = t.to(self.device)
+                out.append(self._loaded[key].clone())
             else:
                 shape = self.shape(spec, axes)
                 if shape is None:
                     out.append(_random((), dtype, self.device, gen).item())
                 else:
                     out.append(_random(shape, dtype, self.device, gen))
+        # structured inputs from a CPU generator of their own (its draws do not depend on the device)
+        self.filled = structured.fill(self.definition, workload, out, axes, torch.Generator().manual_seed(seed ^ 0x5EED))
+        if self.prepare is not None:
+            self.prepare(self.definition, workload, out, gen)
         return out
 
     def output_shapes(self, workload: dict[str, Any]) -> list[tuple[list[int], torch.dtype]]:
         axes = self.axis_values(workload)
         return [((self.shape(spec, axes) or []), torch_dtype(spec["dtype"])) for spec in self.definition["outputs"].values()]
 
-    def allocate_outputs(self, workload: dict[str, Any], poison: bool) -> list[torch.Tensor]:
+    def axes_from_inputs(self, inputs: list[Any]) -> dict[str, int]:
+        """The axis values the given input tensors have (a batch repeated by the sampling
+        evaluator has more rows than its workload)."""
+        axes = {n: a["value"] for n, a in self.definition["axes"].items() if a.get("type") == "const"}
+        for spec, value in zip(self.definition["inputs"].values(), inputs, strict=False):
+            if isinstance(value, torch.Tensor) and spec.get("shape"):
+                for axis, size in zip(spec["shape"], value.shape, strict=False):
+                    axes.setdefault(axis, int(size))
+        return axes
+
+    def allocate_outputs(self, workload: dict[str, Any], poison: bool, inputs: list[Any] | None = None) -> list[torch.Tensor]:
+        """Output tensors for the workload's shapes (or, given ``inputs``, for theirs)."""
+        shapes = (self.output_shapes(workload) if inputs is None else
+                  [((self.shape(spec, self.axes_from_inputs(inputs)) or []), torch_dtype(spec["dtype"]))
+                   for spec in self.definition["outputs"].values()])
         outs = []
-        for shape, dtype in self.output_shapes(workload):
+        for shape, dtype in shapes:
             t = torch.empty(shape, dtype=dtype, device=self.device)
             if poison and t.is_floating_point() and t.element_size() >= 2:
                 t.fill_(float("nan"))
+            elif poison and t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+                t.view(torch.uint8).fill_(0x7F)  # NaN in both FP8 formats: an unwritten element fails
             elif poison and t.dtype in (torch.int32, torch.int64, torch.int16):
                 t.fill_(-(2**15) + 7)
+            elif poison and t.dtype in (torch.int8, torch.uint8):
+                t.fill_(-113 if t.dtype == torch.int8 else 0xA5)
             outs.append(t)
         return outs

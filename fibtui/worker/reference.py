@@ -22,9 +22,14 @@ def definition_fingerprint(definition: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
 
 
+#: how inputs are made from (workload, seed); raised whenever that changes (2: structured inputs
+#: and evaluator-prepared inputs), so a cached reference never belongs to other inputs
+INPUTS_VERSION = 2
+
+
 def cache_key(def_fp: str, workload: dict[str, Any], seed: int, device_name: str) -> str:
     wl = {"uuid": workload.get("uuid"), "axes": workload.get("axes"), "inputs": workload.get("inputs")}
-    blob = json.dumps({"d": def_fp, "w": wl, "s": seed, "dev": device_name}, sort_keys=True)
+    blob = json.dumps({"d": def_fp, "w": wl, "s": seed, "dev": device_name, "v": INPUTS_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
