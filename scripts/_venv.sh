@@ -38,3 +38,23 @@ ensure_venv() {
     fi
     echo "$want" >> "$stamp"
 }
+
+ensure_optional() {
+    # $1: an extra to add when this machine's package index has it (e.g. "bench": flashinfer-bench,
+    # so the tests that compare fibtui with flashinfer-bench's own code run instead of skipping).
+    # torch stays pinned to 2.13.0 (the CPU build). A failure is a note, never a stop: the tests
+    # that need the extra skip and say so.
+    local extra="$1"
+    local want
+    want="optional=$extra $(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)"
+    local stamp="$VENV/.fibtui-installed"
+    if [ -f "$stamp" ] && grep -qxF "$want" "$stamp"; then
+        return 0
+    fi
+    if "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[$extra]" "torch==2.13.0" \
+            2> >(grep -v "^WARNING: Location" >&2); then
+        echo "$want" >> "$stamp"
+    else
+        echo "note: the '$extra' extra could not be installed here; the tests that need it will skip" >&2
+    fi
+}
