@@ -17,13 +17,14 @@ from collections.abc import Sequence
 
 from fibtui import __version__
 from fibtui.core.errors import FibError
+from fibtui.core.text import printable
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exits 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {printable(message, one_line=True)} (see {self.prog} --help)\n")
         raise SystemExit(2)
 
 
@@ -70,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             handler = tui
         return int(handler(args) or 0)
     except FibError as exc:
-        sys.stderr.write(f"fibtui: error: {exc.one_line()}\n")
+        # a file's name or contents in the message: its control characters are shown, never obeyed
+        sys.stderr.write(f"fibtui: error: {printable(exc.one_line(), one_line=True)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("fibtui: interrupted\n")

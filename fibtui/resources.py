@@ -18,6 +18,12 @@ def bundled(name: str) -> Path:
 
 DEMO_NAME = "gdn_decode_demo"
 
+#: the bundled demo operators: name -> (folder under kernels/, carries the archived H200 rounds)
+DEMOS = {
+    "gdn_decode": ("gdn_decode_demo", True),
+    "dsa_topk": ("dsa_topk_demo", False),
+}
 
-def demo_source() -> Path:
-    return bundled("kernels") / DEMO_NAME
+
+def demo_source(operator: str = "gdn_decode") -> Path:
+    return bundled("kernels") / DEMOS[operator][0]

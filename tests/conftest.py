@@ -9,6 +9,12 @@ from pathlib import Path
 
 import pytest
 
+# The tests run without a GPU: any Triton this process imports must be the CPU interpreter's.
+# Triton reads the variable once, when it is first imported; a test that imports flashinfer-bench's
+# builders (which import triton) would otherwise leave a compiled-mode Triton behind for the
+# in-process Modal and interpreter tests of the same xdist worker.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("FIBTUI_SHARED", REPO.parent / "shared"))
 DEMO = REPO / "kernels" / "gdn_decode_demo"

@@ -3,7 +3,9 @@ reject (restoring the kernel with git), archive, and their CLI verbs."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -361,3 +363,209 @@ def test_latency_tag_accepts_or_refuses_cleanly(value) -> None:
     else:
         whole, _, rest = tag[3:].partition("p")
         assert tag.startswith("lat") and tag.endswith("us") and whole.isdigit() and rest[:-2].isdigit() and len(rest) == 5
+
+
+# --------------------------------------------------------------------------------------------
+# Archive writes the file system refuses: one line naming the path, nothing half-written
+# --------------------------------------------------------------------------------------------
+
+SUPPORT = Path(__file__).parent / "malformed" / "_support"
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+def _finished_run(folder: Path) -> Path:
+    """A small finished run folder (journal + run.json) made through the run API."""
+    from fibtui.core import runs
+
+    header = runs.RunHeader(run_id="20260101-000000_tiny_interpreter", definition="tiny_scale", backend="interpreter",
+                            timing_kind="cpu-interpreter", l2_policy="n/a",
+                            solutions=[runs.SolutionRef("s", "candidate", "snapshots/candidate-s")],
+                            jobs=[runs.JobSpec("wl-000-n1", {"n": 1}, "s", "candidate", 0)], repeats=1,
+                            workload_selection="all", started="2026-01-01T00:00:00+00:00")
+    journal = runs.Journal(folder)
+    journal.write_header(header)
+    journal.append_result(runs.JobResult("wl-000-n1", {"n": 1}, "s", "candidate", 0, "PASSED", latency_ms=0.5))
+    journal.append_end("finished")
+    (folder / "snapshots" / "candidate-s").mkdir(parents=True)
+    (folder / "snapshots" / "candidate-s" / "kernel.py").write_text("x = 1\n")
+    runs.write_record(folder)
+    return folder
+
+
+def _write_verbs(tmp_path: Path) -> list[tuple[str, list[str], str]]:
+    """(name, argv, the path the one line names, relative to the archive root) of every verb that
+    writes into optimize_ops/."""
+    run_folder = _finished_run(tmp_path / "elsewhere" / "r1")
+    return [
+        ("run", ["run", "--backend", "interpreter", "--workloads", "all"], "runs"),
+        ("compare --aa", ["compare", "--aa", str(SUPPORT / "base_traces.jsonl"), str(SUPPORT / "base_traces.jsonl")],
+         "benchmarks/aa.jsonl"),
+        ("archive --file", ["archive", "--file", str(SUPPORT / "base_traces.jsonl")], "benchmarks"),
+        ("archive --run-folder", ["archive", "--run-folder", str(run_folder)], "runs"),
+    ]
+
+
+def _one_line(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    from tests.test_malformed_corpus import run_cli_in_process
+
+    code, _, err = run_cli_in_process(argv, monkeypatch, tmp_path)
+    lines = err.splitlines()
+    assert code == 1 and len(lines) == 1 and "Traceback" not in err, (code, err)
+    return lines[0]
+
+
+@pytest.mark.parametrize("blocked", ["optimize_ops", "optimize_ops/runs", "optimize_ops/benchmarks"])
+def test_a_file_where_an_archive_folder_belongs_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             blocked: str) -> None:
+    """ENOTDIR (optimize_ops is a file) and EEXIST (runs/ or benchmarks/ is a file) used to be
+    NotADirectoryError / FileExistsError tracebacks from `run`, `compare --aa` and `archive`."""
+    from tests.runner_helpers import make_tiny_workspace
+
+    ws = make_tiny_workspace(tmp_path / "ws")
+    (ws / blocked).parent.mkdir(parents=True, exist_ok=True)
+    (ws / blocked).write_text("not a folder\n")
+    before = _tree(ws)
+    hit = 0
+    for name, argv, target in _write_verbs(tmp_path):
+        archive_root = ws / "optimize_ops"
+        path = archive_root / target
+        if not (blocked == "optimize_ops" or path == ws / blocked or ws / blocked in path.parents):
+            continue  # this verb writes elsewhere
+        hit += 1
+        line = _one_line([*argv, "--workspace", str(ws)], tmp_path, monkeypatch)
+        assert line == (f"fibtui: error: cannot write {path}: {ws / blocked} is a file, not a folder "
+                        "(nothing there was changed)"), name
+        assert _tree(ws) == before, f"{name} changed the workspace"
+    assert hit >= 2
+
+
+def _refuse_writes_under(monkeypatch: pytest.MonkeyPatch, root: Path, err: int, after: int = 0) -> list[str]:
+    """From the ``after``-th write on, every folder or file made under ``root`` fails with ``err``
+    (what a read-only mount or missing permission does, also when the tests run as root, whom
+    chmod does not stop). Returns the paths refused."""
+    real_mkdir, real_open = os.mkdir, os.open
+    refused: list[str] = []
+    count = [0]
+
+    def under(path) -> bool:
+        return str(root) in os.fspath(path) if not isinstance(path, int) else False
+
+    def refuse(path) -> None:
+        count[0] += 1
+        if count[0] > after:
+            refused.append(os.fspath(path))
+            raise OSError(err, os.strerror(err), os.fspath(path))
+
+    def mkdir(path, mode=0o777, *, dir_fd=None):
+        if under(path):
+            refuse(path)
+        return real_mkdir(path, mode, dir_fd=dir_fd)
+
+    def open_(path, flags, mode=0o777, *, dir_fd=None):
+        if under(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            refuse(path)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    monkeypatch.setattr(os, "open", open_)
+    return refused
+
+
+@pytest.mark.parametrize(("err", "text"), [(errno.EACCES, "Permission denied"), (errno.EROFS, "Read-only file system")],
+                         ids=["EACCES", "EROFS"])
+def test_an_archive_the_file_system_refuses_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          err: int, text: str) -> None:
+    from tests.runner_helpers import make_tiny_workspace
+
+    ws = make_tiny_workspace(tmp_path / "ws")
+    (ws / "optimize_ops").mkdir()
+    verbs = _write_verbs(tmp_path)
+    before = _tree(ws)
+    _refuse_writes_under(monkeypatch, ws / "optimize_ops", err)
+    for name, argv, target in verbs:
+        line = _one_line([*argv, "--workspace", str(ws)], tmp_path, monkeypatch)
+        assert line.startswith(f"fibtui: error: cannot write {ws / 'optimize_ops' / target}") and \
+            line.endswith(f": {text} (nothing there was changed)"), (name, line)
+        assert _tree(ws) == before, f"{name} changed the workspace"
+
+
+def test_a_copy_refused_half_way_leaves_no_half_made_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run folder's name is claimed, then its third file is refused: the claimed name and the
+    temp copy are removed again."""
+    from fibtui.core.errors import WriteFailed
+
+    run_folder = _finished_run(tmp_path / "elsewhere" / "r1")
+    root = tmp_path / "optimize_ops"
+    (root / "runs").mkdir(parents=True)
+    refused = _refuse_writes_under(monkeypatch, root, errno.EACCES, after=3)
+    with pytest.raises(WriteFailed) as exc:
+        archive.archive_run(root, run_folder)
+    assert refused and "Permission denied" in exc.value.one_line() and "\n" not in exc.value.one_line()
+    assert str(exc.value.path).startswith(str(root / "runs"))
+    monkeypatch.undo()
+    assert list((root / "runs").iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="chmod does not stop root (the simulated EACCES above covers it)")
+def test_a_real_read_only_archive_folder_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.runner_helpers import make_tiny_workspace
+
+    ws = make_tiny_workspace(tmp_path / "ws")
+    (ws / "optimize_ops").mkdir()
+    (ws / "optimize_ops").chmod(0o500)
+    try:
+        line = _one_line(["archive", "--file", str(SUPPORT / "base_traces.jsonl"), "--workspace", str(ws)],
+                         tmp_path, monkeypatch)
+        assert line == (f"fibtui: error: cannot write {ws / 'optimize_ops' / 'benchmarks'}: Permission denied "
+                        "(nothing there was changed)")
+    finally:
+        (ws / "optimize_ops").chmod(0o700)
+    assert list((ws / "optimize_ops").iterdir()) == []
+
+
+def test_reading_best_json_with_a_huge_number_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "best_solution_triton"
+    folder.mkdir()
+    (folder / "best.json").write_text('{"current": "k.kernel.py", "latency_us": 1' + "0" * 5000 + "}")
+    with pytest.raises(InputError) as exc:
+        archive.read_best(tmp_path, "triton")
+    assert exc.value.one_line() == f"{folder / 'best.json'}: not JSON: a number with more than 4300 digits"
+    (folder / "best.json").write_bytes(b'\xef\xbb\xbf{"current": "k.kernel.py", "snapshot": "k"}')
+    assert archive.read_best(tmp_path, "triton")["snapshot"] == "k"  # a byte-order mark is accepted
+
+
+# -- a decision refused by the file system archives nothing; a tampered run.json is one line ----
+
+
+@pytest.mark.parametrize("verb", ["archive", "reject"])
+def test_a_decision_whose_docs_folder_cannot_be_made_archives_nothing(capsys, tmp_path: Path, verb: str) -> None:
+    """docs/ (the round records and summaries) is a file: the decision fails with one line before
+    it archives the candidate, so no entry is left without its round."""
+    ws = _workspace_with_round(tmp_path)
+    docs = ws / "optimize_ops" / "docs"
+    shutil.rmtree(docs, ignore_errors=True)
+    docs.write_text("not a folder\n")
+    before = _tree(ws / "optimize_ops")
+    kernel_before = _tree(ws / "solution")
+    code, out, err = run_cli(capsys, verb, GATE_RUN, "--workspace", str(ws))
+    assert code == 1 and not out
+    assert err == f"fibtui: error: cannot write {docs}: {docs} is a file, not a folder (nothing there was changed)\n"
+    assert _tree(ws / "optimize_ops") == before and _tree(ws / "solution") == kernel_before
+
+
+@pytest.mark.parametrize(("latency", "shown"), [("0", "0"), ("NaN", "NaN"), ("-1.0", "-1.0"), ("1e400", "Infinity")])
+def test_load_run_refuses_a_run_record_with_an_impossible_latency(tmp_path: Path, latency: str, shown: str) -> None:
+    root = tmp_path / "optimize_ops"
+    folder = _finished_run(root / "runs" / "20260101-000000_tiny_interpreter")
+    record = folder / "run.json"
+    data = json.loads(record.read_text())
+    assert archive.load_run(root, folder.name).record["jobs"][0]["latency_ms"] == 0.5
+    data["jobs"][0]["latency_ms"] = "LATENCY"
+    record.write_text(json.dumps(data).replace('"LATENCY"', latency))
+    with pytest.raises(InputError) as exc:
+        archive.load_run(root, folder.name)
+    assert str(exc.value) == f"{record}: field 'jobs[0].latency_ms': latency_ms must be a finite positive number, got {shown}"

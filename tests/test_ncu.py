@@ -752,11 +752,32 @@ _fragments = st.sampled_from([
 ])
 
 
-def _never_unexpected(fn, *args) -> None:
+#: Problems of a whole file, which have no one line to name; every other problem of a line-based
+#: page (a row cut short, an empty kernel name, a broken CSV quote, bad JSON syntax) names its line.
+_WHOLE_FILE = ("no CSV header", "the details CSV holds no kernel rows", "the raw CSV holds no launch rows",
+               "no Nsight Compute kernel block found", "expected a JSON object with an 'ncu_profile' table",
+               "not valid JSON: nested too deeply", "not valid JSON: a number with more than 4300 digits")
+
+
+def _never_unexpected(fn, data, where: str, *, line_based: bool = True) -> None:
+    """``fn(data, where)`` either reads ``data`` or raises an InputError whose one line starts with
+    the file it was given; a line-based page's problem also names a line inside the page (whole-file
+    problems aside), a hand JSON's names its field."""
     try:
-        fn(*args)
-    except InputError:
-        pass
+        fn(data, where)
+    except InputError as exc:
+        assert exc.path == where, f"the error does not name the file: {exc}"
+        assert exc.one_line().startswith(f"{where}:") and "\n" not in exc.one_line()
+        whole_file = exc.message.startswith(_WHOLE_FILE)
+        if line_based and isinstance(data, str):
+            n_lines = len(data.splitlines()) or 1
+            if not whole_file:
+                assert exc.line is not None, f"a line-based page's error names no line: {exc}"
+            if exc.line is not None:
+                assert 1 <= exc.line <= n_lines + 1, (exc.line, n_lines, str(exc))
+                assert exc.one_line().startswith(f"{where}:{exc.line}:")
+        elif not whole_file and not exc.message.startswith("not valid JSON"):
+            assert exc.field, f"a hand JSON's error names no field: {exc}"
 
 
 @FUZZ
@@ -809,8 +830,8 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
                                         "output": st.lists(_fragments, max_size=12).map("\n".join) | _json}),
     max_size=3) | _json})}) | _json)
 def test_fuzz_hand_json(data) -> None:
-    _never_unexpected(ncu.parse_hand_json, data, "h.json")
-    _never_unexpected(ncu.parse_report_text, json.dumps(data), "h.json")
+    _never_unexpected(ncu.parse_hand_json, data, "h.json", line_based=False)
+    _never_unexpected(ncu.parse_report_text, json.dumps(data), "h.json", line_based=False)
 
 
 @FUZZ
@@ -856,3 +877,52 @@ def test_cli_profile_end_to_end_with_a_stand_in_worker(capsys, fake_ncu: Path, d
     assert k["workload"] == first["uuid"] and k["axes"] == first["axes"] and k["limiter"] == "registers"
     code, out, _ = run_cli(capsys, *argv)  # a second profile never overwrites the first
     assert code == 0 and json.loads(out)["profile"]["report"].endswith("_detailed_run2.ncu-rep")
+
+
+def test_a_fifo_or_a_bom_is_handled_without_blocking(tmp_path: Path) -> None:
+    """A FIFO named as an export (or as a .ncu-rep, which ncu would open) is refused at once; a page
+    that starts with a UTF-8 byte-order mark reads like one without it."""
+    from tests.test_malformed_corpus import fifo_at, never_blocks_on
+
+    for name in ("details.csv", "report.ncu-rep", "hand.json"):
+        fifo = fifo_at(tmp_path / name)
+        with never_blocks_on(fifo), pytest.raises(InputError) as exc:
+            ncu.load_report(fifo)
+        assert exc.value.one_line() == f"{fifo}: is a named pipe (FIFO), not a regular file; give a file"
+    page = TEXT_PAGE.read_bytes()
+    marked = tmp_path / "bom_details.txt"
+    marked.write_bytes(b"\xef\xbb\xbf" + page)
+    plain, bom = ncu.summarize(ncu.load_report(TEXT_PAGE)), ncu.summarize(ncu.load_report(marked))
+    assert [s.name for s in bom] == [s.name for s in plain] == ["_gdn_decode"]
+    assert bom[0].get("duration_us") == plain[0].get("duration_us") == pytest.approx(18.40)
+
+
+@pytest.mark.parametrize("mode", ["fail", "nokernel", "badpages"])
+def test_a_failed_profile_leaves_nothing_in_the_archive(capsys, fake_ncu: Path, demo_ws: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """ncu crashing, profiling no kernel, or exporting pages that cannot be read: the verb fails
+    with one line, the archive holds no report, placeholder, request or page, and the error names
+    ncu's log, kept outside the archive (under the workspace's .fibtui/ncu/)."""
+    monkeypatch.setattr(runner, "worker_profile_argv", lambda request, python=None: ["stand-in-worker", str(request)])
+    if mode == "badpages":
+        (Path(os.environ["FAKE_NCU_PAGES"]) / "details.csv").write_text("not, an, ncu, page\n")
+    else:
+        monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    lines = (demo_ws / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl").read_text().splitlines()
+    uuid = json.loads(lines[0])["workload"]["uuid"]
+    code, out, err = run_cli(capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws))
+    assert code != 0 and len(err.strip().splitlines()) == 1, err
+    archived = demo_ws / "optimize_ops" / "benchmarks" / "ncu"
+    assert not archived.exists() or not any(archived.iterdir()), sorted(p.name for p in archived.iterdir())
+    if mode != "badpages":
+        logs = list((demo_ws / ".fibtui" / "ncu").glob("*_ncu.log"))
+        assert len(logs) == 1 and str(logs[0]) in err
+    # and a good profile afterwards takes the name the failed one had reserved
+    monkeypatch.delenv("FAKE_NCU_MODE", raising=False)
+    if mode == "badpages":
+        (Path(os.environ["FAKE_NCU_PAGES"]) / "details.csv").write_text(details_csv([("_gdn_decode", BASE)]))
+    code, out, _ = run_cli(capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["profile"]["report"].endswith("_detailed.ncu-rep")
+    assert Path(data["profile"]["log"]).parent == archived and Path(data["profile"]["log"]).is_file()
+    assert not list((demo_ws / ".fibtui" / "ncu").glob(f"{Path(data['profile']['report']).stem}_ncu.log"))

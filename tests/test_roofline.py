@@ -44,7 +44,7 @@ def test_gdn_batch64_floor_on_measured_h200(shared, tmp_path: Path) -> None:
     assert dev.bandwidth_tbs == 4.3 and dev.source == "fibtui.toml" and dev.sms == 132
     state = 64 * 8 * 128 * 128 * 4
     assert 2 * state == 67_108_864  # the fp32 state read + write: 67.1 MB
-    assert 2 * state / 4.3e6 == pytest.approx(15.6, abs=0.05)  # MEASUREMENT.md's 15.6 us
+    assert 2 * state / 4.3e6 == pytest.approx(15.6, abs=0.05)  # docs/measurement.md ("Roofline floors"): 15.6 us
     f = roofline.floor(d, {"batch_size": 64}, dev)
     # q, k (bf16 [64,1,4,128]), v and output (bf16 [64,1,8,128]), a and b (bf16 [64,1,8]),
     # A_log and dt_bias (fp32 [8]), scale (one fp32), state and new_state (fp32 [64,8,128,128]).

@@ -55,7 +55,10 @@ def test_paired_run_with_good_wrong_and_unwritten_kernels(tmp_path: Path) -> Non
     assert all(0 < j["timing"]["job_cpu_s"] for j in good)  # the worker's CPU time for the job, beside its wall time
     wrong_jobs = [j for j in record["jobs"] if j["solution"] == "wrong_v2"]
     assert all(j["max_abs_error"] > 0 and "beyond atol" in j["error"] for j in wrong_jobs)
-    assert "non-finite" in next(j for j in record["jobs"] if j["solution"] == "lazy_v3")["error"]
+    lazy = next(j for j in record["jobs"] if j["solution"] == "lazy_v3")
+    assert "NaN value(s) (unwritten outputs read as NaN)" in lazy["error"]
+    # which evaluator judged is part of every judged result
+    assert all(j["correctness"]["evaluator"] == "default" for j in good + wrong_jobs + [lazy])
     # the snapshot, not the workspace, is what ran
     snap = prepared.folder / "snapshots"
     assert (snap / "candidate-wrong_v2" / "sources" / "kernel.py").is_file()
@@ -109,10 +112,11 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     # the orphaned worker exits and removes its scratch folder, which the killed runner could not
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while any(scratch.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert list(scratch.iterdir()) == []
+    left = sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*"))
+    assert left == [], f"left behind (the full suite saw this twice; the contents say by whom): {left[:20]}"
     before = read_journal(journal)
     assert 2 <= len(before.results) < 6
     listing = {r.run_id: r for r in list_runs(root / "optimize_ops")}

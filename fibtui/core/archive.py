@@ -1,6 +1,6 @@
 """The archive (``optimize_ops/``), decisions and round summaries.
 
-Layout (FORMATS.md), relative to the archive root ``<workspace>/optimize_ops``::
+Layout (docs/formats.md, "The archive, optimize_ops/"), relative to the archive root ``<workspace>/optimize_ops``::
 
     runs/<run_id>/                 fibtui's run folders (journal, run.json, snapshots, worker logs)
     benchmarks/                    run results and other measurement files; benchmarks/ncu/ for
@@ -16,7 +16,10 @@ Layout (FORMATS.md), relative to the archive root ``<workspace>/optimize_ops``::
                                    pointer to the current best: the one file rewritten here)
 
 Nothing archived is ever overwritten: a taken name becomes ``_run2``, ``_run3``
-(:func:`fibtui.core.fsio.reserve_unique_path`).
+(:func:`fibtui.core.fsio.reserve_unique_path`). Every folder and file is made through
+:mod:`fibtui.core.fsio`, so a write the file system refuses (no permission, a read-only or full
+disk, a file where a folder belongs) is one :class:`~fibtui.core.errors.WriteFailed` line naming
+the path, and the entry being made is removed again: nothing is left half-written.
 
 Decisions (``promote``, ``reject``, ``archive_only``) archive first, then act, then append a round
 record to ``docs/rounds.jsonl`` (a later line for the same round replaces the earlier one) and
@@ -47,13 +50,16 @@ from typing import Any
 
 from fibtui.core import stats
 from fibtui.core.dataset import iter_jsonl
-from fibtui.core.errors import CheckFailed, InputError, UsageError
+from fibtui.core.errors import CheckFailed, InputError, UsageError, WriteFailed
 from fibtui.core.fsio import (
     append_line,
     atomic_copy_file,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    check_input_file,
+    make_dirs,
+    read_input_text,
     reserve_unique_path,
 )
 
@@ -131,14 +137,17 @@ def _copy_tree_into(src: Path, dest: Path, skip_dirs: tuple[str, ...] = ()) -> N
     """Fill the empty folder ``dest`` (just reserved) with a copy of ``src``: the copy is built in a
     temp folder beside it and renamed onto ``dest``, so ``dest`` is whole or stays empty. Links are
     never followed (nothing outside ``src`` is copied); caches and lock files are left out."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    except OSError as exc:
+        raise WriteFailed(dest, exc) from None
     try:
         for dirpath, dirnames, filenames in os.walk(src):
             here = Path(dirpath)
             rel = here.relative_to(src)
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_NAMES and not (here / d).is_symlink()
                                  and not (rel == Path(".") and d in skip_dirs))
-            (tmp / rel).mkdir(parents=True, exist_ok=True)
+            make_dirs(tmp / rel)
             for name in sorted(filenames):
                 item = here / name
                 if name in _SKIP_NAMES or name.endswith(".pyc") or item.is_symlink() or not item.is_file():
@@ -148,8 +157,10 @@ def _copy_tree_into(src: Path, dest: Path, skip_dirs: tuple[str, ...] = ()) -> N
                 atomic_copy_file(item, tmp / rel / name)
                 shutil.copystat(item, tmp / rel / name)
         os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            raise WriteFailed(dest, exc) from None
         raise
 
 
@@ -185,8 +196,7 @@ def archive_run(archive_root: Path, run_folder: str | Path) -> Path:
 def archive_file(archive_root: Path, src: str | Path, subdir: str = "benchmarks", name: str | None = None) -> Path:
     """Copy a file under ``<subdir>/`` of the archive (a run result, a log, a summary...)."""
     src = Path(src)
-    if not src.is_file():
-        raise InputError(src, "file not found")
+    check_input_file(src)  # a missing path, a folder, a FIFO or a device: one line, nothing reserved
     dest = reserve_unique_path(archive_root / subdir / safe_name(name or src.name, "file"))
     with _claimed(dest):
         atomic_copy_file(src, dest)
@@ -241,7 +251,7 @@ def archive_sources(archive_root: Path, source_dir: str | Path, candidate_id: st
         raise InputError(src, "source folder not found")
     dest = reserve_unique_path(candidate_folder(archive_root, candidate_id, isolated), directory=True)
     with _claimed(dest):
-        (dest / "sources").mkdir()
+        make_dirs(dest / "sources")
         _copy_tree_into(src, dest / "sources")
         atomic_write_json(dest / "archived.json", {"candidate": candidate_id, **(meta or {})})
     return dest
@@ -280,10 +290,13 @@ def read_best(archive_root: Path, language: str) -> dict[str, Any] | None:
     path = archive_root / f"best_solution_{safe_name(language, 'language')}" / BEST_POINTER
     if not path.is_file():
         return None
+    text = read_input_text(path)  # a byte-order mark is accepted; bytes that are not UTF-8 are one line
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise InputError(path, f"not JSON: {exc}") from None
+    except ValueError:  # json refuses integers of more than 4300 digits
+        raise InputError(path, "not JSON: a number with more than 4300 digits") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected an object")
     for key in ("current", "snapshot"):
@@ -321,7 +334,7 @@ def set_config_value(config_path: str | Path, dotted: str, value: Any) -> Path:
 
     path = Path(config_path)
     read_toml(path)  # a clear error (file, line) when it is broken
-    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    doc = tomlkit.parse(read_input_text(path))  # tomlkit refuses a byte-order mark; it is dropped
     parts = dotted.split(".")
     node: Any = doc
     for i, part in enumerate(parts[:-1]):
@@ -336,17 +349,20 @@ def set_config_value(config_path: str | Path, dotted: str, value: Any) -> Path:
 
 def _mirror_sources(src_sources: Path, dest: Path) -> list[str]:
     """Make ``dest`` hold exactly the files of ``src_sources`` (caches left alone)."""
-    dest.mkdir(parents=True, exist_ok=True)
+    make_dirs(dest)
     wanted = {p.relative_to(src_sources).as_posix() for p in src_sources.rglob("*") if p.is_file()}
     changed: list[str] = []
     for p in sorted(dest.rglob("*")):
         rel = p.relative_to(dest).as_posix()
         if p.is_file() and "__pycache__" not in p.parts and rel not in wanted:
-            p.unlink()
+            try:
+                p.unlink()
+            except OSError as exc:
+                raise WriteFailed(p, exc) from None
             changed.append(rel)
     for rel in sorted(wanted):
         target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent)
         data = (src_sources / rel).read_bytes()
         if not target.is_file() or target.read_bytes() != data:
             atomic_write_bytes(target, data)  # the user's kernel: never half-written
@@ -550,17 +566,25 @@ def load_run(archive_root: Path, run_id: str) -> RunData:
 
     folder = run_dir(archive_root, run_id)
     path = folder / "run.json"
-    if path.is_file():
+    from_file = path.is_file()
+    if from_file:
+        text = read_input_text(path)  # a byte-order mark is accepted; a FIFO or device refused
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
-        except (UnicodeDecodeError, RecursionError) as exc:
-            raise InputError(path, f"not JSON: {type(exc).__name__}") from None
+        except RecursionError:
+            raise InputError(path, "not JSON: RecursionError") from None
+        except ValueError:  # an integer of more than 4300 digits
+            raise InputError(path, "not JSON: a number with more than 4300 digits") from None
     else:
         record = build_record(folder)
     if not isinstance(record, dict) or record.get("format") != "fibtui-run":
         raise InputError(path, "not a fibtui run record")
+    if from_file:  # a record built from the journal is valid by construction
+        from fibtui.core.results import check_run_record
+
+        check_run_record(path, record)  # a NaN, zero or negative latency is one line, never a statistic
     return RunData(run_id, folder, record)
 
 
@@ -1174,8 +1198,14 @@ def gather_round(archive_root: Path, *, run_ids: list[str] | None = None, candid
     sweeps = [r for r in runs if run_kind(r, total) == "sweep"]
     deciding = sweeps[-1] if sweeps else runs[-1]
     settings = settings or stats.StatsSettings()
-    sessions = stats.aa_sessions(archive_root, deciding.gpu, exclude_runs=[r.run_id for r in runs])
-    floor = stats.noise_floor(settings, sessions)
+    # the A/A sessions of the deciding run's own key: (definition, device, timing kind)
+    kind = str(deciding.record.get("timing_kind") or "")
+    definition = deciding.record.get("definition")
+    definition = definition if isinstance(definition, str) else None
+    sessions = stats.aa_sessions(archive_root, deciding.gpu, exclude_runs=[r.run_id for r in runs],
+                                 definition=definition, timing_kind=kind or None)
+    floor = stats.noise_floor(settings, sessions,
+                              stats.aa_key_label(definition, stats.TimingKey(kind or "unknown", deciding.gpu)))
     band_of, _, _ = _band_map(definition_obj, workloads, deciding.rows("baseline", base["name"]))
     comp = _compare_run(deciding, base, cand, band_of, settings, floor, total)
     started = sorted(str(r.record.get("started") or "") for r in runs)
@@ -1218,6 +1248,14 @@ def _finish(inputs: RoundInputs, rec: RoundRecord, written: list[Path], warnings
     return write_round_summary(inputs.archive_root, rec, definition_obj, workloads)
 
 
+def _folders_first(archive_root: Path, *subdirs: str) -> None:
+    """Make the folders a decision writes into after it has archived the candidate, before it
+    archives anything: a folder that cannot be made (a file in its place, no permission, a
+    read-only disk) then fails the decision with one line and nothing archived."""
+    for sub in subdirs:
+        make_dirs(archive_root / sub)
+
+
 def _archive_candidate(inputs: RoundInputs, *, isolated: bool = False, decision: str) -> tuple[Path, list[str]]:
     warnings = check_candidate_id(inputs.candidate["name"])
     snapshot = inputs.deciding.folder / inputs.candidate["snapshot"]
@@ -1244,10 +1282,11 @@ def promote(inputs: RoundInputs, *, workspace_root: Path | None = None, source_d
         if comp.verdict != stats.PROMOTE:
             raise CheckFailed(f"verdict is {comp.verdict}, not PROMOTE: {comp.recommendation()} (pass --force to promote anyway)")
     written: list[Path] = []
+    language = inputs.candidate.get("language") or "triton"
+    _folders_first(inputs.archive_root, "docs", f"best_solution_{safe_name(language, 'language')}")
     snap, warnings = _archive_candidate(inputs, decision="promoted")
     written.append(snap)
     latency_ms = comp.candidate.mean_latency_ms
-    language = inputs.candidate.get("language") or "triton"
     entry_file = (inputs.candidate.get("entry_point") or "kernel.py::").split("::", 1)[0] or "kernel.py"
     if latency_ms is not None:
         written += write_best(inputs.archive_root, inputs.deciding.folder / inputs.candidate["snapshot"], language=language,
@@ -1296,6 +1335,7 @@ def archive_only(inputs: RoundInputs, *, topic: str | None = None, reason: str |
                  workloads: Any = None, notes: list[str] | None = None) -> DecisionResult:
     """Keep the candidate (a local win, a dispatch candidate) without promoting it."""
     comp = inputs.comparison
+    _folders_first(inputs.archive_root, "docs")
     snap, warnings = _archive_candidate(inputs, decision="archived")
     default_reason = comp.recommendation()
     rec = _new_record(inputs, "archived", topic, reason or default_reason)
@@ -1313,6 +1353,7 @@ def reject(inputs: RoundInputs | None, *, workspace_root: Path, source_dir: Path
     warnings: list[str] = []
     name = candidate_name or (inputs.candidate["name"] if inputs else None) or "rejected"
     if inputs is not None:
+        _folders_first(archive_root, "docs")
         snap, warnings = _archive_candidate(inputs, decision="rejected")
         written.append(snap)
     if source_dir.is_dir() and _differs_from_head(workspace_root, source_dir):

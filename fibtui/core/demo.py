@@ -1,4 +1,9 @@
-"""Copy the bundled demo operator into a new workspace a user can play with at once."""
+"""Copy a bundled demo operator into a new workspace a user can play with at once.
+
+Two demos: ``gdn_decode`` (the default: a Gated-DeltaNet-decode-like Triton kernel with the
+archived rounds measured on an H200) and ``dsa_topk`` (a small DeepSeek-sparse-attention top-k
+indexer in torch: FP8 inputs, page tables in safetensors, an order-free output judged by the top-k
+indexer evaluator; it runs on Triton's CPU interpreter in seconds)."""
 
 from __future__ import annotations
 
@@ -6,17 +11,18 @@ import shutil
 from pathlib import Path
 
 from fibtui.core.errors import InputError
-from fibtui.resources import bundled, demo_source
+from fibtui.resources import DEMOS, bundled, demo_source
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
-def create_demo_workspace(target: str | Path, *, with_history: bool = True, git_init: bool = True) -> Path:
+def create_demo_workspace(target: str | Path, *, with_history: bool = True, git_init: bool = True,
+                          operator: str = "gdn_decode") -> Path:
     """Create a demo workspace in ``target`` (which must be missing or empty).
 
     The workspace holds config.toml, solution/triton/kernel.py, the demo dataset and its candidate
     kernels; with ``with_history`` the archived demo rounds (real measurements) come along under
-    optimize_ops/. It becomes a git repository with one commit, so reject-and-restore and
+    optimize_ops/ (the gdn_decode demo has them). ``operator``: a key of DEMOS. It becomes a git repository with one commit, so reject-and-restore and
     submission tags work as in a real solution repo.
     """
     target = Path(target).expanduser()
@@ -24,8 +30,11 @@ def create_demo_workspace(target: str | Path, *, with_history: bool = True, git_
         raise InputError(target, "exists and is not a folder", field="DIR")
     if target.is_dir() and any(target.iterdir()):
         raise InputError(target, "folder is not empty; the demo is only copied into a new or empty folder", field="DIR")
+    if operator not in DEMOS:
+        raise InputError(None, f"unknown demo {operator!r} (choose from {', '.join(DEMOS)})", field="--operator")
     target.mkdir(parents=True, exist_ok=True)
-    src = demo_source()
+    src = demo_source(operator)
+    with_history = with_history and DEMOS[operator][1]
     for item in src.iterdir():
         if item.name in ("__pycache__",):
             continue

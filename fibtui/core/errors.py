@@ -44,9 +44,11 @@ class UsageError(FibError):
 
 
 class WriteFailed(FibError, OSError):
-    """A write the file system refused (a full disk, a quota, a read-only mount): one line naming the
-    file. Existing files are left as they were (the writers in fibtui.core.fsio guarantee it).
-    Still an OSError, so code that handles OSError handles it too."""
+    """A write the file system refused (a full disk, a quota, a read-only mount, no permission, a
+    file where a folder belongs): one line naming the path (``cannot write X: Y is a file, not a
+    folder``). Existing files are left as they were (the writers in fibtui.core.fsio guarantee it).
+    Exit code 1: the input was fine, the step could not be done here. Still an OSError, so code
+    that handles OSError handles it too."""
 
     exit_code = 1
 

@@ -62,7 +62,7 @@ spilling                       > 0      any local-memory spilling request or reg
 =============================  =======  =====================================================
 
 Every finding carries the numbers it was decided from and the tactic families to try (the
-diagnosis table of MISSION.md); a tactic is only listed together with the measured limiter it
+diagnosis table of docs/diagnosis.md, "Tactic families"); a tactic is only listed together with the measured limiter it
 would relieve (``relieves``).
 
 Diff (:func:`diff_summaries`, :func:`diff_reports`, :func:`diff_bands`): per kernel and band,
@@ -84,6 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core.errors import FibError, InputError, UsageError
+from fibtui.core.fsio import check_input_file, read_input
 
 # --------------------------------------------------------------------------------------------
 # Errors of the ncu executable
@@ -796,9 +797,12 @@ def parse_report_text(text: str, path: str | Path | None = None) -> NcuReport:
     if head.startswith("{") or (head.startswith("[") and not re.match(r"\[\d+\]\s", head)):
         try:
             data = json.loads(text.lstrip("\ufeff"))
-        except (json.JSONDecodeError, RecursionError) as exc:
-            line = getattr(exc, "lineno", None)
-            raise InputError(where, f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(where, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+        except RecursionError:
+            raise InputError(where, "not valid JSON: nested too deeply") from None
+        except ValueError:  # json refuses integers of more than 4300 digits
+            raise InputError(where, "not valid JSON: a number with more than 4300 digits") from None
         return parse_hand_json(data, where)
     return _parse_any_text(text, where)
 
@@ -825,25 +829,20 @@ def load_exported(details_csv: str | Path, raw_csv: str | Path | None = None) ->
     return details
 
 
+_FOLDER = "is a folder; give an NCU export file"
+
+
 def load_report(path: str | Path, *, ncu: str | None = None, timeout_s: float = 300.0) -> NcuReport:
     """Read any supported NCU file (see the module docstring). A ``.ncu-rep`` needs ``ncu``."""
     p = Path(path)
     if p.suffix == ".ncu-rep":
-        if not p.is_file():
-            raise InputError(p, "file not found")
+        check_input_file(p, _FOLDER)  # a FIFO or a device is refused before ncu reads it
         details = parse_details_csv(export_page(p, "details", ncu=ncu, timeout_s=timeout_s), p)
         raw = parse_raw_csv(export_page(p, "raw", ncu=ncu, timeout_s=timeout_s), p)
         report = merge_raw(details, raw)
         report.source_format = "ncu-rep"
         return report
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(p, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(p, "is a folder; give an NCU export file") from None
-    except OSError as exc:
-        raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+    data = read_input(p, folder_message=_FOLDER)  # never blocks: a FIFO, socket or device is refused
     if not data.strip():
         raise InputError(p, "file is empty")
     if b"\x00" in data[:4096]:
@@ -866,7 +865,7 @@ L2_HIT_LOW_PCT = 60.0
 CROSS_BLOCK_L2_HIT_PCT = 80.0
 CROSS_BLOCK_DRAM_GAP_PCT = 15.0
 
-# Tactic families per diagnosis (MISSION.md, "Diagnosis -> tactics").
+# Tactic families per diagnosis (docs/diagnosis.md, "Tactic families").
 TACTICS: dict[str, tuple[str, ...]] = {
     "memory": (
         "wide (16-byte) coalesced loads and stores",

@@ -84,7 +84,7 @@ class Device:
 
 
 #: Spec sheets (dense rates, no sparsity). H200's bandwidth measured on the lent H200 by a
-#: device-to-device copy was 4.3 TB/s (MEASUREMENT.md); set it in fibtui.toml to use it.
+#: device-to-device copy was 4.3 TB/s (docs/measurement.md, "Roofline floors"); set it in fibtui.toml to use it.
 DEVICES: dict[str, Device] = {
     "B200": Device("B200", 8.0, 148, 2250.0, 4500.0, 9000.0,
                    note="HBM3e ~8 TB/s, 148 SMs, dense bf16 ~2.25 PFLOP/s"),

@@ -18,6 +18,7 @@ torn last line is ignored (and reported), and every job ends up exactly once.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -25,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core import numbers
+from fibtui.core.dataset import MAX_AXIS, positive_number_problem
 from fibtui.core.errors import InputError, UsageError
 from fibtui.core.fsio import (
     append_line,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    read_input,
     reserve_unique_path,
 )
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
@@ -97,6 +100,9 @@ class JobResult:
     #: how the latency was measured: samples (block medians), kernels seen, clocks...
     timing: dict[str, Any] = field(default_factory=dict)
     attempt: int = 1
+    #: which evaluator judged the outputs and its numbers (``evaluator``, ``matched_ratio``,
+    #: ``tvd``...); empty for results that were never judged (a build failure, an infra error)
+    correctness: dict[str, Any] = field(default_factory=dict)
     started: str | None = None
     finished: str | None = None
     wall_s: float | None = None
@@ -122,13 +128,22 @@ class JobResult:
             return None
         if not isinstance(obj.get("axes"), dict) or not all(_is_int(v) for v in obj["axes"].values()):
             return None
-        for key in ("latency_ms", "reference_latency_ms", "speedup", "max_abs_error", "max_rel_error", "wall_s"):
-            if obj.get(key) is not None and not _is_number(obj[key]):
+        for key in ("latency_ms", "reference_latency_ms", "speedup"):  # finite, positive, normal
+            if obj.get(key) is not None and positive_number_problem(obj[key], key) is not None:
                 return None
+        for key in ("max_abs_error", "max_rel_error"):  # a wrong output's error may be NaN or infinite
+            if obj.get(key) is not None and not _is_float(obj[key]):
+                return None
+        wall = obj.get("wall_s")
+        if wall is not None and not (_is_float(wall) and math.isfinite(wall) and wall >= 0):
+            return None
         for key in ("error", "started", "finished"):
             if obj.get(key) is not None and not isinstance(obj[key], str):
                 return None
         if not isinstance(obj.get("timing", {}), dict) or not _is_int(obj.get("attempt", 1)):
+            return None
+        correctness = obj.get("correctness", {})
+        if not isinstance(correctness, dict) or not isinstance(correctness.get("evaluator", ""), str):
             return None
         return cls.from_json(obj)
 
@@ -138,7 +153,8 @@ def _is_text(v: Any) -> bool:
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    """A count, a repeat or an axis value: a non-negative integer that int64 holds."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_AXIS
 
 
 def _inside_run(v: Any) -> bool:
@@ -150,6 +166,17 @@ def _inside_run(v: Any) -> bool:
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_float(v: Any) -> bool:
+    """A number a float can hold (an integer past a float's range is not one)."""
+    if not _is_number(v):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
 
 
 @dataclass
@@ -180,6 +207,7 @@ class RunHeader:
         if not isinstance(jobs, list) or not all(
                 isinstance(j, dict) and _is_text(j.get("uuid")) and _is_text(j.get("solution"))
                 and _is_text(j.get("role")) and _is_int(j.get("repeat")) and isinstance(j.get("axes"), dict)
+                and all(_is_int(v) for v in j["axes"].values())
                 for j in jobs):
             problem = "jobs"
         elif not isinstance(sols, list) or not all(
@@ -188,6 +216,10 @@ class RunHeader:
             problem = "solutions"
         elif not all(_is_text(obj.get(k)) for k in ("run_id", "definition", "backend", "timing_kind")):
             problem = "run_id, definition, backend, timing_kind"
+        elif not all(isinstance(obj.get(k, ""), str) for k in ("l2_policy", "workload_selection", "started")):
+            problem = "l2_policy, workload_selection, started"
+        elif not _is_int(obj.get("repeats", 1)) or not isinstance(obj.get("settings") or {}, dict):
+            problem = "repeats, settings"
         if problem is not None:
             raise InputError(path, f"journal header is malformed: bad {problem}", line=1, field="header")
         try:
@@ -323,10 +355,10 @@ class JournalContents:
 
 
 def read_journal(path: Path) -> JournalContents:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "journal not found") from None
+    """Read a run's journal. A torn or corrupt line (a latency that is not a finite, positive,
+    normal number included) is left out and listed; a path that is not a regular file (a FIFO, a
+    device) is refused before it is read."""
+    data = read_input(Path(path), folder_message="is a folder; give a run's journal.jsonl")
     lines = data.split(b"\n")
     header: RunHeader | None = None
     results: dict[str, JobResult] = {}
@@ -338,7 +370,7 @@ def read_journal(path: Path) -> JournalContents:
             continue
         try:
             obj = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or a number past 4300 digits
             corrupt.append(number)
             continue
         if not isinstance(obj, dict):
@@ -350,7 +382,8 @@ def read_journal(path: Path) -> JournalContents:
                 header = RunHeader.from_json(obj, path)
             continue
         if kind == "end":
-            if not isinstance(obj.get("state"), str):
+            if not isinstance(obj.get("state"), str) or not isinstance(obj.get("at", ""), str) \
+                    or not isinstance(obj.get("reason", ""), str):
                 corrupt.append(number)
                 continue
             end = obj
@@ -496,7 +529,7 @@ def build_record(folder: Path, contents: JournalContents | None = None) -> dict[
 def _environment(results: list[JobResult]) -> dict[str, Any]:
     for r in results:
         env = r.timing.get("environment") if isinstance(r.timing, dict) else None
-        if env:
+        if env and isinstance(env, dict):
             return env
     return {}
 

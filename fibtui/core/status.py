@@ -19,7 +19,12 @@ KERNEL_STATUSES = (
 #: worker that died before the job started). They say nothing about the kernel; they are retried.
 INFRA_STATUSES = ("INFRA_ERROR", "PARSE_ERROR", "ERROR")
 
-ALL_STATUSES = KERNEL_STATUSES + INFRA_STATUSES
+#: What this machine cannot do (build CUDA without a GPU or nvcc, import a DSL that is not
+#: installed): the kernel was not judged here. Never the kernel's failure, and never retried
+#: (the same machine would say the same); fibtui's own status, not the official evaluator's.
+TOOL_STATUSES = ("UNSUPPORTED_HERE",)
+
+ALL_STATUSES = KERNEL_STATUSES + INFRA_STATUSES + TOOL_STATUSES
 
 #: Statuses that carry correctness numbers in the official format.
 WITH_CORRECTNESS = ("PASSED", "INCORRECT_NUMERICAL")
@@ -27,6 +32,10 @@ WITH_CORRECTNESS = ("PASSED", "INCORRECT_NUMERICAL")
 
 def is_infra(status: str) -> bool:
     return status in INFRA_STATUSES
+
+
+def is_tool_limit(status: str) -> bool:
+    return status in TOOL_STATUSES
 
 
 def is_known(status: str) -> bool:

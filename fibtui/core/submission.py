@@ -201,12 +201,13 @@ def pack_solution(
 
 def validate_with_flashinfer_bench(obj: dict[str, Any]) -> str | None:
     """Load the JSON with flashinfer-bench's Solution model; None when the extra is not installed."""
+    from fibtui.core.toolchain import bench_version
+
     try:
-        import flashinfer_bench
         from flashinfer_bench.data import Solution
     except ImportError:
         return None
-    version = str(getattr(flashinfer_bench, "__version__", "?"))
+    version = bench_version() or "?"
     try:
         if hasattr(Solution, "model_validate_json"):
             Solution.model_validate_json(json.dumps(obj))

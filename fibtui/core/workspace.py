@@ -2,7 +2,7 @@
 
 Topologies seen in the wild: one definition at the root, or one definition per subfolder
 (``<definition>/config.toml`` + ``<definition>/solution/...``), possibly several. The topology
-check names every invalid case of FORMATS.md with the file it concerns.
+check names every invalid case of docs/formats.md ("Topologies and the invalid cases") with the file it concerns.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ CONFIG_NAME = "config.toml"
 SKIP_DIRS = {
     ".git", ".venv", "venv", "node_modules", "__pycache__", "optimize_ops", "reference",
     "dataset", "build", "dist", ".fibtui", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    "candidates",
 }
+#: Where a solution's candidates live (beside its config.toml, or at the workspace root): each
+#: child is a contest-style solution of its own (config.toml + solution/<language>/) or a bare
+#: folder of sources that takes the owning solution's language and entry point.
+CANDIDATES_DIR = "candidates"
 #: Source files that do not count as a solution's sources (and are never packed).
 IGNORED_SOURCE_PARTS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".DS_Store"}
 LANGUAGE_SUFFIXES = {
@@ -205,14 +210,44 @@ class Problem:
 
 
 @dataclass
+class Candidate:
+    """One folder under ``candidates/``: a contest-style solution or a bare folder of sources."""
+
+    name: str
+    folder: Path
+    kind: str  # "config" (config.toml + solution/<language>/) | "sources" (a bare folder)
+    owner: SolutionConfig  # the solution it is a candidate for (its definition, its entry point for a bare folder)
+    config: SolutionConfig | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def language(self) -> str:
+        return (self.config or self.owner).language
+
+    @property
+    def entry_point(self) -> str:
+        return (self.config or self.owner).entry_point
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.folder), "kind": self.kind, "definition": self.owner.definition,
+                "language": self.language, "entry_point": self.entry_point,
+                "binding": (self.config or self.owner).binding, "problems": [str(p) for p in self.problems]}
+
+
+@dataclass
 class Topology:
     kind: str  # "single" | "per-definition" | "invalid" | "empty"
     configs: list[SolutionConfig]
     problems: list[Problem]
+    candidates: list[Candidate] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
         return not self.problems and bool(self.configs)
+
+    @property
+    def candidate_problems(self) -> list[Problem]:
+        return [p for c in self.candidates for p in c.problems]
 
 
 def find_config_files(root: Path) -> list[Path]:
@@ -271,7 +306,57 @@ def check_topology(root: str | Path) -> Topology:
     for c in configs:
         problems.extend(check_sources(c))
     kind = "invalid" if problems else ("single" if root_cfg else "per-definition")
-    return Topology(kind, configs, problems)
+    return Topology(kind, configs, problems, find_candidates(root, configs))
+
+
+def _candidate_folders(root: Path, configs: list[SolutionConfig]) -> list[tuple[Path, SolutionConfig]]:
+    """(candidate folder, the config it belongs to): ``<config folder>/candidates/*``, and for the
+    per-definition layout ``<root>/candidates/*`` too when there is one config."""
+    owners: list[tuple[Path, SolutionConfig]] = [(c.folder / CANDIDATES_DIR, c) for c in configs]
+    if configs and all(c.folder != root for c in configs) and len(configs) == 1:
+        owners.append((root / CANDIDATES_DIR, configs[0]))
+    out: list[tuple[Path, SolutionConfig]] = []
+    seen: set[Path] = set()
+    for parent, owner in owners:
+        try:
+            children = sorted(d for d in parent.iterdir() if d.is_dir() and not d.name.startswith((".", "_")))
+        except OSError:
+            continue
+        for d in children:
+            if d not in seen:
+                seen.add(d)
+                out.append((d, owner))
+    return out
+
+
+def find_candidates(root: Path, configs: list[SolutionConfig]) -> list[Candidate]:
+    """Every candidate folder, checked: a contest-style one like a solution config (and for the
+    same definition), a bare one for the owner's entry point file."""
+    out: list[Candidate] = []
+    for folder, owner in _candidate_folders(root, configs):
+        cfg_path = folder / CONFIG_NAME
+        if cfg_path.is_file() and has_solution_table(cfg_path):
+            cand = Candidate(folder.name, folder, "config", owner)
+            try:
+                cand.config = load_config(cfg_path)
+            except InputError as exc:
+                cand.problems.append(Problem(cfg_path, exc.message, exc.line, exc.field))
+                out.append(cand)
+                continue
+            if cand.config.definition != owner.definition:
+                cand.problems.append(Problem(cfg_path, f"is for {cand.config.definition!r}, but {owner.path.parent.name or '.'}/"
+                                            f"{CONFIG_NAME} is for {owner.definition!r}", field="solution.definition"))
+            cand.problems.extend(check_sources(cand.config))
+            out.append(cand)
+            continue
+        if not any(p.is_file() for p in folder.iterdir()):
+            continue  # not a candidate (an empty folder, a folder of folders)
+        cand = Candidate(folder.name, folder, "sources", owner)
+        entry = owner.entry_file
+        if entry is not None and not (folder / entry).is_file():
+            cand.problems.append(Problem(folder, f"has no {entry} (the entry point file of {owner.name}) and no {CONFIG_NAME}"))
+        out.append(cand)
+    return out
 
 
 def check_sources(c: SolutionConfig) -> list[Problem]:
@@ -364,6 +449,14 @@ def _is_per_definition_root(parent: Path, child: Path) -> bool:
     return any((d / CONFIG_NAME).is_file() and has_solution_table(d / CONFIG_NAME) for d in siblings)
 
 
+def _owns_candidates(folder: Path) -> bool:
+    """Is ``folder`` a solution folder or a workspace root (the owner of a candidates/ folder)?"""
+    cfg = folder / CONFIG_NAME
+    if cfg.is_file() and has_solution_table(cfg):
+        return True
+    return any((folder / marker).exists() for marker in (".git", "fibtui.toml", "optimize_ops", "dataset"))
+
+
 def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
     """Walk up from ``start``: (workspace root, the config we started in) or None.
 
@@ -378,6 +471,8 @@ def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
             if folder.name == "solution" or folder.parent.name == "solution":
                 # An invalid config inside solution/: the workspace is above it; the check reports it.
                 continue
+            if folder.parent.name == CANDIDATES_DIR and _owns_candidates(folder.parent.parent):
+                continue  # a contest-style candidate: the workspace is the solution it belongs to
             parent = folder.parent
             if parent != folder and _is_per_definition_root(parent, folder):
                 return parent, cfg

@@ -4,6 +4,12 @@ One place turns a worker's result into a :class:`~fibtui.core.runs.JobResult`, a
 journal (fsync) and emits :class:`~fibtui.runners.events.JobFinished`; one place closes a run
 (the journal's end line, run.json regenerated from the journal, :class:`RunFinished`). Whatever
 runs the jobs, the journal and the run record therefore have the same shape.
+
+A run stops in one of two ways besides finishing: the user cancels it (the TUI's ``c``, a newer save
+in watch mode: the run reads ``cancelled``), or something interrupts it (SIGINT, SIGTERM, SIGHUP,
+the TUI closing: the run reads ``interrupted``). Either way the cancel event is set before any
+worker is stopped, and a job whose worker the runner stopped stays pending (never a result):
+``fibtui run --resume`` redoes it. :func:`interrupt` sets the cancel event as an interrupt.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fibtui.core.fsio import atomic_write_text
 from fibtui.core.runs import (
     JobResult,
     Journal,
@@ -61,6 +68,27 @@ def pending_groups(header: RunHeader, done_keys: set[str], sid_of: dict[tuple[st
 #: seconds of results before an ETA is shown
 ETA_SETTLE_S = 1.0
 
+_INTERRUPTED_ATTR = "fibtui_interrupted"
+
+
+def interrupt(cancel: threading.Event, reason: str, recorder: JobRecorder | None = None) -> None:
+    """Stop a run because something interrupted it (a signal, the app closing), not because the
+    user cancelled it: the run then reads ``interrupted``, not ``cancelled``. The reason is kept on
+    the event (and on ``recorder``, for a runner that does not read the event) before the event is
+    set, so a runner that sees the event set also sees why. Safe in a signal handler: it neither
+    prints nor takes a lock a handler could be interrupted inside (``Event.set`` aside)."""
+    if not cancel.is_set():
+        setattr(cancel, _INTERRUPTED_ATTR, reason)
+        if recorder is not None:
+            recorder.interrupted = reason
+    cancel.set()
+
+
+def interrupted_by(cancel: threading.Event | None) -> str | None:
+    """Why ``cancel`` was set when it was set by :func:`interrupt`; None for a user's cancel."""
+    reason = getattr(cancel, _INTERRUPTED_ATTR, None) if cancel is not None else None
+    return reason if isinstance(reason, str) else None
+
 
 class JobRecorder:
     """Appends finished jobs to a run's journal and keeps the progress counters."""
@@ -76,6 +104,8 @@ class JobRecorder:
         self.passed = 0
         self.failed = 0
         self._session_done = 0
+        #: set by :func:`interrupt`: the run was interrupted (a signal), not cancelled by the user
+        self.interrupted: str | None = None
         #: when this session's first result came: the ETA is paced from there, so start-up (worker
         #: start, imports, first compiles) does not inflate it
         self._t_first: float | None = None
@@ -105,6 +135,7 @@ class JobRecorder:
             max_abs_error=as_float(r.get("max_abs_error")), max_rel_error=as_float(r.get("max_rel_error")),
             error=r.get("error"), timing=timing, attempt=attempt,
             started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
+            correctness=dict(r["correctness"]) if isinstance(r.get("correctness"), dict) else {},
         )
         with self._lock:
             restored = self.journal.restored
@@ -130,17 +161,49 @@ class JobRecorder:
         on_event(event)
         return result
 
-    def finish(self, cancelled: bool, on_event: EventSink) -> dict[str, Any]:
-        """The journal's end line, run.json regenerated from the journal, RunFinished."""
+    def finish(self, cancelled: bool, on_event: EventSink, interrupted: str | None = None) -> dict[str, Any]:
+        """The journal's end line, run.json regenerated from the journal, RunFinished.
+
+        ``interrupted`` (or :attr:`interrupted`): why the run was interrupted (a signal, the app
+        closing). Its end line says ``interrupted``, so an unfinished run reads ``interrupted``
+        (``cancelled`` is the user's own cancel); a finished one reads complete or failed either way."""
+        interrupted = interrupted or self.interrupted
         if not self.journal.verify(full=True):
             on_event(LogLine(_RESTORED, "warning"))
-        if cancelled:
+        if interrupted:
+            self.journal.append_end("interrupted", interrupted)
+        elif cancelled:
             self.journal.append_end("cancelled", "cancelled by the user")
         else:
             self.journal.append_end("finished")
         record = write_record(self.folder)
         on_event(RunFinished(record["state"], record))
         return record
+
+
+def report_builds(folder: Path, ref_of: dict[str, tuple[str, str]], report: dict[str, Any], on_event: EventSink) -> None:
+    """Say how each solution built (a worker's ``loaded`` report) and keep the compiler's output
+    in ``<run>/builds/<role>-<name>.log``: a failed build is the kernel's COMPILE_ERROR with its
+    first compiler error line, or UNSUPPORTED_HERE when this machine lacks what it needs."""
+    for sid, rep in report.items():
+        if sid not in ref_of:
+            continue
+        role, name = ref_of[sid]
+        log = rep.get("log")
+        if isinstance(log, str) and log:
+            safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{role}-{name}")[:120]
+            try:
+                atomic_write_text(folder / "builds" / f"{safe}.log", log)
+            except OSError:
+                pass  # the log is a convenience: the result row holds the first error line
+        if not rep.get("ok"):
+            status = rep.get("status") or "COMPILE_ERROR"
+            on_event(LogLine(f"{name}: {status}: {rep.get('error')}", "warning" if status == "UNSUPPORTED_HERE" else "error"))
+            continue
+        build = rep.get("build") or {}
+        if build.get("builder") in ("tvm-ffi", "torch"):
+            how = "from the build cache" if build.get("cached") else f"compiled in {build.get('compile_s', 0):.1f} s"
+            on_event(LogLine(f"{name}: {build['builder']} build {how} (loaded in {build.get('build_s', 0):.2f} s)", "info"))
 
 
 def take_job_fields(r: dict[str, Any], job: dict[str, Any], started: str | None) -> dict[str, Any]:

@@ -10,6 +10,11 @@ reference that failed, a measurement that failed) are retried alone up to a limi
 back; kernel failures are never retried. Every finished job is appended to the journal at once
 (fsync), so a run killed at any moment resumes without redoing or losing finished jobs. The
 paired baseline and candidate of one workload always run in the same worker, on the same GPU.
+
+Stopping is never a kernel's fault: a cancel (the user's, or an interrupt: SIGINT, SIGTERM, SIGHUP,
+the TUI closing) is set before any worker is stopped, and every wait on a worker checks it, so a
+slot thread whose worker ended tells "it died by itself" (blamed as above) from "the runner stopped
+it" (the job stays pending, nothing is written for it, ``--resume`` redoes it).
 """
 
 from __future__ import annotations
@@ -34,11 +39,25 @@ from fibtui.core.errors import WriteFailed
 from fibtui.core.runs import RunHeader, now_iso, pid_alive, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
-from fibtui.runners.journaling import JobRecorder, SolutionIds, pending_groups, take_job_fields
+from fibtui.runners.journaling import (
+    JobRecorder,
+    SolutionIds,
+    interrupt,
+    interrupted_by,
+    pending_groups,
+    report_builds,
+    take_job_fields,
+)
 
 EventSink = Callable[[object], None]
 
 _EOF = object()
+#: what a wait on a worker returns once the run is stopping (cancelled, interrupted, shutting down)
+_HALT = object()
+#: how often a wait on a worker looks at the cancel event (the longest a cancel waits to be seen)
+_POLL_S = 0.2
+#: how long an interrupted runner waits for its slot threads once it has stopped their workers
+_STOP_JOIN_S = 15.0
 
 #: Environment variables a kernel never gets: tokens, secrets, passwords, keys (a kernel's prints and
 #: errors land in logs and journals that are archived and committed).
@@ -312,6 +331,10 @@ class LocalRunner:
         self.warm: WarmWorkers | None = None
         #: the journal could not be written (a full disk): the run stops, resumable
         self._write_failed: WriteFailed | None = None
+        #: set before the runner stops its workers (an interrupt, the end of the run): from then on
+        #: a worker that ends is the runner's doing, and its job stays pending, never a result
+        self._stopping = threading.Event()
+        self._workers_lock = threading.Lock()
 
     # -- the queue ----------------------------------------------------------------------------
 
@@ -342,8 +365,15 @@ class LocalRunner:
     # -- running ------------------------------------------------------------------------------
 
     def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]:
+        """Run the pending jobs; returns the run record. ``cancel``: set it to stop (the user's
+        cancel reads ``cancelled``; :func:`~fibtui.runners.journaling.interrupt` reads
+        ``interrupted``): the slot threads stop their workers and the jobs in flight stay pending.
+        A KeyboardInterrupt (or any exception) in the thread that called this cancels first, then
+        stops the workers, waits for the slot threads and raises again."""
         cancel = cancel or threading.Event()
         take_lock(self.folder)
+        threads: list[threading.Thread] = []
+        closing = False
         try:
             done_keys = self.recorder.resume()
             done = self.recorder.done
@@ -357,42 +387,111 @@ class LocalRunner:
             for t in threads:
                 while t.is_alive():
                     t.join(timeout=0.2)
+            closing = True
             if self._write_failed is not None:
                 raise WriteFailed(self._write_failed.path, self._write_failed,
                                   f"; the run stopped: free some space, then fibtui run --resume {self.header.run_id}")
-            return self.recorder.finish(cancel.is_set(), on_event)
+            return self.recorder.finish(cancel.is_set(), on_event, interrupted=interrupted_by(cancel))
+        except BaseException as exc:
+            if closing:
+                raise  # every slot thread had ended: nothing is left to stop
+            # an interrupt in this thread (Ctrl-C, a second signal): cancel first, then stop the
+            # workers, so the slot threads never take their workers' ends for a kernel's crash
+            interrupt(cancel, f"interrupted ({type(exc).__name__})", self.recorder)
+            if self._stop_workers(threads):
+                try:  # the end line and run.json, so the record says interrupted too
+                    self.recorder.finish(True, lambda _e: None, interrupted=interrupted_by(cancel))
+                except Exception:  # noqa: BLE001 - best effort: the journal alone already says it all
+                    pass
+            raise
         finally:
-            for w in self._workers.values():
-                w.kill()
+            self._stopping.set()
+            self._kill_workers()
             release_lock(self.folder)
 
-    def _start_worker(self, slot: int, on_event: EventSink) -> WorkerProcess | None:
-        old = self._workers.pop(slot, None)
+    def _kill_workers(self) -> None:
+        with self._workers_lock:
+            workers = list(self._workers.values())
+        for w in workers:
+            w.kill()
+
+    def _stop_workers(self, threads: list[threading.Thread]) -> bool:
+        """Stop every worker (the cancel event is already set) and wait for the slot threads;
+        True when they all ended."""
+        self._stopping.set()
+        self._kill_workers()
+        deadline = time.monotonic() + _STOP_JOIN_S
+        for t in threads:
+            while t.is_alive() and time.monotonic() < deadline:
+                t.join(timeout=0.2)
+        return not any(t.is_alive() for t in threads)
+
+    def _halted(self, cancel: threading.Event) -> bool:
+        """Is the run stopping? Then a worker that ends was (or is about to be) stopped by the
+        runner: its job stays pending."""
+        return cancel.is_set() or self._stopping.is_set()
+
+    def _next(self, w: WorkerProcess, deadline: float, cancel: threading.Event) -> Any:
+        """The worker's next event before ``deadline`` (None past it, ``_EOF`` when it ended), or
+        ``_HALT`` as soon as the run is stopping."""
+        while True:
+            if self._halted(cancel):
+                return _HALT
+            ev = w.next_event(min(deadline, time.monotonic() + _POLL_S))
+            if ev is not None or time.monotonic() >= deadline:
+                return _HALT if ev is _EOF and self._halted(cancel) else ev
+
+    def _set_worker(self, slot: int, w: WorkerProcess | None) -> WorkerProcess | None:
+        with self._workers_lock:
+            old = self._workers.pop(slot, None)
+            if w is not None:
+                self._workers[slot] = w
+        return old if old is not w else None
+
+    def _start_worker(self, slot: int, on_event: EventSink, cancel: threading.Event) -> WorkerProcess | None:
+        old = self._set_worker(slot, None)
         if old is not None:
             old.kill()
         log = self.folder / f"worker-{slot}.log"
         w = self.warm.take(self.pool, slot) if self.warm is not None else None
+        fresh = w is None
         if w is not None:
             w.switch_log(log)
         else:
             w = WorkerProcess(self.pool.env_for(slot), log)
-            ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
+        # known to the runner at once, so an interrupt stops it even while it starts
+        self._set_worker(slot, w)
+        if self._halted(cancel):  # stopped while it was being started: stop it here
+            w.kill()
+            return None
+        if fresh:  # wait for it to be ready (a warm worker already is)
+            ev = self._next(w, time.monotonic() + self.pool.load_timeout_s, cancel)
+            if ev is _HALT:
+                w.kill()
+                return None
             if not isinstance(ev, dict) or ev.get("event") != "ready":
-                self._workers[slot] = w
                 on_event(LogLine(f"worker {slot} did not start: {self._describe(ev, w)}", "error"))
                 return None
-        self._workers[slot] = w
         cfg = self.pool.config_for(slot)
         cfg["workdir"] = str(w.cwd / "build")  # the built sources go away with the worker
-        w.send({"op": "load", "config": cfg, "definition": self.definition, "solutions": self.solutions})
-        ev = w.next_event(time.monotonic() + self.pool.load_timeout_s)
+        w.send({"op": "load", "config": cfg, "definition": self.definition, "solutions": self.solutions,
+                "prefetch": self._next_workloads(slot)})
+        ev = self._next(w, time.monotonic() + self.pool.load_timeout_s, cancel)
+        if ev is _HALT:
+            w.kill()
+            return None
         if not isinstance(ev, dict) or ev.get("event") != "loaded":
             on_event(LogLine(f"worker {slot} failed to load the solutions: {self._describe(ev, w)}", "error"))
             return None
-        for sid, rep in (ev.get("solutions") or {}).items():
-            if not rep.get("ok"):
-                on_event(LogLine(f"{self.ref_of[sid][1]}: COMPILE_ERROR: {rep.get('error')}", "error"))
+        report_builds(self.folder, self.ref_of, ev.get("solutions") or {}, on_event)
         return w
+
+    def _next_workloads(self, slot: int, n: int = 4) -> list[dict[str, Any]]:
+        """The workloads of the next few tasks this slot will run: their reference outputs are
+        computed while CUDA/C++ builds compile."""
+        with self._lock:
+            uuids = [t.uuid for t in self._tasks if t.slot in (None, slot)]
+        return [self.workloads[u] for u in dict.fromkeys(uuids[:n])]
 
     def _describe(self, ev: Any, w: WorkerProcess) -> str:
         if ev is None:
@@ -415,15 +514,15 @@ class LocalRunner:
 
     def _slot(self, slot: int, on_event: EventSink, cancel: threading.Event) -> None:
         worker: WorkerProcess | None = None
-        while not cancel.is_set():
+        while not self._halted(cancel):
             task = self._pop(cancel, slot)
             if task is None:
                 break
             try:
                 if worker is None or worker.proc.poll() is not None:
-                    worker = self._start_worker(slot, on_event)
+                    worker = self._start_worker(slot, on_event, cancel)
                     if worker is None:
-                        self._infra(task, "the worker could not start or load the solutions", on_event)
+                        self._infra(task, "the worker could not start or load the solutions", on_event, cancel)
                         continue
                 worker = self._run_task(slot, worker, task, on_event, cancel)
             except WriteFailed as exc:  # the journal cannot take the result: stop every slot
@@ -432,10 +531,15 @@ class LocalRunner:
             finally:
                 self._task_done()
         if worker is not None:
-            worker.close()
-            self._workers.pop(slot, None)
+            if self._stopping.is_set():
+                worker.kill()
+            else:
+                worker.close()  # idle between jobs: it shuts down by itself
+            self._set_worker(slot, None)
 
-    def _infra(self, task: Task, reason: str, on_event: EventSink) -> None:
+    def _infra(self, task: Task, reason: str, on_event: EventSink, cancel: threading.Event) -> None:
+        if self._halted(cancel):
+            return  # the run is stopping (the runner stopped this worker): the job stays pending
         if task.attempt <= self.pool.max_infra_retries:
             on_event(LogLine(f"retrying {task.uuid[:8]} (attempt {task.attempt + 1}): {reason}", "warning"))
             self._push(Task(task.uuid, task.repeat, task.sids, task.attempt + 1, slot=task.slot), front=True)
@@ -445,36 +549,41 @@ class LocalRunner:
 
     def _run_task(self, slot: int, worker: WorkerProcess, task: Task, on_event: EventSink,
                   cancel: threading.Event) -> WorkerProcess | None:
+        if self._halted(cancel):
+            return worker  # stopped before this job began: it stays pending
         on_event(JobStarted(task.uuid, task.repeat, [self.ref_of[s][1] for s in task.sids], slot))
         started_at = now_iso()
         job = {"op": "job", "job_id": f"{task.repeat}|{task.uuid}", "workload": self.workloads[task.uuid],
                "repeat": task.repeat, "solutions": task.sids}
         if not worker.send(job):
-            self._infra(task, f"worker {worker.exit_description()} before the job", on_event)
+            self._infra(task, f"worker {worker.exit_description()} before the job", on_event, cancel)
             worker.kill()
             return None
         deadline = time.monotonic() + self.pool.job_timeout_s
         began = False
         while True:
-            if cancel.is_set():
+            ev = self._next(worker, deadline, cancel)
+            if ev is _HALT:
+                # cancelled or interrupted: the runner stops the worker, the job stays pending
                 worker.kill()
                 return None
-            ev = worker.next_event(min(deadline, time.monotonic() + 0.5))
             if ev is None:
-                if time.monotonic() < deadline:
-                    continue
                 worker.kill()
                 on_event(WorkerRestarted(slot, f"job {task.uuid[:8]} passed its {self.pool.job_timeout_s:.0f} s timeout"))
-                self._blame(task, "TIMEOUT", f"no result within {self.pool.job_timeout_s:.0f} s", on_event, slot)
+                self._blame(task, "TIMEOUT", f"no result within {self.pool.job_timeout_s:.0f} s", on_event, slot, cancel)
                 return None
             if ev is _EOF:
+                # the worker ended while the run was going on: it died by itself (the runner sets
+                # the cancel event before it stops any worker, and _next looked at it after the end)
                 why = worker.exit_description(wait_s=5.0) + self._log_tail(worker)
                 worker.kill()
+                if self._halted(cancel):
+                    return None  # an interrupt came meanwhile: not judged, the job stays pending
                 on_event(WorkerRestarted(slot, f"worker {why}"))
                 if began:
-                    self._blame(task, "RUNTIME_ERROR", f"the worker process died during the job: {why}", on_event, slot)
+                    self._blame(task, "RUNTIME_ERROR", f"the worker process died during the job: {why}", on_event, slot, cancel)
                 else:
-                    self._infra(task, f"worker {why} before the job began", on_event)
+                    self._infra(task, f"worker {why} before the job began", on_event, cancel)
                 return None
             kind = ev.get("event")
             if kind == "job_started":
@@ -486,7 +595,7 @@ class LocalRunner:
                         continue
                     take_job_fields(r, ev, started_at)
                     if r.get("status") in INFRA_STATUSES and task.attempt <= self.pool.max_infra_retries:
-                        self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event)
+                        self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event, cancel)
                         continue
                     self._record(sid, task, r, on_event, slot)
                 if ev.get("restart"):
@@ -497,8 +606,11 @@ class LocalRunner:
             elif kind == "error":
                 on_event(LogLine(f"worker {slot}: {ev.get('message')}", "error"))
 
-    def _blame(self, task: Task, status: str, reason: str, on_event: EventSink, slot: int) -> None:
+    def _blame(self, task: Task, status: str, reason: str, on_event: EventSink, slot: int,
+               cancel: threading.Event) -> None:
         """A job took the worker down: run each solution alone (on the same GPU) to find which."""
+        if self._halted(cancel):
+            return  # the run is stopping: the job stays pending, nobody is blamed
         if len(task.sids) > 1:
             on_event(LogLine(f"{task.uuid[:8]}: {reason}; rerunning each solution alone to attribute it", "warning"))
             for sid in reversed(task.sids):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fibtui.core.errors import UsageError
-from fibtui.core.fsio import atomic_write_text
+from fibtui.core.fsio import atomic_write_text, make_dirs
 from fibtui.core.ncu import NcuFailed, NcuTimeout, export_page, find_ncu
 
 SETS = ("basic", "detailed", "full")
@@ -125,8 +125,11 @@ def profile(
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
     profile_from_start: bool = True,
+    log: str | Path | None = None,
 ) -> ProfileResult:
-    """Profile ``profiled_argv`` into ``report`` (a path ending in ``.ncu-rep``) and export its pages."""
+    """Profile ``profiled_argv`` into ``report`` (a path ending in ``.ncu-rep``) and export its pages.
+    ncu's console output goes to ``log`` (default: ``X_ncu.log`` beside the report); a failure's
+    message names it."""
     rep = Path(report)
     if not rep.name.endswith(".ncu-rep"):
         rep = rep.with_name(rep.name + ".ncu-rep")
@@ -134,8 +137,11 @@ def profile(
     cmd = build_ncu_command(profiled_argv, rep, kernel_regex=kernel_regex, launch_skip=launch_skip,
                             launch_count=launch_count, section_set=section_set, clock_control=clock_control, ncu=exe,
                             profile_from_start=profile_from_start)
-    rep.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(rep.parent)
     paths = sibling_paths(rep)
+    if log is not None:
+        paths["log"] = Path(log)
+        make_dirs(paths["log"].parent)
     try:
         code, out = _run(cmd, timeout_s, env, cwd)
     except OSError as exc:

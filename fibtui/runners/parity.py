@@ -48,13 +48,15 @@ from fibtui.core.fsio import (
     atomic_copy_file,
     atomic_write_json,
     atomic_write_text,
+    read_input_text,
     reserve_unique_path,
 )
 from fibtui.core.plan import select_workloads
-from fibtui.core.presets import EvalPreset, preset_for
+from fibtui.core.presets import EVALUATOR_CLASSES, EvalPreset, preset_for
 from fibtui.core.results import ResultRow, detect_format, load_results
 from fibtui.core.runs import build_record, list_runs, now_iso, read_journal, run_dir
 from fibtui.core.status import PASSED
+from fibtui.core.toolchain import bench_version
 
 PARITY_DIR = "parity"
 RECORD_FORMAT = "fibtui-parity"
@@ -93,13 +95,33 @@ def parity_command(dataset_dir: str | Path, definition: str, solution: str, pres
             *OFFICIAL_FLAGS, *preset.parity_flags]
 
 
-def _bench_installed() -> bool:
-    import importlib.util
+_RESOLVE_CODE = (
+    "import json, sys\n"
+    "from flashinfer_bench.bench.evaluators.registry import resolve_evaluator\n"
+    "from flashinfer_bench.data import Definition\n"
+    "d = Definition.model_validate(json.load(open(sys.argv[1])))\n"
+    "print(resolve_evaluator(d).__name__)\n"
+)
+
+
+def official_evaluator(definition_json: str | Path, python: str | None = None, timeout_s: float = 120.0) -> str | None:
+    """The evaluator the installed flashinfer-bench picks for this definition (fibtui's name for it,
+    or its class name when fibtui has none), asked in a subprocess of the Python that runs it; None
+    when that cannot be told (not installed, an error)."""
+    from fibtui.runners.local import scrubbed_environment
 
     try:
-        return shutil.which("flashinfer-bench") is not None or importlib.util.find_spec("flashinfer_bench") is not None
-    except (ImportError, ValueError):
-        return False
+        proc = subprocess.run([python or sys.executable, "-c", _RESOLVE_CODE, str(definition_json)],  # noqa: S603
+                              capture_output=True, text=True, timeout=timeout_s,
+                              env=scrubbed_environment(dict(os.environ)))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    name = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else ""
+    return EVALUATOR_CLASSES.get(name, name) or None
+
+
+def _bench_installed() -> bool:
+    return shutil.which("flashinfer-bench") is not None or bench_version() is not None
 
 
 @dataclass
@@ -115,6 +137,8 @@ class ParityPlan:
     flags: list[str]
     preset_source: str
     bench_installed: bool
+    #: ``--solution``: a candidate folder (contest-style or bare) or a solution.json; None: config.toml's
+    solution_path: str | None = None
 
     @property
     def command_line(self) -> str:
@@ -134,8 +158,9 @@ def _new_id(definition: str) -> str:
 
 
 def plan_parity(ws, selection: str = "rep", definition: str | None = None,
-                representatives: list[str] | None = None) -> ParityPlan:
-    """What ``fibtui parity`` would run (nothing is written)."""
+                representatives: list[str] | None = None, solution: str | None = None) -> ParityPlan:
+    """What ``fibtui parity`` would run (nothing is written). ``solution``: a candidate folder or
+    solution.json to run instead of the workspace's own solution."""
     cfg = ws.config_for(definition)
     dataset = ws.dataset()
     defn = dataset.definition(cfg.definition)
@@ -144,9 +169,38 @@ def plan_parity(ws, selection: str = "rep", definition: str | None = None,
     archive = parity_root(ws) / _new_id(defn.name)
     dataset_dir = archive / "dataset"
     launcher, how = flashinfer_bench_launcher()
-    argv = parity_command(dataset_dir, defn.name, cfg.name, preset, launcher)
-    return ParityPlan(defn.name, cfg.name, selection, uuids, archive, dataset_dir, argv, how,
-                      [*OFFICIAL_FLAGS, *preset.parity_flags], preset.source, _bench_installed())
+    name = cfg.name
+    if solution is not None:
+        name = str(solution_json_for(ws, cfg, solution)["name"])
+    argv = parity_command(dataset_dir, defn.name, name, preset, launcher)
+    return ParityPlan(defn.name, name, selection, uuids, archive, dataset_dir, argv, how,
+                      [*OFFICIAL_FLAGS, *preset.parity_flags], preset.source, _bench_installed(), solution)
+
+
+def solution_json_for(ws, cfg, solution: str | None) -> dict[str, Any]:
+    """The solution.json flashinfer-bench runs: config.toml's solution packed as ``fibtui pack``
+    packs it, or ``--solution``'s (a contest-style folder packed from its own config.toml, a bare
+    folder with the workspace's language and entry point, or a solution.json as it is)."""
+    from fibtui.core.plan import solution_from_path
+    from fibtui.core.submission import pack_solution
+    from fibtui.core.workspace import CONFIG_NAME
+
+    if solution is None:
+        return pack_solution(ws.root, cfg.definition).solution
+    path = Path(solution).expanduser()
+    if not path.is_absolute() and not path.exists() and (ws.root / path).exists():
+        path = ws.root / path
+    if path.is_dir() and (path / CONFIG_NAME).is_file():
+        packed = pack_solution(path).solution
+    else:
+        src = solution_from_path(path, cfg)
+        packed = src.to_solution_json()
+        packed["spec"]["target_hardware"] = ["cuda"]
+        if packed["spec"]["language"] in ("cuda", "cpp"):
+            packed["spec"].setdefault("binding", "tvm-ffi")
+    if packed.get("definition") != cfg.definition:
+        raise InputError(path, f"is a solution for {packed.get('definition')!r}, not {cfg.definition!r}", field="--solution")
+    return packed
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,13 +254,16 @@ def _safe(name: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def parity_tau(workspace_root: str | Path) -> tuple[float, str]:
+def parity_tau(workspace_root: str | Path, definition: str | None = None) -> tuple[float, str]:
     """tau for "the two disagree": fibtui's noise floor (:func:`fibtui.core.stats.noise_floor`:
-    ``[stats] min_gain`` in fibtui.toml, default 1%, raised by the workspace's A/A history)."""
+    ``[stats] min_gain`` in fibtui.toml, default 1%, raised by the workspace's A/A history of this
+    definition on a GPU; interpreter sessions never count)."""
     from fibtui.core import stats
 
-    floor = stats.noise_floor(stats.StatsSettings.from_workspace(workspace_root),
-                              stats.aa_sessions(Path(workspace_root) / "optimize_ops"))
+    sessions = [s for s in stats.aa_sessions(Path(workspace_root) / "optimize_ops")
+                if definition is None or s.definition == definition]
+    floor = stats.noise_floor(stats.StatsSettings.from_workspace(workspace_root), sessions,
+                              f"{definition}, GPU timings" if definition else None)
     return floor.tau, floor.source
 
 
@@ -425,6 +482,10 @@ class ParityRecord:
     total: int = 0
     comparisons: list[Comparison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the evaluator fibtui judges this definition with (fibtui.core.presets), and the one the
+    #: flashinfer-bench that ran picked (None for an import, or when it could not be asked)
+    evaluator: str | None = None
+    bench_evaluator: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -495,7 +556,7 @@ def parity_status(workspace: Any, definition: str) -> ParityStatus | None:
 
 def _finish_record(record: ParityRecord, traces: Path | None, ws, against: str | Path | None) -> ParityRecord:
     """Import the traces, compare, write comparison.json and parity.json."""
-    tau, tau_source = parity_tau(ws.root)
+    tau, tau_source = parity_tau(ws.root, record.definition)
     rows: list[ResultRow] = []
     if traces is not None and traces.is_file() and traces.stat().st_size:
         table = load_results(traces)
@@ -521,6 +582,12 @@ def _finish_record(record: ParityRecord, traces: Path | None, ws, against: str |
         uuids = list(dict.fromkeys(r.uuid for r in sol_rows)) or list(record.workloads)
         fib = fibtui_record(ws.archive_root, record.definition, sol, uuids, against if sol == record.solution else None)
         record.comparisons.append(compare(sol_rows, sol, fib, tau, tau_source, hardware))
+    if record.bench_evaluator and record.evaluator and record.bench_evaluator != record.evaluator:
+        version = bench_version() or "this"
+        for c in record.comparisons:
+            c.warnings.append(f"flashinfer-bench {version} judged with its {record.bench_evaluator} evaluator; the contest's "
+                              f"(flashinfer-bench's main branch, and fibtui) is {record.evaluator}: where they disagree, "
+                              "fibtui's verdict is the contest's")
     main = record.comparisons[0]
     record.passed, record.total = main.passed, len(main.rows)
     if record.source == "run":
@@ -572,7 +639,7 @@ def _has_evaluation(path: Path) -> bool:
 def _concat(files: list[Path], target: Path) -> None:
     parts = []
     for f in files:
-        text = f.read_text(encoding="utf-8")
+        text = read_input_text(f)  # a byte-order mark is dropped, not pasted into the middle
         if text.strip():
             parts.append(text if text.endswith("\n") else text + "\n")
     atomic_write_text(target, "".join(parts))
@@ -593,43 +660,57 @@ def import_parity(ws, path: str | Path, definition: str | None = None, against: 
     else:
         raise InputError(src, "no such file or folder")
     cfg = ws.config_for(definition)
+    # every file is read before anything is archived: a bad line is named in the user's own file,
+    # and a refused import leaves no folder in the archive
+    found: set[str] = set()
+    for f in files:
+        found |= {r.definition for r in load_results(f).rows}
+    if cfg.definition not in found:
+        raise InputError(src, f"no traces for {cfg.definition} (found: {', '.join(sorted(found)) or 'none'})")
     archive = reserve_unique_path(parity_root(ws) / _new_id(cfg.definition), directory=True)
-    traces = archive / "traces.jsonl"
-    _concat(files, traces)
-    atomic_write_json(archive / "command.json", {"imported_from": str(src.resolve()), "files": [str(f) for f in files]})
-    record = ParityRecord(id=archive.name, definition=cfg.definition, solution=cfg.name, source="import",
-                          started=now_iso(), finished=None, path=archive, imported_from=str(src.resolve()))
-    console = src.parent / "console.log" if src.is_file() else src / "console.log"
-    if console.is_file():
-        atomic_copy_file(console, archive / "console.log")
-    return _finish_record(record, traces, ws, against)
+    try:
+        traces = archive / "traces.jsonl"
+        _concat(files, traces)
+        atomic_write_json(archive / "command.json", {"imported_from": str(src.resolve()), "files": [str(f) for f in files]})
+        record = ParityRecord(id=archive.name, definition=cfg.definition, solution=cfg.name, source="import",
+                              started=now_iso(), finished=None, path=archive, imported_from=str(src.resolve()))
+        console = src.parent / "console.log" if src.is_file() else src / "console.log"
+        if console.is_file():
+            atomic_copy_file(console, archive / "console.log")
+        return _finish_record(record, traces, ws, against)
+    except BaseException:
+        shutil.rmtree(archive, ignore_errors=True)
+        raise
 
 
 def run_parity(ws, plan: ParityPlan, on_line: LineSink | None = None, cancel: threading.Event | None = None,
                wall_timeout_s: float | None = None, against: str | Path | None = None) -> ParityRecord:
     """Prepare the folder, run flashinfer-bench (list args, its own process group), import and
     compare. Output lines go to ``console.log`` and to ``on_line`` as they come."""
-    from fibtui.core.submission import pack_solution
-
     cancel = cancel or threading.Event()
     dataset = ws.dataset()
     defn = dataset.definition(plan.definition)
-    packed = pack_solution(ws.root, plan.definition)
-    if packed.solution["name"] != plan.solution:
-        plan.solution = packed.solution["name"]
+    packed_solution = solution_json_for(ws, ws.config_for(plan.definition), plan.solution_path)
+    if packed_solution["name"] != plan.solution:
+        plan.solution = packed_solution["name"]
     archive = reserve_unique_path(plan.archive, directory=True)
     if archive != plan.archive:  # the name was taken: rebase the folder and the command on it
         old = str(plan.dataset_dir)
         plan.archive, plan.dataset_dir = archive, archive / "dataset"
         plan.argv = [str(plan.dataset_dir) if a == old else a for a in plan.argv]
-    atomic_write_json(archive / "solution.json", packed.solution)
-    prepare_dataset_dir(plan.dataset_dir, dataset, defn, plan.workloads, packed.solution)
+    atomic_write_json(archive / "solution.json", packed_solution)
+    prepare_dataset_dir(plan.dataset_dir, dataset, defn, plan.workloads, packed_solution)
     atomic_write_json(archive / "command.json", {"argv": plan.argv, "command_line": plan.command_line, "cwd": str(archive),
                                                  "launcher": plan.launcher, "flags": plan.flags,
                                                  "preset_source": plan.preset_source})
     record = ParityRecord(id=archive.name, definition=plan.definition, solution=plan.solution, source="run",
                           started=now_iso(), finished=None, path=archive, selection=plan.selection,
-                          workloads=list(plan.workloads), command=list(plan.argv))
+                          workloads=list(plan.workloads), command=list(plan.argv), evaluator=preset_for(defn).evaluator)
+    defn_json = next(iter(sorted((plan.dataset_dir / "definitions").rglob(f"{defn.name}.json"))), None)
+    if defn_json is not None and plan.launcher == "python -c":
+        record.bench_evaluator = official_evaluator(defn_json, plan.argv[0])
+    elif defn_json is not None:  # flashinfer-bench from PATH: ask it through its own interpreter when it is a script
+        record.bench_evaluator = official_evaluator(defn_json, _script_python(plan.argv[0]))
     atomic_write_json(archive / "parity.json", record.to_json())
     record.returncode = _run_logged(plan.argv, archive, archive / "console.log", on_line, cancel, wall_timeout_s)
     if cancel.is_set():
@@ -643,6 +724,20 @@ def run_parity(ws, plan: ParityPlan, on_line: LineSink | None = None, cancel: th
     else:
         record.notes.append("flashinfer-bench saved no traces")
     return _finish_record(record, traces if files else None, ws, against)
+
+
+def _script_python(exe: str) -> str | None:
+    """The interpreter of a console script (its ``#!`` line), else this Python."""
+    try:
+        with open(exe, "rb") as fh:
+            first = fh.readline(512)
+    except OSError:
+        return None
+    if first.startswith(b"#!"):
+        words = first[2:].decode("utf-8", "replace").split()
+        if words and Path(words[0]).name.startswith("python"):
+            return words[0]
+    return sys.executable
 
 
 def _run_logged(argv: list[str], cwd: Path, log_path: Path, on_line: LineSink | None, cancel: threading.Event,

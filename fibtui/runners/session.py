@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fibtui.core import backends
+from fibtui.core import backends, toolchain
 from fibtui.core.dataset import Dataset, Definition
 from fibtui.core.errors import UsageError
 from fibtui.core.plan import (
@@ -30,7 +30,7 @@ from fibtui.runners.local import LocalRunner, WorkerPool
 
 BACKENDS = ("local", "interpreter", "modal")
 
-#: Timing defaults per backend (MEASUREMENT.md: blocks of many launches, median per block).
+#: Timing defaults per backend (docs/measurement.md, "Timing defaults": blocks of many launches, median per block).
 GPU_PLAN = {"calls_per_block": 20, "blocks": 6, "warmup_calls": 3}
 INTERPRETER_PLAN = {"calls_per_block": 1, "blocks": 2, "warmup_calls": 0}
 
@@ -68,6 +68,13 @@ class PreparedRun:
         return self.header.run_id
 
 
+def check_workers(workers: int | None) -> None:
+    """``--workers N``: GPUs, interpreter workers or Modal containers; at least one, for every
+    backend (a run with none would never start a job)."""
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
+
+
 def check_backend(backend: str, modal_in_process: bool = False) -> backends.Backends:
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)}; parity has its own verb)")
@@ -95,6 +102,18 @@ def default_cache_dir() -> str:
     return str(os.environ.get("FIBTUI_CACHE_DIR") or (user_cache_path("fibtui") / "reference"))
 
 
+def default_build_cache_dir() -> str:
+    """Compiled CUDA/C++ builds, kept across runs (``FIBTUI_BUILD_CACHE_DIR``; beside the
+    reference cache when ``FIBTUI_CACHE_DIR`` is set; else the user's cache folder)."""
+    from platformdirs import user_cache_path
+
+    explicit = os.environ.get("FIBTUI_BUILD_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("FIBTUI_CACHE_DIR")
+    return str(Path(base) / "builds" if base else user_cache_path("fibtui") / "builds")
+
+
 def engine_config(backend: str, definition: Definition, dataset_root: Path, options: RunOptions) -> dict[str, Any]:
     preset = preset_for(definition)
     interpreter = backend == "interpreter"
@@ -111,8 +130,10 @@ def engine_config(backend: str, definition: Definition, dataset_root: Path, opti
         "atol": preset.atol,
         "rtol": preset.rtol,
         "matched_ratio": preset.matched_ratio,
+        "evaluator": preset.evaluator,
         "plan": plan,
         "cache_dir": default_cache_dir(),
+        "build_cache_dir": default_build_cache_dir(),
         "dataset_root": str(dataset_root),
     }
 
@@ -157,21 +178,44 @@ class ResolvedRun:
     uuids: list[str]
 
 
+def _in_workspace(path: str, ws: Workspace) -> str:
+    """A relative ``--solution`` path that names nothing from the current folder is read from the
+    workspace root (``candidates/v3`` with ``--workspace``)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists() and (ws.root / p).exists():
+        return str(ws.root / p)
+    return path
+
+
 def resolve_run(ws: Workspace, options: RunOptions) -> ResolvedRun:
     if options.repeats < 1:
         raise UsageError("--repeats must be at least 1")
+    check_workers(options.workers)
     cfg = ws.config_for(options.definition)
     dataset = ws.dataset()
     definition = dataset.definition(cfg.definition)
-    candidates = [solution_from_path(p, cfg) for p in options.solutions] or [solution_from_config(cfg)]
+    candidates = [solution_from_path(_in_workspace(p, ws), cfg) for p in options.solutions] or [solution_from_config(cfg)]
     baseline = None
     if options.baseline:
-        baseline = solution_from_path(options.baseline, cfg)
+        baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg)
     for sol in candidates + ([baseline] if baseline else []):
         if sol.definition and sol.definition != definition.name:
             raise UsageError(f"solution {sol.name} is for {sol.definition}, not {definition.name}")
     uuids = select_workloads(options.workloads, definition, dataset, options.representatives)
     return ResolvedRun(cfg, dataset, definition, candidates, baseline, uuids)
+
+
+def refuse_unsupported(solutions: list[Any], engine_backend: str, found: backends.Backends) -> None:
+    """Refuse up front a run with a solution this machine cannot build or run (UNSUPPORTED_HERE:
+    a limit of the machine, said before anything is snapshotted, never a kernel's failure)."""
+    if engine_backend not in ("local", "interpreter"):
+        return  # Modal's image decides; its worker reports what it lacks
+    tools = toolchain.detect(versions=False)
+    for sol in solutions:
+        reason = toolchain.limits(sol.language, sol.binding, sol.sources, engine_backend, found.gpu, tools)
+        if reason:
+            kind = sol.language + (f", {sol.binding} binding" if sol.binding else "")
+            raise UsageError(f"{toolchain.UNSUPPORTED_HERE}: {sol.name} ({kind}) cannot run on this machine: {reason}")
 
 
 def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
@@ -181,6 +225,7 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     candidates, baseline = resolved.candidates, resolved.baseline
     workloads = _workload_json(dataset, definition, uuids)  # strict validation before anything runs
     engine_backend = _engine_backend(options.backend, found, options)
+    refuse_unsupported(candidates + ([baseline] if baseline else []), engine_backend, found)
     config = engine_config(engine_backend, definition, ws.dataset_root or dataset.root, options)
     folder = new_run_dir(ws.archive_root, definition.name, options.backend)
     refs = []

@@ -30,6 +30,7 @@ from fibtui.ui.panes.promotion import PromotionPane
 from fibtui.ui.panes.recon import ReconPane
 from fibtui.ui.panes.regimes import RegimesPane
 from fibtui.ui.panes.runs import RunsPane
+from fibtui.ui.safe_text import ControlCharacters
 from fibtui.ui.screens.confirm import ConfirmScreen
 from fibtui.ui.screens.error import ErrorScreen
 from fibtui.ui.screens.help import HelpKeysScreen
@@ -133,6 +134,11 @@ class FibApp(App[int]):
         self.watch_latencies_ms: list[float] = []
         self._watch_detected: float | None = None
         self._warm = None
+        #: the Runs pane (kept: it is gone from the DOM by the time the app unmounts)
+        self._runs_pane: RunsPane | None = None
+        #: signals whose handlers this app installed on its event loop (SIGHUP, SIGTERM), with
+        #: the handlers they had before (put back when the app ends)
+        self._signals_caught: dict[int, Any] = {}
         self._themes = load_themes()
         self._set_titles()
 
@@ -156,6 +162,13 @@ class FibApp(App[int]):
         watch = " · WATCHING" if self.watch_mode else ""
         self.sub_title = f"{ws.root.name} · {definition}" + (f" · {active.name}" if active else "") + watch
 
+    _control_filter = ControlCharacters()
+
+    def get_line_filters(self):
+        """Textual's filters (monochrome, dim) and, always, the control-character filter: no
+        name or message from a file can act on the terminal (fibtui.ui.safe_text)."""
+        return [*super().get_line_filters(), self._control_filter]
+
     def on_mount(self) -> None:
         from fibtui.ui.user_config import load_keymap, load_settings
 
@@ -167,6 +180,8 @@ class FibApp(App[int]):
         keymap = load_keymap()
         if keymap:
             self.set_keymap(keymap)
+        self._runs_pane = self.pane("runs")
+        self._catch_hangups()
         if self.workspace is None:
             self.push_screen(NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()), self._on_no_workspace)
         else:
@@ -231,11 +246,69 @@ class FibApp(App[int]):
         self.push_screen(HelpKeysScreen(rows))
 
     async def action_quit(self) -> None:
-        self.pane("runs").cancel()
+        self._interrupt_run("the app was closed")
         self.exit(0)
 
+    def _interrupt_run(self, reason: str) -> None:
+        """Stop the run in flight because the app ends (quit, SIGHUP, SIGTERM): its cancel event
+        is set first, as an interrupt, and the runner's own thread then stops its workers, so the
+        jobs in flight stay pending (never a kernel's failure) and the run reads ``interrupted``
+        (``c``, the user's cancel, reads ``cancelled``). The process waits for that thread before it
+        exits (asyncio.run waits for the executor's threads)."""
+        import threading
+
+        from fibtui.runners.journaling import interrupt
+
+        # the pane's own event (RunsPane.cancel() sets it too, but cannot say why)
+        cancel = getattr(self._runs_pane, "_cancel", None)
+        if isinstance(cancel, threading.Event) and not cancel.is_set():
+            interrupt(cancel, reason)
+
+    def _catch_hangups(self) -> None:
+        """SIGHUP (an SSH drop) and SIGTERM interrupt the run in flight first, then end the app."""
+        import asyncio
+        import signal
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            try:
+                loop.add_signal_handler(sig, self._hung_up, sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals
+                break
+            self._signals_caught[sig] = previous
+
+    def _release_hangups(self) -> None:
+        import asyncio
+        import signal
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for sig, previous in self._signals_caught.items():
+            try:
+                loop.remove_signal_handler(sig)
+                if previous is not None:
+                    signal.signal(sig, previous)
+            except (NotImplementedError, RuntimeError, ValueError, TypeError):
+                pass
+        self._signals_caught = {}
+
+    def _hung_up(self, signum: int) -> None:
+        import signal
+
+        self._interrupt_run(f"{signal.Signals(signum).name} received")
+        self.exit(return_code=128 + signum)
+
     def on_unmount(self) -> None:
-        # however the app ends (q, ctrl+c, a test's pilot): no warm worker outlives it
+        # however the app ends (q, ctrl+c, a signal, a test's pilot): the run in flight is
+        # interrupted (cancel first; its thread stops its workers) and no warm worker outlives it
+        self._interrupt_run("the app was closed")
+        self._release_hangups()
         if self._warm is not None:
             self._warm.close()
 

@@ -14,8 +14,14 @@ mean latency, then p95, then run-to-run variance, each with its own verdict).
 ``optimize_ops/benchmarks/aa.jsonl``; A/A sessions set the noise floor tau and calibrate the
 interval (see fibtui.core.stats).
 
+Speed verdicts come only from GPU timings of one kind on one device: CPU-interpreter runs, or
+arms timed differently (fibtui's CUPTI vs a flashinfer-bench file) or on different GPUs, give
+NO_SPEED_VERDICT with their correctness counts. Without a noise estimate for the rows (repeats in
+the run, or A/A history of the same definition, device and timing kind) the regression guard and
+the per-band intervals are not judged, and PROMOTE needs them.
+
 ``--json`` (one candidate) prints ``verdict`` (PROMOTE | REJECT | INCONCLUSIVE | BLOCKED |
-INCOMPLETE), ``interval_verdict``, ``recommendation``, ``baseline``, ``candidate``,
+INCOMPLETE | NOT_JUDGED | NO_SPEED_VERDICT), ``no_speed_reason``, ``guard_judged``, ``interval_verdict``, ``recommendation``, ``baseline``, ``candidate``,
 ``geomean_ratio`` (G, candidate / baseline), ``log_g``, ``ci_low``, ``ci_high`` (the interval of G),
 ``interval_method``, ``confidence``, ``error_rate``, ``tau``, ``tau_source``, ``noise_floor``,
 ``pair_noise``, ``workloads`` (paired), ``unpaired``, ``wins``/``ties``/``losses``, ``tie_band``,
@@ -65,11 +71,16 @@ def compare(args: argparse.Namespace) -> int:
         single = outcome.single
         if single is None:
             raise UsageError("--aa needs exactly one candidate (name it with --solution-cand)")
+        key_b, key_c = stats.timing_key_of_source(base), stats.timing_key_of_source(outcome.cand)
+        blocker = stats.speed_blocker(key_b, key_c)
+        if blocker is not None:
+            raise UsageError(f"--aa records nothing: {blocker}; an A/A session needs two GPU runs of the same "
+                             "code timed the same way on one device")
         hb, hc = single.baseline.source_hash, single.candidate.source_hash
         if hb and hc and hb != hc:
             outcome.notes.append(f"warning: the two arms have different source hashes ({hb} vs {hc}): is this really the same code?")
         source = f"{base.label} vs {outcome.cand.label}"
-        session = stats.aa_session_from(single, source, "compare --aa", definition, base.gpu or outcome.cand.gpu)
+        session = stats.aa_session_from(single, source, "compare --aa", definition, key_b.device, key_b.kind)
         path = stats.record_aa_session(archive_root, session)
         outcome.notes.append(f"A/A session recorded in {path} (log G {session.log_g:+.5f})")
     if args.json:
@@ -83,7 +94,8 @@ def compare(args: argparse.Namespace) -> int:
 # Human output
 # --------------------------------------------------------------------------------------------
 
-_COLOUR = {"PROMOTE": "green", "REJECT": "red", "INCONCLUSIVE": "yellow", "BLOCKED": "red", "INCOMPLETE": "red"}
+_COLOUR = {"PROMOTE": "green", "REJECT": "red", "INCONCLUSIVE": "yellow", "BLOCKED": "red", "INCOMPLETE": "red",
+           "NOT_JUDGED": "yellow", "NO_SPEED_VERDICT": "yellow"}
 
 
 def _us(ms) -> str:
@@ -103,6 +115,7 @@ def _print(outcome) -> None:
 
 
 def _print_one(con, c, outcome) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     b, k = c.baseline, c.candidate
@@ -110,6 +123,12 @@ def _print_one(con, c, outcome) -> None:
               + (f" / {outcome.cand.label}" if outcome.cand is not outcome.base else "")
               + f"; {c.workloads} paired workloads, scope {c.scope})")
     colour = _COLOUR.get(c.verdict, "white")
+    if c.no_speed_reason is not None:
+        con.print(f"[bold {colour}]{c.verdict}[/]  {escape(c.no_speed_reason)}")
+        con.print(f"correctness: baseline {b.passed}/{b.rows} PASSED, candidate {k.passed}/{k.rows} PASSED")
+        _print_failures(con, c)
+        con.print(f"-> {escape(c.recommendation())}")
+        return
     if c.geomean_ratio is not None:
         iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "no interval"
         con.print(f"[bold {colour}]{c.verdict}[/]  G = {c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)  "
@@ -147,17 +166,26 @@ def _print_one(con, c, outcome) -> None:
         con.print("[bold red]blocked by[/]:")
         for line in c.blocked_by:
             con.print(f"  {line}")
-    else:
+    elif c.noise is not None and c.noise.estimated:
         con.print(f"[dim]guard: no workload or band slower beyond +{c.guard_margin:.0%} with confidence (Holm)[/]")
-    if c.failures:
-        con.print(f"[bold red]incomplete[/]: {len(c.failures)} failure(s)")
-        for f in c.failures[:10]:
-            con.print(f"  {f}")
-        if len(c.failures) > 10:
-            con.print(f"  ... {len(c.failures) - 10} more")
+    else:
+        con.print("[yellow]guard: not judged[/] (no noise estimate for these rows: see the note below)")
+    _print_failures(con, c)
     con.print(f"-> {c.recommendation()}")
     for note in c.notes:
         con.print(f"[yellow]note[/] {note}")
+
+
+def _print_failures(con, c) -> None:
+    from rich.markup import escape
+
+    if not c.failures:
+        return
+    con.print(f"[bold red]incomplete[/]: {len(c.failures)} failure(s)")
+    for f in c.failures[:10]:
+        con.print(f"  {escape(f)}")
+    if len(c.failures) > 10:
+        con.print(f"  ... {len(c.failures) - 10} more")
 
 
 def _print_leaderboard(con, outcome) -> None:

@@ -41,6 +41,9 @@ Exit codes: 0 done; 1 promotion refused by the verdict; 2 bad input or usage.
 from __future__ import annotations
 
 import argparse
+import sys
+
+from fibtui.core.text import printable
 
 
 def _round_args(p) -> None:
@@ -180,7 +183,6 @@ def archive(args: argparse.Namespace) -> int:
 
 
 def round_summary(args: argparse.Namespace) -> int:
-    import sys
 
     from fibtui.core import archive, decisions, stats
     from fibtui.core.errors import UsageError
@@ -201,11 +203,11 @@ def round_summary(args: argparse.Namespace) -> int:
         md, report = archive.render_round(root, rec, d, workloads)
         if args.write:
             for path in archive.write_round_summary(root, rec, d, workloads):
-                sys.stderr.write(f"wrote {path}\n")
+                sys.stderr.write(f"wrote {printable(str(path), one_line=True)}\n")
     if args.json:
         emit_json(report)
     else:
-        sys.stdout.write(md)
+        sys.stdout.write(printable(md))  # names and notes from files: shown, never obeyed
     return 0
 
 

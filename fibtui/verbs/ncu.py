@@ -226,7 +226,7 @@ def ncu_profile(args: argparse.Namespace) -> int:
     import re
 
     from fibtui.core.errors import InputError
-    from fibtui.core.fsio import atomic_write_json, reserve_unique_path
+    from fibtui.core.fsio import atomic_copy_file, atomic_write_json, reserve_unique_path
     from fibtui.core.ncu import attach_workloads, load_exported, report_to_json, summarize
     from fibtui.runners import ncu as runner
     from fibtui.verbs._common import console, emit_json, workspace_from
@@ -256,12 +256,24 @@ def ncu_profile(args: argparse.Namespace) -> int:
     stem = f"{config.definition}_{label}_{'-'.join(u[:8] for u in uuids[:4])}_{args.section_set}"
     rep = reserve_unique_path(out_dir / f"{stem}.ncu-rep")
     request = rep.with_name(rep.name[: -len(".ncu-rep")] + "_request.json")
-    atomic_write_json(request, profile_request(ws, uuids, args.solution, config.definition))
-    result = runner.profile(runner.worker_profile_argv(request), rep, kernel_regex=args.kernel,
-                            launch_skip=args.launch_skip, launch_count=args.launch_count,
-                            section_set=args.section_set, clock_control=args.clock_control, timeout_s=args.timeout,
-                            cwd=ws.root, env=runner.worker_env(), profile_from_start=False)
-    report = load_exported(result.details_csv, result.raw_csv)
+    # ncu's console log is written outside the archive first: a failed profile leaves nothing there
+    # (the log it names stays under the workspace's .fibtui/ncu/)
+    log = ws.state_dir / "ncu" / (rep.name[: -len(".ncu-rep")] + "_ncu.log")
+    ours = [rep, request, *(p for p in runner.sibling_paths(rep).values() if not p.exists())]
+    try:
+        atomic_write_json(request, profile_request(ws, uuids, args.solution, config.definition))
+        result = runner.profile(runner.worker_profile_argv(request), rep, kernel_regex=args.kernel,
+                                launch_skip=args.launch_skip, launch_count=args.launch_count,
+                                section_set=args.section_set, clock_control=args.clock_control,
+                                timeout_s=args.timeout, cwd=ws.root, env=runner.worker_env(),
+                                profile_from_start=False, log=log)
+        report = load_exported(result.details_csv, result.raw_csv)
+        result.log = atomic_copy_file(log, runner.sibling_paths(rep)["log"])  # kept beside the report
+    except BaseException:
+        for path in ours:
+            path.unlink(missing_ok=True)
+        raise
+    log.unlink(missing_ok=True)
     attach_workloads(report, [{"uuid": u, "axes": workloads.axes_of(u)} for u in uuids])
     summaries = summarize(report)
     if args.json:

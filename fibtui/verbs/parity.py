@@ -1,7 +1,7 @@
 """``fibtui parity``: the official-shape flashinfer-bench run, beside fibtui's own gate.
 
 - ``fibtui parity --print [--workloads ...] [--json]``: the exact command, nothing run;
-- ``fibtui parity [--workloads rep|all|UUID,...] [--against RUN] [--json]``: run it, import the
+- ``fibtui parity [--workloads rep|all|UUID,...] [--solution DIR] [--against RUN] [--json]``: run it, import the
   traces, compare with fibtui's newest record of the same workloads, archive everything under
   ``optimize_ops/parity/<id>/``;
 - ``fibtui parity --import DIR_OR_TRACES [--against RUN] [--json]``: the same for a result made
@@ -29,6 +29,9 @@ def register(sub, common) -> None:
     p.add_argument("--workloads", default="rep", metavar="rep|all|UUID,...",
                    help="representatives (default), every workload, or a list of uuids (unique prefixes work)")
     p.add_argument("--definition", metavar="NAME", help="the definition (per-definition workspaces)")
+    p.add_argument("--solution", metavar="DIR|SOLUTION_JSON",
+                   help="run this candidate (a contest-style folder, a bare folder of sources, or a solution.json) "
+                        "instead of config.toml's solution")
     p.add_argument("--against", metavar="RUN_ID|RUN_JSON",
                    help="the fibtui run to compare with (default: the newest run holding the solution, GPU runs first)")
     p.add_argument("--json", action="store_true")
@@ -56,7 +59,7 @@ def parity(args: argparse.Namespace) -> int:
         return _show(args, import_parity(ws, args.import_path, args.definition, args.against))
     from fibtui.runners.parity import plan_parity
 
-    plan = plan_parity(ws, args.workloads, args.definition, _representatives(ws, args))
+    plan = plan_parity(ws, args.workloads, args.definition, _representatives(ws, args), args.solution)
     if args.print_only:
         return _print_plan(args, plan)
     return _run(args, ws, plan)

@@ -208,7 +208,8 @@ def _print_report(report) -> None:
         con.print("[yellow]counts only[/]: no latency (pass --results FILE); latency shares are null")
     const = ", ".join(f"{k}={v}" for k, v in report.const_axes.items()) or "none"
     varying = ", ".join(f"{a} ({report.binning[a]})" for a in report.varying_axes) or "none"
-    con.print(f"varying: {varying}   const: {const}")
+    derived = "".join(f"   derived: {a} = {e}" for a, e in report.derived_axes.items())
+    con.print(f"varying: {varying}{derived}   const: {const}")
     dev = report.device or {}
     if dev:
         con.print(f"device: {dev['name']} {dev['bandwidth_tbs']} TB/s, {dev['bf16_tflops']} TFLOP/s bf16 "

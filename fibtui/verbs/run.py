@@ -7,12 +7,27 @@
 ``failed``, ``complete``, ``per_solution``). Live progress goes to stderr when ``--json`` is given.
 ``fibtui run --backend modal --plan [--json]`` prints what a Modal run would do and cost, with no
 network (:func:`fibtui.runners.modal_runner.plan_modal`).
+
+SIGINT (Ctrl-C), SIGTERM and SIGHUP (an SSH drop) while a run goes cancel it first; the runner then
+stops its workers, the jobs in flight stay pending (never a kernel's failure), the run reads
+``interrupted`` and ``fibtui run --resume RUN_ID`` finishes it. The exit code is 128 + the signal's
+number (130 for Ctrl-C). A second signal stops at once (the workers are killed, still nothing is
+recorded for the jobs in flight).
+
+Test-only environment variables (they only slow the CLI down, for tests that must land a signal in
+a given phase): ``FIBTUI_TEST_SLOW_EXIT_S`` makes ``fibtui run`` linger that many seconds before it
+returns; ``FIBTUI_TEST_PAUSE_AFTER_JOB_S`` makes the progress printer linger after each finished
+job's line, between that job and the next.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
+import time
 
 
 def register(sub, common) -> None:
@@ -42,6 +57,8 @@ def register(sub, common) -> None:
     p.add_argument("--calls-per-block", type=int, metavar="N")
     p.add_argument("--blocks", type=int, metavar="N")
     p.add_argument("--json", action="store_true", help="print the final run record as JSON")
+    p.add_argument("--yes", action="store_true",
+                   help="modal: start even when the worst case costs more than [modal] confirm_above_usd")
     p.set_defaults(func=run)
 
     p = sub.add_parser("runs", help="list runs and their state")
@@ -59,11 +76,16 @@ def _default_backend() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import threading
+    from fibtui.runners.session import (
+        RunOptions,
+        check_workers,
+        prepare_resume,
+        prepare_retry,
+        prepare_run,
+    )
+    from fibtui.verbs._common import workspace_from
 
-    from fibtui.runners.session import RunOptions, prepare_resume, prepare_retry, prepare_run
-    from fibtui.verbs._common import emit_json, workspace_from
-
+    check_workers(args.workers)  # every backend, before anything is read
     ws = workspace_from(args)
     assert ws is not None
     if args.baseline == "best":
@@ -88,20 +110,112 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
     else:
         options.representatives = _representatives(ws, options)
+        if options.backend == "modal" and not options.modal_in_process:
+            _cost_guard(args, ws, options)
         prepared = prepare_run(ws, options)
     printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
     cancel = threading.Event()
+    with _Interrupts(cancel, getattr(prepared.runner, "recorder", None)) as stop:
+        try:
+            return _run_and_report(args, prepared, printer, cancel, stop)
+        finally:
+            _test_delay("FIBTUI_TEST_SLOW_EXIT_S")
+
+
+def _run_and_report(args: argparse.Namespace, prepared, printer: _Printer, cancel: threading.Event,
+                    stop: _Interrupts) -> int:
+    from fibtui.verbs._common import emit_json
+
     try:
         record = prepared.runner.run(printer, cancel)
     except KeyboardInterrupt:
-        cancel.set()
-        sys.stderr.write(f"\ninterrupted: resume with  fibtui run --resume {prepared.run_id}\n")
-        return 130
-    if args.json:
-        emit_json(record)
-    else:
-        printer.summary(record)
+        # a second signal (or Ctrl-C outside the handlers): the runner cancelled first, then
+        # stopped its workers; the jobs in flight stay pending
+        record = None
+    # a signal that came after the last job leaves nothing to resume: the run's own outcome counts
+    stopped = record is None or (stop.received is not None and record["summary"]["done"] < record["summary"]["total"])
+    with _quiet_if(stop.received is not None):  # after SIGHUP the terminal may be gone
+        if record is not None:
+            if args.json:
+                emit_json(record)
+            else:
+                printer.summary(record)
+        if stopped:
+            sys.stderr.write(f"\ninterrupted: resume with  fibtui run --resume {prepared.run_id}\n")
+            sys.stderr.flush()
+    if stopped:
+        return 128 + int(stop.received or signal.SIGINT)
+    assert record is not None
     return 0 if record["summary"]["complete"] else 1
+
+
+class _Interrupts:
+    """While a run goes: SIGINT, SIGTERM and SIGHUP cancel it as an interrupt (the cancel event is
+    set before the runner stops any worker, so a job in flight stays pending and the run reads
+    ``interrupted``); the runner winds down and ``fibtui run`` returns. A second signal raises
+    KeyboardInterrupt: the runner stops its workers at once (still recording nothing for them).
+
+    The handler only sets flags and writes one line with ``os.write`` (no lock, no buffered
+    stream: it may run while the main thread is inside a print)."""
+
+    SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+    def __init__(self, cancel: threading.Event, recorder) -> None:
+        from fibtui.runners.journaling import interrupt
+
+        self._interrupt = interrupt  # imported now: a signal handler must not import
+        self.cancel = cancel
+        self.recorder = recorder
+        self.received: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> _Interrupts:
+        for sig in self.SIGNALS:
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except (ValueError, OSError):  # not the main thread (fibtui run called from a library)
+                pass
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, _frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt  # a second signal: stop now
+        self.received = signum
+        name = signal.Signals(signum).name
+        self._interrupt(self.cancel, f"{name} received", self.recorder)
+        try:
+            os.write(2, f"\n{name}: stopping the run; the job(s) in flight stay pending (resumable)\n".encode())
+        except OSError:
+            pass
+
+
+class _quiet_if:
+    """Swallow a failed write to a terminal that went away (after SIGHUP)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        return self.quiet and kind is not None and issubclass(kind, (OSError, ValueError))
+
+
+def _test_delay(name: str) -> None:
+    """Test-only (see the module's docstring): sleep as many seconds as the variable ``name`` says."""
+    delay = os.environ.get(name)
+    if delay:
+        try:
+            seconds = float(delay)
+        except ValueError:
+            return
+        if seconds > 0:
+            time.sleep(seconds)
 
 
 def _plan(args: argparse.Namespace, ws, options) -> int:
@@ -125,6 +239,23 @@ def _plan(args: argparse.Namespace, ws, options) -> int:
     return 0
 
 
+def _cost_guard(args: argparse.Namespace, ws, options) -> None:
+    """A Modal run whose worst case (every job hanging until its timeout) costs more than
+    ``[modal] confirm_above_usd`` starts only with ``--yes``; without it the plan is printed and
+    nothing is launched (exit 2)."""
+    from fibtui.core.errors import UsageError
+    from fibtui.runners.modal_runner import plan_modal
+
+    plan = plan_modal(ws, options)
+    if not plan.needs_confirmation or args.yes:
+        return
+    for line in plan.lines():
+        sys.stderr.write(line + "\n")
+    raise UsageError(f"the worst case of this Modal run costs about ${plan.worst_case_cost_usd:.2f}, more than "
+                     f"[modal] confirm_above_usd (${plan.confirm_above_usd:.2f}): nothing was launched; "
+                     "rerun with --yes to start it")
+
+
 def _representatives(ws, options) -> list[str] | None:
     """Representatives for ``--workloads rep`` from the regime analysis (pins honored)."""
     if options.workloads != "rep":
@@ -145,6 +276,16 @@ class _Printer:
         self.lock = __import__("threading").Lock()
 
     def __call__(self, event: object) -> None:
+        from fibtui.runners.events import JobFinished
+
+        try:
+            self._print(event)
+        except (OSError, ValueError):
+            pass  # the terminal went away (an SSH drop): the journal, not the screen, is the record
+        if isinstance(event, JobFinished):
+            _test_delay("FIBTUI_TEST_PAUSE_AFTER_JOB_S")  # in the slot thread, between two jobs
+
+    def _print(self, event: object) -> None:
         from rich.markup import escape
 
         from fibtui.runners.events import (
@@ -169,7 +310,7 @@ class _Printer:
                     self.con.print(f"  resuming: {event.done_before} job(s) already in the journal")
             elif isinstance(event, JobFinished):
                 r = event.result
-                colour = "green" if r.status == "PASSED" else "red"
+                colour = {"PASSED": "green", "UNSUPPORTED_HERE": "yellow"}.get(r.status, "red")
                 axes = " ".join(f"{k}={v}" for k, v in r.axes.items())
                 lat = _fmt_latency(r.latency_ms)
                 ref = f"ref {_fmt_latency(r.reference_latency_ms)}" if r.reference_latency_ms else ""
@@ -199,6 +340,12 @@ class _Printer:
             self.con.print(f"  {info['role']:<9} {info['name']}  {info['passed']}/{info['jobs']} PASSED{stats}", soft_wrap=True)
         if record["timing_kind"] == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
+        from fibtui.core.numbers import count
+
+        unsupported = sum(1 for j in record.get("jobs", []) if j.get("status") == "UNSUPPORTED_HERE")
+        if unsupported:
+            self.con.print(f"  [yellow]{count(unsupported, 'job')} UNSUPPORTED_HERE: not judged on this machine "
+                           "(a limit of this machine, not a kernel failure; see the error column)[/]")
 
 
 def _fmt_latency(ms: float | None) -> str:

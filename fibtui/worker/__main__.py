@@ -1,10 +1,11 @@
-"""``python -m fibtui.worker serve | run --request FILE | profile --request FILE``.
+"""``python -m fibtui.worker serve | run | profile | host | buildcheck --request FILE``.
 
 host: one workload's calls under torch.profiler (CPU and GPU activity): the host view.
 
 serve: a persistent worker. Requests are JSON lines on stdin::
 
-    {"op": "load", "config": {...}, "definition": {...}, "solutions": [{"id", "name", "spec", "sources"}]}
+    {"op": "load", "config": {...}, "definition": {...}, "solutions": [{"id", "name", "spec", "sources"}],
+     "prefetch": [workload, ...]}   # optional: references to compute while CUDA/C++ builds compile
     {"op": "job", "job_id": "...", "workload": {...}, "repeat": 0, "solutions": ["baseline", "candidate"]}
     {"op": "shutdown"}
 
@@ -13,6 +14,8 @@ Events are JSON lines on the worker's private stdout: ``ready``, ``loaded``, ``j
 is lost answers the job in flight and exits with code 3 so its runner starts a fresh one.
 
 run: one-shot over a request file (what a Modal container runs); prints the same events.
+buildcheck: build every solution of the request (no inputs, no GPU needed for Python/Triton) and
+say which failed and why: ``fibtui check --deep``.
 profile: build one solution, warm it up, then run ONE call inside cudaProfilerStart/Stop, for
 ``ncu --profile-from-start off``.
 """
@@ -70,10 +73,18 @@ def _remove_scratch() -> None:
     current folder and build folder). The runner removes it too when it stops the worker; the
     worker does it itself for the runner that was killed before it could."""
     import shutil
+    import time
 
     scratch = os.environ.get("FIBTUI_WORKER_SCRATCH", "")
-    if os.path.basename(scratch).startswith("fibtui-worker-cwd-"):
+    if not os.path.basename(scratch).startswith("fibtui-worker-cwd-"):
+        return
+    # the main thread may still be writing into it (a build, bytecode) while this runs: try again
+    # until it is gone, for up to a few seconds
+    for _ in range(40):
         shutil.rmtree(scratch, ignore_errors=True)
+        if not os.path.lexists(scratch):
+            return
+        time.sleep(0.05)
 
 
 def _runner_pid() -> int:
@@ -138,7 +149,7 @@ def _serve() -> int:
                     if engine is not None:
                         engine.close()
                     engine = Engine(EngineConfig.from_json(req.get("config") or {}), protocol.emit)
-                    report = engine.load(req["definition"], req["solutions"])
+                    report = engine.load(req["definition"], req["solutions"], prefetch=req.get("prefetch"))
                     protocol.emit({"event": "loaded", "solutions": report, "environment": engine.environment})
                 elif op == "job":
                     if engine is None:
@@ -193,7 +204,7 @@ def _profile(path: str) -> int:
         report = engine.load(request["definition"], request["solutions"])
         sid = request["solutions"][0]["id"]
         if not report[sid]["ok"]:
-            print(f"COMPILE_ERROR: {report[sid]['error']}", file=sys.stderr)
+            print(f"{report[sid]['status']}: {report[sid]['error']}", file=sys.stderr)
             return 2
         sol = engine.solutions[sid]
         assert engine.maker is not None
@@ -239,7 +250,7 @@ def _host(path: str) -> int:
         report = engine.load(request["definition"], request["solutions"])
         sid = request["solutions"][0]["id"]
         if not report[sid]["ok"]:
-            protocol.emit({"event": "error", "message": f"COMPILE_ERROR: {report[sid]['error']}"})
+            protocol.emit({"event": "error", "message": f"{report[sid]['status']}: {report[sid]['error']}"})
             return 2
         sol = engine.solutions[sid]
         cuda = engine.device.type == "cuda"
@@ -284,6 +295,37 @@ def _host(path: str) -> int:
         engine.close()  # its temporary build folder
 
 
+def _buildcheck(path: str) -> int:
+    """Build (import, or compile) each solution of the request, without a definition or inputs:
+    ``fibtui check --deep``. Prints one ``buildcheck`` event: per solution ok, or its status
+    (COMPILE_ERROR with file:line, UNSUPPORTED_HERE with what this machine lacks) and error."""
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from fibtui.worker import protocol
+    from fibtui.worker.build import BuildError, prepare
+
+    protocol.claim_stdout()
+    with open(path, encoding="utf-8") as fh:
+        request = json.load(fh)
+    device_type = str(request.get("device_type") or "cpu")
+    cache = request.get("build_cache_dir")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="fibtui-buildcheck-") as work:
+        for sol in request.get("solutions") or []:
+            t0 = time.perf_counter()
+            try:
+                built = prepare(sol["id"], sol, Path(work), device_type=device_type,
+                                cache_root=Path(cache) if cache else None).run()
+                results[sol["id"]] = {"ok": True, "builder": built.meta.get("builder"), "cached": built.meta.get("cached"),
+                                      "build_s": time.perf_counter() - t0}
+            except BuildError as exc:
+                results[sol["id"]] = {"ok": False, "status": exc.status, "error": str(exc), "where": exc.where}
+    protocol.emit({"event": "buildcheck", "results": results})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fibtui.worker")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -294,7 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--request", required=True)
     h = sub.add_parser("host")
     h.add_argument("--request", required=True)
+    b = sub.add_parser("buildcheck")
+    b.add_argument("--request", required=True)
     args = parser.parse_args(argv)
+    if args.cmd == "buildcheck":
+        return _buildcheck(args.request)
     if args.cmd == "serve":
         return _serve()
     if args.cmd == "run":

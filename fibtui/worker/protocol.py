@@ -13,6 +13,10 @@ import sys
 import threading
 from typing import Any, TextIO
 
+#: how often a watchdog over a job in flight looks at it (Modal's in-container per-job watchdog): a
+#: hung job is ended at most this long after its timeout, which the worst-case cost includes
+WATCHDOG_INTERVAL_S = 0.2
+
 _lock = threading.Lock()
 _out: TextIO | None = None
 

@@ -115,6 +115,8 @@ class HistoryPane(Pane):
 
     def _chart(self, series: dict[str, list[tuple[str, float]]]) -> None:
         holder = self.query_one("#history-chart", Vertical)
+        if not holder.is_attached:  # the app is closing (q right after start): nothing to draw into
+            return
         holder.remove_children()
         if not series:
             holder.mount(Static("[dim]no complete GPU runs yet: the chart fills as rounds are measured[/dim]"))

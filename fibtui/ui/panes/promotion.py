@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -19,7 +20,7 @@ from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
 
 COLOUR = {"PROMOTE": "bold green", "REJECT": "bold red", "INCONCLUSIVE": "bold yellow", "BLOCKED": "bold red",
-          "INCOMPLETE": "bold red"}
+          "INCOMPLETE": "bold red", "NOT_JUDGED": "bold yellow", "NO_SPEED_VERDICT": "bold yellow"}
 
 
 class PromotionPane(Pane):
@@ -101,18 +102,26 @@ class PromotionPane(Pane):
         g = f"{c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)" if c.geomean_ratio else "-"
         iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}] ({c.interval.method})" if c.interval else "-"
         wins, ties, losses = c.wins
-        lines = [
-            f"[{COLOUR.get(c.verdict, 'bold')}]verdict {c.verdict}[/]  {c.candidate.name} vs {c.baseline.name}  "
-            f"(run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)",
-            f"G = {g}  95% interval {iv}",
-            f"tau {c.tau.tau * 100:.2f}% ({c.tau.source})  ·  threshold: the baseline's mean across repeats "
-            f"{(c.baseline.mean_latency_ms or 0) * 1000:.3f} us",
-            f"wins/ties/losses {wins}/{ties}/{losses}  ·  {c.recommendation()}",
-        ]
+        head = (f"[{COLOUR.get(c.verdict, 'bold')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
+                f"{escape(c.baseline.name)}  (run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)")
+        if c.no_speed_reason is not None:
+            # the recommendation names the reason, the correctness counts and what to do
+            lines = [head, f"[yellow]{escape(c.recommendation())}[/]"]
+        else:
+            lines = [
+                head,
+                f"G = {g}  95% interval {iv}",
+                f"tau {c.tau.tau * 100:.2f}% ({escape(c.tau.source)})  ·  threshold: the baseline's mean across repeats "
+                f"{(c.baseline.mean_latency_ms or 0) * 1000:.3f} us",
+                f"wins/ties/losses {wins}/{ties}/{losses}  ·  {escape(c.recommendation())}",
+            ]
+            if c.noise is not None and not c.noise.estimated:
+                lines.append("[yellow]guard not judged: no noise estimate for these rows (repeats, or A/A history of "
+                             "this definition, device and timing)[/]")
         if c.blocked_by:
-            lines.append("[red]blocked by: " + "; ".join(c.blocked_by) + "[/]")
+            lines.append("[red]blocked by: " + escape("; ".join(c.blocked_by)) + "[/]")
         if c.failures:
-            lines.append("[red]failures: " + "; ".join(c.failures[:4]) + "[/]")
+            lines.append("[red]failures: " + escape("; ".join(c.failures[:4])) + "[/]")
         if len(message.outcome.entries) > 1:
             board = " > ".join(f"{e.arm.name} {((e.arm.mean_latency_ms or 0) * 1000):.3f} us"
                                for e in message.outcome.entries)

@@ -103,7 +103,9 @@ class RegimesPane(Pane):
         dev = report.device or {}
         self.query_one("#regimes-summary", Static).update(
             f"[b]{definition.name}[/b] · {definition.op_type} · {report.workload_count} workloads · "
-            f"varying: {', '.join(report.varying_axes) or 'none'} · const: {const or 'none'}\n"
+            f"varying: {', '.join(report.varying_axes) or 'none'}"
+            + "".join(f" · {a} = {e}" for a, e in report.derived_axes.items())
+            + f" · const: {const or 'none'}\n"
             f"latency: {source} · floors on {dev.get('name', '?')} ({dev.get('bandwidth_tbs', '?')} TB/s)"
         )
         bands = self.query_one("#bands-table", DataTable)
@@ -151,6 +153,8 @@ class RegimesPane(Pane):
 
     def _draw_chart(self, report) -> None:
         holder = self.query_one("#regimes-chart", Vertical)
+        if not holder.is_attached:  # the app is closing (q right after start): nothing to draw into
+            return
         holder.remove_children()
         axis = report.dominant_axis
         frame = report.table

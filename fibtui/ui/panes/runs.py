@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,6 +22,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, RichLog, Static
 
+from fibtui.core.presets import describe_judging
 from fibtui.ui.panes.base import Pane
 
 STATUS_STYLE = {
@@ -32,6 +34,7 @@ STATUS_STYLE = {
     "COMPILE_ERROR": "bold magenta",
     "TIMEOUT": "bold yellow",
     "INFRA_ERROR": "yellow",
+    "UNSUPPORTED_HERE": "yellow",
     "RUNNING": "cyan",
     "QUEUED": "dim",
 }
@@ -63,6 +66,8 @@ class JobView:
     pct_of_floor: float | None = None
     error: str | None = None
     timing: dict[str, Any] = field(default_factory=dict)
+    #: which evaluator judged it, with its numbers (JobResult.correctness)
+    correctness: dict[str, Any] = field(default_factory=dict)
 
 
 class RunsPane(Pane):
@@ -210,6 +215,7 @@ class RunsPane(Pane):
         self.shown_run = message.run_id
         self._floors = message.floors
         self._header_info = {k: message.record.get(k) for k in ("run_id", "backend", "timing_kind", "l2_policy", "state")}
+        self._header_info["judged"] = describe_judging((message.record.get("settings") or {}).get("engine"))
         self._jobs = {}
         done = {(j["uuid"], j["solution"], j["role"], j["repeat"]): j for j in message.record["jobs"]}
         for p in message.record.get("_planned", []):
@@ -230,6 +236,7 @@ class RunsPane(Pane):
         view.reference_latency_ms = j.get("reference_latency_ms")
         view.error = j.get("error")
         view.timing = j.get("timing") or {}
+        view.correctness = j.get("correctness") or {}
         view.pct_of_floor = pct_of_floor(view.latency_ms, self._floors.get(view.uuid))
 
     def _row(self, v: JobView) -> tuple:
@@ -262,9 +269,10 @@ class RunsPane(Pane):
         label = "CPU-interpreter timings" if kind == "cpu-interpreter" else f"{kind} L2 {h.get('l2_policy')}"
         eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta else ""
         running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
+        judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
         self.query_one("#runs-status", Static).update(
             f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
-            f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}"
+            f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}"
         )
 
     @on(DataTable.RowHighlighted, "#jobs-table")
@@ -277,6 +285,11 @@ class RunsPane(Pane):
         log.write(f"[b]{view.solution}[/b] ({view.role}) · {view.uuid} · {view.axes} · repeat {view.repeat} · {view.status}")
         if view.error:
             log.write(Text(view.error, style="red"))
+        if view.correctness.get("evaluator"):
+            numbers = " · ".join(f"{k} {v:.4g}" for k, v in view.correctness.items()
+                                 if k in ("matched_ratio", "tvd") and isinstance(v, (int, float)))
+            log.write(Text(f"judged by the {view.correctness['evaluator']} evaluator" + (f" · {numbers}" if numbers else ""),
+                           style="dim"))
         t = view.timing
         if t.get("block_medians_ms"):
             medians = ", ".join(fmt_latency(m) for m in t["block_medians_ms"])
@@ -356,7 +369,8 @@ class RunsPane(Pane):
             self.active_run = message.run_id
             self.shown_run = message.run_id
             self._header_info = {"run_id": message.run_id, "backend": event.header.backend,
-                                 "timing_kind": event.header.timing_kind, "l2_policy": event.header.l2_policy}
+                                 "timing_kind": event.header.timing_kind, "l2_policy": event.header.l2_policy,
+                                 "judged": describe_judging((event.header.settings or {}).get("engine"))}
             self._jobs = {j.key: JobView(key=j.key, uuid=j.uuid, axes=j.axes, solution=j.solution, role=j.role, repeat=j.repeat)
                           for j in event.header.jobs}
             self._floors = {}

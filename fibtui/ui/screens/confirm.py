@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -16,7 +16,7 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen { align: center middle; }
     #confirm-box { width: 90%; max-width: 90; height: auto; max-height: 90%; padding: 1 2;
                    border: thick $warning; background: $panel; }
-    #confirm-facts { margin: 1 0; }
+    #confirm-body { height: auto; max-height: 40vh; margin: 1 0; }
     #confirm-buttons { height: auto; align: center middle; }
     #confirm-buttons Button { margin: 0 1; }
     """
@@ -39,8 +39,9 @@ class ConfirmScreen(ModalScreen[bool]):
         facts = "\n".join(f"{k.ljust(width)}  {v}" for k, v in self._facts)
         with Vertical(id="confirm-box"):
             yield Static(f"[b]{self._title}[/b]", markup=True)
-            if facts:
-                yield Static(facts, id="confirm-facts", markup=False)
+            if facts:  # a long plan scrolls; the question and the buttons stay in sight (80x24)
+                with VerticalScroll(id="confirm-body"):
+                    yield Static(facts, id="confirm-facts", markup=False)
             yield Static(self._question)
             with Horizontal(id="confirm-buttons"):
                 yield Button(self._yes, id="yes", variant="warning")
