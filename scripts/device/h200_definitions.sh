@@ -6,8 +6,13 @@
 #
 #   bash scripts/device/h200_definitions.sh run    "DEF1 DEF2 ..."   # fibtui run + regimes
 #   bash scripts/device/h200_definitions.sh parity "DEF1 DEF2 ..."   # fibtui parity (flashinfer-bench)
+#   bash scripts/device/h200_definitions.sh both   "DEF1 DEF2 ..."   # run then parity, per definition
 #
-# Carried (ignored by git): .whl (polars, platformdirs, tomlkit, gitpython, pydantic, apache-tvm-ffi,
+# Each fibtui command is stopped with SIGTERM (fibtui's own clean interrupt) after STEP_S seconds
+# (default 240), so one slow definition cannot take the whole call. The files come back as one
+# archive, $OUT/defs_<phase>.tar.gz (a device call returns 8 files at most), beside summary.txt.
+#
+# Carried (ignored by git): .whl (polars 1.20 as an unpacked .tar.xz, pyyaml, safetensors, platformdirs, tomlkit, gitpython, pydantic, apache-tvm-ffi,
 # cupti-python, flashinfer-python 0.6.4 and flashinfer-bench built from its main branch @40e6ca78),
 # .devdata (the five definitions). The workspace is made in /tmp/defs (kept while the machine is warm).
 set -uo pipefail
@@ -16,6 +21,8 @@ PHASE=$1
 DEFS=$2
 if [ ! -f /tmp/site/.done ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  # packages whose wheel is too large for one call's 64 MiB travel as an unpacked tree, xz-compressed
+  for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
   touch /tmp/site/.done
 fi
 export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache GIT_PYTHON_REFRESH=quiet
@@ -28,10 +35,12 @@ fi
 R=$OUT/defs
 mkdir -p $R
 F="python3 -m fibtui"
+STEP_S=${STEP_S:-240}
+T="timeout -s TERM -k 30 $STEP_S"
 for D in $DEFS; do
-  echo "=== $PHASE $D $(date +%T)"
-  if [ "$PHASE" = run ]; then
-    /usr/bin/time -f "%e s wall" $F run --backend local --workloads all --definition $D --workspace $WS --json \
+  if [ "$PHASE" = run ] || [ "$PHASE" = both ]; then
+    echo "=== run $D $(date +%T)"
+    /usr/bin/time -f "%e s wall" $T $F run --backend local --workloads all --definition $D --workspace $WS --json \
       > $R/${D}_run.json 2> $R/${D}_run.err
     echo "rc=$?"; tail -3 $R/${D}_run.err
     RUN=$(python3 -c "import json,sys; print(json.load(open('$R/${D}_run.json'))['run_id'])" 2>/dev/null)
@@ -40,8 +49,10 @@ for D in $DEFS; do
       > $R/${D}_regimes.json 2> $R/${D}_regimes.err
     [ -n "$RUN" ] && COLUMNS=120 $F regimes --definition $D --workspace $WS --results $WS/optimize_ops/runs/$RUN/run.json \
       > $R/${D}_regimes.txt 2>&1
-  else
-    /usr/bin/time -f "%e s wall" $F parity --workloads all --definition $D --workspace $WS --json \
+  fi
+  if [ "$PHASE" = parity ] || [ "$PHASE" = both ]; then
+    echo "=== parity $D $(date +%T)"
+    /usr/bin/time -f "%e s wall" $T $F parity --workloads all --definition $D --workspace $WS --json \
       > $R/${D}_parity.json 2> $R/${D}_parity.err
     echo "rc=$?"; tail -3 $R/${D}_parity.err
     P=$(ls -d $WS/optimize_ops/parity/*/ 2>/dev/null | tail -1)
@@ -49,15 +60,16 @@ for D in $DEFS; do
   fi
 done
 cp $WS/dataset/workloads/*/*.jsonl $R/ 2>/dev/null
-python3 - "$R" "$PHASE" <<'PY'
+python3 - "$R" "$PHASE" <<'PY' | tee $OUT/summary_$PHASE.txt
 import json, sys, pathlib
 r = pathlib.Path(sys.argv[1])
-for p in sorted(r.glob(f"*_{sys.argv[2]}.json")):
+phases = ["run", "parity"] if sys.argv[2] == "both" else [sys.argv[2]]
+for p in sorted(q for ph in phases for q in r.glob(f"*_{ph}.json")):
     try:
         d = json.loads(p.read_text())
     except Exception as exc:
         print(p.name, "unreadable", exc); continue
-    if sys.argv[2] == "run":
+    if p.name.endswith("_run.json"):
         jobs = d.get("jobs", [])
         print(p.name, d["summary"]["passed"], "/", d["summary"]["total"], "PASSED",
               sorted({j.get("correctness", {}).get("evaluator") for j in jobs} - {None}),
@@ -67,3 +79,4 @@ for p in sorted(r.glob(f"*_{sys.argv[2]}.json")):
         print(p.name, "bench", d.get("passed"), "/", d.get("total"), "evaluator", d.get("bench_evaluator"), "vs", d.get("evaluator"),
               "mismatches", c.get("verdict_mismatches"), "warnings", d.get("warnings"))
 PY
+tar -czf $OUT/defs_$PHASE.tar.gz -C $OUT defs && rm -rf $R
