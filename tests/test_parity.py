@@ -99,6 +99,10 @@ FAKE_BENCH = r'''#!{python}
 import json, os, pathlib, sys
 args = sys.argv[1:]
 pathlib.Path(os.environ["FAKE_FIB_ARGV"]).write_text(json.dumps(args))
+if os.environ.get("FAKE_FIB_PID"):  # a slow benchmark: say who we are, then take our time
+    import time
+    pathlib.Path(os.environ["FAKE_FIB_PID"]).write_text(str(os.getpid()))
+    time.sleep(120)
 if os.environ.get("FAKE_FIB_EXIT"):
     print("boom: something went wrong", flush=True)
     sys.exit(int(os.environ["FAKE_FIB_EXIT"]))
@@ -133,7 +137,7 @@ def fake_bench(tmp_path: Path, monkeypatch) -> Path:
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("FAKE_FIB_ARGV", str(tmp_path / "argv.json"))
-    for var in ("FAKE_FIB_STATUS", "FAKE_FIB_EXIT"):
+    for var in ("FAKE_FIB_STATUS", "FAKE_FIB_EXIT", "FAKE_FIB_PID"):
         monkeypatch.delenv(var, raising=False)
     return tmp_path / "argv.json"
 
@@ -408,3 +412,33 @@ def test_a_parity_run_says_when_flashinfer_bench_judges_with_another_evaluator(c
     if bench_version() == "0.1.2":
         assert rec["bench_evaluator"] == "default"
         assert any("judged with its default evaluator" in w and "dsa_topk_indexer" in w for w in rec["warnings"])
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_flashinfer_bench_too_and_the_record_says_so(demo_ws: Path, fake_bench: Path, tmp_path: Path,
+                                                                     signame: str) -> None:
+    """flashinfer-bench runs in a process group of its own: a fibtui killed by SIGTERM (a
+    `timeout`, a job scheduler) would leave it running on the GPU. The signal stops it, the record
+    is archived and printed, and the exit code is 128 + the signal."""
+    import signal
+    import subprocess
+    import time
+
+    pid_file = tmp_path / "bench.pid"
+    env = {**os.environ, "FAKE_FIB_PID": str(pid_file), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-m", "fibtui", "parity", "--workloads", "all", "--json",
+                             "--workspace", str(demo_ws)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    bench_pid = int(pid_file.read_text())
+    proc.send_signal(getattr(signal, signame))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + getattr(signal, signame), err
+    rec = json.loads(out)
+    assert any(signame in n for n in rec["notes"]), rec["notes"]
+    assert not rec["complete"] and Path(rec["path"], "parity.json").is_file()
+    assert f"{signame}: stopping flashinfer-bench" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(bench_pid, 0)

@@ -684,7 +684,8 @@ def import_parity(ws, path: str | Path, definition: str | None = None, against: 
 
 
 def run_parity(ws, plan: ParityPlan, on_line: LineSink | None = None, cancel: threading.Event | None = None,
-               wall_timeout_s: float | None = None, against: str | Path | None = None) -> ParityRecord:
+               wall_timeout_s: float | None = None, against: str | Path | None = None,
+               stopped_by: Callable[[], str | None] | None = None) -> ParityRecord:
     """Prepare the folder, run flashinfer-bench (list args, its own process group), import and
     compare. Output lines go to ``console.log`` and to ``on_line`` as they come."""
     cancel = cancel or threading.Event()
@@ -714,7 +715,9 @@ def run_parity(ws, plan: ParityPlan, on_line: LineSink | None = None, cancel: th
     atomic_write_json(archive / "parity.json", record.to_json())
     record.returncode = _run_logged(plan.argv, archive, archive / "console.log", on_line, cancel, wall_timeout_s)
     if cancel.is_set():
-        record.notes.append("cancelled by the user")
+        signal_name = stopped_by() if stopped_by is not None else None
+        record.notes.append(f"stopped by {signal_name}: flashinfer-bench was stopped before it finished"
+                            if signal_name else "cancelled by the user")
     elif record.returncode != 0:
         record.notes.append(f"flashinfer-bench exited with code {record.returncode} (see console.log)")
     files = _collect_traces(plan.dataset_dir)

@@ -96,3 +96,57 @@ def fmt_us(value_ms: float | None) -> str:
     if value_ms is None:
         return "-"
     return f"{value_ms * 1000:.2f}"
+
+
+class CancelOnSignals:
+    """While a long verb goes (``fibtui parity``): SIGINT, SIGTERM and SIGHUP set ``cancel``
+    instead of killing this process, so the verb stops what it started (flashinfer-bench runs in a
+    process group of its own: a killed fibtui would leave it running on the GPU), archives what it
+    has and returns 128 + the signal. A second signal raises KeyboardInterrupt.
+
+    The handler only sets flags and writes one line with ``os.write`` (it may run while the main
+    thread is inside a print)."""
+
+    def __init__(self, cancel, what: str) -> None:
+        import signal
+
+        self.cancel = cancel
+        self.what = what
+        self.received: int | None = None
+        self._signals = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> CancelOnSignals:
+        import signal
+
+        for sig in self._signals:
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except (ValueError, OSError):  # not the main thread
+                pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+    @property
+    def name(self) -> str | None:
+        import signal
+
+        return None if self.received is None else signal.Signals(self.received).name
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        import os
+        import signal
+
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self.received = signum
+        self.cancel.set()
+        try:
+            os.write(2, f"\n{signal.Signals(signum).name}: stopping {self.what}\n".encode())
+        except OSError:
+            pass

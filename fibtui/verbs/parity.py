@@ -106,15 +106,19 @@ def _run(args: argparse.Namespace, ws, plan) -> int:
     con.print(f"[bold]parity[/] {escape(plan.definition)}: {len(plan.workloads)} workload(s), solution "
               f"{escape(plan.solution)}", soft_wrap=True)
     con.print(f"[dim]$ {escape(plan.command_line)}[/]", soft_wrap=True)
+    from fibtui.verbs._common import CancelOnSignals
+
     cancel = threading.Event()
     try:
-        record = run_parity(ws, plan, on_line=lambda line: con.print(f"[dim]  {escape(line)}[/]", soft_wrap=True),
-                            cancel=cancel, against=args.against)
+        with CancelOnSignals(cancel, "flashinfer-bench; what it finished is archived") as signals:
+            record = run_parity(ws, plan, on_line=lambda line: con.print(f"[dim]  {escape(line)}[/]", soft_wrap=True),
+                                cancel=cancel, against=args.against, stopped_by=lambda: signals.name)
     except KeyboardInterrupt:
         cancel.set()
         sys.stderr.write("\ninterrupted: the parity run was stopped\n")
         return 130
-    return _show(args, record)
+    code = _show(args, record)
+    return 128 + signals.received if signals.received else code
 
 
 def _status(args: argparse.Namespace, ws) -> int:

@@ -9,7 +9,7 @@
 #   bash scripts/device/h200_definitions.sh both   "DEF1 DEF2 ..."   # run then parity, per definition
 #
 # Each fibtui command is stopped with SIGTERM (fibtui's own clean interrupt) after STEP_S seconds
-# (default 240), so one slow definition cannot take the whole call. The files come back as one
+# (default 240; WORKLOADS=UUID,... narrows what parity runs), so one slow definition cannot take the whole call. The files come back as one
 # archive, $OUT/defs_<phase>.tar.gz (a device call returns 8 files at most), beside summary.txt.
 #
 # Carried (ignored by git): .whl (polars 1.20 as an unpacked .tar.xz, pyyaml, safetensors, platformdirs, tomlkit, gitpython, pydantic, apache-tvm-ffi,
@@ -52,7 +52,7 @@ for D in $DEFS; do
   fi
   if [ "$PHASE" = parity ] || [ "$PHASE" = both ]; then
     echo "=== parity $D $(date +%T)"
-    /usr/bin/time -f "%e s wall" $T $F parity --workloads all --definition $D --workspace $WS --json \
+    /usr/bin/time -f "%e s wall" $T $F parity --workloads ${WORKLOADS:-all} --definition $D --workspace $WS --json \
       > $R/${D}_parity.json 2> $R/${D}_parity.err
     echo "rc=$?"; tail -3 $R/${D}_parity.err
     P=$(ls -d $WS/optimize_ops/parity/*/ 2>/dev/null | tail -1)
