@@ -43,6 +43,8 @@ def test_gate_in_a_real_terminal(tmp_path: Path) -> None:
     # a promoted best solution: the gate is paired against it, so the Promotion pane judges the pair
     best = root / "optimize_ops" / "best_solution_triton"
     shutil.copytree(make_candidate(root, "best", "good_py"), best)
+    # a reference repo: the first gate asks about the round's recon note
+    subprocess.run(["git", "init", "-q", str(root / "reference" / "flashinfer")], check=True)
     session = f"fibtui-e2e-{os.getpid()}"
     env_cmd = (f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
                f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30")

@@ -4,6 +4,7 @@ awaited (no sleeps)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -113,6 +114,7 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
     from tests.runner_helpers import make_tiny_workspace
 
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    subprocess.run(["git", "init", "-q", str(root / "reference" / "flashinfer")], check=True)  # a repo to take notes of
     events = []
     app = make_app(open_workspace(root))
     async with app.run_test(size=SIZE, message_hook=events.append) as pilot:
@@ -196,8 +198,16 @@ async def test_ncu_pane_table_and_diff(demo_ws: Path) -> None:
         reports.move_cursor(row=names.index("demo_v2_b1_b64_details.csv"))
         await settle(app, pilot)
         rows = [table.get_row_at(i) for i in range(table.row_count)]
-        duration = [r for r in rows if str(r[1]) == "duration us" and "batch_size=1" in str(r[0])]
-        assert duration and str(duration[0][2]) == "4.70" and str(duration[0][3]) == "3.81"
+        assert [str(c.label) for c in table.ordered_columns] == ["metric", "Δ %", "before", "after"]
+        block = diff_block(rows, "batch_size=1")
+        assert str(block["duration us"][1]) == "-18.9%"
+        assert str(block["duration us"][2]) == "4.70" and str(block["duration us"][3]) == "3.81"
+        wide = diff_block(rows, "batch_size=64")
+        assert [str(c) for c in wide["grid blocks"][2:]] == ["2,048", "2,048"]  # a count: no decimals
+        assert [str(c) for c in wide["regs/thread"][2:]] == ["64", "64"] and str(wide["waves/SM"][2]) == "1.94"
+        assert [str(c) for c in wide["limiter"][1:]] == ["same", "registers", "registers"]
+        log = log_text(pane)
+        assert "bottleneck latency, limiter registers" in log and "batch_size=64" in log
         # a load of the earlier report that finishes last (a busy machine) changes nothing
         v1_path = pane.reports[v1]
         pane.post_message(NcuPane.Loaded(v1_path, [], None, None))
@@ -205,6 +215,81 @@ async def test_ncu_pane_table_and_diff(demo_ws: Path) -> None:
         await settle(app, pilot)
         assert [table.get_row_at(i) for i in range(table.row_count)] == rows
         assert "diff:" in str(pane.query_one("#ncu-status").render())
+
+
+def diff_block(rows: list, heading: str) -> dict[str, list]:
+    """The rows of one kernel/band block of the NCU diff table, by metric label."""
+    start = next(i for i, r in enumerate(rows) if str(r[0]) == heading and not str(r[1]))
+    block: dict[str, list] = {}
+    for r in rows[start + 1:]:
+        if not str(r[1]):  # the next heading
+            break
+        block[str(r[0])] = r
+    return block
+
+
+def log_text(pane) -> str:
+    log = pane.query_one("#ncu-findings")
+    return " ".join(" ".join(strip.text for strip in log.lines).split())
+
+
+def copy_long_named_reports(ws: Path) -> list[str]:
+    """The demo reports again under the long names fibtui profile gives (definition, solution,
+    workloads, set): two solutions, each as a CSV and a text page."""
+    target = copy_ncu_reports(ws)
+    names = []
+    for solution, src in (("demo_gdn_decode_triton_v1", "demo_v1_b1_b64"), ("v2_smallb_splitv", "demo_v2_b1_b64")):
+        for ext in ("csv", "txt"):
+            name = f"demo_gdn_decode_qk4_v8_d128_k_last_{solution}_a8efeb8a-200a3ebd_detailed_details.{ext}"
+            (target / name).write_bytes((target / f"{src}_details.{ext}").read_bytes())
+            os.utime(target / name, (1_700_000_000, 1_700_000_000))
+            names.append(name)
+        stem = f"demo_gdn_decode_qk4_v8_d128_k_last_{solution}_a8efeb8a-200a3ebd_detailed"
+        (target / f"{stem}_request.json").write_bytes((target / f"{src}_request.json").read_bytes())
+    return names
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_ncu_pane_labels_are_distinct_and_the_diff_fits(demo_ws: Path, size: tuple[int, int]) -> None:
+    copy_long_named_reports(demo_ws)
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("4")
+        await settle(app, pilot)
+        pane = app.query_one(NcuPane)
+        reports = pane.query_one("#ncu-reports", DataTable)
+        labels = [str(reports.get_row_at(i)[0]) for i in range(reports.row_count)]
+        assert len(pane.reports) == 8 and len(set(labels)) == 8, labels
+        assert labels == pane.labels
+        assert "demo_v1_b1_b64.csv" in labels and "demo_v2_b1_b64.txt" in labels  # short names stay whole
+        for p, label in zip(pane.reports, labels, strict=True):
+            assert label.endswith(p.suffix)  # the CSV and the text page of one profile stay apart
+            if "triton_v1" in p.name or "smallb_splitv" in p.name:
+                assert ("triton_v1" if "triton_v1" in p.name else "smallb_splitv") in label
+        # every column of the list is on screen
+        assert sum(c.get_render_width(reports) for c in reports.ordered_columns) <= reports.size.width
+        assert pane.has_class("-narrow") == (size[0] < 100)
+
+        names = [p.name for p in pane.reports]
+        reports.focus()
+        reports.move_cursor(row=names.index(
+            "demo_gdn_decode_qk4_v8_d128_k_last_demo_gdn_decode_triton_v1_a8efeb8a-200a3ebd_detailed_details.csv"))
+        await settle(app, pilot)
+        await pilot.press("b")
+        await settle(app, pilot)
+        reports.move_cursor(row=names.index(
+            "demo_gdn_decode_qk4_v8_d128_k_last_v2_smallb_splitv_a8efeb8a-200a3ebd_detailed_details.csv"))
+        await settle(app, pilot)
+        table = pane.query_one("#ncu-table", DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert str(diff_block(rows, "batch_size=1")["duration us"][1]) == "-18.9%"
+        # metric, change %, before and after all fit the table's width: nothing to scroll to
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        assert sum(widths) <= table.size.width, (widths, table.size.width)
+        # the whole classification is in the findings log, and the full names in the status line
+        assert "bottleneck latency, limiter registers, grid too small" in log_text(pane)
+        assert "v2_smallb_splitv" in str(pane.query_one("#ncu-status").render())
 
 
 async def test_history_pane_renders_rounds(demo_ws: Path) -> None:
@@ -389,3 +474,135 @@ async def test_keeping_a_worker_warm_without_a_backend_is_silent(demo_ws: Path, 
         await pilot.pause()
         assert not isinstance(app.screen, ErrorScreen)
         assert app._warm is not None and app._warm.count() == 0
+
+
+async def test_pane_keys_work_from_every_table_and_input(demo_ws: Path) -> None:
+    """No focus trap: with focus on each focusable widget of each pane (reached by Tab, as a
+    user does), every pane key shows its pane, and focus moves into it."""
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        for source in PANES:
+            await pilot.press(source.key)
+            await pilot.pause()
+            seen = set()
+            for _ in range(6):  # each widget Tab reaches inside the pane
+                await pilot.press("tab")
+                await pilot.pause()
+                focused = app.focused
+                if focused is None or app.pane(source.id) not in focused.ancestors or focused in seen:
+                    continue
+                seen.add(focused)
+                for target in PANES:
+                    if target.id == source.id:
+                        continue
+                    await pilot.press(source.key)
+                    await pilot.pause()
+                    focused.focus()
+                    await pilot.pause()
+                    await pilot.press(target.key)
+                    await pilot.pause()
+                    assert app.active_pane == target.id, (source.id, focused.id, target.id)
+                    assert app.focused is None or app.pane(target.id) in app.focused.ancestors, (target.id, app.focused)
+            assert seen or source.id == "promotion", f"Tab reached nothing in {source.id}"
+
+
+async def test_search_box_is_left_by_enter_or_escape_and_never_reached_by_tab(demo_ws: Path) -> None:
+    from textual.widgets import Input
+
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("1")
+        await pilot.pause()
+        for _ in range(8):
+            await pilot.press("tab")
+            await pilot.pause()
+            assert not isinstance(app.focused, Input), "Tab landed in the search box"
+        for leave in ("enter", "escape"):
+            await pilot.press("f")
+            await pilot.pause()
+            assert isinstance(app.focused, Input)
+            await pilot.press("2", "5", leave)  # digits are text in the box ...
+            await pilot.pause()
+            assert not isinstance(app.focused, Input) and app.active_pane == "recon", leave
+            await pilot.press("3")  # ... and a pane key once it is left
+            await pilot.pause()
+            assert app.active_pane == "runs", leave
+            await pilot.press("1")
+            await pilot.pause()
+
+
+async def test_q_during_a_run_asks_and_back_keeps_the_run(tmp_path: Path) -> None:
+    from fibtui.ui.screens.confirm import ChoiceScreen
+    from tests.runner_helpers import make_tiny_workspace
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2), kernel="slow_py")
+    app = make_app(open_workspace(root))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("g")  # no reference repos: no recon-note question
+        runs = app.query_one(RunsPane)
+        deadline = time.monotonic() + 60
+        while runs.active_run is None:
+            assert time.monotonic() < deadline and not isinstance(app.screen, ConfirmScreen)
+            await pilot.pause(0.05)
+        run_id = runs.active_run
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ChoiceScreen)
+        assert run_id in str(app.screen.query_one("#choice-facts").render())
+        await pilot.press("b")
+        await pilot.pause()
+        assert not isinstance(app.screen, ChoiceScreen) and runs.active_run == run_id and app.is_running
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("e")  # quit when it ends
+        await pilot.pause()
+        assert app.quit_when_run_ends and "QUITS AFTER THE RUN" in app.sub_title and app.is_running
+        deadline = time.monotonic() + 120
+        while app.is_running:
+            assert time.monotonic() < deadline, "the app did not quit when the run ended"
+            await pilot.pause(0.1)
+    record = json.loads(next((root / "optimize_ops" / "runs").glob("*/run.json")).read_text())
+    assert record["state"] == "complete" and app.return_code == 0
+
+
+async def test_q_during_a_run_then_cancel_quits_and_the_run_reads_interrupted(tmp_path: Path) -> None:
+    from fibtui.ui.screens.confirm import ChoiceScreen
+    from tests.runner_helpers import make_tiny_workspace
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3), kernel="sleeps")
+    app = make_app(open_workspace(root))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("g")
+        runs = app.query_one(RunsPane)
+        deadline = time.monotonic() + 60
+        while runs.active_run is None:
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ChoiceScreen)
+        await pilot.press("c")
+        await pilot.pause()
+    deadline = time.monotonic() + 60
+    journal = next((root / "optimize_ops" / "runs").glob("*/journal.jsonl"))
+    while '"kind": "end"' not in journal.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ends = [json.loads(line) for line in journal.read_text().splitlines() if '"kind": "end"' in line]
+    assert ends and ends[-1]["state"] == "interrupted", ends
+
+
+async def test_no_recon_note_question_without_reference_repos(tmp_path: Path) -> None:
+    from tests.runner_helpers import make_tiny_workspace
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    app = make_app(open_workspace(root))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("g")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.query_one(RunsPane).active_run is not None or list((root / "optimize_ops" / "runs").glob("*"))

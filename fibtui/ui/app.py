@@ -114,6 +114,7 @@ class FibApp(App[int]):
         B("ctrl+t", "next_theme", "Theme", "app.theme", "Switch to the next theme (remembered)", show=False),
         B("q", "quit", "Quit", "app.quit", "Quit fibtui"),
         B("question_mark", "show_keys", "Keys", "app.keys", "List every key binding", key_display="?"),
+        B("escape", "leave_input", "Leave box", "app.leave_input", "Leave a text box: focus goes back to the pane", show=False),
     ]
 
     @dataclass
@@ -130,6 +131,8 @@ class FibApp(App[int]):
         self.cwd = cwd or os.getcwd()
         self.demo_dir = demo_dir
         self.note_acknowledged = False
+        #: "Quit when it ends" was chosen while a run was in flight
+        self.quit_when_run_ends = False
         self._pending_watch_gate = False
         self.watch_latencies_ms: list[float] = []
         self._watch_detected: float | None = None
@@ -159,7 +162,7 @@ class FibApp(App[int]):
             return
         active = ws.active
         definition = active.definition if active else "no valid config"
-        watch = " · WATCHING" if self.watch_mode else ""
+        watch = (" · WATCHING" if self.watch_mode else "") + (" · QUITS AFTER THE RUN" if self.quit_when_run_ends else "")
         self.sub_title = f"{ws.root.name} · {definition}" + (f" · {active.name}" if active else "") + watch
 
     _control_filter = ControlCharacters()
@@ -221,7 +224,37 @@ class FibApp(App[int]):
     # -- actions ------------------------------------------------------------------------------
 
     def action_show_pane(self, pane_id: str) -> None:
+        """Show a pane and move focus into it. Focus left in the pane being hidden would pull it
+        back: Textual's TabbedContent shows the pane that holds the focused widget."""
+        target = self.pane(pane_id)
+        focused = self.focused
+        if focused is not None and target not in focused.ancestors:
+            self.set_focus(None)
         self.query_one("#main-tabs", TabbedContent).active = pane_id
+        self.call_after_refresh(self._focus_into, pane_id)
+
+    def _focus_into(self, pane_id: str) -> None:
+        if self.active_pane != pane_id or len(self.screen_stack) > 1:  # another pane since, or a dialog on top
+            return
+        focused = self.focused
+        pane = self.pane(pane_id)
+        if focused is not None and pane in focused.ancestors:
+            return
+        widget = pane.focus_target()
+        if widget is not None:
+            widget.focus(scroll_visible=False)
+
+    def action_leave_input(self) -> None:
+        """Escape in a text box gives focus back to the pane, so the next key is a key again."""
+        from textual.widgets import Input
+
+        if isinstance(self.focused, Input):
+            pane = self.pane(self.active_pane)
+            chain = [w for w in self.screen.focus_chain if pane in w.ancestors and not isinstance(w, Input)]
+            if chain:
+                chain[0].focus(scroll_visible=False)
+            else:
+                self.set_focus(None)
 
     @on(TabbedContent.TabActivated)
     def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
@@ -246,8 +279,34 @@ class FibApp(App[int]):
         self.push_screen(HelpKeysScreen(rows))
 
     async def action_quit(self) -> None:
+        """Quit; with a run in flight, ask first (over SSH one stray key must not end a sweep)."""
+        runs = self._runs_pane
+        if runs is not None and runs.active_run is not None:
+            from fibtui.ui.screens.confirm import ChoiceScreen
+
+            def answered(choice: str | None) -> None:
+                if choice == "cancel":
+                    self._interrupt_run("the app was closed")
+                    self.exit(0)
+                elif choice == "after":
+                    self.quit_when_run_ends = True
+                    self._set_titles()
+                    self.notify("fibtui quits when the run ends (q again asks again)")
+
+            self.push_screen(ChoiceScreen(
+                "A run is in flight",
+                f"{runs.active_run} is still going. Cancelling keeps what finished; the jobs in flight stay "
+                "pending and `fibtui run --resume` picks them up.",
+                [("c", "Cancel it and quit", "cancel"), ("e", "Quit when it ends", "after"), ("b", "Back", "back")]),
+                answered)
+            return
         self._interrupt_run("the app was closed")
         self.exit(0)
+
+    def run_ended(self) -> None:
+        """The Runs pane says the run in flight has ended (finished, failed or cancelled)."""
+        if self.quit_when_run_ends:
+            self.exit(0)
 
     def _interrupt_run(self, reason: str) -> None:
         """Stop the run in flight because the app ends (quit, SIGHUP, SIGTERM): its cancel event
@@ -464,7 +523,12 @@ class FibApp(App[int]):
         from fibtui.core import recon
 
         ws = self.workspace
-        if self.note_acknowledged or ws.active is None or recon.note_exists_for_round(ws.root, ws.active.definition):
+        repos = self.pane("recon").repo_count
+        if repos is None:
+            repos = len(recon.discover_repos(ws.root))
+        # no reference repos: there is nothing to take a recon note of, so nothing to ask
+        if (self.note_acknowledged or ws.active is None or repos == 0
+                or recon.note_exists_for_round(ws.root, ws.active.definition)):
             go()
             return
 

@@ -2,7 +2,7 @@
 and the round's recon note (rows added from hits, saved as Markdown in optimize_ops/docs/).
 
 Keys: r refresh the repos, f search, a add the selected hit to the note (relevance cycles with
-1/2/3 after adding: direct/partial/concept), x delete the selected note row, w write the note.
+1/2/3 after adding: direct/partial/concept), x delete the selected note row, ctrl+s writes the note.
 """
 
 from __future__ import annotations
@@ -22,7 +22,31 @@ from fibtui.ui.panes.base import Pane
 RELEVANCE = ("direct", "partial", "concept")
 
 
+class SearchBox(Input):
+    """The search terms box: focused by ``f`` or a click, left by Enter or Escape, and never
+    reached by Tab, so that Tab then a pane key switches panes instead of typing a digit."""
+
+    armed = False
+
+    def allow_focus(self) -> bool:
+        return self.armed or self.has_focus
+
+    def arm(self) -> None:
+        self.armed = True
+        self.focus()
+
+    def on_mouse_down(self) -> None:
+        if not self.has_focus:
+            self.arm()
+
+    def on_blur(self) -> None:
+        self.armed = False
+
+
 class ReconPane(Pane):
+    #: reference repos found in the workspace (None until the pane has looked)
+    repo_count: int | None = None
+
     DEFAULT_CSS = """
     ReconPane #recon-status { height: auto; padding: 0 1; }
     ReconPane #recon-repos { height: 7; }
@@ -61,7 +85,8 @@ class ReconPane(Pane):
         yield Static("reference repos under reference/ and support checkouts in the workspace", id="recon-status")
         yield DataTable(id="recon-repos", cursor_type="row")
         with Horizontal(id="recon-search-row"):
-            yield Input(placeholder="search terms (empty: the definition's own terms and operator keywords)", id="recon-terms")
+            yield SearchBox(placeholder="search terms (empty: the definition's own terms and operator keywords)  f to type",
+                            id="recon-terms")
         yield DataTable(id="recon-hits", cursor_type="row", zebra_stripes=True)
         yield Static("recon note: none for this round yet", id="recon-note-title")
         yield DataTable(id="recon-note", cursor_type="row")
@@ -103,6 +128,7 @@ class ReconPane(Pane):
 
     @on(Refreshed)
     def _refreshed(self, message: Refreshed) -> None:
+        self.repo_count = len(message.repos)
         table = self.query_one("#recon-repos", DataTable)
         table.clear()
         by_name = {r.name: r for r in message.results}
@@ -118,18 +144,20 @@ class ReconPane(Pane):
                           (r.head or "-")[:12], ab, r.refreshed_at or "-")
         n = len(message.repos)
         self.query_one("#recon-status", Static).update(
-            f"{n} repo(s) · r refresh (clean: fast-forward; dirty: fetch only, never stash) · f search · a add hit · w write note")
+            f"{n} repo(s) · r refresh (clean: fast-forward; dirty: fetch only, never stash) · f search · a add hit · ctrl+s write note")
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:
         self.query_one("#recon-status", Static).update(Text(message.reason, style="yellow"))
 
     def focus_search(self) -> None:
-        self.query_one("#recon-terms", Input).focus()
+        self.query_one("#recon-terms", SearchBox).arm()
 
     @on(Input.Submitted, "#recon-terms")
     def _terms(self, event: Input.Submitted) -> None:
         self.search(event.value)
+        # the hits are what comes next: keys go to them (a for add), not into the box
+        self.query_one("#recon-hits", DataTable).focus()
 
     @work(thread=True, exclusive=True, group="recon-search", exit_on_error=False)
     def search(self, text: str = "") -> None:

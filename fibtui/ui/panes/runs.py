@@ -409,6 +409,9 @@ class RunsPane(Pane):
             self.notify(f"run {message.run_id}: {event.state}, {s.get('passed', 0)}/{s.get('total', 0)} PASSED",
                         severity="information" if s.get("complete") else "warning")
             self.refresh_list()
+            ended = getattr(self.app, "run_ended", None)
+            if ended is not None:
+                ended()
 
     @work(thread=True, exclusive=True, group="runs-floors", exit_on_error=False)
     def _load_floors(self, run_id: str) -> None:

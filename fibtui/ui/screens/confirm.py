@@ -52,3 +52,42 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class ChoiceScreen(ModalScreen[str]):
+    """A question with several answers, each a button with its own key; Escape is the last
+    answer (the one that changes nothing). Dismisses with the chosen answer's value."""
+
+    DEFAULT_CSS = """
+    ChoiceScreen { align: center middle; }
+    #choice-box { width: 90%; max-width: 90; height: auto; max-height: 90%; padding: 1 2;
+                  border: thick $warning; background: $panel; }
+    #choice-facts { height: auto; margin: 1 0; }
+    #choice-buttons { height: auto; align: center middle; }
+    #choice-buttons Button { margin: 0 1; }
+    """
+    BINDINGS = [Binding("escape", "choose(-1)", "Back", id="choice.back", tooltip="Change nothing")]
+
+    def __init__(self, title: str, facts: str, choices: list[tuple[str, str, str]]) -> None:
+        """``choices``: (key, label, value), the last one being the answer that changes nothing."""
+        super().__init__()
+        self._title = title
+        self._facts = facts
+        self._choices = choices
+        for i, (key, label, _value) in enumerate(choices):
+            self._bindings.bind(key, f"choose({i})", label, show=False)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="choice-box"):
+            yield Static(f"[b]{self._title}[/b]", markup=True)
+            yield Static(self._facts, id="choice-facts", markup=False)
+            with Horizontal(id="choice-buttons"):
+                for i, (key, label, _value) in enumerate(self._choices):
+                    variant = "warning" if i == 0 else "default"
+                    yield Button(f"{label} ({key})", id=f"choice-{i}", variant=variant)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_choose(int(str(event.button.id).rsplit("-", 1)[1]))
+
+    def action_choose(self, index: int) -> None:
+        self.dismiss(self._choices[index][2])
