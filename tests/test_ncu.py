@@ -926,3 +926,64 @@ def test_a_failed_profile_leaves_nothing_in_the_archive(capsys, fake_ncu: Path, 
     assert code == 0 and data["profile"]["report"].endswith("_detailed.ncu-rep")
     assert Path(data["profile"]["log"]).parent == archived and Path(data["profile"]["log"]).is_file()
     assert not list((demo_ws / ".fibtui" / "ncu").glob(f"{Path(data['profile']['report']).stem}_ncu.log"))
+
+
+# ------------------------------------------------------------------ display: values and report labels
+
+
+def test_format_metric_counts_without_decimals() -> None:
+    assert ncu.format_metric(2048.0, "grid_blocks") == "2,048"
+    assert ncu.format_metric(64.0, "registers_per_thread") == "64"
+    assert ncu.format_metric(36029.0, "local_spilling_requests") == "36,029"
+    assert ncu.format_metric(2.5, "grid_blocks") == "2.50"  # a count that is not whole keeps its decimals
+    assert ncu.format_metric(4.7, "duration_us") == "4.70" and ncu.format_metric(4.0, "duration_us") == "4.00"
+    assert ncu.format_metric(1234.5, "duration_us") == "1,234.50" and ncu.format_metric(50.0, "theoretical_occupancy_pct") == "50.00"
+    assert ncu.format_metric(3) == "3" and ncu.format_metric(None) == "-" and ncu.format_metric("n/a") == "n/a"
+    assert ncu.format_metric(2_500_000.0, "duration_us") == "2,500,000"
+
+
+LONG = "demo_gdn_decode_qk4_v8_d128_k_last_{}_a8efeb8a-200a3ebd_detailed_details.{}"
+FIXTURE_NAMES = [LONG.format(sol, ext) for sol in ("demo_gdn_decode_triton_v1", "v2_smallb_splitv") for ext in ("csv", "txt")]
+FIXTURE_NAMES += [f"demo_{v}_b1_b64_details.{ext}" for v in ("v1", "v2") for ext in ("csv", "txt")]
+
+
+@pytest.mark.parametrize("width", [200, 48, 40, 30, 20])
+def test_report_labels_are_distinct_and_keep_what_differs(width: int) -> None:
+    paths = [Path("optimize_ops/benchmarks/ncu") / n for n in FIXTURE_NAMES]
+    labels = ncu.report_labels(paths, width)
+    assert len(set(labels)) == len(labels), labels
+    assert labels[4:] == ["demo_v1_b1_b64.csv", "demo_v1_b1_b64.txt", "demo_v2_b1_b64.csv", "demo_v2_b1_b64.txt"]
+    assert [label[-4:] for label in labels[:4]] == [".csv", ".txt", ".csv", ".txt"]
+    if width >= 200:
+        assert labels[0] == "demo_gdn_decode_qk4_v8_d128_k_last_demo_gdn_decode_triton_v1_a8efeb8a-200a3ebd_detailed.csv"
+    else:
+        assert all(len(label) <= width for label in labels)
+        # the definition both long names share goes; the solution that tells them apart stays
+        assert labels[0].startswith("…demo_gdn_decod") and labels[2].startswith("…v2_smallb")
+    if width >= 40:
+        assert "triton_v1" in labels[0] and "smallb_splitv" in labels[2]
+
+
+def test_report_labels_equal_names_carry_their_folder() -> None:
+    paths = [Path("optimize_ops/a/ncu/k_details.csv"), Path("optimize_ops/b/ncu/k_details.csv"), Path("optimize_ops/b/ncu/j_details.csv")]
+    assert ncu.report_labels(paths, 40) == ["a/ncu/k.csv", "b/ncu/k.csv", "j.csv"]
+    assert ncu.report_name("x_details.txt") == "x.txt" and ncu.report_name("x_details_more.csv") == "x_details_more.csv"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(["gdn", "decode", "v1", "v2", "a8ef", "b", "64", "x"]), min_size=1, max_size=7)
+                .map(lambda words: "_".join(words)), min_size=1, max_size=8, unique=True),
+       st.integers(min_value=1, max_value=60), st.sampled_from([".csv", ".txt"]))
+def test_report_labels_never_repeat(stems: list[str], width: int, ext: str) -> None:
+    paths = [Path(f"{s}_details{ext}") for s in stems] + [Path(f"{s}_details.txt") for s in stems[:2]]
+    paths = list(dict.fromkeys(paths))
+    labels = ncu.report_labels(paths, width)
+    assert len(set(labels)) == len(labels), (paths, labels)
+    for p, label in zip(paths, labels, strict=True):
+        whole = ncu.report_name(p)
+        assert label == whole or len(label) <= width
+
+
+def test_abbreviate_middle() -> None:
+    assert ncu.abbreviate_middle("abcdefghij", 20) == "abcdefghij"
+    assert ncu.abbreviate_middle("abcdefghij", 5) == "ab…ij" and len(ncu.abbreviate_middle("abcdefghij", 6)) == 6

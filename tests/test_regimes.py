@@ -74,7 +74,8 @@ def test_shared_dataset_bands_shares_representatives_floors(shared) -> None:
     # floors from the bytes: batch 64 moves 67,504,196 bytes (state read + write = 67.1 MB of it)
     w64 = report.table.filter(pl.col("batch_size") == 64).row(0, named=True)
     assert w64["floor_bytes"] == 67_504_196 and w64["floor_us"] == pytest.approx(67_504_196 / 4.8e6)
-    assert w64["pct_of_floor"] == pytest.approx(100 * w64["latency_ms"] * 1000 / w64["floor_us"])
+    assert w64["speed_of_light_pct"] == pytest.approx(100 * w64["floor_us"] / (w64["latency_ms"] * 1000))
+    assert 0 < w64["speed_of_light_pct"] < 100
     # the mean over the PASSED runs of each workload: here one run each
     raw = [json.loads(line) for line in shared(*TRACES).read_text().splitlines()]
     lat = {r["workload"]["uuid"]: r["evaluation"]["performance"]["latency_ms"] for r in raw if r["solution"] == "triton_bv32"}
@@ -200,7 +201,8 @@ def test_demo_counts_only(demo_ws: Path) -> None:
     assert data["varying_axes"] == ["batch_size"] and len(data["bands"]) == 9
     assert all(b["latency_share"] is None and b["passed"] is None for b in data["bands"])
     assert data["outliers"] == [] and 2 <= len(data["representatives"]) <= 3
-    assert all(w["latency_ms"] is None and w["pct_of_floor"] is None and w["floor_bytes"] > 0 for w in data["workloads"])
+    assert all(w["latency_ms"] is None and w["speed_of_light_pct"] is None and w["floor_bytes"] > 0 for w in data["workloads"])
+    assert all(b["mean_speed_of_light_pct"] is None for b in data["bands"])
     assert any("counts only" in r["reason"] for r in data["representatives"])
     check_partition(report)
     assert report.to_json() == regimes.analyze(ds.definition(DEMO_DEFINITION), ds.workloads(DEMO_DEFINITION)).to_json()
@@ -253,7 +255,11 @@ def test_cli_json_on_shared_traces(capsys, shared, demo_ws: Path) -> None:
     assert {"name", "filter", "workloads", "latency_share", "mean_latency_ms"} <= set(data["bands"][0])
     assert data["bands"][0]["filter"] == {"batch_size": 1}
     assert {"uuid", "band", "reason"} <= set(data["representatives"][0])
-    assert {"uuid", "axes", "latency_ms", "floor_bytes", "floor_us", "pct_of_floor"} <= set(data["workloads"][0])
+    assert {"uuid", "axes", "latency_ms", "floor_bytes", "floor_us", "speed_of_light_pct"} <= set(data["workloads"][0])
+    assert "pct_of_floor" not in data["workloads"][0] and "mean_pct_of_floor" not in data["bands"][0]
+    assert data["speed_of_light_convention"].startswith("100 * floor / latency")
+    w = data["workloads"][0]
+    assert w["speed_of_light_pct"] == pytest.approx(100 * w["floor_us"] / (w["latency_ms"] * 1000))
     assert data["device"]["name"] == "H200" and "hardware" in data["device"]["chosen_by"]  # from the traces
     assert "triton_bv32" in data["latency_source"]
 
@@ -265,7 +271,8 @@ def test_cli_human_output_with_chart(capsys, shared, demo_ws: Path) -> None:
     assert code == 0, err
     assert "batch_size=64" in out and "representatives (target 2-3 of 54 workloads)" in out
     assert "latency vs batch_size" in out and "4.3 TB/s" in out and "\x1b[" not in out
-    assert "share" in out and "% of floor" in out
+    words = " ".join(out.split())  # the console wraps at its width
+    assert "share" in out and "SoL %" in out and "100 x floor / latency" in words and "% of floor" not in words
 
 
 def test_cli_counts_only_on_the_demo_and_pins(capsys, demo_ws: Path) -> None:
@@ -388,6 +395,24 @@ def test_no_varying_axis_is_one_band() -> None:
     assert report.varying_axes == [] and report.const_axes == {"a": 3}
     assert [b.name for b in report.bands] == ["all"] and report.bands[0].latency_share == pytest.approx(1.0)
     assert any("every workload has a=3" in n for n in report.notes)
+
+
+def test_speed_of_light_per_workload_and_band() -> None:
+    # x is n fp16 values, y one fp32 scalar: 2n + 4 bytes; at 1 TB/s, 500,000 bytes is a 0.5 us floor
+    d, w = synthetic_set({"n": [249_998, 249_998, 499_998]})
+    device = roofline.Device("T1", bandwidth_tbs=1.0, sms=None, bf16_tflops=None)
+    latency_us = [2.0, 1.0, 1.25]
+    rows = [{"uuid": u, "status": "PASSED", "latency_ms": lat / 1000} for u, lat in zip(w.uuids, latency_us, strict=True)]
+    data = regimes.analyze(d, w, rows, device=device).to_json()
+    floors = [x["floor_us"] for x in data["workloads"]]
+    assert floors == pytest.approx([0.5, 0.5, 1.0])
+    # floor 0.5 us, latency 2 us: 25% of the speed of light (the old "% of floor" read 400%)
+    assert [x["speed_of_light_pct"] for x in data["workloads"]] == pytest.approx([25.0, 50.0, 80.0])
+    bands = {b["name"]: b for b in data["bands"]}
+    assert bands["n=249998"]["mean_speed_of_light_pct"] == pytest.approx(37.5)
+    assert bands["n=499998"]["mean_speed_of_light_pct"] == pytest.approx(80.0)
+    assert data["speed_of_light_convention"] == regimes.SPEED_OF_LIGHT_CONVENTION
+    assert "pct_of_floor_convention" not in data
 
 
 def test_many_distinct_values_are_binned() -> None:

@@ -76,7 +76,8 @@ def test_annotate_result_rows_with_floor_and_pct(shared) -> None:
     out = roofline.annotate_rows(d, rows, roofline.get_device("H200"))
     assert len(out) == 54
     for r in out:
-        assert r["floor_us"] > 0 and r["pct_of_floor"] == pytest.approx(100 * r["latency_ms"] * 1000 / r["floor_us"])
+        assert r["floor_us"] > 0 and r["speed_of_light_pct"] == pytest.approx(100 * r["floor_us"] / (r["latency_ms"] * 1000))
+        assert "pct_of_floor" not in r
 
 
 # ------------------------------------------------------------------ bytes
@@ -178,7 +179,14 @@ def test_flops_parser_never_crashes(text: str) -> None:
     assert frame.height == 2
 
 
-def test_pct_of_floor_convention() -> None:
+def test_speed_of_light_convention() -> None:
+    assert roofline.speed_of_light_pct(0.002, 0.5) == pytest.approx(25.0)  # 2 us on a 0.5 us floor
+    assert roofline.speed_of_light_pct(0.0005, 0.5) == pytest.approx(100.0)  # at the floor
+    assert roofline.speed_of_light_pct(0.01269, 1.0) == pytest.approx(7.88, abs=0.01)  # the old "1269%"
+    assert roofline.speed_of_light_pct(None, 1.0) is None and roofline.speed_of_light_pct(1.0, 0.0) is None
+    assert roofline.speed_of_light_pct(0.0, 1.0) is None
+    assert [roofline.format_speed_of_light(v) for v in (25.0, 7.88, 100.0, None)] == ["25%", "7.9%", "100%", "-"]
+    # the older inverse ratio, still computed for the Runs pane
     assert roofline.pct_of_floor(0.002, 1.0) == pytest.approx(200.0)  # 2 us on a 1 us floor
     assert roofline.pct_of_floor(None, 1.0) is None and roofline.pct_of_floor(1.0, 0.0) is None
 
@@ -208,5 +216,9 @@ def test_annotate_rows_without_axes_stays_null() -> None:
     d = make_def({"n": None}, {"x": (["n"], "float32")}, {"y": (["n"], "float32")})
     rows = [ResultRow("syn", None, "a", {}, "PASSED", latency_ms=0.001), ResultRow("syn", None, "b", {"n": 1000}, "PASSED", latency_ms=0.001)]
     out = roofline.annotate_rows(d, rows, roofline.get_device("H200"))
-    assert out[0]["floor_us"] is None and out[0]["pct_of_floor"] is None
-    assert out[1]["floor_bytes"] == 8000 and out[1]["pct_of_floor"] == pytest.approx(100 * 1.0 / (8000 / 4.8e6))
+    assert out[0]["floor_us"] is None and out[0]["speed_of_light_pct"] is None
+    assert out[1]["floor_bytes"] == 8000 and out[1]["speed_of_light_pct"] == pytest.approx(100 * (8000 / 4.8e6) / 1.0)
+    # 300,000 fp32 in and out: 2.4 MB, a 0.5 us floor on H200's 4.8 TB/s; 2 us is 25% of the speed of light
+    big = roofline.annotate_rows(d, [ResultRow("syn", None, "c", {"n": 300_000}, "PASSED", latency_ms=0.002)],
+                                 roofline.get_device("H200"))
+    assert big[0]["floor_us"] == pytest.approx(0.5) and big[0]["speed_of_light_pct"] == pytest.approx(25.0)

@@ -61,10 +61,11 @@ TINY_WORKLOADS = 2
 TINY_SHARE = 0.02
 TINY_LATENCY_SHARE = 0.05
 OUTLIER_SHARE = 0.30
+SPEED_OF_LIGHT_CONVENTION = "100 * floor / latency: 100 = at the floor, 25 = 4x the floor"
 MANY_WORKLOADS = 40
 #: Columns of the per-workload table besides the axes (an axis may not take these names).
 RESERVED_COLUMNS = frozenset({"uuid", "line", "band", "runs", "passed_runs", "latency_ms", "floor_bytes",
-                              "floor_flops", "floor_us", "floor_bound", "pct_of_floor"})
+                              "floor_flops", "floor_us", "floor_bound", "speed_of_light_pct"})
 
 # --------------------------------------------------------------------------------------------
 # Model
@@ -87,7 +88,8 @@ class Band:
     latency_share: float | None = None
     workload_share: float = 0.0
     mean_floor_us: float | None = None
-    mean_pct_of_floor: float | None = None
+    #: mean over the band's workloads of 100 * floor / latency (100 = at the floor)
+    mean_speed_of_light_pct: float | None = None
     outlier: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -140,7 +142,7 @@ class RegimeReport:
     representatives: list[Representative]
     shape_matrix: list[ShapeMatrixRow]
     #: One row per workload: uuid, line, <varying axes>, band, runs, passed_runs, latency_ms,
-    #: floor_bytes, floor_flops, floor_us, floor_bound, pct_of_floor.
+    #: floor_bytes, floor_flops, floor_us, floor_bound, speed_of_light_pct (100 * floor / latency).
     table: pl.DataFrame
     total_latency_ms: float | None = None
     device: dict[str, Any] | None = None
@@ -174,7 +176,7 @@ class RegimeReport:
                 "floor_flops": r["floor_flops"],
                 "floor_us": r["floor_us"],
                 "floor_bound": r["floor_bound"],
-                "pct_of_floor": r["pct_of_floor"],
+                "speed_of_light_pct": r["speed_of_light_pct"],
             })
         return out
 
@@ -192,7 +194,7 @@ class RegimeReport:
             "dominant_axis": self.dominant_axis,
             "binning": dict(self.binning),
             "device": self.device,
-            "pct_of_floor_convention": "100 * latency / floor: 100 = at the floor, 120 = 1.2x the floor",
+            "speed_of_light_convention": SPEED_OF_LIGHT_CONVENTION,
             "bands": [b.to_json() for b in self.bands],
             "outliers": list(self.outliers),
             "outlier_details": list(self.outlier_details),
@@ -390,8 +392,11 @@ def analyze(
             "uuid", "floor_bytes", "floor_flops")
         frame = frame.join(bytes_only, on="uuid", how="left").with_columns(
             pl.lit(None, dtype=pl.Float64).alias("floor_us"), pl.lit(None, dtype=pl.String).alias("floor_bound"))
+    # speed of light: the share of the latency the floor accounts for (null without both)
     frame = frame.with_columns(
-        (100.0 * pl.col("latency_ms") * 1000.0 / pl.col("floor_us")).alias("pct_of_floor"))
+        pl.when((pl.col("latency_ms") > 0) & (pl.col("floor_us") > 0))
+        .then(100.0 * pl.col("floor_us") / (pl.col("latency_ms") * 1000.0))
+        .otherwise(None).alias("speed_of_light_pct"))
 
     # Workload outliers leave their band.
     outlier_uuids: list[str] = []
@@ -486,7 +491,7 @@ def analyze(
         pl.col("latency_ms").count().alias("with_latency"),
         pl.col("latency_ms").sum().alias("total"),
         pl.col("floor_us").mean().alias("floor"),
-        pl.col("pct_of_floor").mean().alias("pct"),
+        pl.col("speed_of_light_pct").mean().alias("sol"),
     )
     by_name = {r["band"]: r for r in stats.iter_rows(named=True)}
     for b in bands:
@@ -500,7 +505,7 @@ def analyze(
             b.mean_latency_ms = b.total_latency_ms / b.with_latency if b.with_latency else None
             b.latency_share = b.total_latency_ms / total_latency if total_latency else 0.0
         b.mean_floor_us = s["floor"]
-        b.mean_pct_of_floor = s["pct"]
+        b.mean_speed_of_light_pct = s["sol"]
     outliers = list(outlier_uuids)
     if has_latency and len(bands) > 1:
         for b in bands:
@@ -833,6 +838,17 @@ def unpin(root: str | Path, uuid: str) -> tuple[list[str], list[str]]:
     set_setting(root, "regimes.pinned", pinned)
     set_setting(root, "regimes.unpinned", unpinned)
     return pinned, unpinned
+
+
+def automatic(root: str | Path, uuid: str) -> tuple[list[str], list[str]]:
+    """Give a workload back to the automatic choice: neither pinned nor kept out."""
+    from fibtui.core.settings import set_setting
+
+    uuid = _check_uuid(uuid)
+    pinned, unpinned = load_pins(root)
+    set_setting(root, "regimes.pinned", [u for u in pinned if u != uuid])
+    set_setting(root, "regimes.unpinned", [u for u in unpinned if u != uuid])
+    return load_pins(root)
 
 
 _EQUALITY = re.compile(r"^\s*([A-Za-z_]\w*)\s*==\s*(.+?)\s*$")

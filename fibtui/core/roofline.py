@@ -29,9 +29,11 @@ For every workload this module computes:
   won (``memory`` or ``compute``). The rate is the device's dense tensor rate for the narrowest
   floating input dtype (fp4, then fp8, else bf16): the highest rate the hardware could apply, so
   the floor stays a lower bound.
-- ``pct_of_floor = 100 * latency / floor``: 100 means the workload runs at its floor, 120 means
-  1.2x the floor (20% above it). Below 100 the measurement or the floor is wrong (data served
-  from L2, a skipped write, a wrong shape): treat it as a warning, not a win.
+- ``speed_of_light_pct = 100 * floor / latency``: the share of the speed of light the workload
+  reaches. 100 means it runs at its floor; 25 means the floor is a quarter of its latency (it takes
+  4x the floor). Above 100 the measurement or the floor is wrong (data served from L2, a skipped
+  write, a wrong shape): treat it as a warning, not a win. (Before, fibtui showed the inverse,
+  ``pct_of_floor = 100 * latency / floor``; :func:`pct_of_floor` still computes it.)
 
 Devices (:data:`DEVICES`) carry spec numbers; a measured value in the workspace's
 ``fibtui.toml`` overrides them (``[devices.H200] bandwidth_tbs = 4.3``; keys ``bandwidth_tbs``,
@@ -472,8 +474,26 @@ def floor_frame(definition: Definition, workloads: WorkloadSet, device: Device) 
     return out, notes
 
 
+def speed_of_light_pct(latency_ms: float | None, floor_us: float | None) -> float | None:
+    """Speed-of-light percent, 100 * floor / latency: 100 = at the floor, 25 = the floor is a
+    quarter of the latency (4x the floor). None when either is unknown or not positive."""
+    if latency_ms is None or floor_us is None or floor_us <= 0 or latency_ms <= 0:
+        return None
+    return 100.0 * floor_us / (latency_ms * 1000.0)
+
+
+def format_speed_of_light(pct: float | None) -> str:
+    """A speed-of-light percent for a table: ``-`` when unknown, one decimal under 10
+    (``7.9%``), none from 10 up (``25%``)."""
+    if pct is None or not math.isfinite(pct):
+        return "-"
+    return f"{pct:.1f}%" if abs(pct) < 10 else f"{pct:.0f}%"
+
+
 def pct_of_floor(latency_ms: float | None, floor_us: float | None) -> float | None:
-    """100 * latency / floor (100 = at the floor; 120 = 1.2x the floor). None when unknown."""
+    """The older, inverse ratio: 100 * latency / floor (100 = at the floor; 120 = 1.2x the
+    floor). None when unknown. fibtui's reports now show :func:`speed_of_light_pct`; this stays
+    for callers that have not moved yet (the Runs pane's ``% floor`` column)."""
     if latency_ms is None or floor_us is None or floor_us <= 0:
         return None
     return 100.0 * latency_ms * 1000.0 / floor_us
@@ -483,7 +503,8 @@ def annotate_rows(definition: Definition, rows: Iterable[Any], device: Device,
                   axes_of: Callable[[str], Mapping[str, int] | None] | None = None,
                   present_of: Callable[[str], Iterable[str] | None] | None = None) -> list[dict[str, Any]]:
     """Each result row as a dict plus ``floor_bytes``, ``floor_us``, ``floor_bound`` and
-    ``pct_of_floor`` (null when the row's axes are unknown or it has no latency)."""
+    ``speed_of_light_pct`` (100 * floor / latency; null when the row's axes are unknown or it has
+    no latency)."""
     out: list[dict[str, Any]] = []
     for r in rows:
         d = r.to_json() if hasattr(r, "to_json") else dict(r)
@@ -494,6 +515,6 @@ def annotate_rows(definition: Definition, rows: Iterable[Any], device: Device,
         d["floor_bytes"] = f.bytes if f else None
         d["floor_us"] = f.floor_us if f else None
         d["floor_bound"] = f.bound if f else None
-        d["pct_of_floor"] = pct_of_floor(d.get("latency_ms"), f.floor_us if f else None)
+        d["speed_of_light_pct"] = speed_of_light_pct(d.get("latency_ms"), f.floor_us if f else None)
         out.append(d)
     return out

@@ -30,7 +30,7 @@ before the analysis; both may repeat.
   combo, merged, outlier, all), ``workloads``, ``passed`` (workloads whose every run PASSED; null
   without results), ``with_latency``, ``total_latency_ms``, ``mean_latency_ms``,
   ``latency_share`` (null without latency; the shares sum to 1), ``workload_share``,
-  ``mean_floor_us``, ``mean_pct_of_floor``, ``outlier``;
+  ``mean_floor_us``, ``mean_speed_of_light_pct`` (the mean over its workloads), ``outlier``;
 - ``outliers``: band names (a band with about a third of the latency) and workload uuids (a
   single workload with about a third of it; it also gets a band ``outlier <uuid>``), and
   ``outlier_details`` (kind, name/uuid, latency_share);
@@ -40,8 +40,12 @@ before the analysis; both may repeat.
   ``limiter``, ``source`` (the kernel columns are null until NCU evidence is attached);
 - ``workloads``: each ``uuid``, ``axes`` (varying axes), ``band``, ``runs``, ``passed``,
   ``latency_ms``, ``floor_bytes``, ``floor_flops``, ``floor_us``, ``floor_bound`` (memory or
-  compute), ``pct_of_floor`` (100 * latency / floor: 100 = at the floor, 120 = 1.2x it);
-- ``pct_of_floor_convention`` (that sentence), ``notes``.
+  compute), ``speed_of_light_pct`` (100 * floor / latency: 100 = at the floor, 25 = 4x the
+  floor; above 100 the latency or the floor is wrong);
+- ``speed_of_light_convention`` (that sentence), ``notes``.
+
+These keys replaced ``pct_of_floor``, ``mean_pct_of_floor`` and ``pct_of_floor_convention``
+(the inverse ratio, 100 * latency / floor), which the JSON no longer carries.
 
 Exit codes: 0 ok; 2 bad input (an unreadable --results file, an unknown --definition,
 --solution or --device, a broken fibtui.toml).
@@ -197,6 +201,7 @@ def _us(ms: float | None) -> str:
 def _print_report(report) -> None:
     from rich.table import Table
 
+    from fibtui.core.roofline import format_speed_of_light
     from fibtui.verbs._common import console
 
     con = console()
@@ -214,20 +219,20 @@ def _print_report(report) -> None:
     if dev:
         con.print(f"device: {dev['name']} {dev['bandwidth_tbs']} TB/s, {dev['bf16_tflops']} TFLOP/s bf16 "
                   f"[dim]({dev['source']}; {dev.get('chosen_by', '')})[/]  floor = max(bytes / bandwidth, FLOPs / rate); "
-                  "% of floor = 100 x latency / floor")
+                  "SoL % (speed of light) = 100 x floor / latency, 100 = at the floor")
 
     t = Table(box=None, pad_edge=False, header_style="bold", title="bands", title_justify="left")
     t.add_column("band", ratio=1, overflow="fold")
-    for col in ("workloads", "passed", "mean us", "share", "floor us", "% of floor"):
+    for col in ("workloads", "passed", "mean us", "share", "floor us", "SoL %"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     t.add_column("", no_wrap=True, min_width=7)
     for b in report.bands:
         share = "-" if b.latency_share is None else f"{b.latency_share:.1%}"
         passed = "-" if b.passed is None else f"{b.passed}/{b.workloads}"
         floor = "-" if b.mean_floor_us is None else f"{b.mean_floor_us:.3g}"
-        pct = "-" if b.mean_pct_of_floor is None else f"{b.mean_pct_of_floor:.0f}%"
+        sol = format_speed_of_light(b.mean_speed_of_light_pct)
         flag = "[red]outlier[/]" if b.outlier else ("[dim]merged[/]" if b.kind == "merged" else "")
-        t.add_row(b.name, str(b.workloads), passed, _us(b.mean_latency_ms), share, floor, pct, flag)
+        t.add_row(b.name, str(b.workloads), passed, _us(b.mean_latency_ms), share, floor, sol, flag)
     con.print(t)
     if report.outliers:
         con.print("[bold red]outliers[/]: " + "; ".join(

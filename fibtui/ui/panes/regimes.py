@@ -1,6 +1,7 @@
 """Regimes pane: the bands of the active definition's real workloads (shares, counts, floors), the
 representatives with their reasons (p pins or unpins the selected workload), outliers
-highlighted, a chart of latency against the dominant axis, and every workload.
+highlighted, a chart of latency against the dominant axis, and every workload. SoL % is the
+speed of light reached: 100 x floor / latency (100 = at the floor).
 
 Latency comes from the newest GPU run of fibtui in this workspace; without one the pane says
 "counts only". All numbers come from fibtui.core.regimes / roofline (a thread worker)."""
@@ -55,7 +56,7 @@ class RegimesPane(Pane):
         yield DataTable(id="workloads-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.query_one("#bands-table", DataTable).add_columns("band", "wl", "passed", "mean", "share", "floor us", "% floor")
+        self.query_one("#bands-table", DataTable).add_columns("band", "wl", "passed", "mean", "share", "floor us", "SoL %")
         self.query_one("#reps-table", DataTable).add_columns("representative", "band", "latency", "reason")
 
     def set_workspace(self, workspace) -> None:
@@ -96,6 +97,8 @@ class RegimesPane(Pane):
 
     @on(Analyzed)
     def _analyzed(self, message: Analyzed) -> None:
+        from fibtui.core.roofline import format_speed_of_light
+
         report, definition = message.report, message.definition
         self.report = report
         const = ", ".join(f"{k}={v}" for k, v in definition.const_axes.items())
@@ -117,11 +120,11 @@ class RegimesPane(Pane):
             share = f"{j['latency_share'] * 100:.1f}%" if j.get("latency_share") is not None else "-"
             mean = f"{j['mean_latency_ms'] * 1000:.2f}" if j.get("mean_latency_ms") is not None else "-"
             floor = j.get("mean_floor_us") or j.get("floor_us")
-            pct = j.get("mean_pct_of_floor") or j.get("pct_of_floor")
+            sol = j.get("mean_speed_of_light_pct")
             passed = f"{b.passed}/{b.workloads}" if b.passed is not None else "-"
             bands.add_row(Text(b.name + (" ◆" if style else ""), style=style), str(b.workloads), passed, mean, share,
                           f"{floor:.3g}" if isinstance(floor, (int, float)) else "-",
-                          f"{pct:.0f}%" if isinstance(pct, (int, float)) else "-", key=b.name)
+                          format_speed_of_light(sol), key=b.name)
         reps = self.query_one("#reps-table", DataTable)
         reps.clear()
         for r in report.representatives:
@@ -132,11 +135,13 @@ class RegimesPane(Pane):
         self._draw_chart(report)
 
     def _fill_workloads(self, report) -> None:
+        from fibtui.core.roofline import format_speed_of_light
+
         table = self.query_one("#workloads-table", DataTable)
         table.clear(columns=True)
         frame = report.table
         axes = list(report.varying_axes)
-        table.add_columns("#", "uuid", *axes, "band", "latency us", "floor us", "% floor", "rep")
+        table.add_columns("#", "uuid", *axes, "band", "latency us", "floor us", "SoL %", "rep")
         reps = {r.uuid for r in report.representatives}
         cols = {c: frame.get_column(c).to_list() for c in frame.columns}
         n = frame.height
@@ -145,10 +150,10 @@ class RegimesPane(Pane):
             uuid = cols["uuid"][i]
             lat = cols.get("latency_ms", [None] * n)[i]
             floor = cols.get("floor_us", [None] * n)[i]
-            pct = cols.get("pct_of_floor", [None] * n)[i]
+            sol = cols.get("speed_of_light_pct", [None] * n)[i]
             rows.append((str(i), uuid, *[str(cols[a][i]) for a in axes], cols.get("band", [""] * n)[i],
                          f"{lat * 1000:.2f}" if lat else "-", f"{floor:.3g}" if floor else "-",
-                         f"{pct:.0f}%" if pct else "-", "★" if uuid in reps else ""))
+                         format_speed_of_light(sol), "★" if uuid in reps else ""))
         table.add_rows(rows)
 
     def _draw_chart(self, report) -> None:
@@ -187,13 +192,17 @@ class RegimesPane(Pane):
         if table.row_count == 0:
             return
         uuid = str(table.get_row_at(table.cursor_row)[1])
-        pinned, _ = regimes.load_pins(self.workspace.root)
+        pinned, unpinned = regimes.load_pins(self.workspace.root)
+        # p cycles: automatic -> pinned -> kept out -> automatic
         if uuid in pinned:
             regimes.unpin(self.workspace.root, uuid)
-            self.notify(f"unpinned {uuid[:8]}")
+            self.notify(f"{uuid[:8]} kept out of the representatives (p again: automatic)")
+        elif uuid in unpinned:
+            regimes.automatic(self.workspace.root, uuid)
+            self.notify(f"{uuid[:8]} back to the automatic choice")
         else:
             regimes.pin(self.workspace.root, uuid)
-            self.notify(f"pinned {uuid[:8]} as a representative")
+            self.notify(f"pinned {uuid[:8]} as a representative (p again: keep it out)")
         self.analyze()
 
     def representatives(self) -> list[str]:
