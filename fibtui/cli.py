@@ -29,11 +29,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def common_options(p: argparse.ArgumentParser) -> None:
-    """--workspace and --dataset, accepted before or after any verb."""
+    """--workspace, --dataset and --wide, accepted before or after any verb."""
     p.add_argument("--workspace", "-w", metavar="DIR", default=argparse.SUPPRESS,
                    help="the solution repo (default: found from the current folder upward)")
     p.add_argument("--dataset", metavar="DIR", default=argparse.SUPPRESS,
                    help="FlashInfer-Trace folder (default: FIB_DATASET_PATH, then dataset/ in the workspace)")
+    p.add_argument("--wide", action="store_true", default=argparse.SUPPRESS,
+                   help="print every column and every cell whole, lines as long as they are (the default "
+                        "when stdout is not a terminal); on a terminal, tables fit its width")
 
 
 def _verb_modules():
@@ -63,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from fibtui.verbs._common import set_wide
+
+    set_wide(getattr(args, "wide", False))
     try:
         handler = getattr(args, "func", None)
         if handler is None:
@@ -79,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        set_wide(False)  # one invocation's flag (main runs many times in one test process)
 
 
 if __name__ == "__main__":  # pragma: no cover

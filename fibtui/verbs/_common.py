@@ -1,11 +1,22 @@
-"""Helpers shared by the verb handlers: opening the workspace, printing JSON and tables."""
+"""Helpers shared by the verb handlers: opening the workspace, printing JSON and tables.
+
+Width. On a terminal the CLI lays out at the terminal's width (``COLUMNS`` wins when set): every
+table fits it, and an id (run id, uuid, solution name, round) is never cut: :func:`print_table`
+hides a table's low-value columns first and says so in one dim line, and when even that is too
+wide it prints each row as a block (its ids on a line of their own). With ``--wide``, or when
+stdout is not a terminal (a pipe, a file), nothing is laid out to a width: every column and every
+cell is printed whole and a line is never wrapped. ``FIBTUI_FORCE_TERMINAL=1`` makes the CLI treat
+its stdout as a terminal (``=0``: as not one), for tests and for ``... | less -R``."""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
+import os
 import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -21,6 +32,9 @@ class SafeConsole(Console):
     segment of text is checked again as it is rendered (a ``Text`` built elsewhere). The escape
     sequences Rich writes for its own styles are not text segments and stay as they are."""
 
+    #: True when this console lays out at no width (``--wide``, or stdout is not a terminal)
+    wide = False
+
     def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
         return super().render_str(printable(text), **kwargs)
 
@@ -31,8 +45,227 @@ class SafeConsole(Console):
             yield segment
 
 
-def console() -> Console:
-    return SafeConsole(highlight=False, soft_wrap=False)
+#: the width of a wide console: more than any line the CLI prints, so nothing wraps or is cut
+UNLIMITED_WIDTH = 1_000_000
+
+_wide_flag = False
+
+
+def set_wide(flag: bool) -> None:
+    """``--wide`` for this invocation (fibtui.cli.main sets it before the verb runs)."""
+    global _wide_flag
+    _wide_flag = bool(flag)
+
+
+def _forced_terminal() -> bool | None:
+    value = os.environ.get("FIBTUI_FORCE_TERMINAL", "").strip()
+    return True if value == "1" else False if value == "0" else None
+
+
+def console(*, file=None, wide: bool | None = None) -> SafeConsole:
+    """The CLI's console, writing to ``file`` (default stdout). It is wide (no width: nothing
+    wraps, nothing is cut) with ``--wide`` or when ``file`` is not a terminal; else it has the
+    terminal's width and :func:`print_table` fits tables to it."""
+    con = SafeConsole(highlight=False, soft_wrap=False, file=file, force_terminal=_forced_terminal())
+    if (_wide_flag if wide is None else wide) or not con.is_terminal:
+        con.width = UNLIMITED_WIDTH
+        con.wide = True
+    return con
+
+
+# --------------------------------------------------------------------------------------------
+# Tables that fit the terminal without cutting an id
+# --------------------------------------------------------------------------------------------
+
+ColumnRef = str | int  # a column's header, or its index (negative from the end)
+
+
+def print_table(con: Console, table, *, ids: Iterable[ColumnRef] = (), drop: Iterable[ColumnRef] = ()) -> list[str]:
+    """Print a rich ``Table`` (``box=None`` as every CLI table) on ``con``; returns the headers of
+    the columns it hid.
+
+    ``ids`` name the columns whose cells are copied (run ids, uuids, solution names, paths): they
+    never wrap and are never cut. On a wide console (see :func:`console`) the table is printed as
+    it is. On a terminal, when the table does not fit the width, the other columns wrap at spaces
+    first (never inside a word); then the ``drop`` columns, low value first, are hidden until it
+    fits, and one dim line names them; when even without them it does not fit, each row is
+    printed as a block instead, every column kept: its ids on one line, then ``header value``
+    pairs indented below, wrapped at the width. Only an id longer than the width itself makes a
+    line longer than the width (it is printed whole all the same)."""
+    id_cols = [_column(table, ref) for ref in ids]
+    for col in id_cols:
+        col.no_wrap = True
+        col.overflow = "ignore"
+    if getattr(con, "wide", False) or not table.columns:
+        con.print(table)
+        return []
+    width = con.width
+    kept = list(table.columns)
+    victims = [_column(table, ref) for ref in drop]
+    hidden: list[Any] = []
+    widths = _fit(con, table, kept, width)
+    while widths is None and victims:
+        victim = victims.pop(0)
+        if victim in kept and victim not in id_cols and len(kept) > 1:
+            kept.remove(victim)
+            hidden.append(victim)
+            widths = _fit(con, table, kept, width)
+    if widths is None:
+        _print_blocks(con, table, id_cols)
+        return []
+    shown = _subset(table, kept) if hidden else table
+    if widths:
+        for col, w in zip(shown.columns, widths, strict=True):
+            col.width = w
+            if not col.no_wrap:
+                col.overflow = "fold"
+    con.print(shown)
+    names = [_plain(con, c.header) for c in hidden]
+    if names:
+        from rich.markup import escape
+
+        con.print(f"[dim](columns hidden at {width} columns: {escape(', '.join(names))}; --wide shows them)[/]")
+    return names
+
+
+def _column(table, ref: ColumnRef):
+    if isinstance(ref, int):
+        return table.columns[ref]
+    for col in table.columns:
+        if col.header == ref:
+            return col
+    raise KeyError(f"no column {ref!r} in this table")
+
+
+def _subset(table, columns: Sequence[Any]):
+    new = copy.copy(table)
+    new.columns = []
+    for i, col in enumerate(columns):
+        c = copy.copy(col)
+        c._index = i  # rich's own bookkeeping: which column is first and last (edge padding)
+        new.columns.append(c)
+    return new
+
+
+def _paddings(table, n: int) -> list[int]:
+    """Each column's padding, as rich.table.Table._get_padding_width counts it."""
+    _, pad_right, _, pad_left = table.padding
+    if table.collapse_padding:
+        pad_left = 0
+    out = []
+    for i in range(n):
+        left = 0 if (i == 0 and not table.pad_edge) else pad_left
+        right = 0 if (i == n - 1 and not table.pad_edge) else pad_right
+        out.append(left + right)
+    return out
+
+
+def _extent(con: Console, table, col) -> tuple[int, int]:
+    """(narrowest, widest) content width of a column: a column that wraps goes no narrower than
+    its longest word; one that does not wrap needs its longest cell."""
+    from rich.measure import Measurement
+
+    if col.width is not None:
+        return col.width, col.width
+    options = con.options.update(width=UNLIMITED_WIDTH)
+    cells = list(col.cells)
+    if table.show_header:
+        cells.append(col.header)
+    if table.show_footer:
+        cells.append(col.footer)
+    lo = hi = 0
+    for cell in cells:
+        m = Measurement.get(con, options, cell)
+        lo, hi = max(lo, m.minimum), max(hi, m.maximum)
+    if col.no_wrap:
+        lo = hi
+    if col.min_width is not None:
+        lo, hi = max(lo, col.min_width), max(hi, col.min_width)
+    if col.max_width is not None and not col.no_wrap:
+        hi = max(lo, min(hi, col.max_width))
+    return lo, hi
+
+
+def _fit(con: Console, table, columns: Sequence[Any], width: int) -> list[int] | None:
+    """The content widths that fit ``columns`` in ``width``: ``[]`` when they fit as they are,
+    None when they cannot fit without cutting a word or a no-wrap cell."""
+    room = width - sum(_paddings(table, len(columns)))
+    if table.box:
+        room -= (2 if table.show_edge else 0) + len(columns) - 1
+    extents = [_extent(con, table, c) for c in columns]
+    if sum(hi for _, hi in extents) <= room:
+        return []
+    spare = room - sum(lo for lo, _ in extents)
+    if spare < 0:
+        return None
+    gaps = [hi - lo for lo, hi in extents]
+    total = sum(gaps)
+    widths = [lo + g * spare // total for (lo, _), g in zip(extents, gaps, strict=True)]
+    left = room - sum(widths)
+    for i, (_, hi) in enumerate(extents):
+        while left > 0 and widths[i] < hi:
+            widths[i] += 1
+            left -= 1
+    return widths
+
+
+def _plain(con: Console, cell) -> str:
+    return _text(con, cell).plain
+
+
+def _text(con: Console, cell):
+    from rich.text import Text
+
+    if isinstance(cell, Text):
+        return cell
+    if isinstance(cell, str):
+        return con.render_str(cell)
+    return Text(str(cell))
+
+
+def _print_blocks(con: Console, table, id_cols: Sequence[Any]) -> None:
+    """Each row as a block: its ids first (each whole on a line, however long), then its other
+    cells as ``header value`` pairs, indented; as many to a line as fit, none split."""
+    from rich.text import Text
+
+    columns = list(table.columns)
+    cells = [list(c.cells) for c in columns]
+    if table.title:
+        con.print(table.title)
+    for r in range(len(table.rows)):
+        head = [_text(con, cells[i][r]) for i, c in enumerate(columns) if c in id_cols]
+        rest = []
+        for i, c in enumerate(columns):
+            value = _text(con, cells[i][r])
+            if c in id_cols or not value.plain.strip():
+                continue
+            label = _plain(con, c.header)
+            rest.append(Text.assemble((label, "dim"), " ", value) if label else value)
+        _pack(con, head, "", whole=True)
+        _pack(con, rest, "  ", whole=False)
+
+
+def _pack(con: Console, items: list[Any], indent: str, *, whole: bool) -> None:
+    from rich.text import Text
+
+    sep = "  "
+    line = Text(indent)
+
+    def flush() -> None:
+        if whole:  # an id longer than the width: printed whole all the same
+            con.print(line, no_wrap=True, overflow="ignore", crop=False)
+        else:  # a pair longer than the width wraps at its spaces
+            con.print(line)
+
+    for item in items:
+        if line.cell_len > len(indent) and line.cell_len + len(sep) + item.cell_len > con.width:
+            flush()
+            line = Text(indent)
+        if line.cell_len > len(indent):
+            line.append(sep)
+        line.append_text(item)
+    if line.cell_len > len(indent):
+        flush()
 
 
 def strict_json(obj: Any) -> Any:

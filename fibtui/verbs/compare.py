@@ -118,9 +118,11 @@ def _print_one(con, c, outcome) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from fibtui.verbs._common import print_table
+
     b, k = c.baseline, c.candidate
-    con.print(f"[bold]{k.name}[/] vs [bold]{b.name}[/]  ({outcome.base.label}"
-              + (f" / {outcome.cand.label}" if outcome.cand is not outcome.base else "")
+    con.print(f"[bold]{escape(k.name)}[/] vs [bold]{escape(b.name)}[/]  ({escape(outcome.base.label)}"
+              + (f" / {escape(outcome.cand.label)}" if outcome.cand is not outcome.base else "")
               + f"; {c.workloads} paired workloads, scope {c.scope})")
     colour = _COLOUR.get(c.verdict, "white")
     if c.no_speed_reason is not None:
@@ -140,28 +142,28 @@ def _print_one(con, c, outcome) -> None:
     con.print(f"threshold: the baseline's mean across repeats, {_us(b.mean_latency_ms)} us "
               f"[dim](its best single repeat, {_us(b.best_repeat_mean_ms)} us, is context only)[/]")
     t = Table(box=None, pad_edge=False, header_style="bold", title="latency (us)", title_justify="left")
-    t.add_column("", overflow="fold", min_width=min(26, max(len(f"{a.role} {a.name}") for a in (b, k))))
+    t.add_column("")  # role and solution name: never cut (print_table)
     for col in ("mean", "p95", "median", "best repeat", "run-to-run", "passed"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for a in (b, k):
         cv = "-" if a.run_to_run_cv is None else f"{a.run_to_run_cv * 100:.2f}%"
-        t.add_row(f"{a.role} {a.name}", _us(a.mean_latency_ms), _us(a.p95_latency_ms), _us(a.median_latency_ms),
+        t.add_row(f"{a.role} {escape(a.name)}", _us(a.mean_latency_ms), _us(a.p95_latency_ms), _us(a.median_latency_ms),
                   _us(a.best_repeat_mean_ms), cv, f"{a.passed}/{a.rows}")
-    con.print(t)
+    print_table(con, t, ids=[0], drop=["best repeat", "median", "p95", "run-to-run"])
     wins, ties, losses = c.wins
     con.print(f"per workload: {wins} wins, {ties} ties, {losses} losses (tie band +-{c.tie_band * 100:.1f}%)")
     if len(c.per_band) > 1:
         bt = Table(box=None, pad_edge=False, header_style="bold", title_justify="left",
                    title="bands: mean latency (us) before and after, geomean ratio interval")
-        bt.add_column("band", overflow="fold", min_width=min(24, max(len(x.band) for x in c.per_band)))
+        bt.add_column("band")
         for col in ("n", "before", "after", "change", "ratio interval", "W/T/L"):
             bt.add_column(col, justify="right", no_wrap=True, min_width=len(col) if col != "ratio interval" else 11)
         bt.add_column("", no_wrap=True, min_width=8)
         for band in c.per_band:
             flag = "[red]slower[/]" if band.regression else ("[cyan]dispatch[/]" if band.dispatch_candidate else "")
-            bt.add_row(band.band, str(band.workloads), _us(band.base_mean_ms), _us(band.cand_mean_ms), f"{band.change_pct:+.2f}%",
+            bt.add_row(escape(band.band), str(band.workloads), _us(band.base_mean_ms), _us(band.cand_mean_ms), f"{band.change_pct:+.2f}%",
                        f"{band.ci_low:.3f}-{band.ci_high:.3f}", f"{band.wins}/{band.ties}/{band.losses}", flag)
-        con.print(bt)
+        print_table(con, bt, ids=["band"], drop=["W/T/L", "n", "before", "after"])
     if c.guard:
         con.print("[bold red]blocked by[/]:")
         for line in c.blocked_by:
@@ -189,13 +191,16 @@ def _print_failures(con, c) -> None:
 
 
 def _print_leaderboard(con, outcome) -> None:
+    from rich.markup import escape
     from rich.table import Table
+
+    from fibtui.verbs._common import print_table
 
     con.print(f"[bold]leaderboard[/] against [bold]{outcome.baseline}[/] ({len(outcome.entries)} candidates; "
               "ranked by mean latency, then p95, then run-to-run variance)")
     t = Table(box=None, pad_edge=False, header_style="bold")
     t.add_column("#", justify="right", no_wrap=True)
-    t.add_column("candidate", ratio=1, overflow="fold")
+    t.add_column("candidate")
     for col in ("mean us", "p95 us", "run-to-run", "G", "interval"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     t.add_column("verdict", no_wrap=True, min_width=12)
@@ -206,8 +211,8 @@ def _print_leaderboard(con, outcome) -> None:
         g = "-" if c.geomean_ratio is None else f"{c.geomean_ratio:.4f}"
         iv = "-" if c.interval is None else f"[{c.interval.low:.3f}, {c.interval.high:.3f}]"
         colour = _COLOUR.get(c.verdict, "white")
-        t.add_row(str(e.rank), e.name, _us(a.mean_latency_ms), _us(a.p95_latency_ms), cv, g, iv, f"[{colour}]{c.verdict}[/]")
-    con.print(t)
+        t.add_row(str(e.rank), escape(e.name), _us(a.mean_latency_ms), _us(a.p95_latency_ms), cv, g, iv, f"[{colour}]{c.verdict}[/]")
+    print_table(con, t, ids=["candidate"], drop=["run-to-run", "p95 us", "interval", "G"])
     first = outcome.entries[0].comparison
     con.print(f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({first.tau.source})[/]")
     for e in outcome.entries:

@@ -212,10 +212,11 @@ def round_summary(args: argparse.Namespace) -> int:
 
 
 def round_list(args: argparse.Namespace) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from fibtui.core import archive
-    from fibtui.verbs._common import console, emit_json, workspace_from
+    from fibtui.verbs._common import console, emit_json, print_table, workspace_from
 
     ws = workspace_from(args)
     assert ws is not None
@@ -229,7 +230,7 @@ def round_list(args: argparse.Namespace) -> int:
         return 0
     t = Table("round", "candidate", "baseline", "decision", "verdict", "runs", "summary", box=None, pad_edge=False, header_style="bold")
     for r in rounds:
-        t.add_row(r.round, r.candidate.get("name", ""), r.baseline.get("name", ""), r.decision, r.verdict,
-                  str(len(r.runs)), f"optimize_ops/{r.summary}" if r.summary else "-")
-    con.print(t)
+        t.add_row(*(escape(str(v)) for v in (r.round, r.candidate.get("name", ""), r.baseline.get("name", ""), r.decision,
+                                             r.verdict, len(r.runs), f"optimize_ops/{r.summary}" if r.summary else "-")))
+    print_table(con, t, ids=["round", "candidate", "baseline"], drop=["runs", "summary", "baseline", "verdict"])
     return 0

@@ -74,7 +74,7 @@ def status(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from fibtui.verbs._common import console, emit_json, workspace_from
+    from fibtui.verbs._common import console, emit_json, print_table, workspace_from
 
     ws = workspace_from(args, required=False)
     info = status_json(ws)
@@ -94,29 +94,28 @@ def status(args: argparse.Namespace) -> int:
         con.print(f"[bold]dataset[/]    {ds['path'] or 'none'}  [dim]({ds['source']})[/]")
         table = Table("definition", "in dataset", "workloads", "varying axes", box=None, pad_edge=False)
         for d in info["definitions"]:
-            table.add_row(d["name"], {True: "yes", False: "[red]no[/]", None: "?"}[d["in_dataset"]],
+            table.add_row(escape(d["name"]), {True: "yes", False: "[red]no[/]", None: "?"}[d["in_dataset"]],
                           str(d["workloads"] if d["workloads"] is not None else "-"),
-                          ", ".join(d.get("varying_axes", [])) or d.get("error", "-"))
-        con.print(table)
+                          escape(", ".join(d.get("varying_axes", [])) or d.get("error", "-")))
+        print_table(con, table, ids=["definition"], drop=["in dataset"])
         for d in info["definitions"]:
             if d.get("evaluation"):
                 from fibtui.core.presets import EvalPreset
 
                 judged = EvalPreset.from_json(d["evaluation"]).describe()
-                con.print(f"[bold]judged by[/]  {escape(d['name'])}: {escape(judged)}", soft_wrap=True)
+                con.print(f"[bold]judged by[/]  {escape(d['name'])}: {escape(judged)}")
         for p in info["topology"]["problems"]:
             con.print(f"[red]problem[/]    {p}")
         if info["candidates"]:
             cands = Table("candidate", "kind", "language", "entry point", "path", box=None, pad_edge=False)
-            for col in cands.columns:
-                col.overflow = "fold"  # names and paths are copied from here: never cut them
             for c in info["candidates"]:
                 kind = "solution" if c["kind"] == "config" else "sources"
                 lang = c["language"] + (f" ({c['binding']})" if c["binding"] else "")
                 path = c["path"][len(info["workspace"]) + 1:] if c["path"].startswith(info["workspace"] + "/") else c["path"]
                 cands.add_row(escape(c["name"]), kind, lang, escape(c["entry_point"]),
                               escape(path) + ("" if not c["problems"] else f"  [red]{len(c['problems'])} problem(s)[/]"))
-            con.print(cands)
+            # names and paths are copied from here: never cut (print_table)
+            print_table(con, cands, ids=["candidate", "path"], drop=["kind", "language", "entry point"])
     be = info["backends"]
     con.print(
         "[bold]backends[/]   "

@@ -131,18 +131,42 @@ def _status(args: argparse.Namespace, ws) -> int:
     if args.json:
         emit_json({"definition": cfg.definition, "parity": st.to_json() if st else None})
     else:
+        from rich.markup import escape
+
         con = console()
         if st is None:
-            con.print(f"{cfg.definition}: no parity run yet (fibtui parity)", soft_wrap=True)
+            con.print(f"{escape(cfg.definition)}: no parity run yet (fibtui parity)")
         else:
             colour = "green" if st.complete else "red"
-            con.print(f"{cfg.definition}: parity {st.id} ({st.source}, {st.finished}): "
-                      f"[{colour}]{st.passed}/{st.total} PASSED[/], {count(st.warnings, 'warning')}", soft_wrap=True)
+            con.print(f"{escape(cfg.definition)}: parity {escape(st.id)} ({escape(st.source)}, {st.finished}): "
+                      f"[{colour}]{st.passed}/{st.total} PASSED[/], {count(st.warnings, 'warning')}")
     return 0 if st is not None and st.complete else 1
 
 
 def _fmt_us(ms: float | None) -> str:
     return "-" if ms is None else f"{ms * 1000:.2f}"
+
+
+def _rows_table(comp):
+    """One row per workload: its whole uuid, axes, flashinfer-bench's status and latency, fibtui's."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table("workload", "axes", "bench", "us", "fibtui", "us", "ratio", box=None, pad_edge=False,
+              header_style="bold")
+    for r in comp.rows:
+        axes = " ".join(f"{k}={v}" for k, v in r.axes.items())
+        bcol = "green" if r.bench_status == "PASSED" else "red"
+        fcol = "green" if r.fibtui_status == "PASSED" else "red"
+        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
+        if r.flag == "verdict":
+            ratio = "[red]verdicts differ[/]"
+        elif r.flag == "latency":
+            ratio = f"[yellow]{ratio}[/]"
+        t.add_row(escape(r.uuid), escape(axes), f"[{bcol}]{r.bench_status}[/]",
+                  _fmt_us(r.bench_latency_ms), f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-",
+                  _fmt_us(r.fibtui_latency_ms), ratio)
+    return t
 
 
 def _show(args: argparse.Namespace, record) -> int:
@@ -154,37 +178,24 @@ def _show(args: argparse.Namespace, record) -> int:
         emit_json(record.to_json())
         return 0 if ok else 1
     from rich.markup import escape
-    from rich.table import Table
 
-    from fibtui.verbs._common import console
+    from fibtui.verbs._common import console, print_table
 
     con = console()
     hw = record.environment.get("hardware") or "?"
     for comp in record.comparisons:
         con.print(f"[bold]{escape(comp.solution)}[/]: flashinfer-bench ({escape(hw)}) beside "
-                  f"{escape(comp.fibtui or 'no fibtui record')}", soft_wrap=True)
-        t = Table("workload", "axes", "flashinfer-bench", "us", "fibtui", "us", "ratio", box=None, pad_edge=False,
-                  header_style="bold")
-        for r in comp.rows:
-            axes = " ".join(f"{k}={v}" for k, v in r.axes.items())
-            bcol = "green" if r.bench_status == "PASSED" else "red"
-            fcol = "green" if r.fibtui_status == "PASSED" else "red"
-            ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
-            if r.flag == "verdict":
-                ratio = "[red]verdicts differ[/]"
-            elif r.flag == "latency":
-                ratio = f"[yellow]{ratio}[/]"
-            t.add_row(r.uuid[:8], escape(axes), f"[{bcol}]{r.bench_status}[/]", _fmt_us(r.bench_latency_ms),
-                      f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-", _fmt_us(r.fibtui_latency_ms), ratio)
-        con.print(t)
+                  f"{escape(comp.fibtui or 'no fibtui record')}")
+        print_table(con, _rows_table(comp), ids=["workload"], drop=["axes"])
+        # a terminal wraps these at spaces; a wide console (a pipe, --wide) keeps each on one line
         for w in comp.warnings:
-            con.print(f"[yellow]! {escape(w)}[/]", soft_wrap=True)
+            con.print(f"[yellow]! {escape(w)}[/]")
         for n in comp.notes:
-            con.print(f"[dim]  {escape(n)}[/]", soft_wrap=True)
+            con.print(f"[dim]  {escape(n)}[/]")
     for n in record.notes:
-        con.print(f"[dim]  {escape(n)}[/]", soft_wrap=True)
+        con.print(f"[dim]  {escape(n)}[/]")
     colour = "green" if record.complete else "red"
     state = "submission-ready as far as parity goes" if ok else "not submission-ready"
     con.print(f"parity {record.id}: [{colour}]{record.passed}/{record.total} PASSED[/] for {escape(record.solution)} "
-              f"({state}); archived in {escape(str(record.path))}", soft_wrap=True)
+              f"({state}); archived in {escape(str(record.path))}")
     return 0 if ok else 1

@@ -65,10 +65,11 @@ def _op_type(ws, definition: str) -> str | None:
 
 
 def refresh(args: argparse.Namespace) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from fibtui.core import recon
-    from fibtui.verbs._common import console, emit_json, workspace_from
+    from fibtui.verbs._common import console, emit_json, print_table, workspace_from
 
     ws = workspace_from(args)
     repos = recon.discover_repos(ws.root)
@@ -91,9 +92,9 @@ def refresh(args: argparse.Namespace) -> int:
         if r.dirty and r.state != "not advanced (dirty)":
             state += " [yellow](dirty)[/]"
         ab = "-" if r.ahead is None else f"+{r.ahead}/-{r.behind}"
-        table.add_row(r.name, r.branch or "(detached)", state, (r.head or "-")[:12], (r.upstream_head or "-")[:12],
-                      ab, r.error or (f"untracked files: {r.untracked}" if r.untracked else ""))
-    con.print(table)
+        table.add_row(escape(r.name), escape(r.branch or "(detached)"), state, (r.head or "-")[:12], (r.upstream_head or "-")[:12],
+                      ab, escape(r.error or (f"untracked files: {r.untracked}" if r.untracked else "")))
+    print_table(con, table, ids=["repo", "branch", "head"], drop=["upstream", "ahead/behind"])
     return failed
 
 
@@ -138,7 +139,7 @@ def note(args: argparse.Namespace) -> int:
 
     from fibtui.core import recon
     from fibtui.core.errors import UsageError
-    from fibtui.verbs._common import console, emit_json, workspace_from
+    from fibtui.verbs._common import console, emit_json, print_table, workspace_from
 
     ws = workspace_from(args)
     definition = _definition(args, ws)
@@ -165,5 +166,5 @@ def note(args: argparse.Namespace) -> int:
     table = Table("repo", "commit", "path", "relevance", "reusable piece", "next action", box=None, pad_edge=False)
     for r in current.rows:
         table.add_row(*(escape(c) for c in (r.repo, r.commit[:12] or "-", r.path, r.relevance, r.piece, r.next_action)))
-    con.print(table)
+    print_table(con, table, ids=["repo", "path"], drop=["commit", "relevance"])
     return 0

@@ -271,8 +271,7 @@ class _Printer:
     def __init__(self, stream) -> None:
         from fibtui.verbs._common import console
 
-        self.con = console()
-        self.con.file = stream
+        self.con = console(file=stream)
         self.lock = __import__("threading").Lock()
 
     def __call__(self, event: object) -> None:
@@ -317,8 +316,8 @@ class _Printer:
                 eta = f"ETA {_fmt_eta(event.eta_s)}" if event.eta_s is not None else ""
                 err = f"  {r.error[:160]}" if r.error and r.status != "PASSED" else ""
                 width = len(str(event.total))
-                self.con.print(f"[{event.done:>{width}}/{event.total}] [{colour}]{r.status:<8}[/] {r.role[:4]} {r.solution[:24]} "
-                               f"{axes}  {lat}  {ref}  {event.passed}/{event.done} ok  {eta}{err}", soft_wrap=True)
+                self.con.print(f"[{event.done:>{width}}/{event.total}] [{colour}]{r.status:<8}[/] {r.role[:4]} {escape(r.solution)} "
+                               f"{escape(axes)}  {lat}  {ref}  {event.passed}/{event.done} ok  {eta}{escape(err)}")
             elif isinstance(event, WorkerRestarted):
                 self.con.print(f"  [yellow]worker {event.slot} restarted: {event.reason}[/]")
             elif isinstance(event, LogLine):
@@ -328,6 +327,8 @@ class _Printer:
                 pass
 
     def summary(self, record: dict) -> None:
+        from rich.markup import escape
+
         s = record["summary"]
         state = record["state"]
         colour = "green" if s["complete"] else "red"
@@ -337,7 +338,7 @@ class _Printer:
             mean = info["mean_latency_ms"]
             p95 = info["p95_latency_ms"]
             stats = f"  mean {_fmt_latency(mean)}  p95 {_fmt_latency(p95)}" if mean is not None else ""
-            self.con.print(f"  {info['role']:<9} {info['name']}  {info['passed']}/{info['jobs']} PASSED{stats}", soft_wrap=True)
+            self.con.print(f"  {info['role']:<9} {escape(info['name'])}  {info['passed']}/{info['jobs']} PASSED{stats}")
         if record["timing_kind"] == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
         from fibtui.core.numbers import count
@@ -364,10 +365,11 @@ def _fmt_eta(seconds: float | None) -> str:
 
 
 def runs_list(args: argparse.Namespace) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from fibtui.core.runs import list_runs
-    from fibtui.verbs._common import console, emit_json, workspace_from
+    from fibtui.verbs._common import console, emit_json, print_table, workspace_from
 
     ws = workspace_from(args)
     assert ws is not None
@@ -378,6 +380,7 @@ def runs_list(args: argparse.Namespace) -> int:
     t = Table("run_id", "state", "jobs", "passed", "backend", "started", box=None, pad_edge=False, header_style="bold")
     for r in runs:
         colour = {"complete": "green", "running": "cyan", "interrupted": "yellow"}.get(r.state, "red")
-        t.add_row(r.run_id, f"[{colour}]{r.state}[/]", f"{r.jobs_done}/{r.jobs_total}", str(r.passed), r.backend, r.started)
-    console().print(t)
+        t.add_row(escape(r.run_id), f"[{colour}]{r.state}[/]", f"{r.jobs_done}/{r.jobs_total}", str(r.passed),
+                  escape(r.backend), escape(r.started or ""))
+    print_table(console(), t, ids=["run_id"], drop=["started", "backend"])
     return 0
