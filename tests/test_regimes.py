@@ -231,6 +231,13 @@ def test_pins_survive_a_reload_and_are_honored(demo_ws: Path) -> None:
     # pinning again after an unpin moves the uuid back
     regimes.pin(demo_ws, dropped)
     assert regimes.load_pins(demo_ws) == ([chosen, dropped], [])
+    # and automatic gives both back to the automatic choice: the first report again
+    regimes.automatic(demo_ws, chosen)
+    regimes.unpin(demo_ws, dropped)
+    regimes.automatic(demo_ws, dropped)
+    assert regimes.load_pins(demo_ws) == ([], [])
+    again = regimes.analyze(d, w, pinned=[], unpinned=[])
+    assert [r.uuid for r in again.representatives] == [r.uuid for r in auto.representatives]
 
 
 def test_broken_pins_in_settings_are_input_errors(demo_ws: Path) -> None:

@@ -97,3 +97,77 @@ def test_control_characters_from_files_are_shown_never_obeyed(tmp_path: Path) ->
         wait_for(session, "EXITED:0", timeout=20, socket=sock)
     finally:
         tmux("kill-server", socket=sock)
+
+
+def test_keys_at_80x24_in_a_real_terminal(tmp_path: Path) -> None:
+    """At 80x24 in tmux, on the demo with a paired run: from every pane, after Tab into its
+    tables, every pane key works (no focus trap); Escape leaves the search box; the Regimes chart
+    and the Promotion per-band table are on screen; the footer keeps q and ?; q during a run asks
+    and "back" keeps the run."""
+    from tests.conftest import DEMO
+    from tests.tui_helpers import synthetic_gpu_run, write_round
+
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO, root, ignore=shutil.ignore_patterns("__pycache__"))
+    synthetic_gpu_run(root)
+    write_round(root)
+    # a slow kernel for the gate that q interrupts (the demo's own gate ends in seconds on the CPU)
+    kernel = root / "solution" / "triton" / "kernel.py"
+    kernel.write_text(kernel.read_text() + "\n\nimport time as _time\n_fast = gdn_decode\n\n\n"
+                      "def gdn_decode(*args, **kwargs):\n    _time.sleep(1.0)\n    return _fast(*args, **kwargs)\n")
+    session = f"fibtui-80-{os.getpid()}"
+    sock = f"{SOCKET}-80"
+    env_cmd = (f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
+               f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30")
+    subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", env_cmd], check=True)
+    markers = {"1": "repo(s)", "2": "representative", "3": "judged by", "4": "NCU reports",
+               "5": "verdict", "6": "round summary"}
+
+    def key(k: str) -> None:
+        tmux("send-keys", "-t", session, k, socket=sock)
+
+    try:
+        shown = wait_for(session, "latency vs batch_size", socket=sock)
+        # the Regimes chart has rows, not a collapsed box: its axis labels and a plotted series
+        assert "┤" in shown and "batch_size=1" in shown, shown
+        footer = shown.splitlines()[-1]
+        assert "q Quit" in footer and "? Keys" in footer and "g Gate" in footer, footer
+        for source in "123456":
+            for _ in range(2):
+                key(source)
+                key("Tab")
+                time.sleep(0.3)
+                for target in "123456":
+                    if target == source:
+                        continue
+                    for k in (target, source):
+                        key(k)
+                        try:
+                            wait_for(session, markers[k], timeout=15, socket=sock)
+                        except AssertionError as exc:
+                            raise AssertionError(f"pane {source}, Tab, {target}, {source}: key {k} did not show its pane; {exc}") from None
+        key("5")
+        shown = wait_for(session, "batch_size=16", socket=sock)
+        assert "verdict PROMOTE" in shown and "W/T/L" in shown, shown  # the verdict and the per-band table
+        key("1")
+        wait_for(session, "repo(s)", socket=sock)
+        key("f")
+        time.sleep(0.3)
+        key("Escape")
+        time.sleep(0.3)
+        key("3")
+        wait_for(session, "judged by", timeout=15, socket=sock)
+        key("g")
+        wait_for(session, "running", timeout=120, socket=sock)  # the runs list's state
+        key("q")
+        wait_for(session, "A run is in flight", timeout=15, socket=sock)
+        key("b")
+        time.sleep(0.5)
+        shown = screen(session, sock)
+        assert "A run is in flight" not in shown and "EXITED" not in shown, shown
+        key("q")
+        wait_for(session, "A run is in flight", timeout=15, socket=sock)
+        key("c")
+        wait_for(session, "EXITED:0", timeout=60, socket=sock)
+    finally:
+        tmux("kill-server", socket=sock)

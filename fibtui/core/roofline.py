@@ -492,8 +492,8 @@ def format_speed_of_light(pct: float | None) -> str:
 
 def pct_of_floor(latency_ms: float | None, floor_us: float | None) -> float | None:
     """The older, inverse ratio: 100 * latency / floor (100 = at the floor; 120 = 1.2x the
-    floor). None when unknown. fibtui's reports now show :func:`speed_of_light_pct`; this stays
-    for callers that have not moved yet (the Runs pane's ``% floor`` column)."""
+    floor). None when unknown. fibtui's reports show :func:`speed_of_light_pct`; this stays for
+    library callers of the old ratio."""
     if latency_ms is None or floor_us is None or floor_us <= 0:
         return None
     return 100.0 * latency_ms * 1000.0 / floor_us

@@ -37,6 +37,10 @@ from fibtui.ui.screens.help import HelpKeysScreen
 from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
 from fibtui.ui.themes import DEFAULT_THEME, load_themes
 
+#: actions that belong to one pane: elsewhere their key does nothing and the footer hides it
+PANE_ACTIONS = {"search": "recon", "add_hit": "recon", "delete_note_row": "recon", "write_note": "recon",
+                "pin": "regimes", "retry_failed": "runs", "mark_baseline": "ncu", "decide": "promotion"}
+
 WATCH_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc")
 LARGE_SWEEP = 40
 
@@ -58,6 +62,21 @@ PANES: tuple[PaneInfo, ...] = (
     PaneInfo("promotion", "Promotion", "5", "the verdict with its statistics, and the decision", PromotionPane),
     PaneInfo("history", "History", "6", "past rounds and runs from optimize_ops/", HistoryPane),
 )
+
+
+class PaneTabs(TabbedContent):
+    """TabbedContent that follows focus only while focus is still in the pane: Textual shows the
+    pane of a newly focused widget through a message handled a moment later, so a pane key typed
+    in between (focus moved on, or cleared) was undone by it."""
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        event.stop()
+        event.prevent_default()  # else TabbedContent's own handler runs too (Textual calls each class's)
+        focused = self.app.focused
+        wanted = getattr(self.app, "wanted_pane", None)
+        if (event.tab_pane.id is not None and focused is not None and event.tab_pane in focused.ancestors
+                and wanted in (None, event.tab_pane.id)):
+            self.active = event.tab_pane.id
 
 
 def B(key: str, action: str, description: str, id: str, tooltip: str, show: bool = True, key_display: str | None = None) -> Binding:
@@ -95,24 +114,28 @@ class FibApp(App[int]):
     TITLE = "fibtui"
     COMMANDS = App.COMMANDS | {FibCommands}
     BINDINGS = [
-        *[B(p.key, f"show_pane('{p.id}')", p.title, f"pane.{p.id}", f"Show the {p.title} pane: {p.about}") for p in PANES],
+        # the tab bar already shows each pane's digit: the footer keeps its room for the keys below
+        *[B(p.key, f"show_pane('{p.id}')", p.title, f"pane.{p.id}", f"Show the {p.title} pane: {p.about}", show=False)
+          for p in PANES],
+        # the keys of one pane (PANE_ACTIONS): the footer shows them only on that pane
+        B("f", "search", "Search", "recon.search", "Search the reference repos"),
+        B("a", "add_hit", "Add to note", "recon.add", "Add the selected hit to the recon note"),
+        B("x", "delete_note_row", "Delete row", "recon.delete", "Delete the selected recon note row", show=False),
+        B("ctrl+s", "write_note", "Write note", "recon.write", "Write the recon note to optimize_ops/docs/"),
+        B("p", "pin", "Pin", "regimes.pin", "Pin, exclude or return the selected workload to automatic (cycles)"),
+        B("t", "retry_failed", "Retry", "run.retry", "Run the failed jobs of the selected run again"),
+        B("b", "mark_baseline", "Baseline", "ncu.baseline", "Mark the selected NCU report as the diff baseline"),
+        B("A", "decide('archive')", "Archive", "promotion.archive", "Archive the candidate and write the round summary"),
+        B("P", "decide('promote')", "Promote", "promotion.promote", "Promote the candidate (asks first; needs PROMOTE)"),
+        B("R", "decide('reject')", "Reject", "promotion.reject", "Reject the candidate and restore the previous best (asks first)"),
+        # everywhere
         B("g", "gate", "Gate", "run.gate", "Start a paired gate on the representative workloads"),
         B("s", "sweep", "Sweep", "run.sweep", "Start a full sweep of every workload (asks first when large)"),
         B("c", "cancel_run", "Cancel", "run.cancel", "Cancel the run in flight (it can be resumed)"),
-        B("t", "retry_failed", "Retry", "run.retry", "Run the failed jobs of the selected run again", show=False),
         B("w", "toggle_watch", "Watch", "app.watch", "Watch the kernel files: rerun the gate on every save"),
         B("r", "refresh", "Refresh", "pane.refresh", "Refresh the current pane (Recon: refresh the repos)", show=False),
-        B("p", "pin", "Pin", "regimes.pin", "Pin or unpin the selected workload as a representative", show=False),
-        B("f", "search", "Search", "recon.search", "Search the reference repos", show=False),
-        B("a", "add_hit", "Add to note", "recon.add", "Add the selected hit to the recon note", show=False),
-        B("x", "delete_note_row", "Delete row", "recon.delete", "Delete the selected recon note row", show=False),
-        B("ctrl+s", "write_note", "Write note", "recon.write", "Write the recon note to optimize_ops/docs/", show=False),
-        B("b", "mark_baseline", "Baseline", "ncu.baseline", "Mark the selected NCU report as the diff baseline", show=False),
-        B("A", "decide('archive')", "Archive", "promotion.archive", "Archive the candidate and write the round summary", show=False),
-        B("P", "decide('promote')", "Promote", "promotion.promote", "Promote the candidate (asks first; needs PROMOTE)", show=False),
-        B("R", "decide('reject')", "Reject", "promotion.reject", "Reject the candidate and restore the previous best (asks first)", show=False),
         B("ctrl+t", "next_theme", "Theme", "app.theme", "Switch to the next theme (remembered)", show=False),
-        B("q", "quit", "Quit", "app.quit", "Quit fibtui"),
+        B("q", "quit", "Quit", "app.quit", "Quit fibtui (asks first while a run is in flight)"),
         B("question_mark", "show_keys", "Keys", "app.keys", "List every key binding", key_display="?"),
         B("escape", "leave_input", "Leave box", "app.leave_input", "Leave a text box: focus goes back to the pane", show=False),
     ]
@@ -131,6 +154,8 @@ class FibApp(App[int]):
         self.cwd = cwd or os.getcwd()
         self.demo_dir = demo_dir
         self.note_acknowledged = False
+        #: the pane the user asked for last (a pane key, the palette): focus follows it
+        self.wanted_pane: str | None = None
         #: "Quit when it ends" was chosen while a run was in flight
         self.quit_when_run_ends = False
         self._pending_watch_gate = False
@@ -149,7 +174,7 @@ class FibApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with TabbedContent(initial="regimes", id="main-tabs"):
+        with PaneTabs(initial="regimes", id="main-tabs"):
             for pane in PANES:
                 with TabPane(f"{pane.key} {pane.title}", id=pane.id):
                     yield pane.widget(id=f"{pane.id}-pane")
@@ -162,8 +187,9 @@ class FibApp(App[int]):
             return
         active = ws.active
         definition = active.definition if active else "no valid config"
-        watch = (" · WATCHING" if self.watch_mode else "") + (" · QUITS AFTER THE RUN" if self.quit_when_run_ends else "")
-        self.sub_title = f"{ws.root.name} · {definition}" + (f" · {active.name}" if active else "") + watch
+        # the states first: at 80 columns the end of the line is what the header cuts
+        flags = ("WATCHING · " if self.watch_mode else "") + ("QUITS AFTER THE RUN · " if self.quit_when_run_ends else "")
+        self.sub_title = flags + (f"{active.name} · " if active else "") + f"{definition} · {ws.root.name}"
 
     _control_filter = ControlCharacters()
 
@@ -184,6 +210,7 @@ class FibApp(App[int]):
         if keymap:
             self.set_keymap(keymap)
         self._runs_pane = self.pane("runs")
+        self._fit(self.size.width, self.size.height)
         self._catch_hangups()
         if self.workspace is None:
             self.push_screen(NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()), self._on_no_workspace)
@@ -226,6 +253,7 @@ class FibApp(App[int]):
     def action_show_pane(self, pane_id: str) -> None:
         """Show a pane and move focus into it. Focus left in the pane being hidden would pull it
         back: Textual's TabbedContent shows the pane that holds the focused widget."""
+        self.wanted_pane = pane_id
         target = self.pane(pane_id)
         focused = self.focused
         if focused is not None and target not in focused.ancestors:
@@ -241,8 +269,8 @@ class FibApp(App[int]):
         if focused is not None and pane in focused.ancestors:
             return
         widget = pane.focus_target()
-        if widget is not None:
-            widget.focus(scroll_visible=False)
+        if widget is not None:  # now, not later (Widget.focus defers): a key typed next must not undo it
+            self.screen.set_focus(widget, scroll_visible=False)
 
     def action_leave_input(self) -> None:
         """Escape in a text box gives focus back to the pane, so the next key is a key again."""
@@ -256,8 +284,42 @@ class FibApp(App[int]):
             else:
                 self.set_focus(None)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A pane's own keys act (and show in the footer) on that pane only; Cancel only while a
+        run is in flight (the footer has no room to spare at 80 columns)."""
+        from textual.css.query import NoMatches
+
+        pane = PANE_ACTIONS.get(action)
+        if pane is not None:
+            try:
+                return self.active_pane == pane
+            except NoMatches:  # before the panes exist
+                return False
+        if action == "cancel_run" and self._runs_pane is not None:
+            return self._runs_pane.active_run is not None
+        return True
+
+    def on_resize(self, event) -> None:
+        self._fit(event.size.width, event.size.height)
+
+    def _fit(self, width: int, height: int) -> None:
+        """Layout classes for small terminals (80x24 over SSH): app.tcss gives the charts and
+        tables of each pane the rows they need there."""
+        self.set_class(height < 32, "-short")
+        self.set_class(width < 100, "-narrow")
+        try:
+            self.query_one(Footer).compact = width < 100
+        except Exception:  # noqa: BLE001 - before compose
+            pass
+
     @on(TabbedContent.TabActivated)
     def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()
+        # a click on the tab bar (not a pane key, which set wanted_pane): focus follows the click;
+        # an event about a pane that is no longer the one shown is stale and changes nothing
+        if event.pane.id is not None and event.pane.id == self.active_pane != self.wanted_pane:
+            self.wanted_pane = event.pane.id
+            self.call_after_refresh(self._focus_into, event.pane.id)
         if event.pane.id == "runs":
             # live updates that waited while the pane was hidden: after the pane's first frame,
             # so the switch itself paints at once and the changed cells follow a frame later

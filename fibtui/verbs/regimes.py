@@ -2,7 +2,7 @@
 roofline floors.
 
     fibtui regimes [--definition NAME] [--results FILE] [--solution NAME] [--device NAME]
-                   [--pin UUID] [--unpin UUID] [--json]
+                   [--pin UUID] [--unpin UUID] [--auto UUID] [--json]
 
 ``--definition`` defaults to the active solution's definition. ``--results`` is any result file
 ``fibtui results show`` reads (flashinfer-bench traces, retained_run.json / .log, the runners'
@@ -11,7 +11,7 @@ Without ``--results`` the latency comes from :func:`latest_results` (fibtui's ow
 not wired yet, so counts only). Per workload, the latency is the mean of its PASSED runs.
 ``--device`` names the device of the floors (B200, H200, H100, or one defined in fibtui.toml);
 default: the results' hardware when known, else B200 (the contest's). ``--pin`` / ``--unpin``
-store a representative choice in the workspace's fibtui.toml (``[regimes] pinned / unpinned``)
+store a representative choice in the workspace's fibtui.toml (``[regimes] pinned / unpinned``; ``--auto`` drops it)
 before the analysis; both may repeat.
 
 ``--json`` prints one object:
@@ -66,6 +66,8 @@ def register(sub, common) -> None:
     p.add_argument("--device", metavar="NAME", help="device of the floors: B200, H200, H100 or one in fibtui.toml")
     p.add_argument("--pin", metavar="UUID", action="append", default=[], help="pin a representative (stored in fibtui.toml)")
     p.add_argument("--unpin", metavar="UUID", action="append", default=[], help="unpin / exclude a representative")
+    p.add_argument("--auto", metavar="UUID", action="append", default=[],
+                   help="give a pinned or excluded workload back to the automatic choice")
     p.add_argument("--json", action="store_true", help="print the report as JSON (keys: see the module docstring)")
     p.set_defaults(func=regimes_verb)
 
@@ -168,6 +170,8 @@ def regimes_verb(args: argparse.Namespace) -> int:
             raise InputError(None, f"{uuid!r} is not a workload of {name}", field="--pin")
     for uuid in args.unpin:
         regimes.unpin(ws.root, uuid)
+    for uuid in args.auto:
+        regimes.automatic(ws.root, uuid)
     for uuid in args.pin:
         regimes.pin(ws.root, uuid)
     pinned, unpinned = regimes.load_pins(ws.root)

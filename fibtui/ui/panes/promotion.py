@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, RichLog, Static
 
@@ -25,8 +26,9 @@ COLOUR = {"PROMOTE": "bold green", "REJECT": "bold red", "INCONCLUSIVE": "bold y
 
 class PromotionPane(Pane):
     DEFAULT_CSS = """
-    PromotionPane #verdict { height: auto; padding: 0 1; border: round $primary; }
-    PromotionPane #bands { height: 1fr; }
+    PromotionPane #verdict-box { height: auto; max-height: 60%; border: round $primary; }
+    PromotionPane #verdict { height: auto; padding: 0 1; }
+    PromotionPane #bands { height: 1fr; min-height: 5; }
     PromotionPane #decision-log { height: 6; border-top: solid $panel; }
     """
 
@@ -49,8 +51,9 @@ class PromotionPane(Pane):
         self.outcome = None
 
     def compose(self) -> ComposeResult:
-        yield Static("no paired run yet: a gate (g) against a promoted best solution, or `fibtui run --baseline DIR`",
-                     id="verdict")
+        with VerticalScroll(id="verdict-box"):  # long at 80 columns: it scrolls, the per-band table stays
+            yield Static("no paired run yet: a gate (g) against a promoted best solution, or `fibtui run --baseline DIR`",
+                         id="verdict")
         yield DataTable(id="bands", cursor_type="row", zebra_stripes=True)
         yield RichLog(id="decision-log", wrap=True, markup=True)
 

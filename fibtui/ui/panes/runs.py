@@ -23,6 +23,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, RichLog, Static
 
 from fibtui.core.presets import describe_judging
+from fibtui.core.roofline import format_speed_of_light
 from fibtui.ui.panes.base import Pane
 
 STATUS_STYLE = {
@@ -38,7 +39,7 @@ STATUS_STYLE = {
     "RUNNING": "cyan",
     "QUEUED": "dim",
 }
-JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "% floor", "error")
+JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
 STATE_STYLE = {"complete": "green", "running": "cyan", "interrupted": "yellow", "cancelled": "yellow", "failed": "red"}
@@ -63,7 +64,7 @@ class JobView:
     status: str = "QUEUED"
     latency_ms: float | None = None
     reference_latency_ms: float | None = None
-    pct_of_floor: float | None = None
+    speed_of_light_pct: float | None = None
     error: str | None = None
     timing: dict[str, Any] = field(default_factory=dict)
     #: which evaluator judged it, with its numbers (JobResult.correctness)
@@ -229,7 +230,7 @@ class RunsPane(Pane):
         self._update_progress(s["done"], s["total"], s["passed"], s["done"] - s["passed"], None)
 
     def _fill(self, view: JobView, j: dict[str, Any]) -> None:
-        from fibtui.core.roofline import pct_of_floor
+        from fibtui.core.roofline import speed_of_light_pct
 
         view.status = j["status"]
         view.latency_ms = j.get("latency_ms")
@@ -237,11 +238,11 @@ class RunsPane(Pane):
         view.error = j.get("error")
         view.timing = j.get("timing") or {}
         view.correctness = j.get("correctness") or {}
-        view.pct_of_floor = pct_of_floor(view.latency_ms, self._floors.get(view.uuid))
+        view.speed_of_light_pct = speed_of_light_pct(view.latency_ms, self._floors.get(view.uuid))
 
     def _row(self, v: JobView) -> tuple:
         axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
-        pct = f"{v.pct_of_floor:.0f}%" if v.pct_of_floor is not None and self._header_info.get("timing_kind") == "cupti" else "-"
+        pct = format_speed_of_light(v.speed_of_light_pct) if self._header_info.get("timing_kind") == "cupti" else "-"
         return (Text(v.status, style=STATUS_STYLE.get(v.status, "")), v.role[:4], v.solution[:28], axes, str(v.repeat),
                 fmt_latency(v.latency_ms), fmt_latency(v.reference_latency_ms), pct, (v.error or "")[:60])
 
@@ -345,6 +346,9 @@ class RunsPane(Pane):
     @on(RunStartedHere)
     def _started_here(self, message: RunStartedHere) -> None:
         self.active_run = message.run_id
+
+    def watch_active_run(self, _old: str | None, _new: str | None) -> None:
+        self.app.refresh_bindings()  # Cancel is live only while a run is in flight
 
     @on(RunFailed)
     def _run_failed(self, message: RunFailed) -> None:
