@@ -16,7 +16,7 @@ from typing import Any
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
@@ -84,7 +84,14 @@ def B(key: str, action: str, description: str, id: str, tooltip: str, show: bool
 
 
 class FibCommands(Provider):
-    """Command palette: panes, themes, and what makes sense right now (state-dependent)."""
+    """Command palette: panes, themes, and what makes sense right now (state-dependent). The
+    empty palette lists them all (``discover``); typing narrows them (``search``)."""
+
+    async def discover(self) -> Hits:
+        app = self.app
+        assert isinstance(app, FibApp)
+        for text, callback, help_text in app.palette_commands():
+            yield DiscoveryHit(text, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         app = self.app
@@ -130,6 +137,7 @@ class FibApp(App[int]):
         B("R", "decide('reject')", "Reject", "promotion.reject", "Reject the candidate and restore the previous best (asks first)"),
         # everywhere
         B("g", "gate", "Gate", "run.gate", "Start a paired gate on the representative workloads"),
+        B("o", "pick_candidate", "Candidate", "run.pick", "Pick what g, s and watch mode run, and the baseline"),
         B("s", "sweep", "Sweep", "run.sweep", "Start a full sweep of every workload (asks first when large)"),
         B("c", "cancel_run", "Cancel", "run.cancel", "Cancel the run in flight (it can be resumed)"),
         B("w", "toggle_watch", "Watch", "app.watch", "Watch the kernel files: rerun the gate on every save"),
@@ -156,6 +164,10 @@ class FibApp(App[int]):
         self.note_acknowledged = False
         #: the pane the user asked for last (a pane key, the palette): focus follows it
         self.wanted_pane: str | None = None
+        #: what g, s and watch mode run and against what (o); None: the workspace's solution
+        #: against the promoted best when there is one
+        self.gate_choice = None
+        self.base_choice = None
         #: "Quit when it ends" was chosen while a run was in flight
         self.quit_when_run_ends = False
         self._pending_watch_gate = False
@@ -189,7 +201,10 @@ class FibApp(App[int]):
         definition = active.definition if active else "no valid config"
         # the states first: at 80 columns the end of the line is what the header cuts
         flags = ("WATCHING · " if self.watch_mode else "") + ("QUITS AFTER THE RUN · " if self.quit_when_run_ends else "")
-        self.sub_title = flags + (f"{active.name} · " if active else "") + f"{definition} · {ws.root.name}"
+        gate = self.gate_choice.label if getattr(self, "gate_choice", None) is not None else (active.name if active else None)
+        base = getattr(self, "base_choice", None)
+        against = f" vs {base.label.split(' (')[0]}" if base is not None and base.path is not None else ""
+        self.sub_title = flags + (f"{gate}{against} · " if gate else "") + f"{definition} · {ws.root.name}"
 
     _control_filter = ControlCharacters()
 
@@ -516,10 +531,79 @@ class FibApp(App[int]):
     def _gate_options(self, workloads: str, repeats: int = 1):
         from fibtui.runners.session import RunOptions
 
-        baseline = self._baseline_dir()
+        if self.base_choice is None:
+            best = self._baseline_dir()
+            baseline = str(best) if best else None
+        else:
+            baseline = str(self.base_choice.path) if self.base_choice.path is not None else None
+        solutions = [str(self.gate_choice.path)] if self.gate_choice is not None and self.gate_choice.path else []
         reps = self.pane("regimes").representatives() if workloads == "rep" else None
-        return RunOptions(backend=self._backend(), workloads=workloads, repeats=repeats,
-                          baseline=str(baseline) if baseline else None, representatives=reps or None, warm=self._warm)
+        return RunOptions(backend=self._backend(), workloads=workloads, repeats=repeats, solutions=solutions,
+                          baseline=baseline, representatives=reps or None, warm=self._warm)
+
+    def _choices(self):
+        """(gates, baselines) for the picker: the workspace's solution, then its candidates newest
+        first; the promoted best, the solution, the candidates, or no baseline."""
+        from fibtui.ui.screens.candidate import Choice
+
+        ws = self.workspace
+        active = ws.active
+
+        def newest(folder: Path) -> float:
+            try:
+                return max((p.stat().st_mtime for p in folder.rglob("*") if p.is_file()), default=folder.stat().st_mtime)
+            except OSError:
+                return 0.0
+
+        cands = [c for c in ws.topology.candidates if c.owner.definition == active.definition]
+        cands.sort(key=lambda c: newest(c.folder), reverse=True)
+
+        def note(c) -> str:
+            return f"{c.language} · {len(c.problems)} problem(s)" if c.problems else c.language
+
+        solution = Choice("solution", f"{active.name} (the workspace's solution)", None, active.language,
+                          watch=active.source_dir)
+        gates = [solution] + [Choice(f"cand:{c.name}", c.name, c.folder, note(c),
+                                     watch=(c.config.source_dir if c.config is not None else c.folder)) for c in cands]
+        baselines = []
+        best = self._baseline_dir()
+        if best is not None:
+            baselines.append(Choice("best", "the promoted best", best, str(best.name)))
+        baselines.append(Choice("solution", f"{active.name} (the workspace's solution)", active.folder, active.language))
+        baselines += [Choice(f"cand:{c.name}", c.name, c.folder, note(c)) for c in cands]
+        baselines.append(Choice("none", "no baseline (the gate alone, no verdict)", None))
+        return gates, baselines
+
+    def action_pick_candidate(self) -> None:
+        from fibtui.ui.screens.candidate import CandidateScreen
+
+        if self.workspace is None or self.workspace.active is None:
+            return
+        gates, baselines = self._choices()
+        gate_key = self.gate_choice.key if self.gate_choice is not None else "solution"
+        base_key = self.base_choice.key if self.base_choice is not None else ("best" if baselines[0].key == "best" else "none")
+
+        def picked(answer) -> None:
+            if not answer:
+                return
+            gate, base = answer
+            if gate.key == base.key and gate.key != "none":
+                self.notify("the gate and its baseline are the same solution: pick another baseline", severity="warning")
+                return
+            self.gate_choice = None if gate.key == "solution" else gate
+            self.base_choice = base
+            self._set_titles()
+            if self.watch_mode:  # watch the sources of what is gated now
+                self.workers.cancel_group(self, "watch")
+                self._watch(self._watch_folder())
+            self.notify(f"g, s and watch mode: {gate.label} against {base.label}")
+
+        self.push_screen(CandidateScreen(gates, baselines, gate_key, base_key), picked)
+
+    def _watch_folder(self) -> Path:
+        if self.gate_choice is not None and self.gate_choice.watch is not None:
+            return self.gate_choice.watch
+        return self.workspace.active.source_dir
 
     def action_gate(self) -> None:
         if self.workspace is None:
@@ -646,9 +730,9 @@ class FibApp(App[int]):
             self.notify("watch mode off")
         else:
             self.watch_mode = True
-            self._watch(self.workspace.active.source_dir)
+            self._watch(self._watch_folder())
             self._prewarm()
-            self.notify(f"watching {self.workspace.active.source_dir}: a save reruns the gate")
+            self.notify(f"watching {self._watch_folder()}: a save reruns the gate")
         self._set_titles()
 
     def _keep_worker_warm(self) -> bool:
