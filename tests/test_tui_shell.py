@@ -606,3 +606,121 @@ async def test_no_recon_note_question_without_reference_repos(tmp_path: Path) ->
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
         assert app.query_one(RunsPane).active_run is not None or list((root / "optimize_ops" / "runs").glob("*"))
+
+
+async def test_a_cancelled_runs_unfinished_jobs_read_pending_and_the_detail_line_follows(tmp_path: Path) -> None:
+    from textual.widgets import RichLog
+
+    from tests.runner_helpers import make_tiny_workspace
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3), kernel="sleeps")
+    app = make_app(open_workspace(root))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("g")
+        runs = app.query_one(RunsPane)
+        deadline = time.monotonic() + 60
+        while not any(v.status == "RUNNING" for v in runs._jobs.values()):
+            assert time.monotonic() < deadline, "no job started"
+            await pilot.pause(0.05)
+        jobs = runs.query_one("#jobs-table", DataTable)
+        jobs.focus()
+        jobs.move_cursor(row=0)
+        await pilot.pause(0.2)
+        await pilot.press("c")
+        while runs.active_run is not None:
+            assert time.monotonic() < deadline + 60, "the cancel never ended the run"
+            await pilot.pause(0.1)
+        await pilot.pause(0.5)
+        statuses = {str(jobs.get_row_at(i)[0]) for i in range(jobs.row_count)}
+        assert "RUNNING" not in statuses and "QUEUED" not in statuses and "PENDING" in statuses, statuses
+        first = str(jobs.get_row_at(0)[0])
+        detail = "\n".join(str(line.text) for line in runs.query_one("#job-log", RichLog).lines)
+        assert detail.splitlines()[0].endswith(first), (first, detail)
+
+
+async def test_the_empty_palette_lists_fibtuis_commands(demo_ws: Path) -> None:
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+p")
+        deadline = time.monotonic() + 10
+        shown: list[str] = []
+        while time.monotonic() < deadline:
+            await pilot.pause(0.1)
+            if isinstance(app.screen, CommandPalette):
+                options = app.screen.query_one(OptionList)
+                shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+                if any("Start a representative gate" in t for t in shown):
+                    break
+        assert any("Show Runs pane" in t for t in shown) and any("Start a representative gate" in t for t in shown), shown
+
+
+async def test_the_candidate_picker_chooses_what_g_and_watch_mode_run(demo_ws: Path) -> None:
+    from textual.widgets import OptionList
+
+    from fibtui.ui.screens.candidate import CandidateScreen
+
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app._gate_options("rep").solutions == []  # the workspace's solution by default
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, CandidateScreen)
+        gates = app.screen.query_one("#pick-gate", OptionList)
+        labels = [str(gates.get_option_at_index(i).prompt) for i in range(gates.option_count)]
+        assert "the workspace's solution" in labels[0] and any("v2_smallb_splitv" in t for t in labels[1:]), labels
+        target = next(i for i, t in enumerate(labels) if "v2_smallb_splitv" in t)
+        gates.highlighted = target
+        await pilot.press("enter")  # to the baseline list
+        await pilot.pause()
+        base = app.screen.query_one("#pick-base", OptionList)
+        base_labels = [str(base.get_option_at_index(i).prompt) for i in range(base.option_count)]
+        base.highlighted = next(i for i, t in enumerate(base_labels) if "the workspace's solution" in t)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, CandidateScreen)
+        options = app._gate_options("rep")
+        cand = demo_ws / "candidates" / "v2_smallb_splitv"
+        assert [Path(p).resolve() for p in options.solutions] == [cand.resolve()]
+        assert options.baseline is not None and Path(options.baseline).resolve() == demo_ws.resolve()
+        assert app.sub_title.startswith("v2_smallb_splitv vs "), app.sub_title
+        assert app._watch_folder() == cand  # watch mode watches the picked candidate's sources
+        # Escape keeps the choice
+        await pilot.press("o")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.gate_choice is not None and app.gate_choice.path == cand
+
+
+async def test_a_gate_runs_the_picked_candidate_against_the_picked_baseline(tmp_path: Path) -> None:
+    from fibtui.ui.screens.candidate import Choice
+    from tests.runner_helpers import make_candidate, make_tiny_workspace
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    make_candidate(root, "plain_py", "good_py")
+    app = make_app(open_workspace(root))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        gates, baselines = app._choices()
+        app.gate_choice = next(c for c in gates if c.label == "plain_py")
+        app.base_choice = next(c for c in baselines if c.key == "solution")
+        assert isinstance(app.gate_choice, Choice)
+        await pilot.press("g")
+        runs = app.query_one(RunsPane)
+        deadline = time.monotonic() + 300
+        while runs.active_run is None:
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        run_id = runs.active_run
+        while runs.active_run is not None:
+            assert time.monotonic() < deadline, "the gate did not finish"
+            await pilot.pause(0.2)
+    header = json.loads((root / "optimize_ops" / "runs" / run_id / "journal.jsonl").read_text().splitlines()[0])
+    roles = {s["role"]: s["name"] for s in header["solutions"]}
+    assert roles["baseline"] == "tiny_v1" and roles["candidate"] == "plain_py", roles

@@ -129,7 +129,12 @@ class HistoryPane(Pane):
         stamps = sorted({t for points in series.values() for t, _ in points})
         index = {t: i for i, t in enumerate(stamps)}
         for name, points in sorted(series.items()):
-            points.sort()
-            plt.plot([index[t] for t, _ in points], [v * 1000 for _, v in points], label=name[:24], marker="dot")
+            by_run = dict(sorted(points))  # one point per run: an A/A run names the same solution twice
+            plt.plot([index[t] for t in by_run], [v * 1000 for v in by_run.values()], label=name[:24], marker="dot")
+        # runs are counted, not measured: integer ticks 1..n (at most 8 labelled), and room either side
+        step = max(1, -(-len(stamps) // 8))
+        ticks = list(range(0, len(stamps), step))
+        plt.xticks(ticks, [str(i + 1) for i in ticks])
+        plt.xlim(-0.5, len(stamps) - 0.5)
         plt.title("mean latency (us) per candidate, run by run")
-        plt.xlabel("run (oldest to newest)")
+        plt.xlabel(f"run number (1 = oldest of {len(stamps)})")

@@ -155,8 +155,15 @@ class PromotionPane(Pane):
                 "promote": ("Promote the candidate", "Install it as the solution, make it the best snapshot and commit?"),
                 "reject": ("Reject and restore", "Archive the candidate, then restore the checked-in kernel to the previous best?")}[action]
         if action == "promote" and c.verdict != "PROMOTE":
-            facts.append(("warning", f"the verdict is {c.verdict}: promotion needs PROMOTE (the CLI has --force)"))
-            self.app.push_screen(ConfirmScreen(what[0], facts, "Not allowed without PROMOTE.", yes="OK (y)", no="Back (n)"))
+            from fibtui.ui.screens.confirm import ChoiceScreen
+
+            # nothing to confirm: say why and offer the way back only
+            lines = "\n".join(f"{k}: {v}" for k, v in facts)
+            self.app.push_screen(ChoiceScreen(
+                "Promotion needs a PROMOTE verdict",
+                f"{lines}\n\nThe verdict is {c.verdict}, so the candidate cannot be promoted from here. "
+                "`fibtui promote --force` overrides it from the CLI.",
+                [("b", "Back", "back")]))
             return
         self.app.push_screen(ConfirmScreen(what[0], facts, what[1]),
                              lambda ok: self._decide(action) if ok else None)

@@ -38,6 +38,7 @@ STATUS_STYLE = {
     "UNSUPPORTED_HERE": "yellow",
     "RUNNING": "cyan",
     "QUEUED": "dim",
+    "PENDING": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
 }
 JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
 FLUSH_S = 0.2
@@ -130,6 +131,8 @@ class RunsPane(Pane):
         self._flush_scheduled = False
         self._rendered: dict[str, tuple] = {}
         self._by_task: dict[tuple[str, int], list[JobView]] = {}
+        #: the job whose details the log below the table shows
+        self._detail_key: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
@@ -278,7 +281,10 @@ class RunsPane(Pane):
 
     @on(DataTable.RowHighlighted, "#jobs-table")
     def _job_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        view = self._jobs.get(str(event.row_key.value)) if event.row_key is not None else None
+        self._detail_key = str(event.row_key.value) if event.row_key is not None else None
+        self._show_detail(self._jobs.get(self._detail_key) if self._detail_key else None)
+
+    def _show_detail(self, view: JobView | None) -> None:
         log = self.query_one("#job-log", RichLog)
         log.clear()
         if view is None:
@@ -403,6 +409,12 @@ class RunsPane(Pane):
         elif isinstance(event, LogLine):
             log.write(Text(event.text, style={"error": "red", "warning": "yellow"}.get(event.level, "")))
         elif isinstance(event, RunFinished):
+            if event.state != "complete":
+                # cancelled, interrupted or failed: what never finished is pending (resumable), not running
+                for view in self._jobs.values():
+                    if view.status in ("RUNNING", "QUEUED"):
+                        view.status = "PENDING"
+                        self._mark(view)
             self.flush(force=True)
             self.active_run = None
             self._cancel = None
@@ -472,8 +484,11 @@ class RunsPane(Pane):
                 before = self._rendered.get(key)
                 for i, (column, value) in enumerate(zip(JOB_COLUMNS, row, strict=True)):
                     if before is None or str(before[i]) != str(value):
-                        table.update_cell(key, column, value)
+                        # the status column grows to the longest status (QUEUED -> INCORRECT_NUMERICAL)
+                        table.update_cell(key, column, value, update_width=column == "status")
                 self._rendered[key] = row
+                if key == self._detail_key and before != row:  # the detail line follows its row
+                    self._show_detail(view)
         except Exception:  # noqa: BLE001 - a row that is not there (another run shown): redraw
             self._redraw_jobs()
 

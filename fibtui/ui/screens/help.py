@@ -22,8 +22,12 @@ class HelpKeysScreen(ModalScreen[None]):
         with Vertical(id="help-box"):
             yield Static("[b]Keys[/b]  (remap any of them by id in keymap.toml in the config folder)")
             table = DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
-            table.add_columns("key", "action", "what it does", "id")
-            table.add_rows(self._rows)
+            # the id is what keymap.toml names: it comes second, whole; the description wraps last
+            table.add_column("key")
+            table.add_column("id")
+            table.add_column("action")
+            table.add_column("what it does")
+            table.add_rows([(key, bid, action, about) for key, action, about, bid in self._rows])
             yield table
             yield Static("[dim]ctrl+p opens the command palette · escape closes[/dim]")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -24,11 +25,12 @@ class NoWorkspaceScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="noworkspace-box"):
-            yield Static(
-                f"[b]No workspace found[/b] from {self._cwd} upward (a config.toml with a [solution] table).\n\n"
-                f"Open the bundled demo operator? It is copied to {self._demo_dir} (once) and opened.\n"
-                "Or quit and start fibtui inside your solution repo, or with --workspace DIR."
-            )
+            # paths and "[solution]" are text, not markup (a folder named [b] must print as itself)
+            text = Text.assemble(
+                ("No workspace found", "bold"), f" from {self._cwd} upward (a config.toml with a [solution] table).\n\n",
+                f"Open the bundled demo operator? It is copied to {self._demo_dir} (once) and opened.\n",
+                "Or quit and start fibtui inside your solution repo, or with --workspace DIR.")
+            yield Static(text, id="noworkspace-text")
             with Horizontal(id="noworkspace-buttons"):
                 yield Button("Open demo (d)", id="open-demo", variant="primary")
                 yield Button("Quit (q)", id="quit")
