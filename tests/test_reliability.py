@@ -677,8 +677,9 @@ def raw_write_sites() -> set[tuple[str, str]]:
                 mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
                 raw = isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
             elif name in ("write_text", "write_bytes", "copyfile", "copy", "copy2", "copytree", "copyfileobj"):
-                raw = not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "shutil"
-                           and name == "copyfileobj" and path.name == "fsio.py")
+                module = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+                raw = not ((module == "shutil" and name == "copyfileobj" and path.name == "fsio.py")
+                           or module == "copy")  # copy.copy: an object, not a file
             if raw:
                 sites.add((path.relative_to(REPO).as_posix(), owner.get(id(node), "<module>")))
     return sites
