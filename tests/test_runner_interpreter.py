@@ -87,6 +87,29 @@ def test_hostile_kernels_are_contained(tmp_path: Path) -> None:
     assert record["summary"]["done"] == 6
 
 
+def test_a_candidate_that_does_not_build_stops_the_pair_before_the_baseline_is_measured(tmp_path: Path) -> None:
+    """Paired: the candidate's COMPILE_ERROR is known when the worker loads the solutions; every
+    job of it is that COMPILE_ERROR at once, and the slow baseline is not measured for nothing
+    (its jobs stay pending: the run reads cancelled, with the reason, and can be resumed)."""
+    import time
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4), kernel="slow_py")
+    broken = make_candidate(root, "broken_v2", "syntax")
+    t0 = time.monotonic()
+    record, events, prepared = run_ws(root, solutions=[str(broken)], baseline=str(root))
+    elapsed = time.monotonic() - t0
+    jobs = record["jobs"]
+    assert {j["role"] for j in jobs} == {"candidate"}, jobs  # no baseline job ran
+    assert len(jobs) == 4 and {j["status"] for j in jobs} == {"COMPILE_ERROR"}
+    assert all("SyntaxError" in j["error"] for j in jobs)
+    assert record["state"] == "cancelled"
+    end = [json.loads(line) for line in (prepared.folder / "journal.jsonl").read_text().splitlines()
+           if '"kind": "end"' in line][-1]
+    assert "COMPILE_ERROR" in end["reason"] and "baseline" in end["reason"], end
+    # 4 baseline jobs of a 0.25 s-a-call kernel would take far longer than loading the worker
+    assert elapsed < 60, elapsed
+
+
 def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4, 5, 6), kernel="slow_py")
     script = (

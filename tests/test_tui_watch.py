@@ -72,3 +72,40 @@ async def test_a_newer_save_cancels_the_gate_in_flight(tmp_path: Path, monkeypat
         await wait_until(pilot, lambda: sum(isinstance(e, RunFinished) for e in run_events(events)) == 2, timeout=120)
         states = [e.state for e in run_events(events) if isinstance(e, RunFinished)]
         assert states == ["cancelled", "complete"]
+
+
+async def test_watch_on_a_picked_candidate_shows_its_compile_error_within_seconds(tmp_path: Path, monkeypatch) -> None:
+    """The candidate picker points watch mode at a candidate; a save with a syntax error gives
+    its COMPILE_ERROR row within 3 s on the interpreter (the slow baseline is not measured first),
+    and the workspace's own kernel is not what is watched."""
+    from tests.runner_helpers import make_candidate
+
+    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3), kernel="slow_py")
+    cand = make_candidate(root, "next_v2", "good_py")
+    events: list = []
+    app = make_app(open_workspace(root))
+    async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
+        gates, baselines = app._choices()
+        app.gate_choice = next(c for c in gates if c.label == "next_v2")
+        app.base_choice = next(c for c in baselines if c.key == "solution")
+        await pilot.press("w")
+        assert app._watch_folder() == cand
+        await wait_until(pilot, lambda: app._warm is not None and app._warm.count() == 1)
+        await pilot.pause(0.5)  # the watcher is armed
+        saved = time.monotonic()
+        (cand / "kernel.py").write_text(PY_TEMPLATE.format(body=BODIES["syntax"]))
+        await wait_until(pilot, lambda: any(isinstance(e, JobFinished) for e in run_events(events)), timeout=60)
+        first = time.monotonic() - saved
+        await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)), timeout=60)
+        done = [e.result for e in run_events(events) if isinstance(e, JobFinished)]
+        assert {(r.role, r.status) for r in done} == {("candidate", "COMPILE_ERROR")}, done
+        assert [e.state for e in run_events(events) if isinstance(e, RunFinished)] == ["cancelled"]
+        assert first < 3.0, f"the COMPILE_ERROR row came {first:.2f} s after the save"
+        # the run says why it stopped (a log line in the Runs pane)
+        from fibtui.runners.events import LogLine
+
+        said = [e.text for e in run_events(events) if isinstance(e, LogLine)]
+        assert any("next_v2: COMPILE_ERROR; the pair was stopped" in t for t in said), said
+        print(f"COMPILE_ERROR row {first:.2f} s after the save")
+        await pilot.press("w")

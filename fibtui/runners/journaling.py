@@ -161,7 +161,8 @@ class JobRecorder:
         on_event(event)
         return result
 
-    def finish(self, cancelled: bool, on_event: EventSink, interrupted: str | None = None) -> dict[str, Any]:
+    def finish(self, cancelled: bool, on_event: EventSink, interrupted: str | None = None,
+               reason: str | None = None) -> dict[str, Any]:
         """The journal's end line, run.json regenerated from the journal, RunFinished.
 
         ``interrupted`` (or :attr:`interrupted`): why the run was interrupted (a signal, the app
@@ -172,8 +173,8 @@ class JobRecorder:
             on_event(LogLine(_RESTORED, "warning"))
         if interrupted:
             self.journal.append_end("interrupted", interrupted)
-        elif cancelled:
-            self.journal.append_end("cancelled", "cancelled by the user")
+        elif cancelled:  # ``reason``: why fibtui stopped it, when the user did not
+            self.journal.append_end("cancelled", reason or "cancelled by the user")
         else:
             self.journal.append_end("finished")
         record = write_record(self.folder)

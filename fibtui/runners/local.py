@@ -325,6 +325,10 @@ class LocalRunner:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._tasks: list[Task] = []
+        #: candidates (sid -> the build error) that do not build in a paired run: the pair stops
+        self._unbuilt: dict[str, str] = {}
+        #: why the runner itself stopped the run (the end line says it)
+        self._stop_reason: str | None = None
         self._outstanding = 0
         self._workers: dict[int, WorkerProcess] = {}
         #: ready worker processes to use before starting new ones (watch mode keeps some warm)
@@ -391,7 +395,8 @@ class LocalRunner:
             if self._write_failed is not None:
                 raise WriteFailed(self._write_failed.path, self._write_failed,
                                   f"; the run stopped: free some space, then fibtui run --resume {self.header.run_id}")
-            return self.recorder.finish(cancel.is_set(), on_event, interrupted=interrupted_by(cancel))
+            return self.recorder.finish(cancel.is_set(), on_event, interrupted=interrupted_by(cancel),
+                                        reason=self._stop_reason)
         except BaseException as exc:
             if closing:
                 raise  # every slot thread had ended: nothing is left to stop
@@ -483,8 +488,35 @@ class LocalRunner:
         if not isinstance(ev, dict) or ev.get("event") != "loaded":
             on_event(LogLine(f"worker {slot} failed to load the solutions: {self._describe(ev, w)}", "error"))
             return None
-        report_builds(self.folder, self.ref_of, ev.get("solutions") or {}, on_event)
+        report = ev.get("solutions") or {}
+        report_builds(self.folder, self.ref_of, report, on_event)
+        roles = {sid: ref[0] for sid, ref in self.ref_of.items()}
+        if "baseline" in roles.values():
+            with self._lock:
+                for sid, rep in report.items():
+                    if roles.get(sid) == "candidate" and not rep.get("ok") and (rep.get("status") or "COMPILE_ERROR") == "COMPILE_ERROR":
+                        self._unbuilt.setdefault(sid, str(rep.get("error") or "the candidate does not build"))
         return w
+
+    def _stop_pair(self, task: Task, on_event: EventSink, cancel: threading.Event) -> None:
+        """A candidate of a paired run does not build: every job of it is its COMPILE_ERROR at
+        once, and the run stops before the baseline is measured for nothing (its jobs stay pending:
+        ``fibtui run --resume`` measures them if wanted)."""
+        with self._lock:
+            tasks, self._tasks = [task, *self._tasks], []
+            self._outstanding -= len(tasks) - 1  # the slot's own task is done by its caller
+            unbuilt = dict(self._unbuilt)
+            first = self._stop_reason is None
+            if first:
+                names = ", ".join(self.ref_of[sid][1] for sid in unbuilt)
+                self._stop_reason = f"{names}: COMPILE_ERROR; the pair was stopped before its baseline was measured"
+        for t in tasks:
+            for sid in t.sids:
+                if sid in unbuilt:
+                    self._record(sid, t, {"status": "COMPILE_ERROR", "error": unbuilt[sid]}, on_event)
+        if first:
+            on_event(LogLine(self._stop_reason, "error"))
+        cancel.set()
 
     def _next_workloads(self, slot: int, n: int = 4) -> list[dict[str, Any]]:
         """The workloads of the next few tasks this slot will run: their reference outputs are
@@ -524,6 +556,9 @@ class LocalRunner:
                     if worker is None:
                         self._infra(task, "the worker could not start or load the solutions", on_event, cancel)
                         continue
+                if self._unbuilt:
+                    self._stop_pair(task, on_event, cancel)
+                    continue
                 worker = self._run_task(slot, worker, task, on_event, cancel)
             except WriteFailed as exc:  # the journal cannot take the result: stop every slot
                 self._write_failed = self._write_failed or exc
