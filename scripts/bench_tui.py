@@ -117,8 +117,8 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
         if read_until(None, 0.1) is not None:
             quiet_since = time.monotonic()
     switch, scroll = [], []
-    # scrolling first (focus starts on the tab bar: three tabs reach the workloads table)
-    for _ in range(3):
+    # scrolling first (focus starts in the Regimes pane's bands table: two tabs reach the workloads table)
+    for _ in range(2):
         os.write(fd, b"\t")
         time.sleep(0.2)
         read_until(None, 0.1)

@@ -57,7 +57,7 @@ async def test_keys_switch_panes_and_list_bindings(demo_ws: Path) -> None:
             assert tabs.active == pane.id
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpKeysScreen)
-        ids = {str(row[3]) for row in (app.screen.query_one(DataTable).get_row_at(i)
+        ids = {str(row[1]) for row in (app.screen.query_one(DataTable).get_row_at(i)
                                        for i in range(app.screen.query_one(DataTable).row_count))}
         assert {"pane.runs", "run.gate", "run.sweep", "app.watch", "app.quit", "regimes.pin"} <= ids
         await pilot.press("escape")

@@ -244,6 +244,8 @@ class FibApp(App[int]):
     def _load_panes(self, ws: Workspace) -> None:
         visible = self.active_pane
         self.pane(visible).set_workspace(ws)
+        self.wanted_pane = visible
+        self.call_after_refresh(self._focus_into, visible)  # keys go to the pane in view from the start
 
         def rest() -> None:
             for pane in PANES:

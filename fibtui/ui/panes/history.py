@@ -11,7 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Markdown, Static
+from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
@@ -46,8 +46,9 @@ class HistoryPane(Pane):
         yield Static("rounds and runs from optimize_ops/", id="history-status")
         with Horizontal(id="history-body"):
             yield DataTable(id="history-rounds", cursor_type="row")
-            with VerticalScroll(id="history-doc"):
-                yield Markdown("", id="history-markdown")
+            # the Markdown widget (markdown-it, ~40 ms of imports) is mounted when the pane loads,
+            # after the first frame
+            yield VerticalScroll(id="history-doc")
         yield Vertical(id="history-chart")
 
     def on_mount(self) -> None:
@@ -55,7 +56,18 @@ class HistoryPane(Pane):
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
+        self._markdown()
         self.load()
+
+    def _markdown(self):
+        from textual.widgets import Markdown
+
+        found = self.query("#history-markdown")
+        if found:
+            return found.first()
+        widget = Markdown("", id="history-markdown")
+        self.query_one("#history-doc", VerticalScroll).mount(widget)
+        return widget
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def load(self) -> None:
@@ -92,7 +104,7 @@ class HistoryPane(Pane):
         self.query_one("#history-status", Static).update(
             f"{count(len(self.rounds), 'round summary', 'round summaries')} · {count(message.runs, 'run')} · chart: mean latency of complete GPU runs per candidate")
         if not self.rounds:
-            self.query_one("#history-markdown", Markdown).update(
+            self._markdown().update(
                 "*No round summary yet.* `fibtui round summary` writes one from the run records.")
         self._chart(message.series)
 
@@ -111,7 +123,7 @@ class HistoryPane(Pane):
 
     @on(DocLoaded)
     def _doc(self, message: DocLoaded) -> None:
-        self.query_one("#history-markdown", Markdown).update(message.text)
+        self._markdown().update(message.text)
 
     def _chart(self, series: dict[str, list[tuple[str, float]]]) -> None:
         holder = self.query_one("#history-chart", Vertical)

@@ -23,7 +23,6 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, RichLog, Static
 
 from fibtui.core.presets import describe_judging
-from fibtui.core.roofline import format_speed_of_light
 from fibtui.ui.panes.base import Pane
 
 STATUS_STYLE = {
@@ -245,6 +244,8 @@ class RunsPane(Pane):
 
     def _row(self, v: JobView) -> tuple:
         axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
+        from fibtui.core.roofline import format_speed_of_light  # here: roofline pulls in polars, the first frame must not wait
+
         pct = format_speed_of_light(v.speed_of_light_pct) if self._header_info.get("timing_kind") == "cupti" else "-"
         return (Text(v.status, style=STATUS_STYLE.get(v.status, "")), v.role[:4], v.solution[:28], axes, str(v.repeat),
                 fmt_latency(v.latency_ms), fmt_latency(v.reference_latency_ms), pct, (v.error or "")[:60])
