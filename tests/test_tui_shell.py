@@ -724,3 +724,22 @@ async def test_a_gate_runs_the_picked_candidate_against_the_picked_baseline(tmp_
     header = json.loads((root / "optimize_ops" / "runs" / run_id / "journal.jsonl").read_text().splitlines()[0])
     roles = {s["role"]: s["name"] for s in header["solutions"]}
     assert roles["baseline"] == "tiny_v1" and roles["candidate"] == "plain_py", roles
+
+
+async def test_the_eta_counts_down_between_results_and_says_when_it_has_passed(demo_ws: Path) -> None:
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        runs = app.query_one(RunsPane)
+        runs._header_info = {"run_id": "r1", "backend": "local", "timing_kind": "cupti", "l2_policy": "cold"}
+        runs.active_run = "r1"
+        runs._update_progress(1, 10, 1, 0, 6.0)
+        status = runs.query_one("#runs-status")
+        assert "ETA 0:05" in str(status.render()) or "ETA 0:06" in str(status.render())
+        await pilot.pause(2.3)  # two ticks, no new result
+        shown = str(status.render())
+        assert "ETA 0:03" in shown or "ETA 0:04" in shown, shown
+        runs._eta_deadline = time.monotonic() - 1
+        await pilot.pause(1.2)
+        assert "ETA passed" in str(status.render())
+        runs.active_run = None

@@ -132,6 +132,9 @@ class RunsPane(Pane):
         self._by_task: dict[tuple[str, int], list[JobView]] = {}
         #: the job whose details the log below the table shows
         self._detail_key: str | None = None
+        #: (done, total, passed, failed) of the run shown, and when its ETA runs out
+        self._progress: tuple[int, int, int, int] | None = None
+        self._eta_deadline: float | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
@@ -142,6 +145,7 @@ class RunsPane(Pane):
         yield RichLog(id="job-log", wrap=True, markup=True, max_lines=400)
 
     def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
         runs = self.query_one("#runs-list", DataTable)
         runs.add_columns("run", "state", "jobs", "ok", "backend")
         jobs = self.query_one("#jobs-table", DataTable)
@@ -269,10 +273,27 @@ class RunsPane(Pane):
     def _update_progress(self, done: int, total: int, passed: int, failed: int, eta: float | None) -> None:
         bar = self.query_one("#runs-progress", ProgressBar)
         bar.update(total=max(total, 1), progress=done)
+        # the ETA counts down between results (a 1 s tick), instead of standing still until the next one
+        self._progress = (done, total, passed, failed)
+        self._eta_deadline = time.monotonic() + eta if eta else None
+        self._render_progress()
+
+    def _tick(self) -> None:
+        if self._eta_deadline is not None and self.active_run is not None and self._progress is not None:
+            self._render_progress()
+
+    def _render_progress(self) -> None:
+        if self._progress is None:
+            return
+        done, total, passed, failed = self._progress
         h = self._header_info
         kind = h.get("timing_kind") or ""
         label = "CPU-interpreter timings" if kind == "cpu-interpreter" else f"{kind} L2 {h.get('l2_policy')}"
-        eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta else ""
+        eta_text = ""
+        if self._eta_deadline is not None and done < total:
+            left = self._eta_deadline - time.monotonic()
+            eta_text = (f" · ETA {int(left) // 60}:{int(left) % 60:02d}" if left >= 1
+                        else " · ETA passed (the jobs left take longer than the average so far)")
         running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
         judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
         self.query_one("#runs-status", Static).update(
