@@ -471,3 +471,15 @@ def test_an_axis_the_constraints_fix_is_not_a_band_axis(tmp_path) -> None:
     assert report.derived_axes == {"len_cu_seqlens": "num_seqs + 1"} and "len_cu_seqlens" not in report.const_axes
     assert all("len_cu_seqlens" not in b.name for b in report.bands)
     assert report.to_json()["derived_axes"] == {"len_cu_seqlens": "num_seqs + 1"}
+
+
+def test_smallest_workload_of_each_band(demo_ws: Path) -> None:
+    ds = Dataset(demo_ws / "dataset")
+    d, w = ds.definition(DEMO_DEFINITION), ds.workloads(DEMO_DEFINITION)
+    report = regimes.analyze(d, w)
+    picked = regimes.smallest_per_band(report)
+    bands = {r["uuid"]: r["band"] for r in report.table.iter_rows(named=True)}
+    sizes = {r["uuid"]: r["batch_size"] for r in report.table.iter_rows(named=True)}
+    assert [bands[u] for u in picked] == [b.name for b in report.bands if any(bands[u] == b.name for u in bands)]
+    for u in picked:  # nothing in its band is smaller
+        assert sizes[u] == min(sizes[v] for v in bands if bands[v] == bands[u])

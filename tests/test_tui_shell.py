@@ -743,3 +743,24 @@ async def test_the_eta_counts_down_between_results_and_says_when_it_has_passed(d
         await pilot.pause(1.2)
         assert "ETA passed" in str(status.render())
         runs.active_run = None
+
+
+async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full_one(demo_ws: Path, monkeypatch) -> None:
+    from fibtui.core import regimes
+
+    app = make_app(open_workspace(demo_ws))
+    monkeypatch.setattr(app, "_backend", lambda: "interpreter")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one(RegimesPane)
+        quick = app._gate_options("rep")
+        assert quick.representatives == regimes.smallest_per_band(pane.report) and app._quick(quick)
+        sizes = {r["uuid"]: r["batch_size"] for r in pane.report.table.iter_rows(named=True)}
+        assert sizes[quick.representatives[0]] == 1  # the smallest workload of the first band
+        full = app._gate_options("rep", quick=False)
+        assert full.representatives == pane.representatives() and not app._quick(full)
+    gpu = make_app(open_workspace(demo_ws))
+    monkeypatch.setattr(gpu, "_backend", lambda: "local")
+    async with gpu.run_test(size=SIZE) as pilot:  # on a GPU, g is the representative gate
+        await settle(gpu, pilot)
+        assert gpu._gate_options("rep").representatives == gpu.query_one(RegimesPane).representatives()

@@ -625,6 +625,24 @@ def _ordinal(i: int) -> str:
     return {1: "2nd", 2: "3rd"}.get(i, f"{i + 1}th")
 
 
+def smallest_per_band(report: RegimeReport) -> list[str]:
+    """The smallest workload (product of the varying axes, then file order) of each band, in band
+    order: a correctness gate that reaches every regime in the least time (the CPU interpreter's
+    quick gate; its wall times say nothing about GPU speed anyway)."""
+    table = report.table
+    if table.height == 0:
+        return []
+    size = pl.lit(1.0)
+    for a in report.varying_axes:
+        size = size * pl.col(a).cast(pl.Float64)
+    t = table.with_columns(size.alias("_fib_size")).select("uuid", "line", "band", "_fib_size").sort(["_fib_size", "line"])
+    first = {}
+    for r in t.iter_rows(named=True):
+        first.setdefault(r["band"], r["uuid"])
+    order = [b.name for b in report.bands]
+    return [first[name] for name in order if name in first] + [u for name, u in first.items() if name not in order]
+
+
 def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: Sequence[str] = ()) -> list[Representative]:
     """Pick the representative workloads of a report (see the module docstring for the order)."""
     table = report.table

@@ -138,6 +138,8 @@ class FibApp(App[int]):
         # everywhere
         B("g", "gate", "Gate", "run.gate", "Start a paired gate on the representative workloads"),
         B("o", "pick_candidate", "Candidate", "run.pick", "Pick what g, s and watch mode run, and the baseline"),
+        B("G", "gate_full", "Full gate", "run.gate_full",
+          "The representative gate even on the CPU interpreter (g there checks the smallest workload of each band)", show=False),
         B("s", "sweep", "Sweep", "run.sweep", "Start a full sweep of every workload (asks first when large)"),
         B("c", "cancel_run", "Cancel", "run.cancel", "Cancel the run in flight (it can be resumed)"),
         B("w", "toggle_watch", "Watch", "app.watch", "Watch the kernel files: rerun the gate on every save"),
@@ -530,7 +532,9 @@ class FibApp(App[int]):
             return None
         return best_solution_path(ws.archive_root, ws.active.language)
 
-    def _gate_options(self, workloads: str, repeats: int = 1):
+    def _gate_options(self, workloads: str, repeats: int = 1, quick: bool = True):
+        """``quick``: on the CPU interpreter a gate takes the smallest workload of each band."""
+        from fibtui.core import regimes
         from fibtui.runners.session import RunOptions
 
         if self.base_choice is None:
@@ -539,8 +543,12 @@ class FibApp(App[int]):
         else:
             baseline = str(self.base_choice.path) if self.base_choice.path is not None else None
         solutions = [str(self.gate_choice.path)] if self.gate_choice is not None and self.gate_choice.path else []
+        backend = self._backend()
         reps = self.pane("regimes").representatives() if workloads == "rep" else None
-        return RunOptions(backend=self._backend(), workloads=workloads, repeats=repeats, solutions=solutions,
+        report = self.pane("regimes").report
+        if workloads == "rep" and quick and backend == "interpreter" and report is not None:
+            reps = regimes.smallest_per_band(report)
+        return RunOptions(backend=backend, workloads=workloads, repeats=repeats, solutions=solutions,
                           baseline=baseline, representatives=reps or None, warm=self._warm)
 
     def _choices(self):
@@ -608,9 +616,27 @@ class FibApp(App[int]):
         return self.workspace.active.source_dir
 
     def action_gate(self) -> None:
+        """The paired gate on the representatives; on the CPU interpreter, the quick correctness
+        gate (the smallest workload of each band: seconds, where the representatives take
+        minutes, and interpreter wall times give no speed verdict anyway). G runs the full one."""
         if self.workspace is None:
             return
-        self._with_note_check(lambda: self._start(self._gate_options("rep"), "representative gate"))
+        options = self._gate_options("rep")
+        label = "correctness gate (the smallest workload of each band; G: the representatives)" \
+            if self._quick(options) else "representative gate"
+        self._with_note_check(lambda: self._start(options, label))
+
+    def action_gate_full(self) -> None:
+        if self.workspace is None:
+            return
+        self._with_note_check(lambda: self._start(self._gate_options("rep", quick=False), "representative gate"))
+
+    def _quick(self, options) -> bool:
+        from fibtui.core import regimes
+
+        report = self.pane("regimes").report
+        return bool(options.backend == "interpreter" and options.workloads == "rep" and report is not None
+                    and options.representatives == (regimes.smallest_per_band(report) or None))
 
     def action_sweep(self) -> None:
         if self.workspace is None:
