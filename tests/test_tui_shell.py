@@ -764,3 +764,23 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
     async with gpu.run_test(size=SIZE) as pilot:  # on a GPU, g is the representative gate
         await settle(gpu, pilot)
         assert gpu._gate_options("rep").representatives == gpu.query_one(RegimesPane).representatives()
+
+
+async def test_the_runs_pane_names_a_quick_correctness_gate(tmp_path: Path, monkeypatch) -> None:
+    from tests.runner_helpers import make_tiny_workspace
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    app = make_app(open_workspace(root))
+    monkeypatch.setattr(app, "_backend", lambda: "interpreter")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("g")
+        runs = app.query_one(RunsPane)
+        deadline = time.monotonic() + 120
+        while runs.active_run is None or not runs._header_info.get("run_id"):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        while runs.active_run is not None:
+            assert time.monotonic() < deadline
+            await pilot.pause(0.1)
+        assert "correctness gate (the smallest workload of each band" in str(runs.query_one("#runs-status").render())

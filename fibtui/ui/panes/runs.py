@@ -132,6 +132,8 @@ class RunsPane(Pane):
         self._by_task: dict[tuple[str, int], list[JobView]] = {}
         #: the job whose details the log below the table shows
         self._detail_key: str | None = None
+        #: what the runs started here are ("correctness gate ...", "full sweep"), shown with them
+        self._labels: dict[str, str] = {}
         #: (done, total, passed, failed) of the run shown, and when its ETA runs out
         self._progress: tuple[int, int, int, int] | None = None
         self._eta_deadline: float | None = None
@@ -296,6 +298,9 @@ class RunsPane(Pane):
                         else " · ETA passed (the jobs left take longer than the average so far)")
         running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
         judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
+        what = self._labels.get(h.get("run_id", ""))
+        if what:
+            judged = f"\n[b]{escape(what)}[/b]" + judged
         self.query_one("#runs-status", Static).update(
             f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
             f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}"
@@ -353,6 +358,7 @@ class RunsPane(Pane):
             self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
             return
         run_id = prepared.run_id
+        self._labels[run_id] = label
         self.post_message(self.RunStartedHere(run_id, time.monotonic()))
         prepared.runner.run(lambda event: self.post_message(self.RunEvent(run_id, event)), cancel)
 
