@@ -754,11 +754,11 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
         await settle(app, pilot)
         pane = app.query_one(RegimesPane)
         quick = app._gate_options("rep")
-        assert quick.representatives == regimes.smallest_per_band(pane.report) and app._quick(quick)
+        assert quick.representatives == regimes.smallest_per_band(pane.report) and app._quick_gate(quick.backend, quick.workloads)
         sizes = {r["uuid"]: r["batch_size"] for r in pane.report.table.iter_rows(named=True)}
         assert sizes[quick.representatives[0]] == 1  # the smallest workload of the first band
         full = app._gate_options("rep", quick=False)
-        assert full.representatives == pane.representatives() and not app._quick(full)
+        assert full.representatives == pane.representatives() and not app._quick_gate(full.backend, full.workloads, quick=False)
     gpu = make_app(open_workspace(demo_ws))
     monkeypatch.setattr(gpu, "_backend", lambda: "local")
     async with gpu.run_test(size=SIZE) as pilot:  # on a GPU, g is the representative gate

@@ -17,6 +17,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
@@ -296,18 +297,15 @@ class FibApp(App[int]):
         from textual.widgets import Input
 
         if isinstance(self.focused, Input):
-            pane = self.pane(self.active_pane)
-            chain = [w for w in self.screen.focus_chain if pane in w.ancestors and not isinstance(w, Input)]
-            if chain:
-                chain[0].focus(scroll_visible=False)
-            else:
+            target = self.pane(self.active_pane).focus_target()
+            if target is None or isinstance(target, Input):
                 self.set_focus(None)
+            else:
+                self.screen.set_focus(target, scroll_visible=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A pane's own keys act (and show in the footer) on that pane only; Cancel only while a
         run is in flight (the footer has no room to spare at 80 columns)."""
-        from textual.css.query import NoMatches
-
         pane = PANE_ACTIONS.get(action)
         if pane is not None:
             try:
@@ -544,12 +542,18 @@ class FibApp(App[int]):
             baseline = str(self.base_choice.path) if self.base_choice.path is not None else None
         solutions = [str(self.gate_choice.path)] if self.gate_choice is not None and self.gate_choice.path else []
         backend = self._backend()
-        reps = self.pane("regimes").representatives() if workloads == "rep" else None
-        report = self.pane("regimes").report
-        if workloads == "rep" and quick and backend == "interpreter" and report is not None:
-            reps = regimes.smallest_per_band(report)
+        reps = None
+        if workloads == "rep":
+            pane = self.pane("regimes")
+            reps = regimes.smallest_per_band(pane.report) if self._quick_gate(backend, workloads, quick) \
+                else pane.representatives()
         return RunOptions(backend=backend, workloads=workloads, repeats=repeats, solutions=solutions,
                           baseline=baseline, representatives=reps or None, warm=self._warm)
+
+    def _quick_gate(self, backend: str, workloads: str, quick: bool = True) -> bool:
+        """Does a gate take the smallest workload of each band? On the CPU interpreter, for the
+        representative selection, once the Regimes pane has its bands."""
+        return quick and workloads == "rep" and backend == "interpreter" and self.pane("regimes").report is not None
 
     def _choices(self):
         """(gates, baselines) for the picker: the workspace's solution, then its candidates newest
@@ -623,7 +627,7 @@ class FibApp(App[int]):
             return
         options = self._gate_options("rep")
         label = "correctness gate (the smallest workload of each band; G: the representatives)" \
-            if self._quick(options) else "representative gate"
+            if self._quick_gate(options.backend, options.workloads) else "representative gate"
         self._with_note_check(lambda: self._start(options, label))
 
     def action_gate_full(self) -> None:
@@ -631,12 +635,6 @@ class FibApp(App[int]):
             return
         self._with_note_check(lambda: self._start(self._gate_options("rep", quick=False), "representative gate"))
 
-    def _quick(self, options) -> bool:
-        from fibtui.core import regimes
-
-        report = self.pane("regimes").report
-        return bool(options.backend == "interpreter" and options.workloads == "rep" and report is not None
-                    and options.representatives == (regimes.smallest_per_band(report) or None))
 
     def action_sweep(self) -> None:
         if self.workspace is None:

@@ -249,9 +249,10 @@ class RunsPane(Pane):
         view.speed_of_light_pct = speed_of_light_pct(view.latency_ms, self._floors.get(view.uuid))
 
     def _row(self, v: JobView) -> tuple:
-        axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
-        from fibtui.core.roofline import format_speed_of_light  # here: roofline pulls in polars, the first frame must not wait
+        # imported here: roofline pulls in polars, which the first frame must not wait for
+        from fibtui.core.roofline import format_speed_of_light
 
+        axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
         pct = format_speed_of_light(v.speed_of_light_pct) if self._header_info.get("timing_kind") == "cupti" else "-"
         return (Text(v.status, style=STATUS_STYLE.get(v.status, "")), v.role[:4], v.solution[:28], axes, str(v.repeat),
                 fmt_latency(v.latency_ms), fmt_latency(v.reference_latency_ms), pct, (v.error or "")[:60])
