@@ -332,7 +332,7 @@ def fmt_us(value_ms: float | None) -> str:
 
 
 class CancelOnSignals:
-    """While a long verb goes (``fibtui parity``): SIGINT, SIGTERM and SIGHUP set ``cancel``
+    """While a long verb goes (``fibtui run``, ``fibtui parity``): SIGINT, SIGTERM and SIGHUP set ``cancel``
     instead of killing this process, so the verb stops what it started (flashinfer-bench runs in a
     process group of its own: a killed fibtui would leave it running on the GPU), archives what it
     has and returns 128 + the signal. A second signal raises KeyboardInterrupt.
@@ -340,11 +340,14 @@ class CancelOnSignals:
     The handler only sets flags and writes one line with ``os.write`` (it may run while the main
     thread is inside a print)."""
 
-    def __init__(self, cancel, what: str) -> None:
+    def __init__(self, cancel, what: str, stop: Any = None) -> None:
+        """``stop(signal_name)``: how to stop instead of ``cancel.set()`` (``fibtui run`` marks the
+        run interrupted first); it must not import or lock (it runs in the signal handler)."""
         import signal
 
         self.cancel = cancel
         self.what = what
+        self._stop = stop
         self.received: int | None = None
         self._signals = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
         self._previous: dict[int, Any] = {}
@@ -378,8 +381,12 @@ class CancelOnSignals:
         if self.received is not None:
             raise KeyboardInterrupt
         self.received = signum
-        self.cancel.set()
+        name = signal.Signals(signum).name
+        if self._stop is not None:
+            self._stop(name)
+        else:
+            self.cancel.set()
         try:
-            os.write(2, f"\n{signal.Signals(signum).name}: stopping {self.what}\n".encode())
+            os.write(2, f"\n{name}: stopping {self.what}\n".encode())
         except OSError:
             pass

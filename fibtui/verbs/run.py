@@ -115,7 +115,14 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare_run(ws, options)
     printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
     cancel = threading.Event()
-    with _Interrupts(cancel, getattr(prepared.runner, "recorder", None)) as stop:
+    from fibtui.runners.journaling import interrupt
+    from fibtui.verbs._common import CancelOnSignals
+
+    # a signal cancels as an interrupt (set before the runner stops any worker, so a job in flight
+    # stays pending and the run reads interrupted); a second one stops the workers at once
+    recorder = getattr(prepared.runner, "recorder", None)
+    with CancelOnSignals(cancel, "the run; the job(s) in flight stay pending (resumable)",
+                         stop=lambda name: interrupt(cancel, f"{name} received", recorder)) as stop:
         try:
             return _run_and_report(args, prepared, printer, cancel, stop)
         finally:
@@ -123,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_and_report(args: argparse.Namespace, prepared, printer: _Printer, cancel: threading.Event,
-                    stop: _Interrupts) -> int:
+                    stop) -> int:
     from fibtui.verbs._common import emit_json
 
     try:
@@ -147,50 +154,6 @@ def _run_and_report(args: argparse.Namespace, prepared, printer: _Printer, cance
         return 128 + int(stop.received or signal.SIGINT)
     assert record is not None
     return 0 if record["summary"]["complete"] else 1
-
-
-class _Interrupts:
-    """While a run goes: SIGINT, SIGTERM and SIGHUP cancel it as an interrupt (the cancel event is
-    set before the runner stops any worker, so a job in flight stays pending and the run reads
-    ``interrupted``); the runner winds down and ``fibtui run`` returns. A second signal raises
-    KeyboardInterrupt: the runner stops its workers at once (still recording nothing for them).
-
-    The handler only sets flags and writes one line with ``os.write`` (no lock, no buffered
-    stream: it may run while the main thread is inside a print)."""
-
-    SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-    def __init__(self, cancel: threading.Event, recorder) -> None:
-        from fibtui.runners.journaling import interrupt
-
-        self._interrupt = interrupt  # imported now: a signal handler must not import
-        self.cancel = cancel
-        self.recorder = recorder
-        self.received: int | None = None
-        self._previous: dict[int, object] = {}
-
-    def __enter__(self) -> _Interrupts:
-        for sig in self.SIGNALS:
-            try:
-                self._previous[sig] = signal.signal(sig, self._handle)
-            except (ValueError, OSError):  # not the main thread (fibtui run called from a library)
-                pass
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)  # type: ignore[arg-type]
-
-    def _handle(self, signum: int, _frame) -> None:
-        if self.received is not None:
-            raise KeyboardInterrupt  # a second signal: stop now
-        self.received = signum
-        name = signal.Signals(signum).name
-        self._interrupt(self.cancel, f"{name} received", self.recorder)
-        try:
-            os.write(2, f"\n{name}: stopping the run; the job(s) in flight stay pending (resumable)\n".encode())
-        except OSError:
-            pass
 
 
 class _quiet_if:
