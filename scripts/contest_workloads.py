@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Workloads and torch solutions for the five MLSys 2026 FlashInfer contest definitions.
+"""Workloads and solutions of ours for the five MLSys 2026 FlashInfer contest definitions.
 
     python3 scripts/contest_workloads.py --definitions DIR --out WS [--seed N] [--tiny]
 
@@ -10,7 +10,8 @@ WS becomes a workspace of one dataset and one solution folder per definition:
     WS/dataset/workloads/<op_type>/<name>.jsonl           8 workloads, one JSON object a line
     WS/dataset/blob/workloads/<name>/<uuid>.safetensors   the structured inputs of one workload
     WS/<name>/config.toml                                 [solution] + [build] (value-returning)
-    WS/<name>/solution/python/kernel.py                   our torch solution (run_<short>)
+    WS/<name>/solution/<lang>/kernel.py                   our solution (run_<short>): torch, or
+                                                          Triton for GDN prefill
 
 Shapes are the contest models' own (DeepSeek-V3/V3.2, Qwen3-Next), varied over each definition's
 var axes, and small enough that the definition's Python reference (a slow loop) runs each workload
@@ -161,7 +162,8 @@ def gdn_decode_workloads(c: Ctx) -> list[Workload]:
 
 
 def gdn_prefill_workloads(c: Ctx) -> list[Workload]:
-    pairs = ([(1, 16), (1, 40), (2, 32), (2, 64), (3, 48), (4, 64), (1, 64), (4, 24)] if c.tiny else
+    # tiny: ~100 tokens in all, so the Triton solution runs in the CPU interpreter in seconds
+    pairs = ([(1, 8), (1, 12), (2, 8), (2, 16), (3, 12), (4, 16), (1, 16), (4, 8)] if c.tiny else
              [(1, 64), (1, 512), (2, 1024), (4, 1024), (4, 2048), (8, 2048), (8, 4096), (16, 4096)])
     out = []
     for n, total in pairs:
@@ -257,17 +259,23 @@ def dsa_sparse_attention_workloads(c: Ctx) -> list[Workload]:
 
 
 # --------------------------------------------------------------------------------------------
-# solutions (the one source of WS/<name>/solution/python/kernel.py)
+# solutions (the one source of WS/<name>/solution/<language>/kernel.py)
 # --------------------------------------------------------------------------------------------
 
 _HEAD = '''"""{title}
 
-Written by scripts/contest_workloads.py (fibtui): a vectorised torch version of the definition's
-reference, value-returning (the outputs as a tuple in definition order). Not fast; it is the
-"one solution of ours" that runs beside the reference through both harnesses.
+Written by scripts/contest_workloads.py (fibtui): {what}, value-returning (the outputs as a tuple in
+definition order). It is the "one solution of ours" that runs beside the reference through both
+harnesses.
 """
 
 '''
+
+#: what each solution language's file is, in its docstring
+_WHAT = {
+    "python": "a vectorised torch version of the definition's reference (not fast)",
+    "triton": "a Triton kernel of the definition's recurrence (one launch a call)",
+}
 
 GDN_DECODE = '''import math
 
@@ -303,66 +311,80 @@ def run_gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale):
 '''
 
 GDN_PREFILL = '''import math
+import os
 
 import torch
-import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _gdn_prefill_kernel(q_ptr, k_ptr, v_ptr, s_ptr, a_log_ptr, a_ptr, dt_bias_ptr, b_ptr, cu_ptr,
+                        o_ptr, ns_ptr, scale, HAS_STATE: tl.constexpr, HQ: tl.constexpr,
+                        HK: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                        BV: tl.constexpr):
+    """One program per (sequence, value head, block of BV value rows): the [BV, K] slice of the
+    state stays in registers while the program walks the sequence's tokens in order."""
+    n = tl.program_id(0)
+    h = tl.program_id(1)
+    vb = tl.program_id(2)
+    hq = h // (HV // HQ)
+    hk = h // (HV // HK)
+    start = tl.load(cu_ptr + n).to(tl.int32)
+    end = tl.load(cu_ptr + n + 1).to(tl.int32)
+    rk = tl.arange(0, K)
+    rv = vb * BV + tl.arange(0, BV)
+    s_off = ((n * HV + h) * V + rv[:, None]) * K + rk[None, :]
+    if HAS_STATE:
+        s = tl.load(s_ptr + s_off)
+    else:
+        s = tl.zeros([BV, K], dtype=tl.float32)
+    a_log = tl.load(a_log_ptr + h)
+    dt_bias = tl.load(dt_bias_ptr + h)
+    decay = tl.exp(a_log)
+    for t in range(start, end):
+        k = tl.load(k_ptr + (t * HK + hk) * K + rk).to(tl.float32)
+        q = tl.load(q_ptr + (t * HQ + hq) * K + rk).to(tl.float32)
+        v = tl.load(v_ptr + (t * HV + h) * V + rv).to(tl.float32)
+        x = tl.load(a_ptr + t * HV + h).to(tl.float32) + dt_bias
+        softplus = tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(tl.minimum(x, 20.0))))
+        g = tl.exp(-decay * softplus)
+        beta = tl.sigmoid(tl.load(b_ptr + t * HV + h).to(tl.float32))
+        s = s * g
+        old_v = tl.sum(s * k[None, :], axis=1)
+        s = s + (beta * (v - old_v))[:, None] * k[None, :]
+        o = tl.sum(s * q[None, :], axis=1) * scale
+        tl.store(o_ptr + (t * HV + h) * V + rv, o.to(tl.bfloat16))
+    s = tl.where(end > start, s, 0.0)  # the reference leaves an empty sequence's state zero
+    tl.store(ns_ptr + s_off, s)
 
 
 @torch.no_grad()
 def run_gdn_prefill(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale):
-    """The delta rule token by token, all sequences of the batch in step: sorted longest first, so
-    the ones still running at step i are a prefix, with their tokens gathered once into a padded
-    [steps, sequences, ...] layout; state [N, H, V, K] (k-last)."""
+    """The delta rule token by token inside one Triton kernel (the recurrence is sequential per
+    sequence; parallel over sequences, value heads and blocks of value rows); state [N, H, V, K]
+    (k-last), float32 throughout as the reference computes."""
     total, HQ, K = q.shape
     HK = k.shape[1]
     HV, V = v.shape[1], v.shape[2]
     n = cu_seqlens.numel() - 1
-    dev = q.device
     if scale is None or scale == 0.0:
         scale = 1.0 / math.sqrt(K)
-    out = torch.zeros(total, HV, V, dtype=torch.float32, device=dev)
-    new_state = torch.zeros(n, HV, V, K, dtype=torch.float32, device=dev)
-    cu = [int(x) for x in cu_seqlens.tolist()]
-    lens = [cu[i + 1] - cu[i] for i in range(n)]
-    order = sorted((i for i in range(n) if lens[i] > 0), key=lambda i: -lens[i])
-    if not order:
-        return out.to(torch.bfloat16), new_state
-    m = len(order)
-    steps = lens[order[0]]
-    active = [sum(1 for i in order if lens[i] > t) for t in range(steps)]
-    starts = torch.tensor([cu[i] for i in order], dtype=torch.long, device=dev)
-    length = torch.tensor([lens[i] for i in order], dtype=torch.long, device=dev)
-    step = torch.arange(steps, device=dev).unsqueeze(1)
-    valid = step < length.unsqueeze(0)  # [steps, m]
-    pos = torch.where(valid, starts.unsqueeze(0) + step, torch.zeros_like(step))
-    g = torch.exp(-torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float()))  # [T, HV]
-    beta = torch.sigmoid(b.float())
-    g_p = g[pos][:, :, :, None, None]  # [steps, m, HV, 1, 1]
-    beta_p = beta[pos].unsqueeze(-1)  # [steps, m, HV, 1]
-    rest_p = 1 - beta_p
-    q_p = q.float().repeat_interleave(HV // HQ, dim=1)[pos].unsqueeze(-1)  # [steps, m, HV, K, 1]
-    k_p = k.float().repeat_interleave(HV // HK, dim=1)[pos].unsqueeze(-2)  # [steps, m, HV, 1, K]
-    v_p = v.float()[pos]  # [steps, m, HV, V]
-    o_p = torch.zeros(steps, m, HV, V, dtype=torch.float32, device=dev)
-    if state is None:
-        s = torch.zeros(m, HV, V, K, dtype=torch.float32, device=dev)
-    else:
-        s = state.float()[torch.tensor(order, device=dev)].clone()
-    for t in range(steps):
-        r = active[t]
-        kk = k_p[t, :r]
-        old = g_p[t, :r] * s[:r]
-        old_v = torch.matmul(old, kk.transpose(-1, -2)).squeeze(-1)  # [r, HV, V]
-        new_v = beta_p[t, :r] * v_p[t, :r] + rest_p[t, :r] * old_v
-        cur = old.addcmul_(old_v.unsqueeze(-1), kk, value=-1.0).addcmul_(new_v.unsqueeze(-1), kk)
-        if r == m:
-            s = cur
-        else:
-            s[:r] = cur
-        o_p[t, :r] = torch.matmul(cur, q_p[t, :r]).squeeze(-1)
-    out[pos[valid]] = scale * o_p[valid]
-    new_state[torch.tensor(order, device=dev)] = s
-    return out.to(torch.bfloat16), new_state
+    out = torch.zeros(total, HV, V, dtype=torch.bfloat16, device=q.device)
+    new_state = torch.empty(n, HV, V, K, dtype=torch.float32, device=q.device)
+    if n == 0:
+        return out, new_state
+    has_state = state is not None
+    s = state.float().contiguous() if has_state else new_state
+    # on a GPU 4 blocks of 32 value rows per head run in parallel; Triton's CPU interpreter runs
+    # programs one after another, where one block of all 128 rows is 4x fewer Python steps
+    BV = V if os.environ.get("TRITON_INTERPRET") == "1" else 32
+    _gdn_prefill_kernel[(n, HV, V // BV)](
+        q.contiguous(), k.contiguous(), v.contiguous(), s, A_log.float().contiguous(),
+        a.contiguous(), dt_bias.float().contiguous(), b.contiguous(), cu_seqlens.contiguous(),
+        out, new_state, float(scale), HAS_STATE=has_state, HQ=HQ, HK=HK, HV=HV, K=K, V=V, BV=BV,
+        num_warps=4)
+    return out, new_state
 '''
 
 MOE = '''import torch
@@ -517,6 +539,8 @@ class Spec:
     title: str
     #: the reference's Python-loop iterations for one workload's axes
     loop: Callable[[dict[str, int]], str]
+    #: the solution's language (its folder: solution/<language>/kernel.py)
+    language: str = "python"
 
 
 SPECS: dict[str, Spec] = {
@@ -527,7 +551,8 @@ SPECS: dict[str, Spec] = {
     "gdn_prefill_qk4_v8_d128_k_last": Spec(
         "gdn_prefill", gdn_prefill_workloads, GDN_PREFILL,
         "Gated DeltaNet prefill (varlen by cu_seqlens, GVA 4/8 heads, d 128, k-last state).",
-        lambda ax: f"{ax['total_seq_len']} (tokens) iterations of ~14 ops on [8,128,128]"),
+        lambda ax: f"{ax['total_seq_len']} (tokens) iterations of ~14 ops on [8,128,128]",
+        language="triton"),
     "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048": Spec(
         "moe_fp8", moe_workloads, MOE,
         "FP8 block-scale MoE with DeepSeek-V3 routing (256 experts, 32 local, H 7168, I 2048).",
@@ -547,13 +572,18 @@ SPECS: dict[str, Spec] = {
 
 def kernel_source(name: str) -> str:
     spec = SPECS[name]
-    return _HEAD.format(title=spec.title) + spec.kernel
+    return _HEAD.format(title=spec.title, what=_WHAT[spec.language]) + spec.kernel
+
+
+def solution_name(name: str) -> str:
+    spec = SPECS[name]
+    return f"{spec.short}_{'torch_ref' if spec.language == 'python' else spec.language}_v1"
 
 
 def config_toml(name: str) -> str:
-    short = SPECS[name].short
-    return (f'[solution]\nname = "{short}_torch_ref_v1"\ndefinition = "{name}"\nauthor = "fibtui"\n\n'
-            f'[build]\nlanguage = "python"\nentry_point = "kernel.py::run_{short}"\n'
+    spec = SPECS[name]
+    return (f'[solution]\nname = "{solution_name(name)}"\ndefinition = "{name}"\nauthor = "fibtui"\n\n'
+            f'[build]\nlanguage = "{spec.language}"\nentry_point = "kernel.py::run_{spec.short}"\n'
             f"destination_passing_style = false\n")
 
 
@@ -651,7 +681,7 @@ def build(definitions: Path, seed: int, tiny: bool) -> tuple[dict[Path, bytes], 
             summary.append(f"{name}: {json.dumps(w.axes)} -> reference: {spec.loop(axis_values(d, w.axes))}")
         files[Path("dataset/workloads") / op / f"{name}.jsonl"] = ("\n".join(lines) + "\n").encode()
         files[Path(name) / "config.toml"] = config_toml(name).encode()
-        files[Path(name) / "solution" / "python" / "kernel.py"] = kernel_source(name).encode()
+        files[Path(name) / "solution" / spec.language / "kernel.py"] = kernel_source(name).encode()
     missing = sorted(set(SPECS) - set(found))
     for name in missing:
         summary.append(f"{name}: not in {definitions}, skipped")

@@ -145,12 +145,15 @@ def _reference(source: str) -> dict[str, Any]:
 
 
 def _solution(root: Path, name: str):
+    """The solution's entry point, its file imported as a module (Triton reads a kernel's source
+    from its file)."""
     cfg = tomllib.loads((root / name / "config.toml").read_text())
     file, fn = cfg["build"]["entry_point"].split("::")
-    ns: dict[str, Any] = {}
-    src = (root / name / "solution" / "python" / file).read_text()
-    exec(compile(src, file, "exec"), ns)  # noqa: S102
-    return ns[fn]
+    path = root / name / "solution" / cfg["build"]["language"] / file
+    spec = importlib.util.spec_from_file_location(f"contest_solution_{CW.SPECS[name].short}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, fn)
 
 
 def _as_list(result: Any) -> list[torch.Tensor]:
@@ -188,10 +191,12 @@ def test_layout_configs_and_constraints(ws: Path) -> None:
             (DEFS / f"{name}.json").read_bytes()
         cfg = tomllib.loads((ws / name / "config.toml").read_text())
         short = CW.SPECS[name].short
-        assert cfg["solution"] == {"name": f"{short}_torch_ref_v1", "definition": name, "author": "fibtui"}
-        assert cfg["build"] == {"language": "python", "entry_point": f"kernel.py::run_{short}",
+        lang = "triton" if name == GDN_PREFILL else "python"
+        kind = "triton" if name == GDN_PREFILL else "torch_ref"
+        assert cfg["solution"] == {"name": f"{short}_{kind}_v1", "definition": name, "author": "fibtui"}
+        assert cfg["build"] == {"language": lang, "entry_point": f"kernel.py::run_{short}",
                                 "destination_passing_style": False}
-        assert (ws / name / "solution" / "python" / "kernel.py").read_text() == CW.kernel_source(name)
+        assert (ws / name / "solution" / lang / "kernel.py").read_text() == CW.kernel_source(name)
         lines = _workloads(ws, d)
         assert len(lines) >= 8
         var = {n for n, a in d["axes"].items() if a["type"] == "var"}
