@@ -9,8 +9,10 @@
 #   bash scripts/device/h200_definitions.sh both   "DEF1 DEF2 ..."   # run then parity, per definition
 #
 # Each fibtui command is stopped with SIGTERM (fibtui's own clean interrupt) after STEP_S seconds
-# (default 240; WORKLOADS=UUID,... narrows what parity runs), so one slow definition cannot take the whole call. The files come back as one
-# archive, $OUT/defs_<phase>.tar.gz (a device call returns 8 files at most), beside summary.txt.
+# (default 240; RUN_S and PARITY_S set the run's and the parity's limits apart; WORKLOADS=UUID,...
+# narrows what parity runs), so one slow definition cannot take the whole call. The files come back
+# as one archive, $OUT/defs_<phase>[_<TAG>].tar.gz (a device call returns 8 files at most), beside
+# summary_<phase>[_<TAG>].txt; TAG tells apart several invocations in one call.
 #
 # Carried (ignored by git): .whl (polars 1.20 as an unpacked .tar.xz, pyyaml, safetensors, platformdirs, tomlkit, gitpython, pydantic, apache-tvm-ffi,
 # cupti-python, flashinfer-python 0.6.4 and flashinfer-bench built from its main branch @40e6ca78),
@@ -36,11 +38,13 @@ R=$OUT/defs
 mkdir -p $R
 F="python3 -m fibtui"
 STEP_S=${STEP_S:-240}
-T="timeout -s TERM -k 30 $STEP_S"
+TR="timeout -s TERM -k 30 ${RUN_S:-$STEP_S}"
+TP="timeout -s TERM -k 30 ${PARITY_S:-$STEP_S}"
+SUFFIX=$PHASE${TAG:+_$TAG}
 for D in $DEFS; do
   if [ "$PHASE" = run ] || [ "$PHASE" = both ]; then
     echo "=== run $D $(date +%T)"
-    /usr/bin/time -f "%e s wall" $T $F run --backend local --workloads all --definition $D --workspace $WS --json \
+    /usr/bin/time -f "%e s wall" $TR $F run --backend local --workloads all --definition $D --workspace $WS --json \
       > $R/${D}_run.json 2> $R/${D}_run.err
     echo "rc=$?"; tail -3 $R/${D}_run.err
     RUN=$(python3 -c "import json,sys; print(json.load(open('$R/${D}_run.json'))['run_id'])" 2>/dev/null)
@@ -52,7 +56,7 @@ for D in $DEFS; do
   fi
   if [ "$PHASE" = parity ] || [ "$PHASE" = both ]; then
     echo "=== parity $D $(date +%T)"
-    /usr/bin/time -f "%e s wall" $T $F parity --workloads ${WORKLOADS:-all} --definition $D --workspace $WS --json \
+    /usr/bin/time -f "%e s wall" $TP $F parity --workloads ${WORKLOADS:-all} --definition $D --workspace $WS --json \
       > $R/${D}_parity.json 2> $R/${D}_parity.err
     echo "rc=$?"; tail -3 $R/${D}_parity.err
     P=$(ls -d $WS/optimize_ops/parity/*/ 2>/dev/null | tail -1)
@@ -79,4 +83,4 @@ for p in sorted(q for ph in phases for q in r.glob(f"*_{ph}.json")):
         print(p.name, "bench", d.get("passed"), "/", d.get("total"), "evaluator", d.get("bench_evaluator"), "vs", d.get("evaluator"),
               "mismatches", c.get("verdict_mismatches"), "warnings", d.get("warnings"))
 PY
-tar -czf $OUT/defs_$PHASE.tar.gz -C $OUT defs && rm -rf $R
+tar -czf $OUT/defs_$SUFFIX.tar.gz -C $OUT defs && rm -rf $R
