@@ -952,10 +952,6 @@ class Dataset:
         self._definitions: dict[str, Definition] = {}
         self._workloads: dict[str, WorkloadSet] = {}
 
-    @staticmethod
-    def looks_like(folder: Path) -> bool:
-        return (folder / "definitions").is_dir()
-
     @cached_property
     def definition_paths(self) -> dict[str, Path]:
         folder = self.root / "definitions"
@@ -1000,10 +996,3 @@ class Dataset:
     def solutions(self, definition: str | None = None) -> list[Solution]:
         out = [load_solution(p) for p in self.solution_paths()]
         return [s for s in out if definition is None or s.definition == definition]
-
-    def trace_paths(self, definition: str | None = None) -> list[Path]:
-        folder = self.root / "traces"
-        if not folder.is_dir():
-            return []
-        pattern = f"{definition}.jsonl" if definition else "*.jsonl"
-        return sorted(folder.rglob(pattern))

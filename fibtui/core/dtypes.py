@@ -20,10 +20,3 @@ DTYPE_BYTES: dict[str, float] = {
 }
 
 KNOWN_DTYPES = frozenset(DTYPE_BYTES)
-
-
-def dtype_bytes(dtype: str) -> float:
-    try:
-        return DTYPE_BYTES[dtype]
-    except KeyError:
-        raise KeyError(f"unknown dtype {dtype!r}") from None

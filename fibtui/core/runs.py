@@ -42,8 +42,6 @@ RUNS_DIR = "runs"
 RECORD_FORMAT = "fibtui-run"
 RECORD_VERSION = 1
 
-ROLES = ("baseline", "candidate")
-
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")

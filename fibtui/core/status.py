@@ -26,17 +26,6 @@ TOOL_STATUSES = ("UNSUPPORTED_HERE",)
 
 ALL_STATUSES = KERNEL_STATUSES + INFRA_STATUSES + TOOL_STATUSES
 
-#: Statuses that carry correctness numbers in the official format.
-WITH_CORRECTNESS = ("PASSED", "INCORRECT_NUMERICAL")
-
-
-def is_infra(status: str) -> bool:
-    return status in INFRA_STATUSES
-
 
 def is_tool_limit(status: str) -> bool:
     return status in TOOL_STATUSES
-
-
-def is_known(status: str) -> bool:
-    return status in ALL_STATUSES

@@ -325,12 +325,6 @@ def fmt_ms(value: float | None, digits: int = 6) -> str:
     return f"{value:.{digits}f}"
 
 
-def fmt_us(value_ms: float | None) -> str:
-    if value_ms is None:
-        return "-"
-    return f"{value_ms * 1000:.2f}"
-
-
 class CancelOnSignals:
     """While a long verb goes (``fibtui run``, ``fibtui parity``): SIGINT, SIGTERM and SIGHUP set ``cancel``
     instead of killing this process, so the verb stops what it started (flashinfer-bench runs in a
