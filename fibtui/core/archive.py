@@ -62,6 +62,7 @@ from fibtui.core.fsio import (
     read_input_text,
     reserve_unique_path,
 )
+from fibtui.core.workspace import archive_root_of  # noqa: F401  (the archive's own name for it)
 
 ROUNDS_FILE = "docs/rounds.jsonl"
 RUNS_DIR = "runs"
@@ -71,10 +72,6 @@ DECISIONS = ("promoted", "archived", "rejected", "undecided")
 CANDIDATE_ID = re.compile(r"^v(?P<major>\d+)[a-z]?_(?P<band>[a-z0-9]+)_(?P<change>[a-z0-9]+(?:_[a-z0-9]+)*)$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _SKIP_NAMES = {"__pycache__", "lock", ".pytest_cache"}
-
-
-def archive_root_of(workspace_root: str | Path) -> Path:
-    return Path(workspace_root) / "optimize_ops"
 
 
 def safe_name(text: str, fallback: str = "item") -> str:

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from fibtui.core.errors import InputError
+from fibtui.core.workspace import archive_root_of
 from fibtui.resources import DEMOS, bundled, demo_source
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -49,7 +50,7 @@ def create_demo_workspace(target: str | Path, *, with_history: bool = True, git_
         except FileNotFoundError:
             archive = None
         if archive is not None and any(archive.iterdir()):
-            shutil.copytree(archive, target / "optimize_ops", ignore=_IGNORE, dirs_exist_ok=True)
+            shutil.copytree(archive, archive_root_of(target), ignore=_IGNORE, dirs_exist_ok=True)
     gitignore = target / ".gitignore"
     if not gitignore.exists():
         gitignore.write_text("__pycache__/\n.fibtui/cache/\n")

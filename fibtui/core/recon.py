@@ -50,6 +50,7 @@ import git
 from fibtui.core.errors import InputError
 from fibtui.core.fsio import atomic_write_json, atomic_write_text, read_input
 from fibtui.core.settings import get_setting
+from fibtui.core.workspace import archive_root_of, state_dir_of
 
 REFERENCE_DIR = "reference"
 DEFAULT_TIMEOUT_S = 60.0
@@ -265,7 +266,7 @@ def refresh_all(
 
 
 def refresh_record_path(workspace: str | Path) -> Path:
-    return Path(workspace) / ".fibtui" / "cache" / "recon_refresh.json"
+    return state_dir_of(workspace) / "cache" / "recon_refresh.json"
 
 
 def save_refresh(workspace: str | Path, results: Sequence[RefreshResult]) -> Path:
@@ -657,7 +658,7 @@ class ReconNote:
 
 
 def notes_dir(workspace: str | Path) -> Path:
-    return Path(workspace) / "optimize_ops" / "docs"
+    return archive_root_of(workspace) / "docs"
 
 
 def _safe_name(definition: str) -> str:

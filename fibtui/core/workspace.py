@@ -21,10 +21,16 @@ if TYPE_CHECKING:  # polars loads with the dataset module: keep it off the start
     from fibtui.core.dataset import Dataset
 
 CONFIG_NAME = "config.toml"
+#: The workspace's folders, named here only (docs/formats.md): the archive of every round, and
+#: fibtui's own state (caches, warm workers, logs of a profile in progress). Reach them through
+#: :attr:`Workspace.archive_root` / :attr:`Workspace.state_dir`, or :func:`archive_root_of` /
+#: :func:`state_dir_of` where only the workspace folder is at hand.
+ARCHIVE_DIR = "optimize_ops"
+STATE_DIR = ".fibtui"
 #: Folders never searched for solution configs.
 SKIP_DIRS = {
-    ".git", ".venv", "venv", "node_modules", "__pycache__", "optimize_ops", "reference",
-    "dataset", "build", "dist", ".fibtui", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".git", ".venv", "venv", "node_modules", "__pycache__", ARCHIVE_DIR, "reference",
+    "dataset", "build", "dist", STATE_DIR, ".mypy_cache", ".pytest_cache", ".ruff_cache",
     "candidates",
 }
 #: Where a solution's candidates live (beside its config.toml, or at the workspace root): each
@@ -383,6 +389,16 @@ def check_sources(c: SolutionConfig) -> list[Problem]:
 # --------------------------------------------------------------------------------------------
 
 
+def archive_root_of(workspace_root: str | Path) -> Path:
+    """``<workspace>/optimize_ops``: the archive (runs, benchmarks, rounds, best solutions, parity)."""
+    return Path(workspace_root) / ARCHIVE_DIR
+
+
+def state_dir_of(workspace_root: str | Path) -> Path:
+    """``<workspace>/.fibtui``: fibtui's own state (caches, warm workers), never archived."""
+    return Path(workspace_root) / STATE_DIR
+
+
 @dataclass
 class Workspace:
     root: Path
@@ -401,11 +417,11 @@ class Workspace:
 
     @property
     def archive_root(self) -> Path:
-        return self.root / "optimize_ops"
+        return archive_root_of(self.root)
 
     @property
     def state_dir(self) -> Path:
-        return self.root / ".fibtui"
+        return state_dir_of(self.root)
 
     def dataset(self) -> Dataset:
         from fibtui.core.dataset import Dataset
@@ -440,7 +456,7 @@ def _is_per_definition_root(parent: Path, child: Path) -> bool:
     """
     if (child / ".git").exists() or (parent / CONFIG_NAME).is_file():
         return False
-    if not any((parent / marker).exists() for marker in (".git", "fibtui.toml", "optimize_ops", "dataset", "reference")):
+    if not any((parent / marker).exists() for marker in (".git", "fibtui.toml", ARCHIVE_DIR, "dataset", "reference")):
         return False
     try:
         siblings = [d for d in parent.iterdir() if d.is_dir() and d != child]
@@ -454,7 +470,7 @@ def _owns_candidates(folder: Path) -> bool:
     cfg = folder / CONFIG_NAME
     if cfg.is_file() and has_solution_table(cfg):
         return True
-    return any((folder / marker).exists() for marker in (".git", "fibtui.toml", "optimize_ops", "dataset"))
+    return any((folder / marker).exists() for marker in (".git", "fibtui.toml", ARCHIVE_DIR, "dataset"))
 
 
 def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:

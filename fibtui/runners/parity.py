@@ -57,6 +57,7 @@ from fibtui.core.results import ResultRow, detect_format, load_results
 from fibtui.core.runs import build_record, list_runs, now_iso, read_journal, run_dir
 from fibtui.core.status import PASSED
 from fibtui.core.toolchain import bench_version
+from fibtui.core.workspace import archive_root_of
 
 PARITY_DIR = "parity"
 RECORD_FORMAT = "fibtui-parity"
@@ -71,7 +72,7 @@ LineSink = Callable[[str], None]
 def parity_root(workspace: Any) -> Path:
     """``<workspace>/optimize_ops/parity`` (a Workspace, or a workspace folder)."""
     archive = getattr(workspace, "archive_root", None)
-    return Path(archive if archive is not None else Path(workspace) / "optimize_ops") / PARITY_DIR
+    return Path(archive if archive is not None else archive_root_of(workspace)) / PARITY_DIR
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def parity_tau(workspace_root: str | Path, definition: str | None = None) -> tup
     definition on a GPU; interpreter sessions never count)."""
     from fibtui.core import stats
 
-    sessions = [s for s in stats.aa_sessions(Path(workspace_root) / "optimize_ops")
+    sessions = [s for s in stats.aa_sessions(archive_root_of(workspace_root))
                 if definition is None or s.definition == definition]
     floor = stats.noise_floor(stats.StatsSettings.from_workspace(workspace_root), sessions,
                               f"{definition}, GPU timings" if definition else None)

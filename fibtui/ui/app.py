@@ -780,7 +780,7 @@ class FibApp(App[int]):
 
         ws = self.workspace
         if self._warm is None:
-            self._warm = WarmWorkers(ws.root / ".fibtui" / "warm")
+            self._warm = WarmWorkers(ws.state_dir / "warm")
         if self._warm.count():
             return
         options = self._gate_options("rep")

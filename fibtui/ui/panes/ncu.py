@@ -43,8 +43,7 @@ LIST_MAX = 48  # widest report list beside the table (columns of label)
 KERNEL_MAX = 28  # widest kernel name in a column header or a diff heading
 
 
-def find_reports(root: Path) -> list[Path]:
-    base = root / "optimize_ops"
+def find_reports(base: Path) -> list[Path]:
     found: set[Path] = set()
     if base.is_dir():
         for pattern in PATTERNS:
@@ -110,7 +109,7 @@ class NcuPane(Pane):
     @work(thread=True, exclusive=True, group="ncu-list", exit_on_error=False)
     def refresh_reports(self) -> None:
         if self.workspace is not None:
-            self.post_message(self.Listed(find_reports(self.workspace.root)))
+            self.post_message(self.Listed(find_reports(self.workspace.archive_root)))
 
     # ---------------------------------------------------------------- layout and the report list
 
