@@ -632,7 +632,8 @@ def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ..
     run that covered every workload wins over newer partial ones (a gate). Rows are the first
     candidate's (the solution under test); CPU-interpreter runs are skipped, since their latencies
     say nothing about the GPU."""
-    from fibtui.core.results import load_results
+    # the module, not the package: fibtui.core.results reads journals through this module
+    from fibtui.core.results.fibtui_run import load_run_record
 
     chosen = None
     for listing in reversed(list_runs(archive_root)):
@@ -642,7 +643,7 @@ def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ..
         if not record.is_file():
             continue
         try:
-            table = load_results(record)
+            table = load_run_record(record)
         except InputError:
             continue
         if table.meta.get("timing_kind") not in timing_kinds:

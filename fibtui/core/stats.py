@@ -1274,7 +1274,7 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
     """A result file ``load_results`` reads, a run folder, or a run id under ``<archive>/runs``."""
     import json
 
-    from fibtui.core.results import _from_json, load_results
+    from fibtui.core.results import has_workload_latencies, load_results, read_run_record
     from fibtui.core.runs import build_record
 
     p = Path(spec).expanduser()
@@ -1287,7 +1287,7 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         if (folder / "run.json").is_file():
             table = load_results(folder / "run.json", axes_lookup)
         elif (folder / "journal.jsonl").is_file():
-            table = _from_json(folder / "run.json", build_record(folder))
+            table = read_run_record(folder / "run.json", build_record(folder))
         else:
             raise InputError(folder, "folder is not a fibtui run (no run.json or journal.jsonl)")
         path = folder / "run.json"
@@ -1314,7 +1314,7 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
     env = table.meta.get("environment")
     if isinstance(env, dict):
         src.gpu = env.get("gpu") or env.get("hardware")
-    if table.source_format in ("hand-summary", "direct-timing", "markdown-summary", "fib-console-log"):
+    if not has_workload_latencies(table.source_format):
         raise InputError(path, f"a {table.source_format} file has no per-workload latencies to pair; give a result file with them")
     return src
 
