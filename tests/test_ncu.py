@@ -629,14 +629,14 @@ def test_ncu_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rep = tmp_path / "x.ncu-rep"
     rep.write_bytes(b"\x00binary")
     with pytest.raises(UsageError):
-        ncu.load_report(rep)
+        runner.load_report(rep)
     assert issubclass(ncu.NcuTimeout, FibError) and issubclass(ncu.NcuFailed, FibError)
 
 
 def test_ncu_rep_import_through_ncu(fake_ncu: Path, tmp_path: Path) -> None:
     rep = tmp_path / "r.ncu-rep"
     rep.write_bytes(b"\x00binary")
-    report = ncu.load_report(rep)
+    report = runner.load_report(rep)
     assert report.source_format == "ncu-rep"
     (s,) = ncu.summarize(report)
     assert s.get("duration_us") == pytest.approx(18.4) and s.limiter == "registers"

@@ -1,4 +1,6 @@
-"""Profile a program under Nsight Compute and export its pages next to the report.
+"""Everything that runs Nsight Compute's ``ncu``: profiling a program, exporting the pages of a
+binary report, and reading a ``.ncu-rep`` through those pages (:func:`load_report`, which hands
+:func:`fibtui.core.ncu.load_report` an exporter; the core itself runs no program).
 
 :func:`build_ncu_command` is pure (tested without ncu); :func:`profile` runs it with a timeout
 (list arguments, never a shell; the whole process group is stopped on timeout), then writes, next
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fibtui.core import ncu as core_ncu
 from fibtui.core.errors import UsageError
 from fibtui.core.fsio import atomic_write_text, make_dirs
-from fibtui.core.ncu import NcuFailed, NcuTimeout, export_page, find_ncu
+from fibtui.core.ncu import NcuFailed, NcuNotFound, NcuReport, NcuTimeout
 
 SETS = ("basic", "detailed", "full")
 DEFAULT_SET = "detailed"
@@ -30,6 +34,49 @@ DEFAULT_CLOCK_CONTROL = "none"  # shared machines: leave the clocks alone (ncu's
 DEFAULT_LAUNCH_SKIP = 0
 DEFAULT_LAUNCH_COUNT = 1
 DEFAULT_TIMEOUT_S = 600.0
+
+
+def find_ncu(ncu: str | None = None) -> str:
+    """The ncu executable: ``ncu`` given as a path or name, else ``ncu`` on the PATH."""
+    found = shutil.which(ncu or "ncu")
+    if found is None:
+        raise NcuNotFound(
+            f"Nsight Compute's {ncu or 'ncu'!r} is not on the PATH; install Nsight Compute (or add "
+            "its folder to PATH), or export the report elsewhere with "
+            "'ncu --import X.ncu-rep --csv --page details > X_details.csv'"
+        )
+    return found
+
+
+def export_page(rep: str | Path, page: str, *, csv_format: bool = True, ncu: str | None = None,
+                timeout_s: float = 300.0) -> str:
+    """``ncu --import REP [--csv] --page PAGE`` and its standard output (list args, no shell)."""
+    exe = find_ncu(ncu)
+    cmd = [exe, "--import", str(rep)]
+    if csv_format:
+        cmd.append("--csv")
+    cmd += ["--page", page]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",  # noqa: S603
+                              timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise NcuTimeout(f"'ncu --import {rep} --page {page}' did not finish within {timeout_s:g} s") from None
+    except OSError as exc:
+        raise NcuFailed(f"cannot run {exe}: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        raise NcuFailed(f"'ncu --import {rep} --page {page}' exited with {proc.returncode}: {tail or 'no output'}")
+    return proc.stdout
+
+
+def load_report(path: str | Path, *, ncu: str | None = None, timeout_s: float = 300.0) -> NcuReport:
+    """:func:`fibtui.core.ncu.load_report`, a binary ``.ncu-rep`` read through ``ncu --import``
+    (its details and raw CSV pages); any other file needs no ncu."""
+
+    def export(rep: Path, page: str, as_csv: bool) -> str:
+        return export_page(rep, page, csv_format=as_csv, ncu=ncu, timeout_s=timeout_s)
+
+    return core_ncu.load_report(path, export=export)
 
 
 def build_ncu_command(

@@ -153,7 +153,8 @@ def print_summaries(con, summaries, title: str = "") -> None:
 
 
 def ncu_import(args: argparse.Namespace) -> int:
-    from fibtui.core.ncu import attach_request, load_report, report_to_json, shape_matrix, summarize
+    from fibtui.core.ncu import attach_request, report_to_json, shape_matrix, summarize
+    from fibtui.runners.ncu import load_report  # a .ncu-rep is read through ncu
     from fibtui.verbs._common import console, emit_json
 
     report = attach_request(load_report(args.file), args.file)
@@ -183,7 +184,8 @@ def ncu_diff(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from fibtui.core.ncu import attach_request, diff_reports, load_report
+    from fibtui.core.ncu import attach_request, diff_reports
+    from fibtui.runners.ncu import load_report  # a .ncu-rep is read through ncu
     from fibtui.verbs._common import console, emit_json
 
     base = attach_request(load_report(args.baseline), args.baseline)
