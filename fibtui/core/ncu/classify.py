@@ -48,7 +48,7 @@ measured limiter it would relieve (``relieves``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,114 +184,151 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return f"{text}{unit}"
 
 
-def classify(metrics: Mapping[str, Any], host: HostGaps | None = None) -> Classification:
-    """Classify one kernel from its compact fields (the keys of :data:`FIELDS`; missing keys are
-    unknown). See the thresholds table in the module docstring."""
+#: A kernel's compact fields, read as finite numbers: ``num(key)`` is None when unknown.
+Numbers = Callable[[str], float | None]
 
+
+def _numbers(metrics: Mapping[str, Any]) -> Numbers:
     def num(key: str) -> float | None:
         v = metrics.get(key)
         return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
 
+    return num
+
+
+def classify(metrics: Mapping[str, Any], host: HostGaps | None = None) -> Classification:
+    """Classify one kernel from its compact fields (the keys of :data:`FIELDS`; missing keys are
+    unknown). See the thresholds table in the module docstring. Findings come in this order: the
+    launch-bound finding (with a host measurement), the device bottleneck, the occupancy limiter,
+    grid too small or tail effect, scheduling imbalance, spilling."""
+    num = _numbers(metrics)
     compute, memory, dram = num("compute_throughput_pct"), num("memory_throughput_pct"), num("dram_throughput_pct")
-    l2_hit = num("l2_hit_rate_pct")
-    theo, achieved = num("theoretical_occupancy_pct"), num("achieved_occupancy_pct")
-    waves = num("waves_per_sm")
-    findings: list[Finding] = []
     evidence: dict[str, Any] = {"compute_throughput_pct": compute, "memory_throughput_pct": memory,
                                 "dram_throughput_pct": dram, "busy_threshold_pct": BUSY_PCT}
-
-    # -- the device bottleneck (Speed Of Light)
-    mem_level = max((v for v in (memory, dram) if v is not None), default=None)
-    device: str | None = None
-    if compute is not None or mem_level is not None:
-        c, mm = compute or 0.0, mem_level or 0.0
-        sol = {"compute_throughput_pct": compute, "memory_throughput_pct": memory, "dram_throughput_pct": dram,
-               "busy_threshold_pct": BUSY_PCT}
-        if mm >= BUSY_PCT and mm >= c:
-            device = "memory"
-            tactics = list(TACTICS["memory"])
-            if l2_hit is not None and l2_hit < L2_HIT_LOW_PCT:
-                tactics += TACTICS["l2_persistence"]
-                sol["l2_hit_rate_pct"] = l2_hit
-            if (l2_hit is not None and l2_hit >= CROSS_BLOCK_L2_HIT_PCT and memory is not None
-                    and dram is not None and memory - dram >= CROSS_BLOCK_DRAM_GAP_PCT):
-                tactics += TACTICS["cross_block"]
-                sol["l2_hit_rate_pct"] = l2_hit
-            findings.append(Finding("memory-bound", f"memory throughput {_fmt(mm, '%')} >= {_fmt(BUSY_PCT, '%')} of peak "
-                                    f"and above compute ({_fmt(compute, '%')})", sol, tactics))
-        elif c >= BUSY_PCT:
-            device = "compute"
-            findings.append(Finding("compute-bound", f"compute (SM) throughput {_fmt(c, '%')} >= {_fmt(BUSY_PCT, '%')} "
-                                    f"of peak and above memory ({_fmt(mem_level, '%')})", sol, list(TACTICS["compute"])))
-        else:
-            device = "latency"
-            findings.append(Finding("latency-bound", f"compute {_fmt(compute, '%')} and memory {_fmt(mem_level, '%')} "
-                                    f"throughput both under {_fmt(BUSY_PCT, '%')} of peak: units idle while warps wait",
-                                    sol, list(TACTICS["latency"])))
+    device, device_finding = _device_bottleneck(compute, memory, dram, num("l2_hit_rate_pct"))
+    findings = [device_finding] if device_finding is not None else []
     bottleneck = device
-
-    # -- launch-bound: only from a host measurement
     if host is not None:
-        share = host.gap_share
-        evidence.update({"host_gap_us": host.gap_us, "host_busy_us": host.busy_us, "host_gap_share": share,
-                         "launch_gap_share_threshold": LAUNCH_GAP_SHARE})
-        if share is not None and share >= LAUNCH_GAP_SHARE:
+        launch = _launch_bound(host, evidence)
+        if launch is not None:
             bottleneck = "launch"
-            ev = {"host_gap_us": host.gap_us, "host_busy_us": host.busy_us, "host_gap_share": round(share, 4),
-                  "launches": host.launches, "threshold": LAUNCH_GAP_SHARE}
-            findings.insert(0, Finding("launch-bound", f"host gaps {_fmt(host.gap_us, ' us')} are {_fmt(share * 100, '%')} "
-                                       f"of the call (kernels busy {_fmt(host.busy_us, ' us')})", ev, list(TACTICS["launch"])))
-
-    # -- the occupancy limiter: the smallest block limit
-    limits = {name: num(key) for name, key in LIMITS.items()}
-    known = {k: v for k, v in limits.items() if v is not None}
-    limiter: str | None = None
-    if known:
-        smallest = min(known.values())
-        tied = [k for k, v in known.items() if v == smallest]
-        limiter = tied[0]
-        ev = {f"block_limit_{k}": v for k, v in known.items()}
-        ev.update({"theoretical_occupancy_pct": theo, "registers_per_thread": num("registers_per_thread")})
-        evidence.update({"limiter": limiter, "block_limits": {k: v for k, v in known.items()}})
-        if theo is not None and theo < FULL_OCCUPANCY_PCT:
-            tie = f" (tied with {', '.join(tied[1:])})" if len(tied) > 1 else ""
-            tactics = [t for k in tied for t in TACTICS[k]]
-            findings.append(Finding("occupancy-limited", f"theoretical occupancy {_fmt(theo, '%')}, limited by {limiter}{tie}: "
-                                    f"{_fmt(smallest)} blocks/SM", ev, tactics))
-
-    # -- grid too small / tail effect
+            findings.insert(0, launch)
+    limiter, occupancy = _occupancy_limiter(num, evidence)
+    waves = num("waves_per_sm")
     grid_too_small = waves is not None and waves < GRID_TOO_SMALL_WAVES
-    if waves is not None:
-        evidence["waves_per_sm"] = waves
+    found = [occupancy, _grid_fill(num, waves, grid_too_small, evidence), _imbalance(num, evidence), _spilling(num)]
+    findings += [f for f in found if f is not None]
+    return Classification(bottleneck, device, limiter, grid_too_small, findings, evidence)
+
+
+def _device_bottleneck(compute: float | None, memory: float | None, dram: float | None,
+                       l2_hit: float | None) -> tuple[str | None, Finding | None]:
+    """The device class from Speed Of Light: memory-bound, compute-bound or latency-bound (None
+    without any throughput number), with its finding."""
+    mem_level = max((v for v in (memory, dram) if v is not None), default=None)
+    if compute is None and mem_level is None:
+        return None, None
+    c, mm = compute or 0.0, mem_level or 0.0
+    sol: dict[str, Any] = {"compute_throughput_pct": compute, "memory_throughput_pct": memory,
+                           "dram_throughput_pct": dram, "busy_threshold_pct": BUSY_PCT}
+    if mm >= BUSY_PCT and mm >= c:
+        tactics = list(TACTICS["memory"])
+        if l2_hit is not None and l2_hit < L2_HIT_LOW_PCT:
+            tactics += TACTICS["l2_persistence"]
+            sol["l2_hit_rate_pct"] = l2_hit
+        if (l2_hit is not None and l2_hit >= CROSS_BLOCK_L2_HIT_PCT and memory is not None
+                and dram is not None and memory - dram >= CROSS_BLOCK_DRAM_GAP_PCT):
+            tactics += TACTICS["cross_block"]
+            sol["l2_hit_rate_pct"] = l2_hit
+        return "memory", Finding("memory-bound", f"memory throughput {_fmt(mm, '%')} >= {_fmt(BUSY_PCT, '%')} of peak "
+                                 f"and above compute ({_fmt(compute, '%')})", sol, tactics)
+    if c >= BUSY_PCT:
+        return "compute", Finding("compute-bound", f"compute (SM) throughput {_fmt(c, '%')} >= {_fmt(BUSY_PCT, '%')} "
+                                  f"of peak and above memory ({_fmt(mem_level, '%')})", sol, list(TACTICS["compute"]))
+    return "latency", Finding("latency-bound", f"compute {_fmt(compute, '%')} and memory {_fmt(mem_level, '%')} "
+                              f"throughput both under {_fmt(BUSY_PCT, '%')} of peak: units idle while warps wait",
+                              sol, list(TACTICS["latency"]))
+
+
+def _launch_bound(host: HostGaps, evidence: dict[str, Any]) -> Finding | None:
+    """Launch-bound, only from a host measurement: the gaps between launches are at least
+    LAUNCH_GAP_SHARE of the call. The host numbers go into ``evidence`` either way."""
+    share = host.gap_share
+    evidence.update({"host_gap_us": host.gap_us, "host_busy_us": host.busy_us, "host_gap_share": share,
+                     "launch_gap_share_threshold": LAUNCH_GAP_SHARE})
+    if share is None or share < LAUNCH_GAP_SHARE:
+        return None
+    ev = {"host_gap_us": host.gap_us, "host_busy_us": host.busy_us, "host_gap_share": round(share, 4),
+          "launches": host.launches, "threshold": LAUNCH_GAP_SHARE}
+    return Finding("launch-bound", f"host gaps {_fmt(host.gap_us, ' us')} are {_fmt(share * 100, '%')} "
+                   f"of the call (kernels busy {_fmt(host.busy_us, ' us')})", ev, list(TACTICS["launch"]))
+
+
+def _occupancy_limiter(num: Numbers, evidence: dict[str, Any]) -> tuple[str | None, Finding | None]:
+    """The occupancy limiter (the smallest block limit; ties in :data:`LIMITS` order), and the
+    occupancy-limited finding when theoretical occupancy is under FULL_OCCUPANCY_PCT."""
+    known = {name: v for name, key in LIMITS.items() if (v := num(key)) is not None}
+    if not known:
+        return None, None
+    smallest = min(known.values())
+    tied = [k for k, v in known.items() if v == smallest]
+    limiter = tied[0]
+    theo = num("theoretical_occupancy_pct")
+    ev = {f"block_limit_{k}": v for k, v in known.items()}
+    ev.update({"theoretical_occupancy_pct": theo, "registers_per_thread": num("registers_per_thread")})
+    evidence.update({"limiter": limiter, "block_limits": dict(known)})
+    if theo is None or theo >= FULL_OCCUPANCY_PCT:
+        return limiter, None
+    tie = f" (tied with {', '.join(tied[1:])})" if len(tied) > 1 else ""
+    tactics = [t for k in tied for t in TACTICS[k]]
+    return limiter, Finding("occupancy-limited", f"theoretical occupancy {_fmt(theo, '%')}, limited by {limiter}{tie}: "
+                            f"{_fmt(smallest)} blocks/SM", ev, tactics)
+
+
+def _grid_fill(num: Numbers, waves: float | None, grid_too_small: bool, evidence: dict[str, Any]) -> Finding | None:
+    """Grid too small (under one wave per SM), or a tail effect (a few waves, the last one under
+    TAIL_FILL full)."""
+    if waves is None:
+        return None
+    evidence["waves_per_sm"] = waves
     if grid_too_small:
         ev = {"waves_per_sm": waves, "grid_blocks": num("grid_blocks"), "sm_count": num("sm_count"),
               "threshold": GRID_TOO_SMALL_WAVES}
-        findings.append(Finding("grid-too-small", f"{_fmt(waves)} waves per SM: part of the GPU idles for the whole kernel",
-                                ev, list(TACTICS["grid"])))
-    elif waves is not None and waves < TAIL_MAX_WAVES:
-        fill = waves - math.floor(waves)
-        if 0 < fill < TAIL_FILL:
-            ev = {"waves_per_sm": waves, "last_wave_fill": round(fill, 4), "threshold": TAIL_FILL}
-            findings.append(Finding("tail-effect", f"{_fmt(waves)} waves per SM: the last wave is {_fmt(fill * 100, '%')} full",
-                                    ev, list(TACTICS["tail"])))
+        return Finding("grid-too-small", f"{_fmt(waves)} waves per SM: part of the GPU idles for the whole kernel",
+                       ev, list(TACTICS["grid"]))
+    if waves >= TAIL_MAX_WAVES:
+        return None
+    fill = waves - math.floor(waves)
+    if not 0 < fill < TAIL_FILL:
+        return None
+    ev = {"waves_per_sm": waves, "last_wave_fill": round(fill, 4), "threshold": TAIL_FILL}
+    return Finding("tail-effect", f"{_fmt(waves)} waves per SM: the last wave is {_fmt(fill * 100, '%')} full",
+                   ev, list(TACTICS["tail"]))
 
-    # -- achieved far under theoretical
-    if theo is not None and achieved is not None and theo > 0:
-        ratio = achieved / theo
-        evidence.update({"theoretical_occupancy_pct": theo, "achieved_occupancy_pct": achieved})
-        if ratio < IMBALANCE_RATIO:
-            ev = {"theoretical_occupancy_pct": theo, "achieved_occupancy_pct": achieved,
-                  "achieved_over_theoretical": round(ratio, 4), "threshold": IMBALANCE_RATIO}
-            findings.append(Finding("scheduling-imbalance", f"achieved occupancy {_fmt(achieved, '%')} is "
-                                    f"{_fmt(ratio * 100, '%')} of theoretical {_fmt(theo, '%')}: warps finish unevenly "
-                                    "or blocks start late", ev, list(TACTICS["imbalance"])))
 
-    # -- local-memory spilling
+def _imbalance(num: Numbers, evidence: dict[str, Any]) -> Finding | None:
+    """Achieved occupancy far under theoretical (under IMBALANCE_RATIO of it)."""
+    theo, achieved = num("theoretical_occupancy_pct"), num("achieved_occupancy_pct")
+    if theo is None or achieved is None or theo <= 0:
+        return None
+    ratio = achieved / theo
+    evidence.update({"theoretical_occupancy_pct": theo, "achieved_occupancy_pct": achieved})
+    if ratio >= IMBALANCE_RATIO:
+        return None
+    ev = {"theoretical_occupancy_pct": theo, "achieved_occupancy_pct": achieved,
+          "achieved_over_theoretical": round(ratio, 4), "threshold": IMBALANCE_RATIO}
+    return Finding("scheduling-imbalance", f"achieved occupancy {_fmt(achieved, '%')} is "
+                   f"{_fmt(ratio * 100, '%')} of theoretical {_fmt(theo, '%')}: warps finish unevenly "
+                   "or blocks start late", ev, list(TACTICS["imbalance"]))
+
+
+def _spilling(num: Numbers) -> Finding | None:
+    """Any local-memory spilling request or register-spilling instruction."""
     spill_req, spill_pct = num("local_spilling_requests"), num("local_spilling_overhead_pct")
     spill_inst = num("register_spilling_instructions")
-    if any(v is not None and v > 0 for v in (spill_req, spill_pct, spill_inst)):
-        ev = {"local_spilling_requests": spill_req, "local_spilling_overhead_pct": spill_pct,
-              "register_spilling_instructions": spill_inst, "registers_per_thread": num("registers_per_thread")}
-        findings.append(Finding("local-memory-spilling", f"registers spill to local memory ({_fmt(spill_req)} requests, "
-                                f"{_fmt(spill_pct, '%')} overhead)", ev, list(TACTICS["spilling"])))
-    return Classification(bottleneck, device, limiter, grid_too_small, findings, evidence)
+    if not any(v is not None and v > 0 for v in (spill_req, spill_pct, spill_inst)):
+        return None
+    ev = {"local_spilling_requests": spill_req, "local_spilling_overhead_pct": spill_pct,
+          "register_spilling_instructions": spill_inst, "registers_per_thread": num("registers_per_thread")}
+    return Finding("local-memory-spilling", f"registers spill to local memory ({_fmt(spill_req)} requests, "
+                   f"{_fmt(spill_pct, '%')} overhead)", ev, list(TACTICS["spilling"]))
