@@ -22,9 +22,15 @@ def _md_arm_row(label: str, run_label: str, a: dict[str, Any], passed_total: str
             f"{us_text(a['median_latency_ms'])} | {us_text(a['best_repeat_mean_ms'])} | {cv} | {ref} | {spd} | {passed_total} |")
 
 def round_summary_markdown(report: dict[str, Any]) -> str:
-    """The Markdown round summary of :func:`build_round_report`'s data."""
-    r = report
-    comp = r["comparison"]
+    """The Markdown round summary of :func:`build_round_report`'s data: one section after another."""
+    lines: list[str] = []
+    for section in _SECTIONS:
+        lines += section(report)
+    return "\n".join(lines) + "\n"
+
+
+def _md_heading(r: dict[str, Any]) -> list[str]:
+    """The title and the round's facts: date, definition, the two solutions, machine, runs, decision."""
     base, cand = r["baseline"], r["candidate"]
     lines: list[str] = []
     add = lines.append
@@ -43,16 +49,33 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
             f"baseline and candidate paired in one process ({run['backend']}), {run['state']}")
     add(f"- Decision: **{r['decision']['decision']}** (verdict {r['verdict']})")
     add("")
-    if r.get("hypothesis"):
-        add("## Candidate")
-        add("")
-        add(f"From the docstring of the candidate's entry file (`{cand.get('entry_point') or '?'}`):")
-        add("")
-        for para in r["hypothesis"].split("\n\n"):
-            add(f"> {para}")
-            add(">")
-        lines.pop()
-        add("")
+    return lines
+
+
+def _md_candidate(r: dict[str, Any]) -> list[str]:
+    """The candidate's own statement of its hypothesis (none when its entry file has no docstring)."""
+    if not r.get("hypothesis"):
+        return []
+    cand = r["candidate"]
+    lines: list[str] = []
+    add = lines.append
+    add("## Candidate")
+    add("")
+    add(f"From the docstring of the candidate's entry file (`{cand.get('entry_point') or '?'}`):")
+    add("")
+    for para in r["hypothesis"].split("\n\n"):
+        add(f"> {para}")
+        add(">")
+    lines.pop()
+    add("")
+    return lines
+
+
+def _md_verdict(r: dict[str, Any]) -> list[str]:
+    """The verdict, its interval against the noise floor, and what blocked it."""
+    comp = r["comparison"]
+    lines: list[str] = []
+    add = lines.append
     add("## Verdict")
     add("")
     iv = "-" if comp["ci_low"] is None else f"[{comp['ci_low']:.4f}, {comp['ci_high']:.4f}]"
@@ -68,6 +91,13 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
     add(f"- Threshold: the baseline's mean across repeats, {us_text(comp['baseline']['mean_latency_ms'])} us "
         f"(its best single repeat, {us_text(comp['baseline']['best_repeat_mean_ms'])} us, is context only).")
     add("")
+    return lines
+
+
+def _md_results(r: dict[str, Any]) -> list[str]:
+    """Per run: both arms' latencies, then the paired deltas."""
+    lines: list[str] = []
+    add = lines.append
     add("## Results")
     add("")
     add("Latency is the decision metric (mean and p95 over workloads, averaged across repeats); speedup against the "
@@ -96,6 +126,13 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
             f"geomean ratio {c['geomean_ratio']:.4f}{iv_text}; {c['wins']} wins, {c['ties']} ties, {c['losses']} losses "
             f"-> {c['verdict']}")
     add("")
+    return lines
+
+
+def _md_noise_floor(r: dict[str, Any]) -> list[str]:
+    """tau, its source and the A/A history behind it."""
+    lines: list[str] = []
+    add = lines.append
     add("## Noise floor")
     add("")
     nf = r["noise_floor"]
@@ -109,6 +146,14 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
     if nf["pair_noise"]:
         add(f"- Noise of one paired ratio in the deciding run: {nf['pair_noise']['sigma'] * 100:.2f}% ({nf['pair_noise']['source']}).")
     add("")
+    return lines
+
+
+def _md_bands(r: dict[str, Any]) -> list[str]:
+    """Per band: the means before and after, the ratio with its interval, wins/ties/losses."""
+    comp = r["comparison"]
+    lines: list[str] = []
+    add = lines.append
     add("## Bands")
     add("")
     add(f"Bands from {r['band_source']}; per band: mean latency over its workloads before and after, change of those means, "
@@ -128,6 +173,13 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
         add(f"- `{b['band']}`: {word} ({signed_pct(b['change_pct'])}, `{us_text(b['base_mean_ms'])} -> {us_text(b['cand_mean_ms'])} us`), "
             f"with `{b['wins']}/{b['workloads']}` wins" + (" - dispatch candidate" if b["dispatch_candidate"] else ""))
     add("")
+    return lines
+
+
+def _md_representatives(r: dict[str, Any]) -> list[str]:
+    """The representative workloads and why each was picked."""
+    lines: list[str] = []
+    add = lines.append
     add("## Representative workloads")
     add("")
     add("| UUID | Band | Baseline (us) | Candidate (us) | Ratio | Why |")
@@ -136,6 +188,13 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
         ratio_text = "-" if rep["ratio"] is None else f"{rep['ratio']:.4f}"
         add(f"| `{rep['uuid']}` | `{rep['band']}` | {us_text(rep['base_ms'])} | {us_text(rep['cand_ms'])} | {ratio_text} | {rep['reason']} |")
     add("")
+    return lines
+
+
+def _md_shape_matrix(r: dict[str, Any]) -> list[str]:
+    """Band -> workload -> dominant kernel (bottleneck and limiter need an NCU report)."""
+    lines: list[str] = []
+    add = lines.append
     add("## Shape matrix")
     add("")
     add("| Band | Workload | Dominant kernel | Bottleneck | Limiter |")
@@ -147,11 +206,26 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
     add("Kernel names come from the timing records; bottleneck and limiter need an NCU report of the band "
         "(`fibtui ncu profile`).")
     add("")
+    return lines
+
+
+def _md_findings(r: dict[str, Any]) -> list[str]:
+    """The findings, one bullet each."""
+    lines: list[str] = []
+    add = lines.append
     add("## Findings")
     add("")
     for f in r["findings"]:
         add(f"- {f}")
     add("")
+    return lines
+
+
+def _md_decision(r: dict[str, Any]) -> list[str]:
+    """The decision, its reason, notes, warnings, the archived paths, and where the text comes from."""
+    cand = r["candidate"]
+    lines: list[str] = []
+    add = lines.append
     add("## Decision")
     add("")
     d = r["decision"]
@@ -173,7 +247,10 @@ def round_summary_markdown(report: dict[str, Any]) -> str:
             add(f"- `{a}`")
     add("")
     add("Generated by fibtui from the run records and the round record; regenerate with `fibtui round summary`.")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+_SECTIONS = (_md_heading, _md_candidate, _md_verdict, _md_results, _md_noise_floor, _md_bands, _md_representatives, _md_shape_matrix, _md_findings, _md_decision)
 
 def render_round(archive_root: Path, rec: RoundRecord, definition_obj: Any = None, workloads: Any = None) -> tuple[str, dict[str, Any]]:
     report = build_round_report(archive_root, rec, definition_obj, workloads)

@@ -105,55 +105,12 @@ def build_round_report(archive_root: Path, rec: RoundRecord, definition_obj: Any
     deciding = sweeps[-1] if sweeps else runs[-1]
     band_rows = deciding.rows("baseline", base["name"])
     band_of, regime_report, band_source = band_map(definition_obj, workloads, band_rows)
-    run_entries = []
-    comparisons: dict[str, stats.Comparison] = {}
-    for run in runs:
-        comp = compare_run(run, base, cand, band_of, settings, floor, total)
-        comparisons[run.run_id] = comp
-        run_entries.append({
-            "run_id": run.run_id, "kind": run_kind(run, total), "selection": run.selection,
-            "workloads": len(run.uuids), "repeats": run.record.get("repeats"), "state": run.record.get("state"),
-            "started": run.record.get("started"), "finished": run.record.get("finished"),
-            "backend": run.record.get("backend"), "environment": _env_line(run.record),
-            "comparison": _comparison_digest(comp),
-        })
+    comparisons = {run.run_id: compare_run(run, base, cand, band_of, settings, floor, total) for run in runs}
+    run_entries = [_run_entry(run, comparisons[run.run_id], total) for run in runs]
     decisive = comparisons[deciding.run_id]
     per_band = sorted(decisive.per_band, key=lambda b: _band_sort_key(b.band))
-    # Representatives: the workloads the gate ran (else the regime analysis's picks).
-    gates = [r for r in runs if run_kind(r, total) == "gate"]
-    rep_uuids = gates[0].uuids if gates else ([r.uuid for r in regime_report.representatives] if regime_report else [])
-    shares = {b.name: b.latency_share for b in regime_report.bands} if regime_report else {}
-    regime_reasons = {r.uuid: r.reason for r in regime_report.representatives} if regime_report else {}
-    pair_of = {p.uuid: p for p in decisive.pairs}
-    reps = []
-    for uuid in rep_uuids:
-        p = pair_of.get(uuid)
-        band = band_of.get(uuid, p.band if p else "all")
-        share = shares.get(band)
-        reason = regime_reasons.get(uuid) or (f"band {band}" + (f" ({share:.0%} of the baseline latency)" if share is not None else ""))
-        reps.append({"uuid": uuid, "band": band, "axes": p.axes if p else {}, "reason": reason,
-                     "base_ms": p.base_mean_ms if p else None, "cand_ms": p.cand_mean_ms if p else None,
-                     "ratio": p.ratio if p else None})
-    # Shape matrix: band -> representative workload -> dominant kernel (from the timing records).
-    kernels: dict[str, list[str]] = {}
-    for run in runs:
-        for j in run.rows("candidate", cand["name"]):
-            names = (j.get("timing") or {}).get("kernel_names") if isinstance(j.get("timing"), dict) else None
-            if names and str(j.get("uuid")) not in kernels:
-                kernels[str(j.get("uuid"))] = list(names)
-    matrix = []
-    rep_by_band: dict[str, str] = {}
-    for r in reps:
-        rep_by_band.setdefault(r["band"], r["uuid"])
-    first_by_band: dict[str, str] = {}
-    for uuid, band in band_of.items():
-        first_by_band.setdefault(band, uuid)
-    for b in per_band:
-        uuid = rep_by_band.get(b.band) or first_by_band.get(b.band)
-        names = kernels.get(uuid or "", [])
-        matrix.append({"band": b.band, "uuid": uuid, "dominant_kernel": names[0] if names else None,
-                       "bottleneck": None, "limiter": None,
-                       "source": "kernel names from the timing records; not profiled with NCU in this round"})
+    reps = _representatives(runs, total, regime_report, band_of, decisive)
+    matrix = _shape_matrix(runs, cand["name"], reps, band_of, per_band)
     findings = _findings(rec, run_entries, decisive, per_band, comparisons, runs, total)
     return {
         "format": "fibtui-round-summary",
@@ -189,6 +146,64 @@ def build_round_report(archive_root: Path, rec: RoundRecord, definition_obj: Any
         "warnings": list(rec.warnings),
         "summary": rec.summary,
     }
+
+
+def _run_entry(run: RunData, comp: stats.Comparison, total: int | None) -> dict[str, Any]:
+    """One run of the round as the report lists it."""
+    return {
+        "run_id": run.run_id, "kind": run_kind(run, total), "selection": run.selection,
+        "workloads": len(run.uuids), "repeats": run.record.get("repeats"), "state": run.record.get("state"),
+        "started": run.record.get("started"), "finished": run.record.get("finished"),
+        "backend": run.record.get("backend"), "environment": _env_line(run.record),
+        "comparison": _comparison_digest(comp),
+    }
+
+
+def _representatives(runs: list[RunData], total: int | None, regime_report: Any, band_of: dict[str, str],
+                     decisive: stats.Comparison) -> list[dict[str, Any]]:
+    """The workloads the gate ran (else the regime analysis's picks), each with its band, why it
+    stands for it, and its paired latencies in the deciding run."""
+    gates = [r for r in runs if run_kind(r, total) == "gate"]
+    rep_uuids = gates[0].uuids if gates else ([r.uuid for r in regime_report.representatives] if regime_report else [])
+    shares = {b.name: b.latency_share for b in regime_report.bands} if regime_report else {}
+    regime_reasons = {r.uuid: r.reason for r in regime_report.representatives} if regime_report else {}
+    pair_of = {p.uuid: p for p in decisive.pairs}
+    reps = []
+    for uuid in rep_uuids:
+        p = pair_of.get(uuid)
+        band = band_of.get(uuid, p.band if p else "all")
+        share = shares.get(band)
+        reason = regime_reasons.get(uuid) or (f"band {band}" + (f" ({share:.0%} of the baseline latency)" if share is not None else ""))
+        reps.append({"uuid": uuid, "band": band, "axes": p.axes if p else {}, "reason": reason,
+                     "base_ms": p.base_mean_ms if p else None, "cand_ms": p.cand_mean_ms if p else None,
+                     "ratio": p.ratio if p else None})
+    return reps
+
+
+def _shape_matrix(runs: list[RunData], candidate: str, reps: list[dict[str, Any]], band_of: dict[str, str],
+                  per_band: list[stats.BandResult]) -> list[dict[str, Any]]:
+    """Band -> representative workload -> dominant kernel, from the kernel names the timing
+    records carry (bottleneck and limiter need an NCU report, so they stay empty here)."""
+    kernels: dict[str, list[str]] = {}
+    for run in runs:
+        for j in run.rows("candidate", candidate):
+            names = (j.get("timing") or {}).get("kernel_names") if isinstance(j.get("timing"), dict) else None
+            if names and str(j.get("uuid")) not in kernels:
+                kernels[str(j.get("uuid"))] = list(names)
+    rep_by_band: dict[str, str] = {}
+    for r in reps:
+        rep_by_band.setdefault(r["band"], r["uuid"])
+    first_by_band: dict[str, str] = {}
+    for uuid, band in band_of.items():
+        first_by_band.setdefault(band, uuid)
+    matrix = []
+    for b in per_band:
+        uuid = rep_by_band.get(b.band) or first_by_band.get(b.band)
+        names = kernels.get(uuid or "", [])
+        matrix.append({"band": b.band, "uuid": uuid, "dominant_kernel": names[0] if names else None,
+                       "bottleneck": None, "limiter": None,
+                       "source": "kernel names from the timing records; not profiled with NCU in this round"})
+    return matrix
 
 def _hypothesis_text(run: RunData, ref: dict[str, Any]) -> str | None:
     """The candidate's own statement of its hypothesis: the module docstring of its entry file
