@@ -25,94 +25,107 @@ def sniff(probe: Probe) -> bool:
     return probe.path.suffix != ".md" and any(_LOG_HEADER.match(line) for line in probe.lines)
 
 
+_ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(.*)$")
+#: The columns after the status of a PASSED row: (name, must be a positive number).
+_PASSED_COLUMNS = (("Latency", True), ("Ref", True), ("Speedup", True), ("abs_err", False), ("rel_err", False))
+
+
 def _from_retained_log(path: Path) -> RunTable:
-    lines = read_log(path).splitlines()
-    axes_names: list[str] | None = None
-    definition: str | None = None
-    solution: str | None = None
-    latest: dict[str, ResultRow] = {}
-    order: list[str] = []
-    sections = 0
-    retries = 0
-    stated: dict[str, Any] = {}
-    decimals: dict[str, int] = {}
-    row_re = re.compile(r"^\s*(\d+)\s+(\S+)\s+(.*)$")
-    in_retry = False
-    in_table: dict[str, int] = {}  # uuid -> line, in the table being read
-    in_runs: dict[str, tuple[int, int]] = {}  # uuid -> (run section, line), outside retry sections
-    for number, line in enumerate(lines, start=1):
+    return _LogReader(path).read()
+
+
+class _LogReader:
+    """Reading a ``retained_run.log`` line by line: its facts (definition, solution name, the
+    summary it states), the ``=== Run started`` / ``=== Retry started`` sections, and the rows of
+    each table under a ``#  UUID ... Status  Latency`` header."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.axes_names: list[str] | None = None
+        self.definition: str | None = None
+        self.solution: str | None = None
+        self.latest: dict[str, ResultRow] = {}  # uuid -> its latest row, in first-seen order
+        self.sections = 0
+        self.retries = 0
+        self.stated: dict[str, Any] = {}
+        self.decimals: dict[str, int] = {}
+        self.in_retry = False
+        self.in_table: dict[str, int] = {}  # uuid -> line, in the table being read
+        self.in_runs: dict[str, tuple[int, int]] = {}  # uuid -> (run section, line), outside retry sections
+
+    def read(self) -> RunTable:
+        for number, line in enumerate(read_log(self.path).splitlines(), start=1):
+            self._line(number, line)
+        if not self.latest:
+            raise InputError(self.path, "no result rows found under a '#  UUID ... Status  Latency' header")
+        rows = list(self.latest.values())
+        for r in rows:
+            r.definition = r.definition or self.definition or ""
+        table = RunTable(self.definition, "retained-run-log", self.path, rows, stated=self.stated)
+        table.meta.update({"sections": self.sections, "retries": self.retries})
+        note_stated_differences(table, self.decimals)
+        if self.retries:
+            table.notes.append(f"{self.retries} retry section(s): the later result for a workload wins")
+        return table
+
+    def _line(self, number: int, line: str) -> None:
         if line.startswith("=== Run started"):
-            sections += 1
-            in_retry = False
+            self.sections += 1
+            self.in_retry = False
         elif line.startswith("=== Retry started"):
-            retries += 1
-            in_retry = True
+            self.retries += 1
+            self.in_retry = True
+        if self._fact(line):
+            return
+        h = _LOG_HEADER.match(line)
+        if h:
+            self.axes_names = h.group("axes").split()
+            self.in_table = {}
+            return
+        if self.axes_names is None or line.startswith(("-", "=")):
+            return
+        m = _ROW.match(line)
+        if m and len(tokens := m.group(3).split()) >= len(self.axes_names) + 1:
+            self._row(number, m.group(2), tokens)
+
+    def _fact(self, line: str) -> bool:
+        """The definition, the solution's name, a stated latency or the pass count."""
         m = re.match(r"^(?:DEFINITION|Definition):\s*(\S+)", line)
         if m:
-            definition = m.group(1)
-            continue
+            self.definition = m.group(1)
+            return True
         m = re.match(r"^\s+Name:\s*(\S+)", line)
-        if m and solution is None:
-            solution = m.group(1)
-            continue
+        if m and self.solution is None:
+            self.solution = m.group(1)
+            return True
         m = re.match(r"^\s*(Avg|Median|P95|Min|Max) latency:\s*([-\d.eE+]+)\s*ms", line)
         if m:
             key = f"{m.group(1).lower()}_latency_ms"
             value = token_float(m.group(2))
             if value is not None and math.isfinite(value):
-                stated[key] = value
-                decimals[key] = len(m.group(2).partition(".")[2])
-            continue
+                self.stated[key] = value
+                self.decimals[key] = len(m.group(2).partition(".")[2])
+            return True
         m = re.match(r"^RESULT:\s*(\d{1,18})/(\d{1,18}) PASSED", line)
         if m:
-            stated["passed_workloads"], stated["total_workloads"] = int(m.group(1)), int(m.group(2))
-            continue
-        h = _LOG_HEADER.match(line)
-        if h:
-            axes_names = h.group("axes").split()
-            in_table = {}
-            continue
-        if axes_names is None or line.startswith(("-", "=")):
-            continue
-        m = row_re.match(line)
-        if not m:
-            continue
-        tokens = m.group(3).split()
-        n = len(axes_names)
-        if len(tokens) < n + 1:
-            continue
-        uuid = m.group(2)
-        ctx = _Ctx(path, number)
-        # A table lists a workload once; a log reprints its tables (by latency, then by index) and a
-        # retry section reruns some: the later result wins. The same workload twice in one table, or
-        # again in a second '=== Run started' section, is two runs in one file.
-        if uuid in in_table:
-            raise ctx.fail("UUID", f"a second result for workload {uuid} in one table (first on line {in_table[uuid]})")
-        in_table[uuid] = number
-        if not in_retry:
-            seen = in_runs.get(uuid)
-            if seen is not None and seen[0] != sections:
-                raise ctx.fail("UUID", f"a second result for workload {uuid} (first on line {seen[1]}, in another "
-                                       "'=== Run started' section: two runs concatenated?)")
-            if seen is None:
-                in_runs[uuid] = (sections, number)
-        axes: dict[str, int] = {}
-        for name, tok in zip(axes_names, tokens[:n], strict=False):
-            try:
-                axes[name] = int(tok)
-            except ValueError:
-                raise ctx.fail(name, f"expected an integer axis value, got {tok[:40]!r}") from None
-            if not 0 <= axes[name] <= MAX_AXIS:
-                raise ctx.fail(name, f"expected an axis value within 0 .. 2**63 - 1, got {tok[:40]}")
+            self.stated["passed_workloads"], self.stated["total_workloads"] = int(m.group(1)), int(m.group(2))
+            return True
+        return False
+
+    def _row(self, number: int, uuid: str, tokens: list[str]) -> None:
+        assert self.axes_names is not None
+        ctx = _Ctx(self.path, number)
+        self._refuse_second_run(ctx, uuid, number)
+        n = len(self.axes_names)
         status = tokens[n]
+        axes = self._axes(ctx, tokens[:n])
         if status not in ALL_STATUSES:
             raise ctx.fail("Status", f"unknown status {status!r}")
         rest = tokens[n + 1:]
-        row = ResultRow(definition=definition or "", solution=solution, uuid=uuid, axes=axes, status=status,
-                        source=f"{path}:{number}")
+        row = ResultRow(definition=self.definition or "", solution=self.solution, uuid=uuid, axes=axes, status=status,
+                        source=f"{self.path}:{number}")
         if status == PASSED:
-            columns = (("Latency", True), ("Ref", True), ("Speedup", True), ("abs_err", False), ("rel_err", False))
-            vals = [log_number(ctx, tok, column, positive) for tok, (column, positive) in zip(rest, columns, strict=False)]
+            vals = [log_number(ctx, tok, column, positive) for tok, (column, positive) in zip(rest, _PASSED_COLUMNS, strict=False)]
             if len(vals) < 1 or vals[0] is None:
                 raise ctx.fail("Latency", "a PASSED row must carry a latency")
             row.latency_ms = vals[0]
@@ -122,20 +135,35 @@ def _from_retained_log(path: Path) -> RunTable:
             row.max_rel_error = vals[4] if len(vals) > 4 else None
         else:
             row.error = " ".join(rest) or None
-        if uuid not in latest:
-            order.append(uuid)
-        latest[uuid] = row  # the later result for a workload wins (retry sections come later)
-    if not latest:
-        raise InputError(path, "no result rows found under a '#  UUID ... Status  Latency' header")
-    rows = [latest[u] for u in order]
-    for r in rows:
-        r.definition = r.definition or definition or ""
-    table = RunTable(definition, "retained-run-log", path, rows, stated=stated)
-    table.meta.update({"sections": sections, "retries": retries})
-    note_stated_differences(table, decimals)
-    if retries:
-        table.notes.append(f"{retries} retry section(s): the later result for a workload wins")
-    return table
+        self.latest[uuid] = row  # the later result for a workload wins (retry sections come later)
+
+    def _refuse_second_run(self, ctx: _Ctx, uuid: str, number: int) -> None:
+        """A table lists a workload once; a log reprints its tables (by latency, then by index) and
+        a retry section reruns some: the later result wins. The same workload twice in one table,
+        or again in a second '=== Run started' section, is two runs in one file."""
+        if uuid in self.in_table:
+            raise ctx.fail("UUID", f"a second result for workload {uuid} in one table (first on line {self.in_table[uuid]})")
+        self.in_table[uuid] = number
+        if self.in_retry:
+            return
+        seen = self.in_runs.get(uuid)
+        if seen is not None and seen[0] != self.sections:
+            raise ctx.fail("UUID", f"a second result for workload {uuid} (first on line {seen[1]}, in another "
+                                   "'=== Run started' section: two runs concatenated?)")
+        if seen is None:
+            self.in_runs[uuid] = (self.sections, number)
+
+    def _axes(self, ctx: _Ctx, tokens: list[str]) -> dict[str, int]:
+        assert self.axes_names is not None
+        axes: dict[str, int] = {}
+        for name, tok in zip(self.axes_names, tokens, strict=False):
+            try:
+                axes[name] = int(tok)
+            except ValueError:
+                raise ctx.fail(name, f"expected an integer axis value, got {tok[:40]!r}") from None
+            if not 0 <= axes[name] <= MAX_AXIS:
+                raise ctx.fail(name, f"expected an axis value within 0 .. 2**63 - 1, got {tok[:40]}")
+        return axes
 
 
 FORMAT = ResultFormat("retained-run-log", sniff, lambda probe: _from_retained_log(probe.path))
