@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -375,6 +376,27 @@ class ParityRow:
     fibtui_latency_ms: float | None
     ratio: float | None  # flashinfer-bench latency / fibtui latency
     flag: str | None = None  # verdict | latency | None
+    #: where flashinfer-bench's status comes from: its saved trace, or only its console log (it
+    #: saves a definition's traces when the definition ends; a run stopped before has only the log)
+    bench_from: str = "trace"
+
+
+#: flashinfer-bench's line for each workload it finished ("Solution 'S' for workload U: STATUS ...")
+_LOG_STATUS = re.compile(r"Solution '(?P<solution>[^']+)' for workload (?P<uuid>[0-9A-Za-z-]+): (?P<status>[A-Z][A-Z_]+)")
+
+
+def log_statuses(path: Path | None) -> dict[str, dict[str, str]]:
+    """solution -> {workload uuid: status} from a flashinfer-bench console log (the last line of a
+    workload wins); empty when there is no log."""
+    out: dict[str, dict[str, str]] = {}
+    if path is None or not path.is_file():
+        return out
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            m = _LOG_STATUS.search(line)
+            if m:
+                out.setdefault(m["solution"], {})[m["uuid"]] = m["status"]
+    return out
 
 
 @dataclass
@@ -407,19 +429,27 @@ class Comparison:
 
 
 def compare(bench_rows: list[ResultRow], solution: str, fib: FibtuiRecord | None, tau: float,
-            tau_source: str = "default 1%", bench_hardware: str | None = None) -> Comparison:
-    """flashinfer-bench's rows of ``solution`` beside fibtui's record, with the warnings."""
+            tau_source: str = "default 1%", bench_hardware: str | None = None,
+            logged: dict[str, str] | None = None, axes_of: dict[str, dict[str, int]] | None = None) -> Comparison:
+    """flashinfer-bench's rows of ``solution`` beside fibtui's record, with the warnings.
+    ``logged`` (uuid -> status from its console log) fills in the workloads that have no trace:
+    their verdicts are compared, their latencies are not (the log has none)."""
     latest: dict[str, ResultRow] = {}
     for r in bench_rows:
         if r.solution == solution:
             latest[r.uuid] = r  # the last line of a workload wins (a rerun after --resume)
+    from_log = {u: st for u, st in (logged or {}).items() if u not in latest}
+    for u, st in from_log.items():
+        latest[u] = ResultRow(definition="", solution=solution, uuid=u, axes=dict((axes_of or {}).get(u, {})),
+                              status=st, latency_ms=None)
     comp = Comparison(solution, fib.label if fib else None, fib.timing_kind if fib else None, bench_hardware,
                       fib.hardware if fib else None, tau, tau_source)
     interpreter = fib is not None and fib.timing_kind == "cpu-interpreter"
     ratios: list[float] = []
     for uuid, r in latest.items():
         fs, fl = (fib.by_uuid.get(uuid) if fib else None) or (None, None)
-        row = ParityRow(uuid, dict(r.axes), r.status, r.latency_ms, fs, fl, None)
+        row = ParityRow(uuid, dict(r.axes), r.status, r.latency_ms, fs, fl, None,
+                        bench_from="log" if uuid in from_log else "trace")
         if fs is not None and (r.status == PASSED) != (fs == PASSED):
             row.flag = "verdict"
             comp.verdict_mismatches.append(uuid)
@@ -432,6 +462,10 @@ def compare(bench_rows: list[ResultRow], solution: str, fib: FibtuiRecord | None
                 row.flag = "latency"
         comp.rows.append(row)
     comp.compared = len(ratios)
+    if from_log:
+        comp.notes.append(f"{len(from_log)} workload(s) judged from flashinfer-bench's console log only: it saves a "
+                          "definition's traces when the definition ends and was stopped before; verdicts compared, "
+                          "latencies not")
     if fib is None:
         comp.notes.append("no fibtui run of this definition holds this solution on these workloads: "
                           "run `fibtui run --workloads ...` to set one beside it")
@@ -492,7 +526,9 @@ class ParityRecord:
     def complete(self) -> bool:
         """N/N PASSED for the solution (and, for a run, every selected workload has a trace)."""
         expected = len(self.workloads) if self.source == "run" else self.total
-        return self.total > 0 and self.passed == self.total == expected and self.returncode in (None, 0)
+        traced = all(r.bench_from == "trace" for c in self.comparisons[:1] for r in c.rows)
+        return (self.total > 0 and self.passed == self.total == expected and self.returncode in (None, 0)
+                and traced)
 
     @property
     def warnings(self) -> list[str]:
@@ -578,11 +614,18 @@ def _finish_record(record: ParityRecord, traces: Path | None, ws, against: str |
         solutions.remove(record.solution)
         solutions.insert(0, record.solution)
     hardware = record.environment.get("hardware")
+    logged = log_statuses(record.path / "console.log")
+    if record.source == "run":
+        logged = {sol: {u: st for u, st in by.items() if u in set(record.workloads)} for sol, by in logged.items()}
+    if record.solution in logged and record.solution not in solutions:
+        solutions.insert(0, record.solution)
+    axes_of = _workload_axes(record.path / "dataset")
     for sol in solutions:
         sol_rows = [r for r in rows if r.solution == sol]
-        uuids = list(dict.fromkeys(r.uuid for r in sol_rows)) or list(record.workloads)
+        sol_logged = logged.get(sol, {})
+        uuids = list(dict.fromkeys([r.uuid for r in sol_rows] + list(sol_logged))) or list(record.workloads)
         fib = fibtui_record(ws.archive_root, record.definition, sol, uuids, against if sol == record.solution else None)
-        record.comparisons.append(compare(sol_rows, sol, fib, tau, tau_source, hardware))
+        record.comparisons.append(compare(sol_rows, sol, fib, tau, tau_source, hardware, sol_logged, axes_of))
     if record.bench_evaluator and record.evaluator and record.bench_evaluator != record.evaluator:
         version = bench_version() or "this"
         for c in record.comparisons:
@@ -603,6 +646,24 @@ def _finish_record(record: ParityRecord, traces: Path | None, ws, against: str |
     atomic_write_json(record.path / "comparison.json", {"comparisons": [c.to_json() for c in record.comparisons]})
     atomic_write_json(record.path / "parity.json", record.to_json())
     return record
+
+
+def _workload_axes(dataset_dir: Path) -> dict[str, dict[str, int]]:
+    """uuid -> axes of the workloads in the folder fibtui prepared for flashinfer-bench (none for
+    an import)."""
+    out: dict[str, dict[str, int]] = {}
+    folder = dataset_dir / "workloads"
+    if not folder.is_dir():
+        return out
+    for path in folder.rglob("*.jsonl"):
+        for line in read_input_text(path).splitlines():
+            try:
+                w = json.loads(line).get("workload") or {}
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(w, dict) and isinstance(w.get("uuid"), str) and isinstance(w.get("axes"), dict):
+                out[w["uuid"]] = w["axes"]
+    return out
 
 
 def _collect_traces(folder: Path) -> list[Path]:

@@ -163,7 +163,8 @@ def _rows_table(comp):
             ratio = "[red]verdicts differ[/]"
         elif r.flag == "latency":
             ratio = f"[yellow]{ratio}[/]"
-        t.add_row(escape(r.uuid), escape(axes), f"[{bcol}]{r.bench_status}[/]",
+        logged = " [dim](log)[/]" if r.bench_from == "log" else ""
+        t.add_row(escape(r.uuid), escape(axes), f"[{bcol}]{escape(r.bench_status)}[/]{logged}",
                   _fmt_us(r.bench_latency_ms), f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-",
                   _fmt_us(r.fibtui_latency_ms), ratio)
     return t
