@@ -64,7 +64,7 @@ for D in $DEFS; do
   fi
 done
 cp $WS/dataset/workloads/*/*.jsonl $R/ 2>/dev/null
-python3 - "$R" "$PHASE" <<'PY' | tee $OUT/summary_$PHASE.txt
+python3 - "$R" "$PHASE" <<'PY' | tee $OUT/summary_$SUFFIX.txt
 import json, sys, pathlib
 r = pathlib.Path(sys.argv[1])
 phases = ["run", "parity"] if sys.argv[2] == "both" else [sys.argv[2]]
