@@ -6,6 +6,7 @@ workers and receive it as messages; this module wires keys, dialogs and watch mo
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ PANE_ACTIONS = {"search": "recon", "add_hit": "recon", "delete_note_row": "recon
                 "pin": "regimes", "retry_failed": "runs", "mark_baseline": "ncu", "decide": "promotion"}
 
 WATCH_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc")
+#: the pane in view at start: the only one whose widgets the first frame mounts (Pane.build)
+INITIAL_PANE = "regimes"
+#: how long the other panes wait for the data of the pane in view before they load anyway
+FIRST_DATA_WAIT_S = 2.0
 LARGE_SWEEP = 40
 
 
@@ -78,6 +83,39 @@ class PaneTabs(TabbedContent):
         if (event.tab_pane.id is not None and focused is not None and event.tab_pane in focused.ancestors
                 and wanted in (None, event.tab_pane.id)):
             self.active = event.tab_pane.id
+
+
+class PaneFooter(Footer):
+    """Textual's Footer, recomposed only when what it shows changes. Textual's recomposes (every
+    key removed and mounted again, each restyled) on every bindings signal: each focus change and
+    each refresh_bindings, about ten times before the first frame and several times a pane switch,
+    mostly to show the same keys again."""
+
+    _shown: tuple | None = None
+
+    def _showing(self) -> tuple:
+        """What compose would show now: each shown binding's key, label, state and tooltip."""
+        app = self.app
+        keys = tuple((binding.key, binding.action, binding.description, app.get_key_display(binding), enabled, tooltip,
+                      binding.tooltip, binding.group)
+                     for (_, binding, enabled, tooltip) in self.screen.active_bindings.values() if binding.show)
+        return keys, self.show_command_palette and app.ENABLE_COMMAND_PALETTE
+
+    def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._shown = self._showing()
+        yield from super().compose()
+
+    def bindings_changed(self, screen) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen:
+            self.call_after_refresh(self._recompose_if_changed)
+
+    async def _recompose_if_changed(self) -> None:
+        if self.is_attached and self._showing() != self._shown:
+            await self.recompose()
 
 
 def B(key: str, action: str, description: str, id: str, tooltip: str, show: bool = True, key_display: str | None = None) -> Binding:
@@ -179,21 +217,45 @@ class FibApp(App[int]):
         self._warm = None
         #: the Runs pane (kept: it is gone from the DOM by the time the app unmounts)
         self._runs_pane: RunsPane | None = None
+        self._panes: dict[str, Any] = {}
+        self._tabs: TabbedContent | None = None
+        #: panes given the workspace (set_workspace: their loading workers started)
+        self._loaded: set[str] = set()
         #: signals whose handlers this app installed on its event loop (SIGHUP, SIGTERM), with
         #: the handlers they had before (put back when the app ends)
         self._signals_caught: dict[int, Any] = {}
         self._themes = load_themes()
         self._set_titles()
+        self._choose_theme()
+
+    def _choose_theme(self) -> None:
+        """Register fibtui's themes and set the remembered one before anything is styled: set in
+        on_mount, the theme change restyled every widget once more (a full CSS refresh) before the
+        first frame. Set here, Textual applies it when the stylesheet is first parsed."""
+        from fibtui.ui.user_config import load_settings
+
+        for theme in self._themes:
+            self.register_theme(theme)
+        wanted = load_settings().get("theme", DEFAULT_THEME)
+        names = {t.name for t in self._themes} | set(self.available_themes)
+        self.theme = wanted if wanted in names else (DEFAULT_THEME if DEFAULT_THEME in names else self.theme)
 
     # -- layout -------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # the layout classes before any widget is styled (set after, they restyle every widget)
+        width, height = self.size
+        self._fit(width, height)
         yield Header()
-        with PaneTabs(initial="regimes", id="main-tabs"):
+        with PaneTabs(initial=INITIAL_PANE, id="main-tabs") as tabs:
+            self._tabs = tabs
             for pane in PANES:
                 with TabPane(f"{pane.key} {pane.title}", id=pane.id):
-                    yield pane.widget(id=f"{pane.id}-pane")
-        yield Footer()
+                    # the panes out of view mount their widgets after the first frame
+                    widget = pane.widget(id=f"{pane.id}-pane", deferred=pane.id != INITIAL_PANE)
+                    self._panes[pane.id] = widget
+                    yield widget
+        yield PaneFooter(compact=width < 100)
 
     def _set_titles(self) -> None:
         ws = self.workspace
@@ -217,18 +279,12 @@ class FibApp(App[int]):
         return [*super().get_line_filters(), self._control_filter]
 
     def on_mount(self) -> None:
-        from fibtui.ui.user_config import load_keymap, load_settings
+        from fibtui.ui.user_config import load_keymap
 
-        for theme in self._themes:
-            self.register_theme(theme)
-        wanted = load_settings().get("theme", DEFAULT_THEME)
-        names = {t.name for t in self._themes} | set(self.available_themes)
-        self.theme = wanted if wanted in names else (DEFAULT_THEME if DEFAULT_THEME in names else self.theme)
         keymap = load_keymap()
         if keymap:
             self.set_keymap(keymap)
         self._runs_pane = self.pane("runs")
-        self._fit(self.size.width, self.size.height)
         self._catch_hangups()
         if self.workspace is None:
             self.push_screen(NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()), self._on_no_workspace)
@@ -240,33 +296,70 @@ class FibApp(App[int]):
         self._set_titles()
         for pane in PANES:  # every pane knows the workspace at once (a key may act before loading)
             self.pane(pane.id).workspace = ws
-        # Paint first, then load: the visible pane right after the first frame, the others a
-        # moment later (their workers import polars, git, plotext; they must not delay the frame).
+        # Paint first, then load: the visible pane right after the first frame, the others once
+        # its data is in (their workers import polars, git, plotext; on two cores they would
+        # halve the speed of the one whose data is awaited).
         self.call_after_refresh(self._load_panes, ws)
 
     def _load_panes(self, ws: Workspace) -> None:
         visible = self.active_pane
-        self.pane(visible).set_workspace(ws)
+        self._load_pane(visible)
         self.wanted_pane = visible
         self.call_after_refresh(self._focus_into, visible)  # keys go to the pane in view from the start
-
-        def rest() -> None:
-            for pane in PANES:
-                if pane.id != visible:
-                    self.pane(pane.id).set_workspace(ws)
-
-        self.set_timer(0.15, rest)
+        self._load_rest(visible)
         self.set_timer(3.0, _tune_collector)
         if self._start_watching:
             self._start_watching = False
             self.set_timer(0.2, self.action_toggle_watch)
 
+    def _load_pane(self, pane_id: str) -> None:
+        """Give a pane the workspace (its loading workers start) once, once it is built."""
+        pane = self.pane(pane_id)
+
+        def load() -> None:
+            if self.workspace is not None and pane_id not in self._loaded:
+                self._loaded.add(pane_id)
+                pane.set_workspace(self.workspace)
+
+        pane.when_built(load)
+
+    @work(group="panes", exit_on_error=False)
+    async def _load_rest(self, visible: str) -> None:
+        """Build and load the panes out of view, one a frame, after the data of the pane in view
+        (or FIRST_DATA_WAIT_S at most)."""
+        shown = self.pane(visible)
+        deadline = time.monotonic() + FIRST_DATA_WAIT_S
+        while time.monotonic() < deadline and any(
+                w.node is shown and w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers):
+            await asyncio.sleep(0.02)
+        await self._next_frame()  # its rows painted first
+        for pane in PANES:
+            if pane.id != visible:
+                await self._open_pane(pane.id)
+                await self._next_frame()
+
+    async def _open_pane(self, pane_id: str) -> None:
+        await self.pane(pane_id).build()
+        self._load_pane(pane_id)
+
+    async def _next_frame(self) -> None:
+        painted = asyncio.Event()
+        self.call_after_refresh(painted.set)
+        await painted.wait()
+
+    def _on_pane(self, pane_id: str, method: str, *args: Any) -> None:
+        """Call a pane's method now, or once the pane is built (a key typed before its turn)."""
+        pane = self.pane(pane_id)
+        pane.when_built(lambda: getattr(pane, method)(*args))
+
     def pane(self, pane_id: str):
-        return self.query_one(f"#{pane_id}-pane")
+        found = self._panes.get(pane_id)
+        return found if found is not None else self.query_one(f"#{pane_id}-pane")
 
     @property
     def active_pane(self) -> str:
-        return self.query_one("#main-tabs", TabbedContent).active
+        tabs = self._tabs if self._tabs is not None else self.query_one("#main-tabs", TabbedContent)
+        return tabs.active
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -279,6 +372,9 @@ class FibApp(App[int]):
         if focused is not None and target not in focused.ancestors:
             self.set_focus(None)
         self.query_one("#main-tabs", TabbedContent).active = pane_id
+        if not target.built:  # shown before its turn: built now, focus goes in once it is
+            self.call_later(self._open_pane, pane_id)
+            target.when_built(lambda: self.call_after_refresh(self._focus_into, pane_id))
         self.call_after_refresh(self._focus_into, pane_id)
 
     def _focus_into(self, pane_id: str) -> None:
@@ -458,46 +554,46 @@ class FibApp(App[int]):
             return
         pane = self.active_pane
         if pane == "recon":
-            self.pane("recon").refresh_repos()
+            self._on_pane("recon", "refresh_repos")
             self.notify("refreshing the reference repos…")
         elif pane == "regimes":
-            self.pane("regimes").analyze()
+            self._on_pane("regimes", "analyze")
         elif pane == "runs":
-            self.pane("runs").refresh_list()
+            self._on_pane("runs", "refresh_list")
         elif pane == "ncu":
-            self.pane("ncu").refresh_reports()
+            self._on_pane("ncu", "refresh_reports")
         elif pane == "history":
-            self.pane("history").load()
+            self._on_pane("history", "load")
         elif pane == "promotion":
-            self.pane("promotion").evaluate()
+            self._on_pane("promotion", "evaluate")
 
     def action_pin(self) -> None:
         if self.active_pane == "regimes":
-            self.pane("regimes").toggle_pin()
+            self._on_pane("regimes", "toggle_pin")
 
     def action_search(self) -> None:
         if self.active_pane == "recon":
-            self.pane("recon").focus_search()
+            self._on_pane("recon", "focus_search")
 
     def action_add_hit(self) -> None:
         if self.active_pane == "recon":
-            self.pane("recon").add_selected_hit()
+            self._on_pane("recon", "add_selected_hit")
 
     def action_delete_note_row(self) -> None:
         if self.active_pane == "recon":
-            self.pane("recon").delete_note_row()
+            self._on_pane("recon", "delete_note_row")
 
     def action_write_note(self) -> None:
         if self.active_pane == "recon":
-            self.pane("recon").write_note()
+            self._on_pane("recon", "write_note")
 
     def action_decide(self, action: str) -> None:
         if self.active_pane == "promotion":
-            self.pane("promotion").decide(action)
+            self._on_pane("promotion", "decide", action)
 
     def action_mark_baseline(self) -> None:
         if self.active_pane == "ncu":
-            self.pane("ncu").mark_baseline()
+            self._on_pane("ncu", "mark_baseline")
 
     def action_next_theme(self) -> None:
         from fibtui.ui.user_config import save_setting
@@ -717,7 +813,7 @@ class FibApp(App[int]):
 
     def _start(self, options, label: str) -> None:
         self.action_show_pane("runs")
-        self.pane("runs").start(options, label)
+        self._on_pane("runs", "start", options, label)
 
     def action_cancel_run(self) -> None:
         if self.pane("runs").cancel():
@@ -726,7 +822,7 @@ class FibApp(App[int]):
             self.notify("no run in flight", severity="warning")
 
     def action_retry_failed(self) -> None:
-        self.pane("runs").retry_failed()
+        self._on_pane("runs", "retry_failed")
 
     @on(RunsPane.RunEvent)
     def _run_event(self, message: RunsPane.RunEvent) -> None:
@@ -736,9 +832,9 @@ class FibApp(App[int]):
             self.watch_latencies_ms.append((time.monotonic() - self._watch_detected) * 1000)
             self._watch_detected = None
         if isinstance(message.event, RunFinished):
-            self.pane("history").load()
-            self.pane("promotion").evaluate()
-            self.pane("regimes").analyze()
+            self._on_pane("history", "load")
+            self._on_pane("promotion", "evaluate")
+            self._on_pane("regimes", "analyze")
             if self._pending_watch_gate:
                 self._pending_watch_gate = False
                 self._start(self._gate_options("rep"), "watch gate")

@@ -1,4 +1,4 @@
-"""Themes: Textual Theme objects built from themes/themes.toml, registered at mount, with a
+"""Themes: Textual Theme objects built from themes/themes.toml, registered when the app is made, with a
 fallback when the remembered name is unknown."""
 
 from __future__ import annotations

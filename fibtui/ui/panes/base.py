@@ -1,8 +1,13 @@
-"""What every pane shares: worker failures go to the app's one error dialog."""
+"""What every pane shares: worker failures go to the app's one error dialog, and panes that are
+not in view at start are built (their widgets mounted) after the first frame."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
 from textual import on
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Input
@@ -11,7 +16,57 @@ from textual.worker import Worker, WorkerState
 
 class Pane(Vertical):
     """A pane of the main screen. Worker.StateChanged does not bubble, so each pane hands its
-    failed workers to the app, which shows them in one place (the error dialog)."""
+    failed workers to the app, which shows them in one place (the error dialog).
+
+    A pane made with ``deferred=True`` is in the DOM at once (empty) and mounts its widgets
+    (``compose_body``) when ``build`` is awaited: the first frame then styles, lays out and
+    starts only the widgets of the pane in view. ``built_hook`` runs once the widgets exist
+    (columns, timers); ``when_built`` runs a callback now or once the pane is built."""
+
+    def __init__(self, *, deferred: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.built = not deferred
+        self._building: asyncio.Event | None = None
+        self._after_build: list[Callable[[], object]] = []
+
+    def compose(self) -> ComposeResult:
+        if self.built:
+            yield from self.compose_body()
+
+    def compose_body(self) -> ComposeResult:
+        """The pane's widgets."""
+        yield from ()
+
+    def built_hook(self) -> None:
+        """Called once the widgets of compose_body are mounted."""
+
+    def on_mount(self) -> None:
+        if self.built:
+            self.built_hook()
+
+    async def build(self) -> None:
+        """Mount the widgets of a deferred pane (once; a second caller waits for the first)."""
+        if self.built:
+            return
+        if self._building is not None:
+            await self._building.wait()
+            return
+        self._building = asyncio.Event()
+        try:
+            await self.mount_compose(self.compose_body())
+            self.built = True
+            self.built_hook()
+        finally:
+            self._building.set()
+        pending, self._after_build = self._after_build, []
+        for callback in pending:
+            callback()
+
+    def when_built(self, callback: Callable[[], object]) -> None:
+        if self.built:
+            callback()
+        else:
+            self._after_build.append(callback)
 
     @on(Worker.StateChanged)
     def _forward_failure(self, event: Worker.StateChanged) -> None:

@@ -42,7 +42,7 @@ class HistoryPane(Pane):
         self.workspace = None
         self.rounds: list[Path] = []
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         yield Static("rounds and runs from optimize_ops/", id="history-status")
         with Horizontal(id="history-body"):
             yield DataTable(id="history-rounds", cursor_type="row")
@@ -51,7 +51,7 @@ class HistoryPane(Pane):
             yield VerticalScroll(id="history-doc")
         yield Vertical(id="history-chart")
 
-    def on_mount(self) -> None:
+    def built_hook(self) -> None:
         self.query_one("#history-rounds", DataTable).add_columns("round summary")
 
     def set_workspace(self, workspace) -> None:

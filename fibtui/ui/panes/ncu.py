@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.text import Text
@@ -23,9 +23,12 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import DataTable, RichLog, Static
+from textual.widgets import DataTable, Static
 
 from fibtui.ui.panes.base import Pane
+
+if TYPE_CHECKING:
+    from textual.widgets import RichLog
 
 PATTERNS = ("*_details.csv", "*_details.txt")
 
@@ -90,14 +93,16 @@ class NcuPane(Pane):
         self.selected: Path | None = None
         self._label_width: int | None = None
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         yield Static("Nsight Compute reports in optimize_ops/ · b marks the baseline · selecting another shows the diff", id="ncu-status")
         with Horizontal(id="ncu-body"):
             yield DataTable(id="ncu-reports", cursor_type="row")
             yield DataTable(id="ncu-table", cursor_type="row", zebra_stripes=True)
+        from textual.widgets import RichLog  # rich.pretty and attrs: ~30 ms, after the first frame
+
         yield RichLog(id="ncu-findings", wrap=True, markup=True)
 
-    def on_mount(self) -> None:
+    def built_hook(self) -> None:
         table = self.query_one("#ncu-reports", DataTable)
         table.add_column("report", key="report")
         table.add_column("base", key="base")
@@ -125,6 +130,8 @@ class NcuPane(Pane):
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW, "-narrow")
         self.set_class(event.size.height < SHORT, "-short")
+        if not self.built:  # mounted after the first frame (Pane.build): no list to size yet
+            return
         if self.reports and self._label_budget() != self._label_width:
             self._fill_reports()
         self._size_list()
@@ -211,7 +218,7 @@ class NcuPane(Pane):
             return
         table = self.query_one("#ncu-table", DataTable)
         table.clear(columns=True)
-        log = self.query_one("#ncu-findings", RichLog)
+        log = self.query_one("#ncu-findings")
         log.clear()
         if message.diff is not None:
             self._show_diff(table, log, message)

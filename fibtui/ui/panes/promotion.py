@@ -15,7 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, RichLog, Static
+from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
@@ -50,14 +50,16 @@ class PromotionPane(Pane):
         self.run_id: str | None = None
         self.outcome = None
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="verdict-box"):  # long at 80 columns: it scrolls, the per-band table stays
             yield Static("no paired run yet: a gate (g) against a promoted best solution, or `fibtui run --baseline DIR`",
                          id="verdict")
         yield DataTable(id="bands", cursor_type="row", zebra_stripes=True)
+        from textual.widgets import RichLog  # rich.pretty and attrs: ~30 ms, after the first frame
+
         yield RichLog(id="decision-log", wrap=True, markup=True)
 
-    def on_mount(self) -> None:
+    def built_hook(self) -> None:
         self.query_one("#bands", DataTable).add_columns("band", "n", "base us", "cand us", "change", "ratio", "interval", "W/T/L", "")
 
     def set_workspace(self, workspace) -> None:
@@ -183,7 +185,7 @@ class PromotionPane(Pane):
 
     @on(Decided)
     def _decided(self, message: Decided) -> None:
-        log = self.query_one("#decision-log", RichLog)
+        log = self.query_one("#decision-log")
         rec = message.result.record
         log.write(f"[b]{message.action}[/b]: {rec.decision} {rec.candidate.get('name', '')} (round {rec.round or '-'})")
         for path in message.result.written:

@@ -81,7 +81,7 @@ class ReconPane(Pane):
         self.note = None
         self.dirty = False
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         yield Static("reference repos under reference/ and support checkouts in the workspace", id="recon-status")
         yield DataTable(id="recon-repos", cursor_type="row")
         with Horizontal(id="recon-search-row"):
@@ -91,7 +91,7 @@ class ReconPane(Pane):
         yield Static("recon note: none for this round yet", id="recon-note-title")
         yield DataTable(id="recon-note", cursor_type="row")
 
-    def on_mount(self) -> None:
+    def built_hook(self) -> None:
         self.query_one("#recon-repos", DataTable).add_columns("repo", "kind", "branch", "state", "head", "ahead/behind", "refreshed")
         self.query_one("#recon-hits", DataTable).add_columns("repo", "path:line", "term", "text")
         self.query_one("#recon-note", DataTable).add_columns("repo", "commit", "path", "relevance", "reusable piece", "next action")

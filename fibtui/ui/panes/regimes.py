@@ -47,7 +47,7 @@ class RegimesPane(Pane):
         self.report = None
         self._chart = None
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         yield Static("loading the active definition…", id="regimes-summary")
         with Horizontal(id="regimes-top"):
             yield DataTable(id="bands-table", cursor_type="row", zebra_stripes=True)
@@ -55,7 +55,7 @@ class RegimesPane(Pane):
         yield DataTable(id="reps-table", cursor_type="row")
         yield DataTable(id="workloads-table", cursor_type="row", zebra_stripes=True)
 
-    def on_mount(self) -> None:
+    def built_hook(self) -> None:
         self.query_one("#bands-table", DataTable).add_columns("band", "wl", "passed", "mean", "share", "floor us", "SoL %")
         self.query_one("#reps-table", DataTable).add_columns("representative", "band", "latency", "reason")
 

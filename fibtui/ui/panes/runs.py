@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable, ProgressBar, RichLog, Static
+from textual.widgets import DataTable, ProgressBar, Static
 
 from fibtui.core.presets import describe_judging
 from fibtui.ui.panes.base import Pane
@@ -138,15 +138,17 @@ class RunsPane(Pane):
         self._progress: tuple[int, int, int, int] | None = None
         self._eta_deadline: float | None = None
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
         yield ProgressBar(total=1, show_eta=False, id="runs-progress")
         with Horizontal(id="runs-body"):
             yield DataTable(id="runs-list", cursor_type="row", zebra_stripes=True)
             yield DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
+        from textual.widgets import RichLog  # rich.pretty and attrs: ~30 ms, after the first frame
+
         yield RichLog(id="job-log", wrap=True, markup=True, max_lines=400)
 
-    def on_mount(self) -> None:
+    def built_hook(self) -> None:
         self.set_interval(1.0, self._tick)
         runs = self.query_one("#runs-list", DataTable)
         runs.add_columns("run", "state", "jobs", "ok", "backend")
@@ -313,7 +315,7 @@ class RunsPane(Pane):
         self._show_detail(self._jobs.get(self._detail_key) if self._detail_key else None)
 
     def _show_detail(self, view: JobView | None) -> None:
-        log = self.query_one("#job-log", RichLog)
+        log = self.query_one("#job-log")
         log.clear()
         if view is None:
             return
@@ -403,7 +405,7 @@ class RunsPane(Pane):
         )
 
         event = message.event
-        log = self.query_one("#job-log", RichLog)
+        log = self.query_one("#job-log")
         if isinstance(event, RunStarted):
             self.active_run = message.run_id
             self.shown_run = message.run_id
@@ -488,7 +490,7 @@ class RunsPane(Pane):
         """Bring the table and the progress up to date: only the cells that changed, and only
         while the Runs pane is on screen (the rest waits in memory until it is)."""
         self._flush_scheduled = False
-        if not force and getattr(self.app, "active_pane", "runs") != "runs":
+        if not self.built or (not force and getattr(self.app, "active_pane", "runs") != "runs"):
             return
         if self._pending_progress is not None:
             self._update_progress(*self._pending_progress)
