@@ -615,12 +615,6 @@ def history_seconds_per_job(archive_root: Path, definition: str, timing_kind: st
     return median, f"median of {len(per_job)} job(s) in {used} past {where} run(s) of this definition"
 
 
-def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
-    if done <= 0 or total <= done:
-        return 0.0 if total <= done else None
-    return elapsed_s / done * (total - done)
-
-
 def failed_keys(contents: JournalContents) -> list[str]:
     return [k for k, r in contents.results.items() if r.status != PASSED]
 

@@ -20,12 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fibtui.core.eta import EtaModel, workload_size
 from fibtui.core.fsio import atomic_write_text
 from fibtui.core.runs import (
     JobResult,
     Journal,
     RunHeader,
-    eta_seconds,
+    job_key,
     now_iso,
     read_journal,
     write_record,
@@ -103,12 +104,14 @@ class JobRecorder:
         self.done = 0
         self.passed = 0
         self.failed = 0
-        self._session_done = 0
         #: set by :func:`interrupt`: the run was interrupted (a signal), not cancelled by the user
         self.interrupted: str | None = None
         #: when this session's first result came: the ETA is paced from there, so start-up (worker
         #: start, imports, first compiles) does not inflate it
         self._t_first: float | None = None
+        #: the size of each job not finished yet, and the session's cost model (fibtui.core.eta)
+        self._left = {j.key: workload_size(j.axes) for j in header.jobs}
+        self._eta = EtaModel()
 
     def resume(self) -> set[str]:
         """Read what the journal already holds; returns the keys of finished jobs."""
@@ -119,6 +122,9 @@ class JobRecorder:
         self.passed = sum(1 for r in contents.results.values() if r.status == PASSED)
         self.failed = self.done - self.passed
         self._t_first = None
+        for key in done_keys:
+            self._left.pop(key, None)
+        self._eta = EtaModel()
         return done_keys
 
     def record(self, sid: str, uuid: str, repeat: int, attempt: int, r: dict[str, Any], on_event: EventSink,
@@ -143,7 +149,6 @@ class JobRecorder:
             if self.journal.restored != restored:
                 on_event(LogLine(_RESTORED, "warning"))
             self.done += 1
-            self._session_done += 1
             if result.status == PASSED:
                 self.passed += 1
             else:
@@ -151,12 +156,13 @@ class JobRecorder:
             total = len(self.header.jobs)
             remaining = total - self.done
             now = time.monotonic()
+            size = self._left.pop(job_key(uuid, name, role, repeat), workload_size(result.axes))
+            self._eta.add(size, result.wall_s, first=self._t_first is None)
             if self._t_first is None:
                 self._t_first = now
-            paced = self._session_done - 1  # results since the first one
             # the results of a pair (or of several workers) land together: no ETA from an instant
-            eta = eta_seconds(paced, paced + remaining, now - self._t_first) \
-                if now - self._t_first >= ETA_SETTLE_S or remaining == 0 else None
+            eta = (0.0 if remaining <= 0 else self._eta.seconds_left(self._left.values(), now - self._t_first)) \
+                if now - self._t_first >= ETA_SETTLE_S or remaining <= 0 else None
             event = JobFinished(result, self.done, total, self.passed, self.failed, eta)
         on_event(event)
         return result
