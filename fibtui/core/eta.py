@@ -4,11 +4,12 @@ Jobs of one sweep differ in size (a batch-128 workload does far more than a batc
 ETA paced on the average job jumps whenever the sweep moves from small workloads to large ones.
 This one weighs each job by a cost fitted on the finished jobs of this session::
 
-    cost(job) = a + b * size(job)      (least squares on the jobs' own wall times, a, b >= 0)
+    cost(job) = a + b * x(job)      (least squares on the jobs' own wall times, a, b >= 0)
 
-where ``size`` is the product of the workload's axis values (elements of the largest tensors, up
-to a constant, for the usual definitions). The fitted costs turn into time with the session's own
-pace, which absorbs parallel workers and pairs::
+where ``x`` is one of: nothing (every job costs the same), one axis of the workload, or the
+product of all its axes; the one that predicts the finished jobs best (leave-one-out error)
+is used, so GDN prefill's cost follows ``total_seq_len`` and not ``num_seqs``. The fitted costs
+turn into time with the session's own pace, which absorbs parallel workers and pairs::
 
     ETA = elapsed since the first result x cost(jobs left) / cost(jobs finished after the first)
 
@@ -53,28 +54,67 @@ def fit_cost(samples: Iterable[tuple[float, float]]) -> tuple[float, float]:
     return a, b
 
 
+def _loo_error(pts: list[tuple[float, float]]) -> float:
+    """Leave-one-out squared relative error of the cost line over (x, wall) points."""
+    err = 0.0
+    for i, (x, w) in enumerate(pts):
+        a, b = fit_cost(pts[:i] + pts[i + 1:])
+        err += ((a + b * x - w) / max(w, 1e-9)) ** 2
+    return err
+
+
+def _measures(axes: Mapping[str, object]) -> dict[str, float]:
+    """The candidate x of a job: each positive integer axis, and their product."""
+    out = {name: float(v) for name, v in axes.items()
+           if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    out["*"] = workload_size(axes)
+    return out
+
+
 class EtaModel:
     """The jobs of one session: add each finished job, ask for the seconds left."""
 
+    #: the leave-one-out choice is made over at most this many recent samples (it is quadratic)
+    WINDOW = 64
+
     def __init__(self) -> None:
-        self._samples: list[tuple[float, float]] = []  # (size, wall s) of jobs with a wall time
-        self._paced: list[float] = []  # sizes of the jobs finished after the first result
+        self._samples: list[tuple[dict[str, float], float]] = []  # (measures, wall s)
+        self._paced: list[dict[str, float]] = []  # measures of the jobs finished after the first
 
-    def add(self, size: float, wall_s: float | None, first: bool) -> None:
+    def add(self, axes: Mapping[str, object], wall_s: float | None, first: bool) -> None:
+        m = _measures(axes)
         if isinstance(wall_s, (int, float)) and math.isfinite(wall_s) and wall_s >= 0:
-            self._samples.append((size, float(wall_s)))
+            self._samples.append((m, float(wall_s)))
         if not first:
-            self._paced.append(size)
+            self._paced.append(m)
 
-    def seconds_left(self, left: Iterable[float], elapsed_s: float) -> float | None:
-        """Seconds for the jobs of sizes ``left``; None before any job finished after the first."""
-        left = list(left)
+    def measure(self) -> str | None:
+        """The x that predicts the finished jobs best (None: every job costs the same)."""
+        recent = self._samples[-self.WINDOW:]
+        if len(recent) < 3:
+            return None
+        best, best_err = None, _loo_error([(0.0, w) for _, w in recent])
+        common = set.intersection(*(set(m) for m, _ in recent))
+        for name in sorted(common - {"*"}) + ["*"]:  # an axis before the product it equals
+            err = _loo_error([(m[name], w) for m, w in recent])
+            if err < best_err * 0.999:
+                best, best_err = name, err
+        return best
+
+    def seconds_left(self, left: Iterable[Mapping[str, object]], elapsed_s: float) -> float | None:
+        """Seconds for the jobs of axes ``left``; None before any job finished after the first."""
+        left = [_measures(axes) for axes in left]
         if not left:
             return 0.0
         if not self._paced:
             return None
-        a, b = fit_cost(self._samples)
-        done = sum(a + b * s for s in self._paced)
+        name = self.measure()
+
+        def x(m: dict[str, float]) -> float:
+            return 0.0 if name is None else m.get(name, 0.0)
+
+        a, b = fit_cost((x(m), w) for m, w in self._samples) if name is not None else (1.0, 0.0)
+        done = sum(a + b * x(m) for m in self._paced)
         if done <= 0:
             return None
-        return elapsed_s * sum(a + b * s for s in left) / done
+        return elapsed_s * sum(a + b * x(m) for m in left) / done

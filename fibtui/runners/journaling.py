@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fibtui.core.eta import EtaModel, workload_size
+from fibtui.core.eta import EtaModel
 from fibtui.core.fsio import atomic_write_text
 from fibtui.core.runs import (
     JobResult,
@@ -109,8 +109,8 @@ class JobRecorder:
         #: when this session's first result came: the ETA is paced from there, so start-up (worker
         #: start, imports, first compiles) does not inflate it
         self._t_first: float | None = None
-        #: the size of each job not finished yet, and the session's cost model (fibtui.core.eta)
-        self._left = {j.key: workload_size(j.axes) for j in header.jobs}
+        #: the axes of each job not finished yet, and the session's cost model (fibtui.core.eta)
+        self._left = {j.key: dict(j.axes) for j in header.jobs}
         self._eta = EtaModel()
 
     def resume(self) -> set[str]:
@@ -156,8 +156,8 @@ class JobRecorder:
             total = len(self.header.jobs)
             remaining = total - self.done
             now = time.monotonic()
-            size = self._left.pop(job_key(uuid, name, role, repeat), workload_size(result.axes))
-            self._eta.add(size, result.wall_s, first=self._t_first is None)
+            self._left.pop(job_key(uuid, name, role, repeat), None)
+            self._eta.add(result.axes, result.wall_s, first=self._t_first is None)
             if self._t_first is None:
                 self._t_first = now
             # the results of a pair (or of several workers) land together: no ETA from an instant
