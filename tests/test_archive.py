@@ -569,3 +569,28 @@ def test_load_run_refuses_a_run_record_with_an_impossible_latency(tmp_path: Path
     with pytest.raises(InputError) as exc:
         archive.load_run(root, folder.name)
     assert str(exc.value) == f"{record}: field 'jobs[0].latency_ms': latency_ms must be a finite positive number, got {shown}"
+
+
+def test_round_summary_names_the_representatives_regimes_names_on_the_same_run(capsys, tmp_path: Path) -> None:
+    """The round summary's representatives are the regime analysis of the deciding run's
+    candidate latencies: exactly what `fibtui regimes --results <that run> --solution <candidate>`
+    names. The gate's own workloads (picked before the sweep) are marked, and one the analysis
+    does not pick now is named below the table."""
+    from fibtui.core.demo import create_demo_workspace
+
+    ws = create_demo_workspace(tmp_path / "demo", git_init=False)
+    code, out, err = run_cli(capsys, "round", "summary", "--json", "--workspace", str(ws))
+    assert code == 0, err
+    report = json.loads(out)
+    run_json = ws / "optimize_ops" / "runs" / report["deciding_run"] / "run.json"
+    code, out, err = run_cli(capsys, "regimes", "--results", str(run_json), "--solution", report["candidate"]["name"],
+                             "--json", "--workspace", str(ws))
+    assert code == 0, err
+    picks = [r["uuid"] for r in json.loads(out)["representatives"]]
+    assert [r["uuid"] for r in report["representatives"]] == picks and len(picks) >= 2
+    assert report["representatives_source"] == "regimes of the deciding run's candidate latencies"
+    gate = set(report["gate_workloads"])
+    assert gate and all(r["in_gate"] == (r["uuid"] in gate) for r in report["representatives"])
+    code, md, _ = run_cli(capsys, "round", "summary", "--workspace", str(ws))
+    for u in gate - set(picks):
+        assert f"The representative gate also ran `{u}`" in md

@@ -182,12 +182,27 @@ def _md_representatives(r: dict[str, Any]) -> list[str]:
     add = lines.append
     add("## Representative workloads")
     add("")
-    add("| UUID | Band | Baseline (us) | Candidate (us) | Ratio | Why |")
-    add("|------|------|--------------:|---------------:|------:|-----|")
+    source = r.get("representatives_source")
+    gate = r.get("gate_workloads") or []
+    if source == "regimes of the deciding run's candidate latencies":
+        add(f"Picked by the regime analysis of the deciding run's candidate latencies, as `fibtui regimes "
+            f"--results optimize_ops/runs/{r['deciding_run']}/run.json --solution {r['candidate']['name']}` "
+            "picks them (pins aside).")
+        add("")
+    add("| UUID | Band | Baseline (us) | Candidate (us) | Ratio | In the gate | Why |")
+    add("|------|------|--------------:|---------------:|------:|:-----------:|-----|")
     for rep in r["representatives"]:
         ratio_text = "-" if rep["ratio"] is None else f"{rep['ratio']:.4f}"
-        add(f"| `{rep['uuid']}` | `{rep['band']}` | {us_text(rep['base_ms'])} | {us_text(rep['cand_ms'])} | {ratio_text} | {rep['reason']} |")
+        in_gate = {True: "yes", False: "no"}.get(rep.get("in_gate"), "-")
+        add(f"| `{rep['uuid']}` | `{rep['band']}` | {us_text(rep['base_ms'])} | {us_text(rep['cand_ms'])} | {ratio_text} | "
+            f"{in_gate} | {rep['reason']} |")
     add("")
+    picked = {rep["uuid"] for rep in r["representatives"]}
+    others = [u for u in gate if u not in picked]
+    if others:
+        add("The representative gate also ran " + ", ".join(f"`{u}`" for u in others) + ": the representatives "
+            "when it started, chosen from the latencies known then.")
+        add("")
     return lines
 
 

@@ -109,7 +109,9 @@ def build_round_report(archive_root: Path, rec: RoundRecord, definition_obj: Any
     run_entries = [_run_entry(run, comparisons[run.run_id], total) for run in runs]
     decisive = comparisons[deciding.run_id]
     per_band = sorted(decisive.per_band, key=lambda b: _band_sort_key(b.band))
-    reps = _representatives(runs, total, regime_report, band_of, decisive)
+    picks = picks_on(deciding, cand["name"], definition_obj, workloads)
+    reps = _representatives(runs, total, regime_report, band_of, decisive, picks)
+    gates = [r for r in runs if run_kind(r, total) == "gate"]
     matrix = _shape_matrix(runs, cand["name"], reps, band_of, per_band)
     findings = _findings(rec, run_entries, decisive, per_band, comparisons, runs, total)
     return {
@@ -137,6 +139,10 @@ def build_round_report(archive_root: Path, rec: RoundRecord, definition_obj: Any
         "band_source": band_source,
         "bands": [b.to_json() for b in per_band],
         "representatives": reps,
+        "representatives_source": ("regimes of the deciding run's candidate latencies" if picks is not None
+                                   and picks.representatives else "the gate's workloads" if gates
+                                   else "regimes of the band rows"),
+        "gate_workloads": list(gates[0].uuids) if gates else [],
         "shape_matrix": matrix,
         "findings": findings,
         "decision": {"decision": rec.decision, "reason": rec.reason, "verdict": rec.verdict or decisive.verdict,
@@ -159,24 +165,45 @@ def _run_entry(run: RunData, comp: stats.Comparison, total: int | None) -> dict[
     }
 
 
+def picks_on(run: RunData, candidate: str, definition_obj: Any, workloads: Any) -> Any:
+    """The regime analysis of ``run``'s candidate latencies: the report whose representatives
+    `fibtui regimes --results <run>/run.json --solution <candidate>` names (pins aside); None
+    without the definition's workloads."""
+    if definition_obj is None or workloads is None:
+        return None
+    from fibtui.core import regimes
+
+    try:
+        return regimes.analyze(definition_obj, workloads, run.rows("candidate", candidate))
+    except InputError:
+        return None
+
+
 def _representatives(runs: list[RunData], total: int | None, regime_report: Any, band_of: dict[str, str],
-                     decisive: stats.Comparison) -> list[dict[str, Any]]:
-    """The workloads the gate ran (else the regime analysis's picks), each with its band, why it
-    stands for it, and its paired latencies in the deciding run."""
+                     decisive: stats.Comparison, picks: Any = None) -> list[dict[str, Any]]:
+    """The representatives of the round's data (``picks``: the regime analysis of the deciding
+    run's candidate latencies, the same as `fibtui regimes` on that run), else the workloads the
+    gate ran, else the band analysis's picks; each with its band, why it stands for it, whether
+    the gate ran it, and its paired latencies in the deciding run."""
     gates = [r for r in runs if run_kind(r, total) == "gate"]
-    rep_uuids = gates[0].uuids if gates else ([r.uuid for r in regime_report.representatives] if regime_report else [])
+    gate_uuids = set(gates[0].uuids) if gates else set()
+    if picks is not None and picks.representatives:
+        rep_uuids = [r.uuid for r in picks.representatives]
+        reasons = {r.uuid: r.reason for r in picks.representatives}
+    else:
+        rep_uuids = gates[0].uuids if gates else ([r.uuid for r in regime_report.representatives] if regime_report else [])
+        reasons = {r.uuid: r.reason for r in regime_report.representatives} if regime_report else {}
     shares = {b.name: b.latency_share for b in regime_report.bands} if regime_report else {}
-    regime_reasons = {r.uuid: r.reason for r in regime_report.representatives} if regime_report else {}
     pair_of = {p.uuid: p for p in decisive.pairs}
     reps = []
     for uuid in rep_uuids:
         p = pair_of.get(uuid)
         band = band_of.get(uuid, p.band if p else "all")
         share = shares.get(band)
-        reason = regime_reasons.get(uuid) or (f"band {band}" + (f" ({share:.0%} of the baseline latency)" if share is not None else ""))
+        reason = reasons.get(uuid) or (f"band {band}" + (f" ({share:.0%} of the baseline latency)" if share is not None else ""))
         reps.append({"uuid": uuid, "band": band, "axes": p.axes if p else {}, "reason": reason,
                      "base_ms": p.base_mean_ms if p else None, "cand_ms": p.cand_mean_ms if p else None,
-                     "ratio": p.ratio if p else None})
+                     "ratio": p.ratio if p else None, "in_gate": uuid in gate_uuids if gates else None})
     return reps
 
 
