@@ -422,6 +422,24 @@ def test_a_parity_run_says_when_flashinfer_bench_judges_with_another_evaluator(c
         assert any("judged with its default evaluator" in w and "dsa_topk_indexer" in w for w in rec["warnings"])
 
 
+def _parity_with_a_slow_bench(demo_ws: Path, tmp_path: Path, **env_extra: str):
+    """`fibtui parity --json` on the demo in a process of its own, returned once the fake
+    flashinfer-bench has written its pid (it then sleeps): (the fibtui process, the bench's pid)."""
+    import subprocess
+    import time
+
+    pid_file = tmp_path / "bench.pid"
+    env = {**os.environ, "FAKE_FIB_PID": str(pid_file), **env_extra,
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-m", "fibtui", "parity", "--workloads", "all", "--json",
+                             "--workspace", str(demo_ws)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    return proc, int(pid_file.read_text())
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
 def test_a_signal_stops_flashinfer_bench_too_and_the_record_says_so(demo_ws: Path, fake_bench: Path, tmp_path: Path,
                                                                      signame: str) -> None:
@@ -429,18 +447,8 @@ def test_a_signal_stops_flashinfer_bench_too_and_the_record_says_so(demo_ws: Pat
     `timeout`, a job scheduler) would leave it running on the GPU. The signal stops it, the record
     is archived and printed, and the exit code is 128 + the signal."""
     import signal
-    import subprocess
-    import time
 
-    pid_file = tmp_path / "bench.pid"
-    env = {**os.environ, "FAKE_FIB_PID": str(pid_file), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.Popen([sys.executable, "-m", "fibtui", "parity", "--workloads", "all", "--json",
-                             "--workspace", str(demo_ws)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() or not pid_file.read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.05)
-    bench_pid = int(pid_file.read_text())
+    proc, bench_pid = _parity_with_a_slow_bench(demo_ws, tmp_path)
     proc.send_signal(getattr(signal, signame))
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + getattr(signal, signame), err
@@ -458,18 +466,8 @@ def test_a_stopped_run_keeps_the_statuses_flashinfer_bench_logged(demo_ws: Path,
     on the H200: 7 of 8 GDN prefill workloads logged PASSED, 0 traces). The record keeps those
     statuses, marked as from the log, compares their verdicts with fibtui's, and is not complete."""
     import signal
-    import subprocess
-    import time
 
-    pid_file = tmp_path / "bench.pid"
-    env = {**os.environ, "FAKE_FIB_PID": str(pid_file), "FAKE_FIB_LOG_FIRST": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.Popen([sys.executable, "-m", "fibtui", "parity", "--workloads", "all", "--json",
-                             "--workspace", str(demo_ws)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() or not pid_file.read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.05)
+    proc, _ = _parity_with_a_slow_bench(demo_ws, tmp_path, FAKE_FIB_LOG_FIRST="1")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
