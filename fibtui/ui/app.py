@@ -93,6 +93,12 @@ class PaneFooter(Footer):
 
     _shown: tuple | None = None
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # the first compose shows the keys: Textual's Footer composes empty and recomposes on the
+        # first bindings signal, a frame (and ~30 ms of mounting here) later
+        self.set_reactive(Footer._bindings_ready, True)
+
     def _showing(self) -> tuple:
         """What compose would show now: each shown binding's key, label, state and tooltip."""
         app = self.app
@@ -255,6 +261,7 @@ class FibApp(App[int]):
                     widget = pane.widget(id=f"{pane.id}-pane", deferred=pane.id != INITIAL_PANE)
                     self._panes[pane.id] = widget
                     yield widget
+        self._runs_pane = self._panes["runs"]  # check_action asks it from the footer's first compose
         yield PaneFooter(compact=width < 100)
 
     def _set_titles(self) -> None:
@@ -296,6 +303,9 @@ class FibApp(App[int]):
         self._set_titles()
         for pane in PANES:  # every pane knows the workspace at once (a key may act before loading)
             self.pane(pane.id).workspace = ws
+        # focus in the pane in view before the first frame (a focus change repaints the screen)
+        self.wanted_pane = self.active_pane
+        self._focus_into(self.wanted_pane)
         # Paint first, then load: the visible pane right after the first frame, the others once
         # its data is in (their workers import polars, git, plotext; on two cores they would
         # halve the speed of the one whose data is awaited).
@@ -359,7 +369,7 @@ class FibApp(App[int]):
     @property
     def active_pane(self) -> str:
         tabs = self._tabs if self._tabs is not None else self.query_one("#main-tabs", TabbedContent)
-        return tabs.active
+        return tabs.active or INITIAL_PANE  # "" until the tabs have processed their first activation
 
     # -- actions ------------------------------------------------------------------------------
 
