@@ -23,9 +23,6 @@ PACKAGE = REPO / "fibtui"
 #: Strongly connected groups of modules that import each other today. Remove an entry when its
 #: cycle is gone (the test says so); never add one.
 KNOWN_CYCLES: list[frozenset[str]] = [
-    # runners: the session builds a ModalRunner and modal_runner imports the session's helpers
-    # (issue 19: "runners/session.py and runners/modal_runner.py import each other")
-    frozenset({"fibtui.runners.session", "fibtui.runners.modal_runner"}),
     # the TUI: ui/app.py imports verbs/tui.py, which imports ui/app.py (issue 19)
     frozenset({"fibtui.ui.app", "fibtui.verbs.tui"}),
     # the worker: build.py calls native.py for CUDA builds, native.py uses build.py's types

@@ -186,3 +186,52 @@ def build_header(run_id: str, definition: Definition, dataset: Dataset, solution
     return RunHeader(run_id=run_id, definition=definition.name, backend=backend, timing_kind=timing_kind,
                      l2_policy=l2_policy, solutions=solutions, jobs=jobs, repeats=repeats,
                      workload_selection=selection, started=now_iso(), settings=settings)
+
+
+def check_workers(workers: int | None) -> None:
+    """``--workers N``: GPUs, interpreter workers or Modal containers; at least one, for every
+    backend (a run with none would never start a job)."""
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
+
+
+@dataclass
+class ResolvedRun:
+    """What a run would run: the definition, the solutions and the workloads (nothing written)."""
+
+    cfg: Any
+    dataset: Dataset
+    definition: Definition
+    candidates: list[Any]
+    baseline: Any
+    uuids: list[str]
+
+
+def _in_workspace(path: str, ws: Any) -> str:
+    """A relative ``--solution`` path that names nothing from the current folder is read from the
+    workspace root (``candidates/v3`` with ``--workspace``)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists() and (ws.root / p).exists():
+        return str(ws.root / p)
+    return path
+
+
+def resolve_run(ws: Any, options: Any) -> ResolvedRun:
+    """What a run of ``options`` (a :class:`fibtui.runners.session.RunOptions`) would run in the
+    workspace ``ws``: checked and resolved, nothing written. The one place the CLI, the TUI and the
+    Modal plan resolve a run."""
+    if options.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    check_workers(options.workers)
+    cfg = ws.config_for(options.definition)
+    dataset = ws.dataset()
+    definition = dataset.definition(cfg.definition)
+    candidates = [solution_from_path(_in_workspace(p, ws), cfg) for p in options.solutions] or [solution_from_config(cfg)]
+    baseline = None
+    if options.baseline:
+        baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg)
+    for sol in candidates + ([baseline] if baseline else []):
+        if sol.definition and sol.definition != definition.name:
+            raise UsageError(f"solution {sol.name} is for {sol.definition}, not {definition.name}")
+    uuids = select_workloads(options.workloads, definition, dataset, options.representatives)
+    return ResolvedRun(cfg, dataset, definition, candidates, baseline, uuids)

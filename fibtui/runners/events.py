@@ -1,10 +1,12 @@
 """Runner events: plain dataclasses, the same for every backend (the CLI prints them, the TUI
-posts them as messages)."""
+posts them as messages), the one sink type they go to, and what every runner offers."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fibtui.core.runs import JobResult, RunHeader
 
@@ -51,3 +53,17 @@ class LogLine:
 class RunFinished:
     state: str  # complete | failed | interrupted | cancelled
     record: dict[str, Any] = field(default_factory=dict)
+
+
+#: Every event a runner emits.
+RunEvent = RunStarted | JobStarted | JobFinished | WorkerRestarted | LogLine | RunFinished
+
+#: Where a runner sends its events (the CLI's printer, the TUI's message poster).
+EventSink = Callable[[RunEvent], None]
+
+
+class Runner(Protocol):
+    """A prepared run of any backend: ``run`` sends the events to ``on_event`` until the run
+    ends (or ``cancel`` is set) and returns the run record (``run.json``'s content)."""
+
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]: ...

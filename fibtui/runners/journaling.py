@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,7 @@ from fibtui.core.runs import (
     write_record,
 )
 from fibtui.core.status import PASSED
-from fibtui.runners.events import JobFinished, LogLine, RunFinished
-
-EventSink = Callable[[object], None]
+from fibtui.runners.events import EventSink, JobFinished, LogLine, RunFinished
 
 _RESTORED = ("the run's journal was changed by another process (a kernel writing into the run folder?); "
              "it was restored from what the runner wrote")

@@ -30,7 +30,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from typing import Any
 from fibtui.core.errors import WriteFailed
 from fibtui.core.runs import RunHeader, now_iso, pid_alive, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
-from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
+from fibtui.runners.events import EventSink, JobStarted, LogLine, RunStarted, WorkerRestarted
 from fibtui.runners.journaling import (
     JobRecorder,
     SolutionIds,
@@ -48,8 +47,6 @@ from fibtui.runners.journaling import (
     report_builds,
     take_job_fields,
 )
-
-EventSink = Callable[[object], None]
 
 _EOF = object()
 #: what a wait on a worker returns once the run is stopping (cancelled, interrupted, shutting down)
@@ -656,3 +653,20 @@ class LocalRunner:
     def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink, slot: int | None = None) -> None:
         where = {"slot": slot, "worker_device": self.pool.devices[slot]} if slot is not None else None
         self.recorder.record(sid, task.uuid, task.repeat, task.attempt, r, on_event, where)
+
+
+def worker_pool(backend: str, found: Any, config: dict[str, Any], options: Any) -> WorkerPool:
+    """The workers of a local or interpreter run: one per GPU this process may use, or
+    ``options.workers`` CPU interpreters (``found``: fibtui.core.backends.detect())."""
+    interpreter = backend == "interpreter"
+    if interpreter:
+        devices = ["cpu"] * max(1, options.workers or 1)
+        timeout = options.job_timeout_s or 900.0
+    else:
+        # one worker per GPU this process may use (CUDA_VISIBLE_DEVICES respected): each worker
+        # gets that GPU's own entry as its CUDA_VISIBLE_DEVICES
+        ids = found.gpu_ids or ["0"]
+        n = min(options.workers or len(ids), len(ids))
+        devices = [f"cuda:{ids[i]}" for i in range(max(1, n))]
+        timeout = options.job_timeout_s or 300.0
+    return WorkerPool(devices=devices, engine_config=config, interpreter=interpreter, job_timeout_s=timeout)

@@ -49,7 +49,6 @@ import os
 import queue
 import shlex
 import threading
-from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,7 +64,7 @@ from fibtui.core.runs import (
 )
 from fibtui.core.settings import get_setting, settings_path
 from fibtui.core.status import INFRA_STATUSES
-from fibtui.runners.events import JobStarted, LogLine, RunStarted, WorkerRestarted
+from fibtui.runners.events import EventSink, JobStarted, LogLine, RunStarted, WorkerRestarted
 from fibtui.runners.journaling import (
     JobRecorder,
     SolutionIds,
@@ -73,8 +72,6 @@ from fibtui.runners.journaling import (
     report_builds,
     take_job_fields,
 )
-
-EventSink = Callable[[object], None]
 
 IMAGE_REPO = "flashinfer/flashinfer-ci-cu132"
 #: The contest's evaluation image (the starter kit's EVALUATION.md).
@@ -396,7 +393,7 @@ def worst_case_gpu_seconds(jobs: int, job_timeout_s: float, container_overhead_s
 def plan_modal(ws, options) -> ModalPlan:
     """The plan of ``fibtui run --backend modal`` with these options; no network, no modal."""
     from fibtui.core import backends
-    from fibtui.runners.session import resolve_run
+    from fibtui.core.plan import resolve_run
 
     settings = modal_settings(ws.root)
     resolved = resolve_run(ws, options)

@@ -7,7 +7,6 @@ returns a runner; ``prepare_resume`` reopens an interrupted run from its journal
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,12 @@ from typing import Any
 from fibtui.core import backends, toolchain
 from fibtui.core.dataset import Dataset, Definition
 from fibtui.core.errors import UsageError
-from fibtui.core.plan import (
+from fibtui.core.plan import (  # noqa: F401 - check_workers, resolve_run: re-exported for callers of this service
+    ResolvedRun,
     build_header,
+    check_workers,
     load_snapshot,
-    select_workloads,
+    resolve_run,
     snapshot,
     solution_from_config,
     solution_from_path,
@@ -26,9 +27,12 @@ from fibtui.core.plan import (
 from fibtui.core.presets import preset_for
 from fibtui.core.runs import Journal, RunHeader, new_run_dir, read_journal, run_dir
 from fibtui.core.workspace import Workspace
-from fibtui.runners.local import LocalRunner, WorkerPool
+from fibtui.runners import registry
+from fibtui.runners.events import Runner
+from fibtui.runners.local import LocalRunner, worker_pool  # noqa: F401 - worker_pool re-exported: the TUI's warm workers use it
 
-BACKENDS = ("local", "interpreter", "modal")
+#: the backends by name (fibtui.runners.registry)
+BACKENDS = registry.names()
 
 #: Timing defaults per backend (docs/measurement.md, "Timing defaults": blocks of many launches, median per block).
 GPU_PLAN = {"calls_per_block": 20, "blocks": 6, "warmup_calls": 3}
@@ -61,38 +65,18 @@ class RunOptions:
 class PreparedRun:
     folder: Path
     header: RunHeader
-    runner: Any  # LocalRunner | ModalRunner: run(on_event, cancel) -> run record
+    runner: Runner  # LocalRunner | ModalRunner
 
     @property
     def run_id(self) -> str:
         return self.header.run_id
 
 
-def check_workers(workers: int | None) -> None:
-    """``--workers N``: GPUs, interpreter workers or Modal containers; at least one, for every
-    backend (a run with none would never start a job)."""
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
-
-
 def check_backend(backend: str, modal_in_process: bool = False) -> backends.Backends:
-    if backend not in BACKENDS:
-        raise UsageError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)}; parity has its own verb)")
+    """What this machine has, once ``backend`` is known to run here (else a UsageError)."""
+    spec = registry.get(backend)
     found = backends.detect()
-    if backend == "modal" and not modal_in_process:
-        if not found.modal_installed:
-            raise UsageError("the modal backend needs the modal package: pip install modal")
-        if found.modal_credentials is None:
-            raise UsageError("no Modal credentials: run `modal setup` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET)")
-        return found
-    if backend == "local" and not found.gpu:
-        raise UsageError("no NVIDIA GPU on this machine: use --backend interpreter (Triton's CPU interpreter) "
-                         "or --backend modal")
-    if not (found.torch and found.triton):
-        raise UsageError(f"the {backend} backend needs torch and triton in this Python ({sys.executable}): "
-                         "pip install 'fibtui[gpu]'")
-    if backend == "interpreter" and not found.interpreter:
-        raise UsageError("Triton's CPU interpreter needs numpy: pip install numpy")
+    spec.check(found, modal_in_process)
     return found
 
 
@@ -138,71 +122,14 @@ def engine_config(backend: str, definition: Definition, dataset_root: Path, opti
     }
 
 
-def worker_pool(backend: str, found: backends.Backends, config: dict[str, Any], options: RunOptions) -> WorkerPool:
-    interpreter = backend == "interpreter"
-    if interpreter:
-        devices = ["cpu"] * max(1, options.workers or 1)
-        timeout = options.job_timeout_s or 900.0
-    else:
-        # one worker per GPU this process may use (CUDA_VISIBLE_DEVICES respected): each worker
-        # gets that GPU's own entry as its CUDA_VISIBLE_DEVICES
-        ids = found.gpu_ids or ["0"]
-        n = min(options.workers or len(ids), len(ids))
-        devices = [f"cuda:{ids[i]}" for i in range(max(1, n))]
-        timeout = options.job_timeout_s or 300.0
-    return WorkerPool(devices=devices, engine_config=config, interpreter=interpreter, job_timeout_s=timeout)
-
-
 def _workload_json(dataset: Dataset, definition: Definition, uuids: list[str]) -> dict[str, dict[str, Any]]:
     workloads = dataset.workloads(definition.name)
     return {u: workloads.get(u).to_json() for u in uuids}
 
 
 def _engine_backend(backend: str, found: backends.Backends, options: RunOptions) -> str:
-    """What the worker engine runs as: a Modal run in-process uses the local GPU or, without
-    one, Triton's CPU interpreter."""
-    if backend == "modal" and options.modal_in_process and not found.gpu:
-        return "interpreter"
-    return backend
-
-
-@dataclass
-class ResolvedRun:
-    """What a run would run: the definition, the solutions and the workloads (nothing written)."""
-
-    cfg: Any
-    dataset: Dataset
-    definition: Definition
-    candidates: list[Any]
-    baseline: Any
-    uuids: list[str]
-
-
-def _in_workspace(path: str, ws: Workspace) -> str:
-    """A relative ``--solution`` path that names nothing from the current folder is read from the
-    workspace root (``candidates/v3`` with ``--workspace``)."""
-    p = Path(path).expanduser()
-    if not p.is_absolute() and not p.exists() and (ws.root / p).exists():
-        return str(ws.root / p)
-    return path
-
-
-def resolve_run(ws: Workspace, options: RunOptions) -> ResolvedRun:
-    if options.repeats < 1:
-        raise UsageError("--repeats must be at least 1")
-    check_workers(options.workers)
-    cfg = ws.config_for(options.definition)
-    dataset = ws.dataset()
-    definition = dataset.definition(cfg.definition)
-    candidates = [solution_from_path(_in_workspace(p, ws), cfg) for p in options.solutions] or [solution_from_config(cfg)]
-    baseline = None
-    if options.baseline:
-        baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg)
-    for sol in candidates + ([baseline] if baseline else []):
-        if sol.definition and sol.definition != definition.name:
-            raise UsageError(f"solution {sol.name} is for {sol.definition}, not {definition.name}")
-    uuids = select_workloads(options.workloads, definition, dataset, options.representatives)
-    return ResolvedRun(cfg, dataset, definition, candidates, baseline, uuids)
+    """What the worker engine runs as (``local`` on a GPU, ``interpreter``; Modal's own)."""
+    return registry.get(backend).engine(found, options)
 
 
 def refuse_unsupported(solutions: list[Any], engine_backend: str, found: backends.Backends) -> None:
@@ -239,10 +166,9 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
         refs.append(snapshot(sol, "candidate", folder, index=0))
     timing_kind = backends.timing_kind_of(engine_backend)
     settings: dict[str, Any] = {"engine": config, "workspace": str(ws.root)}
-    if options.backend == "modal":
-        from fibtui.runners.modal_runner import modal_header_settings
-
-        settings["modal"] = modal_header_settings(ws, options, config)
+    spec = registry.get(options.backend)
+    if spec.header_settings is not None:
+        settings[spec.name] = spec.header_settings(ws, options, config)
     header = build_header(
         folder.name, definition, dataset, refs, uuids, options.repeats, options.backend, timing_kind,
         options.l2_policy if engine_backend != "interpreter" else "n/a", options.workloads, settings,
@@ -251,17 +177,14 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     solutions = {ref.key: load_snapshot(folder, ref) for ref in refs}
     runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
     if isinstance(runner, LocalRunner):
-        runner.warm = options.warm
+        runner.warm = options.warm  # watch mode's warm workers, for a new run only
     return PreparedRun(folder, header, runner)
 
 
 def _runner(ws: Workspace, folder: Path, header: RunHeader, definition: Definition, solutions: dict[str, Any],
-            workloads: dict[str, Any], found: backends.Backends, config: dict[str, Any], options: RunOptions) -> Any:
-    if header.backend == "modal":
-        from fibtui.runners.modal_runner import modal_runner_for
-
-        return modal_runner_for(ws, folder, header, definition, solutions, workloads, config)
-    return LocalRunner(folder, header, definition.raw, solutions, workloads, worker_pool(header.backend, found, config, options))
+            workloads: dict[str, Any], found: backends.Backends, config: dict[str, Any], options: RunOptions) -> Runner:
+    ctx = registry.RunContext(ws, folder, header, definition, solutions, workloads, found, config, options)
+    return registry.get(header.backend).runner(ctx)
 
 
 def prepare_retry(ws: Workspace, run_id: str, options: RunOptions | None = None) -> PreparedRun:

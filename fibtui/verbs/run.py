@@ -33,8 +33,10 @@ import time
 def register(sub, common) -> None:
     p = sub.add_parser("run", help="run a gate or a sweep (local GPU, the CPU interpreter, or Modal)")
     common(p)
-    p.add_argument("--backend", default=None,
-                   help="local (GPU, default when one is present) | interpreter (CPU) | modal (B200 containers)")
+    from fibtui.runners import registry
+
+    p.add_argument("--backend", default=None, choices=None, metavar="|".join(registry.names()),
+                   help=registry.help_text())
     p.add_argument("--plan", action="store_true",
                    help="with --backend modal: print the plan (containers, GPU, image, volume, estimated "
                         "GPU-seconds and cost) and exit; no network")
@@ -110,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
     else:
         options.representatives = _representatives(ws, options)
-        if options.backend == "modal" and not options.modal_in_process:
+        from fibtui.runners import registry
+
+        if registry.get(options.backend).billed and not options.modal_in_process:
             _cost_guard(args, ws, options)
         prepared = prepare_run(ws, options)
     printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
@@ -184,13 +188,14 @@ def _test_delay(name: str) -> None:
 def _plan(args: argparse.Namespace, ws, options) -> int:
     """``--plan``: what a Modal run would cost, without any network."""
     from fibtui.core.errors import UsageError
-    from fibtui.runners.modal_runner import plan_modal
+    from fibtui.runners import registry
     from fibtui.verbs._common import console, emit_json
 
-    if options.backend != "modal" or args.resume:
-        raise UsageError("--plan goes with --backend modal (and a new run, not --resume)")
+    planner = registry.get(options.backend).plan
+    if planner is None or args.resume:
+        raise UsageError(f"--plan goes with --backend {' or '.join(registry.with_plan())} (and a new run, not --resume)")
     options.representatives = _representatives(ws, options)
-    plan = plan_modal(ws, options)
+    plan = planner(ws, options)
     if args.json:
         emit_json(plan.to_json())
     else:
@@ -207,9 +212,12 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
     ``[modal] confirm_above_usd`` starts only with ``--yes``; without it the plan is printed and
     nothing is launched (exit 2)."""
     from fibtui.core.errors import UsageError
-    from fibtui.runners.modal_runner import plan_modal
+    from fibtui.runners import registry
 
-    plan = plan_modal(ws, options)
+    planner = registry.get(options.backend).plan
+    if planner is None:  # a billed backend without a plan cannot say what it costs: never guess
+        raise UsageError(f"the {options.backend} backend is billed but has no --plan to check its cost")
+    plan = planner(ws, options)
     if not plan.needs_confirmation or args.yes:
         return
     for line in plan.lines():
