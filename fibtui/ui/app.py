@@ -21,6 +21,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets._footer import FooterKey
 from textual.worker import Worker, WorkerState
 
 from fibtui.core.errors import FibError
@@ -86,42 +87,108 @@ class PaneTabs(TabbedContent):
 
 
 class PaneFooter(Footer):
-    """Textual's Footer, recomposed only when what it shows changes. Textual's recomposes (every
-    key removed and mounted again, each restyled) on every bindings signal: each focus change and
-    each refresh_bindings, about ten times before the first frame and several times a pane switch,
-    mostly to show the same keys again."""
-
-    _shown: tuple | None = None
+    """Textual's Footer, showing the same keys in the same order, that changes only what changed.
+    Textual's recomposes (every key removed, mounted again and restyled: ~30 ms here) on every
+    bindings signal: each focus change and each refresh_bindings, several times a pane switch,
+    mostly to show the same keys again. This one keeps every key it has shown: a pane switch shows
+    and hides keys (display) and a recompose happens only for a key it has not met yet in a place
+    it can take, a changed label or state, or a binding group (Textual's own compose then)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # the first compose shows the keys: Textual's Footer composes empty and recomposes on the
         # first bindings signal, a frame (and ~30 ms of mounting here) later
         self.set_reactive(Footer._bindings_ready, True)
+        #: what was composed: every key entry in order, the palette key's entry; None: Textual's compose
+        self._layout: tuple[list[tuple], tuple | None] | None = None
+        self._key_widgets: list[FooterKey] = []
 
-    def _showing(self) -> tuple:
-        """What compose would show now: each shown binding's key, label, state and tooltip."""
+    def _wanted(self) -> tuple[list[tuple], tuple | None] | None:
+        """What Textual's Footer would show now: one entry per key (key, label, description, action,
+        enabled, tooltip), the first binding of each action in binding order, and the palette key;
+        None when a binding group is shown (left to Textual's compose)."""
         app = self.app
-        keys = tuple((binding.key, binding.action, binding.description, app.get_key_display(binding), enabled, tooltip,
-                      binding.tooltip, binding.group)
-                     for (_, binding, enabled, tooltip) in self.screen.active_bindings.values() if binding.show)
-        return keys, self.show_command_palette and app.ENABLE_COMMAND_PALETTE
+        active = self.screen.active_bindings
+        by_action: dict[str, tuple] = {}
+        for (_, binding, enabled, tooltip) in active.values():
+            if not binding.show:
+                continue
+            if binding.group is not None:
+                return None
+            by_action.setdefault(binding.action, (binding.key, app.get_key_display(binding), binding.description,
+                                                  binding.action, enabled, tooltip))
+        palette = None
+        if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
+            found = active.get(app.COMMAND_PALETTE_BINDING)
+            if found is not None:
+                _, binding, enabled, _ = found
+                palette = (binding.key, app.get_key_display(binding), binding.description, binding.action, enabled,
+                           binding.tooltip or binding.description)
+        return list(by_action.values()), palette
+
+    def _merged(self, entries: list[tuple]) -> list[tuple]:
+        """The keys composed before with the new ones each placed right after the key shown before
+        it; the new entries alone where that order cannot hold them all."""
+        if self._layout is None:
+            return entries
+        merged = list(self._layout[0])
+        for i, entry in enumerate(entries):
+            if entry not in merged:
+                merged.insert(merged.index(entries[i - 1]) + 1 if i else 0, entry)
+        return merged if _in_order(entries, merged) else entries
 
     def compose(self) -> ComposeResult:
-        if self._bindings_ready:
-            self._shown = self._showing()
-        yield from super().compose()
+        wanted = self._wanted()
+        if wanted is None:
+            self._layout, self._key_widgets = None, []
+            yield from super().compose()
+            return
+        entries, palette = wanted
+        layout = self._merged(entries)
+        self._layout = (layout, palette)
+        self._key_widgets = []
+        shown = set(entries)
+        self.styles.grid_size_columns = len(entries)
+        for key, label, description, action, enabled, tooltip in layout:
+            widget = FooterKey(key, label, description, action, disabled=not enabled, tooltip=tooltip)
+            widget.data_bind(compact=Footer.compact)
+            if (key, label, description, action, enabled, tooltip) not in shown:
+                widget.display = False
+            self._key_widgets.append(widget)
+            yield widget
+        if palette is not None:
+            key, label, description, action, enabled, tooltip = palette
+            yield FooterKey(key, label, description, action, classes="-command-palette", disabled=not enabled,
+                            tooltip=tooltip)
 
     def bindings_changed(self, screen) -> None:
         self._bindings_ready = True
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen:
-            self.call_after_refresh(self._recompose_if_changed)
+            self.call_after_refresh(self._update_keys)
 
-    async def _recompose_if_changed(self) -> None:
-        if self.is_attached and self._showing() != self._shown:
-            await self.recompose()
+    async def _update_keys(self) -> None:
+        if not self.is_attached:
+            return
+        wanted = self._wanted()
+        if wanted is not None and self._layout is not None:
+            entries, palette = wanted
+            layout, composed_palette = self._layout
+            if palette == composed_palette and _in_order(entries, layout):
+                shown = set(entries)
+                for entry, widget in zip(layout, self._key_widgets, strict=True):
+                    if widget.display != (entry in shown):
+                        widget.display = entry in shown
+                self.styles.grid_size_columns = len(entries)
+                return
+        await self.recompose()
+
+
+def _in_order(entries: list[tuple], layout: list[tuple]) -> bool:
+    """Are ``entries`` all in ``layout``, in the same order?"""
+    rest = iter(layout)
+    return all(entry in rest for entry in entries)
 
 
 def B(key: str, action: str, description: str, id: str, tooltip: str, show: bool = True, key_display: str | None = None) -> Binding:
