@@ -294,6 +294,9 @@ class FibApp(App[int]):
         self._tabs: TabbedContent | None = None
         #: panes given the workspace (set_workspace: their loading workers started)
         self._loaded: set[str] = set()
+        #: the first frame is on screen (Textual's Ready); until then the workspace waits to load
+        self._first_frame = False
+        self._load_waits = False
         #: signals whose handlers this app installed on its event loop (SIGHUP, SIGTERM), with
         #: the handlers they had before (put back when the app ends)
         self._signals_caught: dict[int, Any] = {}
@@ -376,7 +379,18 @@ class FibApp(App[int]):
         # Paint first, then load: the visible pane right after the first frame, the others once
         # its data is in (their workers import polars, git, plotext; on two cores they would
         # halve the speed of the one whose data is awaited).
-        self.call_after_refresh(self._load_panes, ws)
+        if self._first_frame:
+            self.call_after_refresh(self._load_panes, ws)
+        else:
+            self._load_waits = True
+
+    def on_ready(self) -> None:
+        """The first frame is on screen: the pane in view starts loading now, not after the frames
+        that follow it (the tables' own layout passes: ~100 ms here before a call_after_refresh ran)."""
+        self._first_frame = True
+        if self._load_waits and self.workspace is not None:
+            self._load_waits = False
+            self._load_panes(self.workspace)
 
     def _load_panes(self, ws: Workspace) -> None:
         visible = self.active_pane
