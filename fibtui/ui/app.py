@@ -388,6 +388,9 @@ class FibApp(App[int]):
         """The first frame is on screen: the pane in view starts loading now, not after the frames
         that follow it (the tables' own layout passes: ~100 ms here before a call_after_refresh ran)."""
         self._first_frame = True
+        import gc
+
+        gc.enable()  # fibtui.verbs.tui.open_tui held the collector off until the first frame
         if self._load_waits and self.workspace is not None:
             self._load_waits = False
             self._load_panes(self.workspace)
