@@ -215,6 +215,13 @@ class FibCommands(Provider):
                 yield Hit(score, matcher.highlight(text), callback, help=help_text)
 
 
+def _release_collector() -> None:
+    """The collector runs again (fibtui.verbs.tui.open_tui holds it until the first data)."""
+    from fibtui.verbs.tui import release_collector
+
+    release_collector()
+
+
 def _tune_collector() -> None:
     """Keep the cyclic collector's full passes off the key path. Start-up (modules, panes, the
     loaded workspace) is frozen, so a full pass scans only what came after; full passes run a
@@ -223,6 +230,7 @@ def _tune_collector() -> None:
     full passes of ~110-370 ms each, which were the key-to-repaint tail."""
     import gc
 
+    _release_collector()
     gc.freeze()
     young, middle, full = gc.get_threshold()
     gc.set_threshold(young, middle, max(full, 100))
@@ -388,9 +396,8 @@ class FibApp(App[int]):
         """The first frame is on screen: the pane in view starts loading now, not after the frames
         that follow it (the tables' own layout passes: ~100 ms here before a call_after_refresh ran)."""
         self._first_frame = True
-        import gc
-
-        gc.enable()  # fibtui.verbs.tui.open_tui held the collector off until the first frame
+        if self.workspace is None:  # nothing loads before a workspace is chosen
+            _release_collector()
         if self._load_waits and self.workspace is not None:
             self._load_waits = False
             self._load_panes(self.workspace)
@@ -427,6 +434,7 @@ class FibApp(App[int]):
                 w.node is shown and w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers):
             await asyncio.sleep(0.02)
         await self._next_frame()  # its rows painted first
+        _release_collector()
         for pane in PANES:
             if pane.id != visible:
                 await self._open_pane(pane.id)
