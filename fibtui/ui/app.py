@@ -465,7 +465,14 @@ class FibApp(App[int]):
 
     # -- actions ------------------------------------------------------------------------------
 
-    def action_show_pane(self, pane_id: str) -> None:
+    async def action_show_pane(self, pane_id: str) -> None:
+        """A pane key: show_pane, and a pane shown before its turn is built before the next key
+        is handled (a key for it, typed next, then finds its widgets)."""
+        self.show_pane(pane_id)
+        if not self.pane(pane_id).built:
+            await self._open_pane(pane_id)
+
+    def show_pane(self, pane_id: str) -> None:
         """Show a pane and move focus into it. Focus left in the pane being hidden would pull it
         back: Textual's TabbedContent shows the pane that holds the focused widget.
 
@@ -924,7 +931,7 @@ class FibApp(App[int]):
             yes="Go on (y)", no="Back (n)"), answered)
 
     def _start(self, options, label: str) -> None:
-        self.action_show_pane("runs")
+        self.show_pane("runs")
         self._on_pane("runs", "start", options, label)
 
     def action_cancel_run(self) -> None:
@@ -1037,7 +1044,7 @@ class FibApp(App[int]):
 
     def palette_commands(self) -> list[tuple[str, Any, str]]:
         out: list[tuple[str, Any, str]] = [
-            (f"Show {p.title} pane", partial(self.action_show_pane, p.id), p.about) for p in PANES
+            (f"Show {p.title} pane", partial(self.show_pane, p.id), p.about) for p in PANES
         ]
         if self.workspace is None:
             out.append(("Open the bundled demo workspace", self.action_open_demo, "copy it once and open it"))
