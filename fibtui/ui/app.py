@@ -476,20 +476,16 @@ class FibApp(App[int]):
         """Show a pane and move focus into it. Focus left in the pane being hidden would pull it
         back: Textual's TabbedContent shows the pane that holds the focused widget.
 
-        One frame: the pane is shown, focus moves straight into it (one focus change: each one
-        repaints the whole screen) and the screen is laid out at once. Blurring first and focusing
-        a frame later, the first frame after the key repainted the old layout (the new pane's
-        layout request was still queued) and the pane showed two frames later."""
+        The screen is laid out at once (refresh(layout=True)): the blur repaints the whole screen
+        (Screen.focused), and without it the first frame after the key was that repaint of the
+        old layout, the new pane's layout request still queued, and the pane showed two frames
+        later, after the footer's update. Focus goes in after the pane's first frame."""
         self.wanted_pane = pane_id
         target = self.pane(pane_id)
         focused = self.focused
+        if focused is not None and target not in focused.ancestors:
+            self.set_focus(None)
         self.query_one("#main-tabs", TabbedContent).active = pane_id
-        if focused is None or target not in focused.ancestors:
-            widget = target.focus_target() if len(self.screen_stack) == 1 else None
-            if widget is not None:
-                self.screen.set_focus(widget, scroll_visible=False)
-            elif focused is not None:
-                self.set_focus(None)
         self.screen.refresh(layout=True)
         if not target.built:  # shown before its turn: built now, focus goes in once it is
             self.call_later(self._open_pane, pane_id)
