@@ -22,7 +22,7 @@ from fibtui.ui.screens.confirm import ConfirmScreen
 from fibtui.ui.screens.error import ErrorScreen
 from fibtui.ui.screens.help import HelpKeysScreen
 from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
-from tests.tui_helpers import copy_ncu_reports, synthetic_gpu_run, write_round
+from tests.tui_helpers import copy_ncu_reports, settle, synthetic_gpu_run, write_round
 
 SIZE = (120, 40)
 
@@ -32,18 +32,6 @@ def _user_config(tmp_path_factory, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path_factory.mktemp("config")
     monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(folder))
     return folder
-
-
-async def settle(app, pilot) -> None:
-    """Wait for every worker (a failed one is the app's business: its error dialog)."""
-    from textual.worker import WorkerFailed
-
-    for _ in range(3):
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerFailed:
-            pass
-        await pilot.pause()
 
 
 async def test_keys_switch_panes_and_list_bindings(demo_ws: Path) -> None:

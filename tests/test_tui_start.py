@@ -16,6 +16,7 @@ from rich.text import Text
 from fibtui.core.workspace import open_workspace
 from fibtui.ui.app import INITIAL_PANE, PANES, make_app
 from fibtui.ui.panes.ncu import NcuPane
+from tests.tui_helpers import settle
 
 
 @pytest.fixture(autouse=True)
@@ -23,17 +24,6 @@ def _user_config(tmp_path_factory, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path_factory.mktemp("config")
     monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(folder))
     return folder
-
-
-async def settle(app, pilot) -> None:
-    from textual.worker import WorkerFailed
-
-    for _ in range(3):
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerFailed:
-            pass
-        await pilot.pause()
 
 
 async def test_only_the_pane_in_view_is_built_at_start_and_every_pane_is_once_settled(demo_ws: Path) -> None:

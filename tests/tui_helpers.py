@@ -17,6 +17,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 BUNDLED_AA = Path(__file__).resolve().parent.parent / "optimize_ops" / "benchmarks" / "aa.jsonl"
 
 
+async def settle(app, pilot) -> None:
+    """Wait for every worker (a failed one is the app's business: its error dialog)."""
+    from textual.worker import WorkerFailed
+
+    for _ in range(3):
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerFailed:
+            pass
+        await pilot.pause()
+
+
 def synthetic_gpu_run(ws_root: Path, run_id: str = "20260101-000000_demo_local", speedup_small: float = 0.75,
                       aa_history: bool = True) -> Path:
     """A complete paired run (baseline = the demo kernel, candidate = v2) with made-up latencies
