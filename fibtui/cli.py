@@ -24,19 +24,34 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exits 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {printable(message, one_line=True)} (see {self.prog} --help)\n")
+        sys.stderr.write(
+            f"{self.prog}: error: {printable(message, one_line=True)} (see {self.prog} --help)\n"
+        )
         raise SystemExit(2)
 
 
 def common_options(p: argparse.ArgumentParser) -> None:
     """--workspace, --dataset and --wide, accepted before or after any verb."""
-    p.add_argument("--workspace", "-w", metavar="DIR", default=argparse.SUPPRESS,
-                   help="the solution repo (default: found from the current folder upward)")
-    p.add_argument("--dataset", metavar="DIR", default=argparse.SUPPRESS,
-                   help="FlashInfer-Trace folder (default: FIB_DATASET_PATH, then dataset/ in the workspace)")
-    p.add_argument("--wide", action="store_true", default=argparse.SUPPRESS,
-                   help="print every column and every cell whole, lines as long as they are (the default "
-                        "when stdout is not a terminal); on a terminal, tables fit its width")
+    p.add_argument(
+        "--workspace",
+        "-w",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="the solution repo (default: found from the current folder upward)",
+    )
+    p.add_argument(
+        "--dataset",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="FlashInfer-Trace folder (default: FIB_DATASET_PATH, then dataset/ in the workspace)",
+    )
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print every column and every cell whole, lines as long as they are (the default "
+        "when stdout is not a terminal); on a terminal, tables fit its width",
+    )
 
 
 def _verb_modules():
@@ -51,12 +66,17 @@ def _verb_modules():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="fibtui", description="Optimize GPU kernels against FlashInfer-Bench definitions.")
+    parser = _Parser(
+        prog="fibtui", description="Optimize GPU kernels against FlashInfer-Bench definitions."
+    )
     parser.add_argument("--version", action="version", version=f"fibtui {__version__}")
     common_options(parser)
     parser.add_argument("--watch", action="store_true", help="start the TUI with watch mode on")
-    parser.add_argument("--or-demo", action="store_true",
-                        help="open the bundled demo workspace when no workspace is found")
+    parser.add_argument(
+        "--or-demo",
+        action="store_true",
+        help="open the bundled demo workspace when no workspace is found",
+    )
     sub = parser.add_subparsers(dest="verb", parser_class=_Parser, metavar="VERB")
     for module in _verb_modules():
         module.register(sub, common_options)

@@ -52,8 +52,12 @@ def _copy_runs(archive_root: Path, folders: list[Path]) -> list[str]:
     for folder in folders:
         header = read_journal(folder / "journal.jsonl").header
         existing = archive_root / "runs" / header.run_id
-        if (existing / "journal.jsonl").is_file() and (existing / "journal.jsonl").read_bytes() == (folder / "journal.jsonl").read_bytes():
-            print(f"run {header.run_id}: already archived at {existing.relative_to(archive_root.parent)}")
+        if (existing / "journal.jsonl").is_file() and (existing / "journal.jsonl").read_bytes() == (
+            folder / "journal.jsonl"
+        ).read_bytes():
+            print(
+                f"run {header.run_id}: already archived at {existing.relative_to(archive_root.parent)}"
+            )
             ids.append(existing.name)
             continue
         dest = archive.archive_run(archive_root, folder)
@@ -79,17 +83,32 @@ def _record_aa(archive_root: Path, a: Path, b: Path) -> None:
     gpu = (ta.meta.get("environment") or {}).get("gpu")
     session = stats.aa_session_from(comp, source, "compare --aa", ta.definition, gpu)
     stats.record_aa_session(archive_root, session)
-    print(f"A/A session {source}: log G {session.log_g:+.5f}, sigma {session.sigma}, {session.workloads} workloads")
+    print(
+        f"A/A session {source}: log G {session.log_g:+.5f}, sigma {session.sigma}, {session.workloads} workloads"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_FOLDER")
-    p.add_argument("--root", type=Path, default=REPO, help="workspace root holding optimize_ops/ (default: the repo)")
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=REPO,
+        help="workspace root holding optimize_ops/ (default: the repo)",
+    )
     p.add_argument("--topic", default=None, help="round topic (default: the candidate id)")
-    p.add_argument("--aa", nargs=2, action="append", type=Path, default=[], metavar=("RUN_A", "RUN_B"))
+    p.add_argument(
+        "--aa", nargs=2, action="append", type=Path, default=[], metavar=("RUN_A", "RUN_B")
+    )
     p.add_argument("--dataset", type=Path, default=DEMO_DATASET)
-    p.add_argument("--note", action="append", default=[], metavar="TEXT", help="a note for the round record (repeatable)")
+    p.add_argument(
+        "--note",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a note for the round record (repeatable)",
+    )
     args = p.parse_args(argv)
 
     archive_root = archive.archive_root_of(args.root)
@@ -102,23 +121,47 @@ def main(argv: list[str] | None = None) -> int:
     definition = ds.definition(first["definition"])
     workloads = ds.workloads(definition.name)
 
-    existing = [r for r in archive.load_rounds(archive_root) if sorted(x["run_id"] for x in r.runs) == sorted(run_ids)]
+    existing = [
+        r
+        for r in archive.load_rounds(archive_root)
+        if sorted(x["run_id"] for x in r.runs) == sorted(run_ids)
+    ]
     if existing:
         paths = archive.write_round_summary(archive_root, existing[-1], definition, workloads)
-        print(f"round {existing[-1].round} already decided ({existing[-1].decision}); summary regenerated: "
-              + ", ".join(str(x.relative_to(args.root)) for x in paths))
+        print(
+            f"round {existing[-1].round} already decided ({existing[-1].decision}); summary regenerated: "
+            + ", ".join(str(x.relative_to(args.root)) for x in paths)
+        )
         rec = existing[-1]
     else:
-        inputs = archive.gather_round(archive_root, run_ids=run_ids, definition_obj=definition, workloads=workloads)
-        notes = ["recorded by scripts/archive_demo_round.py from runs measured with fibtui on an H200; the bundled demo "
-                 "keeps the baseline as its checked-in kernel so the round can be replayed in a `fibtui demo` workspace",
-                 *args.note]
+        inputs = archive.gather_round(
+            archive_root, run_ids=run_ids, definition_obj=definition, workloads=workloads
+        )
+        notes = [
+            "recorded by scripts/archive_demo_round.py from runs measured with fibtui on an H200; the bundled demo "
+            "keeps the baseline as its checked-in kernel so the round can be replayed in a `fibtui demo` workspace",
+            *args.note,
+        ]
         if inputs.comparison.verdict == stats.PROMOTE and inputs.deciding_kind == "sweep":
-            result = archive.promote(inputs, topic=args.topic, definition_obj=definition, workloads=workloads, notes=notes)
+            result = archive.promote(
+                inputs,
+                topic=args.topic,
+                definition_obj=definition,
+                workloads=workloads,
+                notes=notes,
+            )
         else:
-            result = archive.archive_only(inputs, topic=args.topic, definition_obj=definition, workloads=workloads, notes=notes)
+            result = archive.archive_only(
+                inputs,
+                topic=args.topic,
+                definition_obj=definition,
+                workloads=workloads,
+                notes=notes,
+            )
         for path in result.written:
-            print(f"wrote {path.relative_to(args.root) if path.is_relative_to(args.root) else path}")
+            print(
+                f"wrote {path.relative_to(args.root) if path.is_relative_to(args.root) else path}"
+            )
         for w in result.warnings:
             print(f"warning: {w}")
         rec = result.record
@@ -126,15 +169,23 @@ def main(argv: list[str] | None = None) -> int:
     _md, report = archive.render_round(archive_root, rec, definition, workloads)
     c = report["comparison"]
     print()
-    print(f"decision: {report['decision']['decision']}  verdict {c['verdict']} on {report['deciding_run']}")
-    print(f"G = {c['geomean_ratio']:.4f}  {c['confidence']:.0%} interval [{c['ci_low']:.4f}, {c['ci_high']:.4f}]  "
-          f"({c['interval_method']})")
+    print(
+        f"decision: {report['decision']['decision']}  verdict {c['verdict']} on {report['deciding_run']}"
+    )
+    print(
+        f"G = {c['geomean_ratio']:.4f}  {c['confidence']:.0%} interval [{c['ci_low']:.4f}, {c['ci_high']:.4f}]  "
+        f"({c['interval_method']})"
+    )
     print(f"tau = {report['noise_floor']['tau'] * 100:.2f}%  ({report['noise_floor']['source']})")
-    print(f"{'band':<16}{'n':>3}{'base us':>10}{'cand us':>10}{'change':>9}{'ratio':>8}  interval           W/T/L")
+    print(
+        f"{'band':<16}{'n':>3}{'base us':>10}{'cand us':>10}{'change':>9}{'ratio':>8}  interval           W/T/L"
+    )
     for b in report["bands"]:
-        print(f"{b['band']:<16}{b['workloads']:>3}{b['base_mean_ms'] * 1000:>10.3f}{b['cand_mean_ms'] * 1000:>10.3f}"
-              f"{b['change_pct']:>+8.2f}%{b['geomean_ratio']:>8.4f}  [{b['ci_low']:.4f}, {b['ci_high']:.4f}]  "
-              f"{b['wins']}/{b['ties']}/{b['losses']}")
+        print(
+            f"{b['band']:<16}{b['workloads']:>3}{b['base_mean_ms'] * 1000:>10.3f}{b['cand_mean_ms'] * 1000:>10.3f}"
+            f"{b['change_pct']:>+8.2f}%{b['geomean_ratio']:>8.4f}  [{b['ci_low']:.4f}, {b['ci_high']:.4f}]  "
+            f"{b['wins']}/{b['ties']}/{b['losses']}"
+        )
     return 0
 
 

@@ -16,12 +16,16 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-KERNEL = Path(__file__).resolve().parent.parent / "kernels/gdn_decode_demo/solution/triton/kernel.py"
+KERNEL = (
+    Path(__file__).resolve().parent.parent / "kernels/gdn_decode_demo/solution/triton/kernel.py"
+)
 spec = importlib.util.spec_from_file_location("demo_kernel", KERNEL)
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
 dev = torch.device("cuda")
-flush_buf = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device=dev)
+flush_buf = torch.empty(
+    2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device=dev
+)
 out = {}
 for B in (1, 2, 4, 8, 16, 24, 32, 48, 64):
     g = torch.Generator(device=dev).manual_seed(B)
@@ -47,8 +51,11 @@ for B in (1, 2, 4, 8, 16, 24, 32, 48, 64):
                     flush_buf.zero_()
                 mod.gdn_decode(*args)
             torch.cuda.synchronize()
-        durs = [e.duration_ns() / 1000 for e in prof.profiler.kineto_results.events()
-                if e.device_type() == torch.autograd.DeviceType.CUDA and "gdn" in e.name()]
+        durs = [
+            e.duration_ns() / 1000
+            for e in prof.profiler.kineto_results.events()
+            if e.device_type() == torch.autograd.DeviceType.CUDA and "gdn" in e.name()
+        ]
         res[policy] = {"median_us": statistics.median(durs), "n": len(durs)}
     out[B] = res
     print(B, res, file=sys.stderr)

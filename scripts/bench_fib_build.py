@@ -39,35 +39,64 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--solution", required=True)
     ap.add_argument("--dataset", required=True)
-    ap.add_argument("--cache", help="FIB_CACHE_PATH to use (default: a new temp folder, removed after)")
+    ap.add_argument(
+        "--cache", help="FIB_CACHE_PATH to use (default: a new temp folder, removed after)"
+    )
     args = ap.parse_args()
     folder = Path(args.solution)
     cfg = tomllib.loads((folder / "config.toml").read_text())
     build = cfg["build"]
     src = folder / "solution" / build["language"]
-    sources = [{"path": p.relative_to(src).as_posix(), "content": p.read_text()} for p in sorted(src.rglob("*"))
-               if p.is_file() and "__pycache__" not in p.parts]
-    spec = {"language": build["language"], "target_hardware": ["cuda"], "entry_point": build["entry_point"],
-            "destination_passing_style": build.get("destination_passing_style", True)}
+    sources = [
+        {"path": p.relative_to(src).as_posix(), "content": p.read_text()}
+        for p in sorted(src.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
+    spec = {
+        "language": build["language"],
+        "target_hardware": ["cuda"],
+        "entry_point": build["entry_point"],
+        "destination_passing_style": build.get("destination_passing_style", True),
+    }
     if build.get("binding"):
         spec["binding"] = build["binding"]
     name = cfg["solution"]["definition"]
-    definition = json.loads(next(Path(args.dataset).glob(f"definitions/**/{name}.json")).read_text())
-    solution = {"name": cfg["solution"]["name"], "definition": name, "author": cfg["solution"].get("author") or "?",
-                "spec": spec, "sources": sources}
+    definition = json.loads(
+        next(Path(args.dataset).glob(f"definitions/**/{name}.json")).read_text()
+    )
+    solution = {
+        "name": cfg["solution"]["name"],
+        "definition": name,
+        "author": cfg["solution"].get("author") or "?",
+        "spec": spec,
+        "sources": sources,
+    }
     cache = Path(args.cache) if args.cache else Path(tempfile.mkdtemp(prefix="fib-build-cache-"))
     req = cache.parent / f"{cache.name}-request.json"
     req.write_text(json.dumps({"definition": definition, "solution": solution}))
-    out = {"solution": solution["name"], "language": spec["language"], "binding": spec.get("binding")}
+    out = {
+        "solution": solution["name"],
+        "language": spec["language"],
+        "binding": spec.get("binding"),
+    }
     env = dict(os.environ, FIB_CACHE_PATH=str(cache))
     for phase in ("first", "again"):
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(req)], capture_output=True, text=True, env=env,
-                              check=False, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, str(req)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=900,
+        )
         line = (proc.stdout.strip().splitlines() or [""])[-1]
         try:
             out[phase] = json.loads(line)
         except ValueError:
-            out[phase] = {"ok": False, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+            out[phase] = {
+                "ok": False,
+                "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}",
+            }
     print(json.dumps(out))
     req.unlink(missing_ok=True)
     if not args.cache:

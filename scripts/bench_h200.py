@@ -32,11 +32,18 @@ from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition
 def fibtui(*args: str, timeout: float = 900) -> tuple[dict, float, str]:
     """Run the real CLI; return (record, wall seconds, stderr)."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "fibtui", *args, "--json"], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fibtui", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
     wall = time.monotonic() - t0
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
-        raise SystemExit(f"fibtui {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise SystemExit(
+            f"fibtui {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
     return json.loads(proc.stdout), wall, proc.stderr
 
 
@@ -45,24 +52,35 @@ def band_of(job: dict) -> str:
 
 
 def by_key(record: dict, role: str | None = None) -> dict[tuple[str, int], dict]:
-    return {(j["uuid"], j["repeat"]): j for j in record["jobs"] if role is None or j["role"] == role}
+    return {
+        (j["uuid"], j["repeat"]): j for j in record["jobs"] if role is None or j["role"] == role
+    }
 
 
 def log_ratio_stats(pairs: list[tuple[float, float]]) -> dict:
     logs = [math.log(b / a) for a, b in pairs]
     absl = sorted(abs(x) for x in logs)
-    return {"n": len(logs), "mean_log_ratio": statistics.mean(logs), "std_log_ratio": statistics.stdev(logs) if len(logs) > 1 else 0.0,
-            "p95_abs_log_ratio": p95(absl), "max_abs_log_ratio": absl[-1]}
+    return {
+        "n": len(logs),
+        "mean_log_ratio": statistics.mean(logs),
+        "std_log_ratio": statistics.stdev(logs) if len(logs) > 1 else 0.0,
+        "p95_abs_log_ratio": p95(absl),
+        "max_abs_log_ratio": absl[-1],
+    }
 
 
 def cmd_noise(a: argparse.Namespace) -> None:
     out = Path(a.out)
     runs = []
     for i in range(2):
-        rec, wall, _ = fibtui("run", "--backend", "local", "--workloads", "all", "--l2", a.l2, "--workspace", a.ws)
+        rec, wall, _ = fibtui(
+            "run", "--backend", "local", "--workloads", "all", "--l2", a.l2, "--workspace", a.ws
+        )
         runs.append(rec)
         (out / f"noise_{a.l2}_run{i + 1}.json").write_text(json.dumps(rec, indent=1))
-        print(f"run {i + 1}: {rec['run_id']} {rec['summary']['passed']}/{rec['summary']['total']} PASSED in {wall:.1f} s")
+        print(
+            f"run {i + 1}: {rec['run_id']} {rec['summary']['passed']}/{rec['summary']['total']} PASSED in {wall:.1f} s"
+        )
     r1, r2 = by_key(runs[0]), by_key(runs[1])
     pairs, bands = [], {}
     for key, j1 in r1.items():
@@ -70,16 +88,26 @@ def cmd_noise(a: argparse.Namespace) -> None:
         if j1["status"] == j2["status"] == "PASSED":
             pairs.append((j1["latency_ms"], j2["latency_ms"]))
             bands.setdefault(band_of(j1), []).append((j1["latency_ms"], j2["latency_ms"]))
-    res = {"overall": log_ratio_stats(pairs), "bands": {b: log_ratio_stats(p) | {"mean_us_run1": 1000 * statistics.mean(x for x, _ in p)}
-                                                         for b, p in bands.items()},
-           "runs": [r["run_id"] for r in runs], "target": {"std_log_ratio": 0.01, "p95_abs_log_ratio": 0.02}}
+    res = {
+        "overall": log_ratio_stats(pairs),
+        "bands": {
+            b: log_ratio_stats(p) | {"mean_us_run1": 1000 * statistics.mean(x for x, _ in p)}
+            for b, p in bands.items()
+        },
+        "runs": [r["run_id"] for r in runs],
+        "target": {"std_log_ratio": 0.01, "p95_abs_log_ratio": 0.02},
+    }
     res["l2_policy"] = a.l2
     (out / f"noise_{a.l2}.json").write_text(json.dumps(res, indent=1))
     print(f"{'band':<16}{'n':>4}{'mean us':>10}{'std log':>10}{'p95 |log|':>11}")
-    for b, s in sorted(res["bands"].items(), key=lambda kv: int(kv[0].split('=')[1])):
-        print(f"{b:<16}{s['n']:>4}{s['mean_us_run1']:>10.2f}{s['std_log_ratio']:>10.4f}{s['p95_abs_log_ratio']:>11.4f}")
+    for b, s in sorted(res["bands"].items(), key=lambda kv: int(kv[0].split("=")[1])):
+        print(
+            f"{b:<16}{s['n']:>4}{s['mean_us_run1']:>10.2f}{s['std_log_ratio']:>10.4f}{s['p95_abs_log_ratio']:>11.4f}"
+        )
     o = res["overall"]
-    print(f"{'ALL':<16}{o['n']:>4}{'':>10}{o['std_log_ratio']:>10.4f}{o['p95_abs_log_ratio']:>11.4f}   (targets <= 0.01 / <= 0.02)")
+    print(
+        f"{'ALL':<16}{o['n']:>4}{'':>10}{o['std_log_ratio']:>10.4f}{o['p95_abs_log_ratio']:>11.4f}   (targets <= 0.01 / <= 0.02)"
+    )
 
 
 def _workspace(ws: str):
@@ -95,35 +123,83 @@ def _profile_request(ws: str, solution_dir: str | None, uuids: list[str], req_pa
     w = _workspace(ws)
     ds = w.dataset()
     definition = ds.definition(w.active.definition)
-    sol = solution_from_path(solution_dir, w.active) if solution_dir else solution_from_config(w.active)
+    sol = (
+        solution_from_path(solution_dir, w.active)
+        if solution_dir
+        else solution_from_config(w.active)
+    )
     workloads = ds.workloads(definition.name)
-    req = {"config": {"backend": "local", "device": "cuda:0", "cache_dir": default_cache_dir(), "dataset_root": str(w.dataset_root)},
-           "definition": definition.raw,
-           "solutions": [{"id": "candidate-0", "name": sol.name, "spec": {"language": sol.language, "entry_point": sol.entry_point,
-                                                                          "destination_passing_style": sol.dps}, "sources": sol.sources}],
-           "workloads": [workloads.get(u).to_json() for u in uuids], "warmup_calls": 5, "profiled_calls": 1}
+    req = {
+        "config": {
+            "backend": "local",
+            "device": "cuda:0",
+            "cache_dir": default_cache_dir(),
+            "dataset_root": str(w.dataset_root),
+        },
+        "definition": definition.raw,
+        "solutions": [
+            {
+                "id": "candidate-0",
+                "name": sol.name,
+                "spec": {
+                    "language": sol.language,
+                    "entry_point": sol.entry_point,
+                    "destination_passing_style": sol.dps,
+                },
+                "sources": sol.sources,
+            }
+        ],
+        "workloads": [workloads.get(u).to_json() for u in uuids],
+        "warmup_calls": 5,
+        "profiled_calls": 1,
+    }
     req_path.write_text(json.dumps(req))
 
 
 def _ncu(args: list[str], req: Path, rep: Path, timeout: float = 600) -> None:
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    cmd = [ncu, "--profile-from-start", "off", "--clock-control", "none", "--target-processes", "all", *args,
-           "--export", str(rep), "--force-overwrite", sys.executable, "-m", "fibtui.worker", "profile", "--request", str(req)]
+    cmd = [
+        ncu,
+        "--profile-from-start",
+        "off",
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        *args,
+        "--export",
+        str(rep),
+        "--force-overwrite",
+        sys.executable,
+        "-m",
+        "fibtui.worker",
+        "profile",
+        "--request",
+        str(req),
+    ]
     print("$", " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
     if proc.returncode != 0:
-        raise SystemExit(f"ncu failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"ncu failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
 
 
 def _ncu_export(rep: Path) -> dict[str, Path]:
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     out = {}
-    for page, suffix, csv in (("details", "_details.csv", True), ("raw", "_raw.csv", True), ("details", "_details.txt", False)):
+    for page, suffix, csv in (
+        ("details", "_details.csv", True),
+        ("raw", "_raw.csv", True),
+        ("details", "_details.txt", False),
+    ):
         target = rep.with_name(rep.stem + suffix)
         cmd = [ncu, "--import", str(rep), "--page", page] + (["--csv"] if csv else [])
         with open(target, "w") as fh:
-            subprocess.run(cmd, stdout=fh, stderr=subprocess.PIPE, text=True, timeout=300, check=True)
+            subprocess.run(
+                cmd, stdout=fh, stderr=subprocess.PIPE, text=True, timeout=300, check=True
+            )
         out[suffix] = target
     return out
 
@@ -141,16 +217,34 @@ def cmd_fidelity(a: argparse.Namespace) -> None:
     req = out / f"{tag}_request.json"
     _profile_request(a.ws, None, uuids, req)
     rep = out / f"{tag}.ncu-rep"
-    _ncu(["--metrics", "gpu__time_duration.sum", "--kernel-name", "regex:gdn", "--cache-control", a.cache_control], req, rep)
+    _ncu(
+        [
+            "--metrics",
+            "gpu__time_duration.sum",
+            "--kernel-name",
+            "regex:gdn",
+            "--cache-control",
+            a.cache_control,
+        ],
+        req,
+        rep,
+    )
     raw = rep.with_name(f"{tag}_raw.csv")
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     with open(raw, "w") as fh:
-        subprocess.run([ncu, "--import", str(rep), "--page", "raw", "--csv"], stdout=fh, check=True, timeout=300)
+        subprocess.run(
+            [ncu, "--import", str(rep), "--page", "raw", "--csv"],
+            stdout=fh,
+            check=True,
+            timeout=300,
+        )
     rows = list(csv.reader(open(raw)))
     header, units, data = rows[0], rows[1], rows[2:]
     col = header.index("gpu__time_duration.sum")
     unit = units[col]
-    scale = {"ns": 1e-3, "nsecond": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}.get(unit, None)
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}.get(
+        unit, None
+    )
     if scale is None:
         raise SystemExit(f"unexpected unit {unit!r} for gpu__time_duration.sum")
     durations_us = [float(r[col].replace(",", "")) * scale for r in data]
@@ -158,20 +252,49 @@ def cmd_fidelity(a: argparse.Namespace) -> None:
         raise SystemExit(f"ncu profiled {len(durations_us)} kernels for {len(jobs)} workloads")
     per = []
     for j, d in zip(jobs, durations_us, strict=True):
-        per.append({"uuid": j["uuid"], "band": band_of(j), "fibtui_us": j["latency_ms"] * 1000, "ncu_us": d,
-                    "ratio": j["latency_ms"] * 1000 / d})
+        per.append(
+            {
+                "uuid": j["uuid"],
+                "band": band_of(j),
+                "fibtui_us": j["latency_ms"] * 1000,
+                "ncu_us": d,
+                "ratio": j["latency_ms"] * 1000 / d,
+            }
+        )
     bands = {}
     for p in per:
         bands.setdefault(p["band"], []).append(p)
-    summary = {b: {"n": len(ps), "fibtui_us": statistics.median(x["fibtui_us"] for x in ps),
-                   "ncu_us": statistics.median(x["ncu_us"] for x in ps), "ratio_median": statistics.median(x["ratio"] for x in ps),
-                   "ratio_min": min(x["ratio"] for x in ps), "ratio_max": max(x["ratio"] for x in ps)} for b, ps in bands.items()}
-    (out / f"{tag}.json").write_text(json.dumps({"run": a.run, "l2_policy": record["l2_policy"], "ncu_cache_control": a.cache_control,
-                                                 "unit": unit, "workloads": per, "bands": summary, "target": [0.95, 1.05]}, indent=1))
+    summary = {
+        b: {
+            "n": len(ps),
+            "fibtui_us": statistics.median(x["fibtui_us"] for x in ps),
+            "ncu_us": statistics.median(x["ncu_us"] for x in ps),
+            "ratio_median": statistics.median(x["ratio"] for x in ps),
+            "ratio_min": min(x["ratio"] for x in ps),
+            "ratio_max": max(x["ratio"] for x in ps),
+        }
+        for b, ps in bands.items()
+    }
+    (out / f"{tag}.json").write_text(
+        json.dumps(
+            {
+                "run": a.run,
+                "l2_policy": record["l2_policy"],
+                "ncu_cache_control": a.cache_control,
+                "unit": unit,
+                "workloads": per,
+                "bands": summary,
+                "target": [0.95, 1.05],
+            },
+            indent=1,
+        )
+    )
     print(f"fibtui run {a.run} (L2 {record['l2_policy']}) vs ncu --cache-control {a.cache_control}")
     print(f"{'band':<16}{'n':>4}{'fibtui us':>11}{'ncu us':>10}{'ratio':>8}{'min':>8}{'max':>8}")
-    for b, s in sorted(summary.items(), key=lambda kv: int(kv[0].split('=')[1])):
-        print(f"{b:<16}{s['n']:>4}{s['fibtui_us']:>11.3f}{s['ncu_us']:>10.3f}{s['ratio_median']:>8.3f}{s['ratio_min']:>8.3f}{s['ratio_max']:>8.3f}")
+    for b, s in sorted(summary.items(), key=lambda kv: int(kv[0].split("=")[1])):
+        print(
+            f"{b:<16}{s['n']:>4}{s['fibtui_us']:>11.3f}{s['ncu_us']:>10.3f}{s['ratio_median']:>8.3f}{s['ratio_min']:>8.3f}{s['ratio_max']:>8.3f}"
+        )
 
 
 def cmd_sweep(a: argparse.Namespace) -> None:
@@ -179,12 +302,22 @@ def cmd_sweep(a: argparse.Namespace) -> None:
     out = Path(a.out)
     (out / f"{a.name}.json").write_text(json.dumps(rec, indent=1))
     cache = [j["timing"].get("reference_cache") for j in rec["jobs"] if j.get("timing")]
-    info = {"name": a.name, "args": a.rest, "run_id": rec["run_id"], "wall_s": wall, "jobs": rec["summary"]["total"],
-            "passed": rec["summary"]["passed"], "state": rec["state"], "reference_cache_last": cache[-1] if cache else None}
+    info = {
+        "name": a.name,
+        "args": a.rest,
+        "run_id": rec["run_id"],
+        "wall_s": wall,
+        "jobs": rec["summary"]["total"],
+        "passed": rec["summary"]["passed"],
+        "state": rec["state"],
+        "reference_cache_last": cache[-1] if cache else None,
+    }
     (out / f"{a.name}_wall.json").write_text(json.dumps(info, indent=1))
     print(json.dumps(info))
     for k, v in rec["summary"]["per_solution"].items():
-        print(f"  {k}: {v['passed']}/{v['jobs']} PASSED mean {1000 * (v['mean_latency_ms'] or float('nan')):.3f} us")
+        print(
+            f"  {k}: {v['passed']}/{v['jobs']} PASSED mean {1000 * (v['mean_latency_ms'] or float('nan')):.3f} us"
+        )
 
 
 def cmd_profile(a: argparse.Namespace) -> None:
@@ -197,7 +330,7 @@ def cmd_profile(a: argparse.Namespace) -> None:
     print(f"{a.name}: {rep} + {', '.join(p.name for p in paths.values())}")
 
 
-HOSTILE = '''import triton
+HOSTILE = """import triton
 import triton.language as tl
 
 
@@ -209,7 +342,7 @@ def _oob(ptr, n, BLOCK: tl.constexpr):
 
 def gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):
     _oob[(4,)](new_state, new_state.numel(), BLOCK=256)
-'''
+"""
 
 
 def cmd_hostile(a: argparse.Namespace) -> None:
@@ -220,8 +353,19 @@ def cmd_hostile(a: argparse.Namespace) -> None:
     (folder / "kernel.py").write_text(HOSTILE)
     w = _workspace(a.ws)
     uuids = w.dataset().workloads(w.active.definition).uuids[:3]
-    rec, wall, err = fibtui("run", "--backend", "local", "--workloads", ",".join(uuids), "--solution", str(folder),
-                            "--solution", str(Path(a.ws) / "solution" / "triton"), "--workspace", a.ws)
+    rec, wall, err = fibtui(
+        "run",
+        "--backend",
+        "local",
+        "--workloads",
+        ",".join(uuids),
+        "--solution",
+        str(folder),
+        "--solution",
+        str(Path(a.ws) / "solution" / "triton"),
+        "--workspace",
+        a.ws,
+    )
     (out / "hostile.json").write_text(json.dumps(rec, indent=1))
     (out / "hostile_progress.txt").write_text(err)
     for j in rec["jobs"]:
@@ -261,7 +405,13 @@ def main() -> None:
     if getattr(a, "rest", None) and a.rest[0] == "--":
         a.rest = a.rest[1:]
     Path(a.out).mkdir(parents=True, exist_ok=True)
-    {"noise": cmd_noise, "fidelity": cmd_fidelity, "sweep": cmd_sweep, "profile": cmd_profile, "hostile": cmd_hostile}[a.cmd](a)
+    {
+        "noise": cmd_noise,
+        "fidelity": cmd_fidelity,
+        "sweep": cmd_sweep,
+        "profile": cmd_profile,
+        "hostile": cmd_hostile,
+    }[a.cmd](a)
 
 
 if __name__ == "__main__":

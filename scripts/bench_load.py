@@ -30,10 +30,13 @@ sys.path.insert(0, str(REPO))
 from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition of p95
 
 #: pane key -> text that appears only once that pane is painted (tiny workspace)
-MARKERS = {b"1": b"never stash", b"2": b"varying", b"4": b"no NCU reports yet", b"6": b"round summary",
-           b"3": b"CPU-interpreter timings"}
-
-
+MARKERS = {
+    b"1": b"never stash",
+    b"2": b"varying",
+    b"4": b"no NCU reports yet",
+    b"6": b"round summary",
+    b"3": b"CPU-interpreter timings",
+}
 
 
 def rss_kib(pid: int, field: str = "VmRSS") -> int | None:
@@ -113,19 +116,36 @@ def journal_count(runs_dir: Path) -> tuple[int, bool]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=2000)
-    parser.add_argument("--kernel-sleep-ms", type=float, default=0.0, help="slow each kernel call down (0: as fast as it goes)")
+    parser.add_argument(
+        "--kernel-sleep-ms",
+        type=float,
+        default=0.0,
+        help="slow each kernel call down (0: as fast as it goes)",
+    )
     parser.add_argument("--out", help="also write the report here")
     args = parser.parse_args()
 
     from tests.runner_helpers import PY_TEMPLATE, make_tiny_workspace
 
     tmp = Path(tempfile.mkdtemp(prefix="fibtui-load-"))
-    root = make_tiny_workspace(tmp / "ws", batch_sizes=tuple(range(1, args.jobs + 1)), kernel="good_py")
+    root = make_tiny_workspace(
+        tmp / "ws", batch_sizes=tuple(range(1, args.jobs + 1)), kernel="good_py"
+    )
     if args.kernel_sleep_ms:
-        (root / "solution" / "triton" / "kernel.py").write_text(PY_TEMPLATE.format(
-            body=f"    time.sleep({args.kernel_sleep_ms / 1000})\n    y.copy_(x * alpha)"))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", PYTHONPATH=str(REPO),
-               FIBTUI_CONFIG_DIR=str(tmp / "config"), FIBTUI_CACHE_DIR=str(tmp / "cache"))
+        (root / "solution" / "triton" / "kernel.py").write_text(
+            PY_TEMPLATE.format(
+                body=f"    time.sleep({args.kernel_sleep_ms / 1000})\n    y.copy_(x * alpha)"
+            )
+        )
+    env = dict(
+        os.environ,
+        TERM="xterm-256color",
+        COLUMNS="120",
+        LINES="40",
+        PYTHONPATH=str(REPO),
+        FIBTUI_CONFIG_DIR=str(tmp / "config"),
+        FIBTUI_CACHE_DIR=str(tmp / "cache"),
+    )
     env.pop("FIB_DATASET_PATH", None)
     term = Terminal([sys.executable, "-m", "fibtui", "--workspace", str(root)], env)
     t_start = time.monotonic()
@@ -213,14 +233,21 @@ def main() -> int:
         f"  all keys      n={len(every):3d}  median {statistics.median(every):7.1f}  p95 {p95(every):7.1f}  "
         f"max {max(every):7.1f}  (missed within 10 s: {misses})",
     ]
-    lines.append(f"  (idle, before the sweep: n={len(idle)} median {statistics.median(idle):.1f}  p95 {p95(idle):.1f}  "
-                 f"max {max(idle):.1f})")
+    lines.append(
+        f"  (idle, before the sweep: n={len(idle)} median {statistics.median(idle):.1f}  p95 {p95(idle):.1f}  "
+        f"max {max(idle):.1f})"
+    )
     for key, vs in latencies.items():
         if vs:
-            lines.append(f"  key {key.decode()} ({MARKERS[key].decode()[:22]:<22}) n={len(vs):3d}  median "
-                         f"{statistics.median(vs):7.1f}  p95 {p95(vs):7.1f}  max {max(vs):7.1f}")
-    lines += ["", "memory over the sweep (app = the fibtui process, worker = its interpreter worker), MiB:",
-              "  jobs done    t (s)    app RSS   worker RSS"]
+            lines.append(
+                f"  key {key.decode()} ({MARKERS[key].decode()[:22]:<22}) n={len(vs):3d}  median "
+                f"{statistics.median(vs):7.1f}  p95 {p95(vs):7.1f}  max {max(vs):7.1f}"
+            )
+    lines += [
+        "",
+        "memory over the sweep (app = the fibtui process, worker = its interpreter worker), MiB:",
+        "  jobs done    t (s)    app RSS   worker RSS",
+    ]
     shown = set()
     for frac in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0):
         want = int(frac * args.jobs)
@@ -228,13 +255,21 @@ def main() -> int:
         if s in shown:
             continue
         shown.add(s)
-        lines.append(f"  {s[1]:9d}  {s[0]:7.1f}   {(s[2] or 0) / 1024:8.1f}   {(s[3] or 0) / 1024:10.1f}")
+        lines.append(
+            f"  {s[1]:9d}  {s[0]:7.1f}   {(s[2] or 0) / 1024:8.1f}   {(s[3] or 0) / 1024:10.1f}"
+        )
     during = [s for s in samples if 0 < s[1] < args.jobs and s[2]]
     if during:
-        early = next(s for s in during if s[1] >= args.jobs * 0.1) if any(s[1] >= args.jobs * 0.1 for s in during) else during[0]
+        early = (
+            next(s for s in during if s[1] >= args.jobs * 0.1)
+            if any(s[1] >= args.jobs * 0.1 for s in during)
+            else during[0]
+        )
         late = during[-1]
-        lines.append(f"  app RSS from 10% to the end of the stream: {early[2] / 1024:.1f} -> {late[2] / 1024:.1f} MiB "
-                     f"({(late[2] - early[2]) / 1024:+.1f} MiB, {(late[2] - early[2]) / max(late[1] - early[1], 1):.2f} KiB per job)")
+        lines.append(
+            f"  app RSS from 10% to the end of the stream: {early[2] / 1024:.1f} -> {late[2] / 1024:.1f} MiB "
+            f"({(late[2] - early[2]) / 1024:+.1f} MiB, {(late[2] - early[2]) / max(late[1] - early[1], 1):.2f} KiB per job)"
+        )
     lines.append(f"  app peak RSS (VmHWM): {(peak or 0) / 1024:.1f} MiB")
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)

@@ -52,8 +52,10 @@ def main() -> None:
     t0 = time.perf_counter()
     load_workloads(strict, definition)
     t_strict = time.perf_counter() - t0
-    print(f"{a.lines} workload lines ({size_mb:.1f} MB), {a.runs} runs: median {statistics.median(times):.3f} s "
-          f"(min {min(times):.3f}, max {max(times):.3f}); strict line-by-line path {t_strict:.2f} s")
+    print(
+        f"{a.lines} workload lines ({size_mb:.1f} MB), {a.runs} runs: median {statistics.median(times):.3f} s "
+        f"(min {min(times):.3f}, max {max(times):.3f}); strict line-by-line path {t_strict:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,15 @@ from pathlib import Path
 
 import torch
 
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
-          "int32": torch.int32, "int64": torch.int64, "float8_e4m3fn": torch.float8_e4m3fn}
+DTYPES = {
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+}
 
 
 def load_python(folder: Path, language: str, entry: str):
@@ -69,7 +76,9 @@ def make_inputs(definition: dict, workload: dict, dev: torch.device, seed: int):
             args.append(w["value"])
             continue
         if w.get("type") != "random":
-            raise SystemExit(f"input {name}: only random and scalar inputs are generated here, not {w.get('type')}")
+            raise SystemExit(
+                f"input {name}: only random and scalar inputs are generated here, not {w.get('type')}"
+            )
         shape = [axes[a] for a in spec["shape"]] if spec["shape"] else []
         dtype = DTYPES[spec["dtype"]]
         t = torch.randn(shape, generator=g, device=dev, dtype=torch.float32)
@@ -83,7 +92,9 @@ def make_inputs(definition: dict, workload: dict, dev: torch.device, seed: int):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--solution", required=True, help="a folder with config.toml and solution/<language>/")
+    ap.add_argument(
+        "--solution", required=True, help="a folder with config.toml and solution/<language>/"
+    )
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--workloads", required=True, help="comma-separated uuids")
     ap.add_argument("--library", help="the built shared library of a CUDA/C++ solution")
@@ -116,7 +127,7 @@ def main() -> int:
 
     for uuid in args.workloads.split(","):
         w = workloads[uuid]
-        inputs, outs = make_inputs(definition, w, dev, seed=int(uuid.replace('-', '')[:8], 16))
+        inputs, outs = make_inputs(definition, w, dev, seed=int(uuid.replace("-", "")[:8], 16))
 
         def call(inputs=inputs, outs=outs):
             return fn(*inputs, *outs) if dps else fn(*inputs)
@@ -130,9 +141,14 @@ def main() -> int:
                     flush.bitwise_not_()
                     call()
                 torch.cuda.synchronize()
-        kernels = sorted((e for e in prof.profiler.kineto_results.events()
-                          if e.device_type() == torch.autograd.DeviceType.CUDA and e.duration_ns() > 0),
-                         key=lambda e: e.start_ns())
+        kernels = sorted(
+            (
+                e
+                for e in prof.profiler.kineto_results.events()
+                if e.device_type() == torch.autograd.DeviceType.CUDA and e.duration_ns() > 0
+            ),
+            key=lambda e: e.start_ns(),
+        )
         # segments: the kernels between two flushes are one call's
         spans, current, flush_ns = [], [], None
         for e in kernels:
@@ -144,11 +160,29 @@ def main() -> int:
             current.append(e)
         if current:
             spans.append(current)
-        lat = [(max(e.start_ns() + e.duration_ns() for e in s) - min(e.start_ns() for e in s)) / 1000 for s in spans if s]
+        lat = [
+            (max(e.start_ns() + e.duration_ns() for e in s) - min(e.start_ns() for e in s)) / 1000
+            for s in spans
+            if s
+        ]
         names = sorted({e.name()[:60] for s in spans[:3] for e in s})
-        print(json.dumps({"uuid": uuid, "axes": w["axes"], "l2": args.l2, "median_us": statistics.median(lat), "calls": len(lat),
-                          "kernels_per_call": statistics.median([len(s) for s in spans]) if spans else None,
-                          "kernel_names": names, "flush_us": (flush_ns or 0) / 1000}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "uuid": uuid,
+                    "axes": w["axes"],
+                    "l2": args.l2,
+                    "median_us": statistics.median(lat),
+                    "calls": len(lat),
+                    "kernels_per_call": statistics.median([len(s) for s in spans])
+                    if spans
+                    else None,
+                    "kernel_names": names,
+                    "flush_us": (flush_ns or 0) / 1000,
+                }
+            ),
+            flush=True,
+        )
     return 0
 
 

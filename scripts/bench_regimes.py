@@ -72,9 +72,20 @@ def main() -> int:
             if i % 3:
                 inputs["bias"] = {"type": "random"}
             uuid = f"w{i:07d}"
-            lines.append(json.dumps({"definition": DEF_NAME, "solution": None,
-                                     "workload": {"uuid": uuid, "axes": {"rows": rows, "span": span}, "inputs": inputs},
-                                     "evaluation": None}))
+            lines.append(
+                json.dumps(
+                    {
+                        "definition": DEF_NAME,
+                        "solution": None,
+                        "workload": {
+                            "uuid": uuid,
+                            "axes": {"rows": rows, "span": span},
+                            "inputs": inputs,
+                        },
+                        "evaluation": None,
+                    }
+                )
+            )
             truth.append((uuid, rows, span))
         wpath = root / f"{DEF_NAME}.jsonl"
         wpath.write_text("\n".join(lines) + "\n")
@@ -86,7 +97,16 @@ def main() -> int:
         for uuid, rows, span in truth:
             failed = rng.random() < 0.002
             latency = None if failed else 0.002 + 1e-9 * rows * span * (1 + 0.05 * rng.random())
-            results.append(ResultRow(DEF_NAME, "bench", uuid, {}, "RUNTIME_ERROR" if failed else "PASSED", latency_ms=latency))
+            results.append(
+                ResultRow(
+                    DEF_NAME,
+                    "bench",
+                    uuid,
+                    {},
+                    "RUNTIME_ERROR" if failed else "PASSED",
+                    latency_ms=latency,
+                )
+            )
         device = roofline.get_device("B200")
         times = []
         report = None
@@ -97,16 +117,26 @@ def main() -> int:
         assert report is not None
     median = statistics.median(times)
     print(f"settings: --workloads {args.workloads} --runs {args.runs} --seed {args.seed}")
-    print(f"machine: {platform.platform()}, python {platform.python_version()}, {os.cpu_count()} CPUs")
+    print(
+        f"machine: {platform.platform()}, python {platform.python_version()}, {os.cpu_count()} CPUs"
+    )
     import polars
 
     print(f"polars {polars.__version__}")
-    print(f"workloads: {args.workloads} (two varying axes: rows, span; one optional input), result rows: {len(results)}")
+    print(
+        f"workloads: {args.workloads} (two varying axes: rows, span; one optional input), result rows: {len(results)}"
+    )
     print(f"load_workloads (not part of analyze): {load_s:.3f} s")
-    print(f"analyze with B200 floors, {args.runs} runs: median {median:.3f} s, min {min(times):.3f} s, max {max(times):.3f} s")
-    print(f"bands: {len(report.bands)} ({', '.join(report.binning[a] + ' on ' + a for a in report.varying_axes)}); "
-          f"outliers: {len(report.outliers)}; representatives: {len(report.representatives)}")
-    print(f"dominant axis: {report.dominant_axis}; target < 1 s: {'met' if median < 1.0 else 'NOT met'}")
+    print(
+        f"analyze with B200 floors, {args.runs} runs: median {median:.3f} s, min {min(times):.3f} s, max {max(times):.3f} s"
+    )
+    print(
+        f"bands: {len(report.bands)} ({', '.join(report.binning[a] + ' on ' + a for a in report.varying_axes)}); "
+        f"outliers: {len(report.outliers)}; representatives: {len(report.representatives)}"
+    )
+    print(
+        f"dominant axis: {report.dominant_axis}; target < 1 s: {'met' if median < 1.0 else 'NOT met'}"
+    )
     return 0 if median < 1.0 else 1
 
 

@@ -66,8 +66,15 @@ def first_paint(ws: Path, runs: int = 7, cached_bytecode: bool = False) -> dict:
     for i in range(runs):
         pid, fd = pty.fork()
         if pid == 0:
-            os.environ.update({"TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24", "FIBTUI_CONFIG_DIR": tempfile.mkdtemp(),
-                               **extra})
+            os.environ.update(
+                {
+                    "TERM": "xterm-256color",
+                    "COLUMNS": "80",
+                    "LINES": "24",
+                    "FIBTUI_CONFIG_DIR": tempfile.mkdtemp(),
+                    **extra,
+                }
+            )
             if cached_bytecode:
                 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
             os.execv(sys.executable, [sys.executable, "-m", "fibtui", "--workspace", str(ws)])
@@ -92,17 +99,32 @@ def first_paint(ws: Path, runs: int = 7, cached_bytecode: bool = False) -> dict:
             paint.append(t_paint)
         if t_data is not None:
             data.append(t_data)
-    return {"runs": len(paint), "first_paint_s_median": statistics.median(paint), "first_paint_s_max": max(paint),
-            "first_data_s_median": statistics.median(data) if data else None,
-            "first_data_s_max": max(data) if data else None,
-            "first_paint_s_all": [round(v, 3) for v in paint], "first_data_s_all": [round(v, 3) for v in data],
-            "env": {"PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE") if not cached_bytecode else None,
-                    "bytecode_cached": cached_bytecode or not os.environ.get("PYTHONDONTWRITEBYTECODE")}}
+    return {
+        "runs": len(paint),
+        "first_paint_s_median": statistics.median(paint),
+        "first_paint_s_max": max(paint),
+        "first_data_s_median": statistics.median(data) if data else None,
+        "first_data_s_max": max(data) if data else None,
+        "first_paint_s_all": [round(v, 3) for v in paint],
+        "first_data_s_all": [round(v, 3) for v in data],
+        "env": {
+            "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE")
+            if not cached_bytecode
+            else None,
+            "bytecode_cached": cached_bytecode or not os.environ.get("PYTHONDONTWRITEBYTECODE"),
+        },
+    }
 
 
 #: text each pane paints whatever its data (table headers and fixed labels)
-PANE_MARKERS = {b"1": b"reusable piece", b"2": b"representative", b"3": b"state", b"4": b"report",
-                b"5": b"official parity", b"6": b"round summary"}
+PANE_MARKERS = {
+    b"1": b"reusable piece",
+    b"2": b"representative",
+    b"3": b"state",
+    b"4": b"report",
+    b"5": b"official parity",
+    b"6": b"round summary",
+}
 
 
 def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
@@ -110,7 +132,14 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
     time until the terminal receives the new pane's text (pane switches) or any repaint (down)."""
     pid, fd = pty.fork()
     if pid == 0:
-        os.environ.update({"TERM": "xterm-256color", "COLUMNS": "80", "LINES": str(rows), "FIBTUI_CONFIG_DIR": tempfile.mkdtemp()})
+        os.environ.update(
+            {
+                "TERM": "xterm-256color",
+                "COLUMNS": "80",
+                "LINES": str(rows),
+                "FIBTUI_CONFIG_DIR": tempfile.mkdtemp(),
+            }
+        )
         os.execv(sys.executable, [sys.executable, "-m", "fibtui", "--workspace", str(ws)])
 
     def read_until(marker: bytes | None, timeout: float = 5.0) -> float | None:
@@ -130,7 +159,9 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
 
     read_until(b"batch_size=1", 20)
     quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < 1.0:  # until the app has painted everything and gone quiet
+    while (
+        time.monotonic() - quiet_since < 1.0
+    ):  # until the app has painted everything and gone quiet
         if read_until(None, 0.1) is not None:
             quiet_since = time.monotonic()
     switch, scroll = [], []
@@ -140,7 +171,9 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
         time.sleep(0.2)
         read_until(None, 0.1)
     for i in range(rounds * 5):
-        os.write(fd, b"\x1b[6~" if i % 10 == 9 else b"\x1b[B")  # down arrow, and a page down now and then
+        os.write(
+            fd, b"\x1b[6~" if i % 10 == 9 else b"\x1b[B"
+        )  # down arrow, and a page down now and then
         got = read_until(None, 1.0)
         if got is not None:
             scroll.append(got * 1000)
@@ -156,8 +189,20 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
             time.sleep(0.35)  # let the tab underline animation finish before the next key
             read_until(None, 0.05)
     quit_app(pid, fd)
-    return {"pane_switch": {"n": len(switch), "median_ms": statistics.median(switch), "p95_ms": p95(switch), "max_ms": max(switch)},
-            "down_arrow": {"n": len(scroll), "median_ms": statistics.median(scroll), "p95_ms": p95(scroll), "max_ms": max(scroll)}}
+    return {
+        "pane_switch": {
+            "n": len(switch),
+            "median_ms": statistics.median(switch),
+            "p95_ms": p95(switch),
+            "max_ms": max(switch),
+        },
+        "down_arrow": {
+            "n": len(scroll),
+            "median_ms": statistics.median(scroll),
+            "p95_ms": p95(scroll),
+            "max_ms": max(scroll),
+        },
+    }
 
 
 def big_workspace(n: int) -> Path:
@@ -197,15 +242,25 @@ async def keys(ws: Path, n_scroll: int) -> dict:
             await pilot.press("pagedown" if i % 10 == 0 else "down")
             await pilot.pause()
             times.append((time.perf_counter() - t0) * 1000)
-        out["scroll"] = {"rows": rows, "presses": n_scroll, "median_ms": statistics.median(times),
-                         "p95_ms": p95(times), "max_ms": max(times)}
+        out["scroll"] = {
+            "rows": rows,
+            "presses": n_scroll,
+            "median_ms": statistics.median(times),
+            "p95_ms": p95(times),
+            "max_ms": max(times),
+        }
         times = []
         for i in range(60):
             t0 = time.perf_counter()
             await pilot.press("123456"[i % 6])
             await pilot.pause()
             times.append((time.perf_counter() - t0) * 1000)
-        out["pane_switch"] = {"presses": 60, "median_ms": statistics.median(times), "p95_ms": p95(times), "max_ms": max(times)}
+        out["pane_switch"] = {
+            "presses": 60,
+            "median_ms": statistics.median(times),
+            "p95_ms": p95(times),
+            "max_ms": max(times),
+        }
     return out
 
 
@@ -234,16 +289,36 @@ async def watch_latency(saves: int = 10) -> dict:
 
         runs = app.query_one(RunsPane)
         for i in range(saves):
-            await until(lambda: app._warm is not None and app._warm.count() == 1 and runs.active_run is None)
-            finished = sum(isinstance(m.event, RunFinished) for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values())
+            await until(
+                lambda: app._warm is not None and app._warm.count() == 1 and runs.active_run is None
+            )
+            finished = sum(
+                isinstance(m.event, RunFinished)
+                for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()
+            )
             runs.last_job_started_at = None
             t0 = time.monotonic()
             kernel.write_text(GOOD_TRITON + f"\n# save {i}\n")
             await until(lambda: runs.last_job_started_at is not None)
             latencies.append((runs.last_job_started_at - t0) * 1000)
-            await until(lambda before=finished: sum(isinstance(m.event, RunFinished) for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()) > before)
-    return {"saves": saves, "median_ms": statistics.median(latencies), "p95_ms": p95(latencies), "max_ms": max(latencies),
-            "all_ms": [round(v, 1) for v in latencies]}
+            await until(
+                lambda before=finished: (
+                    sum(
+                        isinstance(m.event, RunFinished)
+                        for m in {
+                            id(m): m for m in events if isinstance(m, RunsPane.RunEvent)
+                        }.values()
+                    )
+                    > before
+                )
+            )
+    return {
+        "saves": saves,
+        "median_ms": statistics.median(latencies),
+        "p95_ms": p95(latencies),
+        "max_ms": max(latencies),
+        "all_ms": [round(v, 1) for v in latencies],
+    }
 
 
 def rss_mb() -> float:
@@ -261,8 +336,11 @@ def main() -> None:
 
     demo = Path(tempfile.mkdtemp()) / "demo"
     create_demo_workspace(demo, with_history=False, git_init=False)
-    res = {"machine": f"{os.cpu_count()} cores, {sys.version.split()[0]}", "load_average_at_start": os.getloadavg(),
-           "first_paint": first_paint(demo)}
+    res = {
+        "machine": f"{os.cpu_count()} cores, {sys.version.split()[0]}",
+        "load_average_at_start": os.getloadavg(),
+        "first_paint": first_paint(demo),
+    }
     res["first_paint_cached_bytecode"] = first_paint(demo, cached_bytecode=True)
     res["demo_pty_keys"] = pty_keys(demo)
     res["demo_keys"] = asyncio.run(keys(demo, 100))
@@ -272,24 +350,47 @@ def main() -> None:
     res["watch_save_to_first_job"] = asyncio.run(watch_latency())
     res["peak_rss_mb"] = rss_mb()
     shutil.rmtree(big.parent, ignore_errors=True)
-    fp, dk, bk, w = res["first_paint"], res["demo_keys"], res["big_keys"], res["watch_save_to_first_job"]
+    fp, dk, bk, w = (
+        res["first_paint"],
+        res["demo_keys"],
+        res["big_keys"],
+        res["watch_save_to_first_job"],
+    )
     fc = res["first_paint_cached_bytecode"]
     res["load_average_at_end"] = os.getloadavg()
     dp, bp = res["demo_pty_keys"], res["big_pty_keys"]
-    print(f"key-to-repaint in a pty (demo)  pane switch p95 {dp['pane_switch']['p95_ms']:.1f} ms, down arrow p95 {dp['down_arrow']['p95_ms']:.1f} ms (target < 50 ms)")
-    print(f"key-to-repaint in a pty (10k)   pane switch p95 {bp['pane_switch']['p95_ms']:.1f} ms, down arrow p95 {bp['down_arrow']['p95_ms']:.1f} ms")
-    print(f"first paint (80x24, demo)       median {fp['first_paint_s_median'] * 1000:.0f} ms, max {fp['first_paint_s_max'] * 1000:.0f} ms "
-          f"(target < 600 ms); first workload row {fp['first_data_s_median'] * 1000:.0f} ms")
-    print(f"  the same, bytecode cached       median {fc['first_paint_s_median'] * 1000:.0f} ms, max {fc['first_paint_s_max'] * 1000:.0f} ms; "
-          f"first workload row {fc['first_data_s_median'] * 1000:.0f} ms")
-    print(f"Pilot press+pause, pane switch  p95 {dk['pane_switch']['p95_ms']:.1f} ms (includes Pilot's wait for the tab animation)")
-    print(f"scroll demo ({dk['scroll']['rows']} rows)            p95 {dk['scroll']['p95_ms']:.1f} ms, max {dk['scroll']['max_ms']:.1f} ms")
-    print(f"scroll {bk['scroll']['rows']} workloads           p95 {bk['scroll']['p95_ms']:.1f} ms, max {bk['scroll']['max_ms']:.1f} ms")
+    print(
+        f"key-to-repaint in a pty (demo)  pane switch p95 {dp['pane_switch']['p95_ms']:.1f} ms, down arrow p95 {dp['down_arrow']['p95_ms']:.1f} ms (target < 50 ms)"
+    )
+    print(
+        f"key-to-repaint in a pty (10k)   pane switch p95 {bp['pane_switch']['p95_ms']:.1f} ms, down arrow p95 {bp['down_arrow']['p95_ms']:.1f} ms"
+    )
+    print(
+        f"first paint (80x24, demo)       median {fp['first_paint_s_median'] * 1000:.0f} ms, max {fp['first_paint_s_max'] * 1000:.0f} ms "
+        f"(target < 600 ms); first workload row {fp['first_data_s_median'] * 1000:.0f} ms"
+    )
+    print(
+        f"  the same, bytecode cached       median {fc['first_paint_s_median'] * 1000:.0f} ms, max {fc['first_paint_s_max'] * 1000:.0f} ms; "
+        f"first workload row {fc['first_data_s_median'] * 1000:.0f} ms"
+    )
+    print(
+        f"Pilot press+pause, pane switch  p95 {dk['pane_switch']['p95_ms']:.1f} ms (includes Pilot's wait for the tab animation)"
+    )
+    print(
+        f"scroll demo ({dk['scroll']['rows']} rows)            p95 {dk['scroll']['p95_ms']:.1f} ms, max {dk['scroll']['max_ms']:.1f} ms"
+    )
+    print(
+        f"scroll {bk['scroll']['rows']} workloads           p95 {bk['scroll']['p95_ms']:.1f} ms, max {bk['scroll']['max_ms']:.1f} ms"
+    )
     print(f"pane switch, 10k definition     p95 {bk['pane_switch']['p95_ms']:.1f} ms")
-    print(f"watch: save -> first job start  median {w['median_ms']:.0f} ms, p95 {w['p95_ms']:.0f} ms (target 250 ms; CPU interpreter, warm worker)")
+    print(
+        f"watch: save -> first job start  median {w['median_ms']:.0f} ms, p95 {w['p95_ms']:.0f} ms (target 250 ms; CPU interpreter, warm worker)"
+    )
     print(f"peak RSS of the benchmark process {res['peak_rss_mb']:.0f} MB")
-    print(f"load average (1, 5, 15 min) at start {' '.join(f'{v:.2f}' for v in res['load_average_at_start'])}, "
-          f"at end {' '.join(f'{v:.2f}' for v in res['load_average_at_end'])}")
+    print(
+        f"load average (1, 5, 15 min) at start {' '.join(f'{v:.2f}' for v in res['load_average_at_start'])}, "
+        f"at end {' '.join(f'{v:.2f}' for v in res['load_average_at_end'])}"
+    )
     if a.out:
         Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
 

@@ -40,11 +40,18 @@ def one(variant: str, base: Path) -> dict[str, float]:
     root = base / f"ws-{variant}-{time.time_ns()}"
     create_demo_workspace(root)
     ws = open_workspace(root)
-    options = RunOptions(backend="local", workloads="rep", workers=1, baseline=str(root / "solution" / "triton"),
-                         solutions=[str(root / "candidates" / "v2_smallb_splitv")])
+    options = RunOptions(
+        backend="local",
+        workloads="rep",
+        workers=1,
+        baseline=str(root / "solution" / "triton"),
+        solutions=[str(root / "candidates" / "v2_smallb_splitv")],
+    )
     found = check_backend("local")
     definition = ws.dataset().definition(ws.active.definition)
-    pool = worker_pool("local", found, engine_config("local", definition, ws.dataset_root, options), options)
+    pool = worker_pool(
+        "local", found, engine_config("local", definition, ws.dataset_root, options), options
+    )
     warm = WarmWorkers(root / ".fibtui" / "warm")
     t = time.monotonic()
     assert warm.prewarm(pool, 0), "the worker did not start"
@@ -62,7 +69,12 @@ def one(variant: str, base: Path) -> dict[str, float]:
     end = time.monotonic() - t0
     warm.close()
     assert record["summary"]["complete"], record["summary"]
-    return {"prewarm_s": prewarm_s, "first_result_s": first[0], "gate_s": end, "passed": record["summary"]["passed"]}
+    return {
+        "prewarm_s": prewarm_s,
+        "first_result_s": first[0],
+        "gate_s": end,
+        "passed": record["summary"]["passed"],
+    }
 
 
 def main() -> int:
@@ -76,13 +88,18 @@ def main() -> int:
         for variant in ("0", "1"):
             r = one(variant, base)
             rows[variant].append(r)
-            print(f"FIBTUI_WARM_CUPTI={variant}: prewarm {r['prewarm_s']:.2f} s, save -> first result "
-                  f"{r['first_result_s']:.2f} s, save -> gate done {r['gate_s']:.2f} s, {r['passed']:.0f} PASSED", flush=True)
+            print(
+                f"FIBTUI_WARM_CUPTI={variant}: prewarm {r['prewarm_s']:.2f} s, save -> first result "
+                f"{r['first_result_s']:.2f} s, save -> gate done {r['gate_s']:.2f} s, {r['passed']:.0f} PASSED",
+                flush=True,
+            )
     for variant, label in (("0", "without the warm-up"), ("1", "with the warm-up")):
         rs = rows[variant]
-        print(f"{label}: median prewarm {statistics.median(r['prewarm_s'] for r in rs):.2f} s, save -> first result "
-              f"{statistics.median(r['first_result_s'] for r in rs):.2f} s, save -> gate done "
-              f"{statistics.median(r['gate_s'] for r in rs):.2f} s over {len(rs)} rounds")
+        print(
+            f"{label}: median prewarm {statistics.median(r['prewarm_s'] for r in rs):.2f} s, save -> first result "
+            f"{statistics.median(r['first_result_s'] for r in rs):.2f} s, save -> gate done "
+            f"{statistics.median(r['gate_s'] for r in rs):.2f} s over {len(rs)} rounds"
+        )
     return 0
 
 

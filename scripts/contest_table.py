@@ -17,7 +17,9 @@ from pathlib import Path
 def main() -> int:
     root = Path(sys.argv[1])
     gates = root / "gates"
-    print("| solution | builder | gate 1 (cold) | compile s | gate 2 (warm) | build s | flashinfer-bench build s (first / again) | warm fibtui / plain | cold fibtui / plain |")
+    print(
+        "| solution | builder | gate 1 (cold) | compile s | gate 2 (warm) | build s | flashinfer-bench build s (first / again) | warm fibtui / plain | cold fibtui / plain |"
+    )
     print("|---|---|---|---:|---|---:|---|---|---|")
     detail = []
     for g1 in sorted(gates.glob("*_gate1.json")):
@@ -36,15 +38,21 @@ def main() -> int:
             pw, pc = plain[(j2["uuid"], "warm")], plain[(j1["uuid"], "cold")]
             warm.append(fw / pw)
             cold.append(fc / pc)
-            detail.append(f"| {n} | {j1['axes']['batch_size']} | {j1['status']} / {j2['status']} | {fw:.2f} | {pw:.2f} | "
-                          f"{fw / pw:.3f} | {fc:.2f} | {pc:.2f} | {fc / pc:.3f} |")
+            detail.append(
+                f"| {n} | {j1['axes']['batch_size']} | {j1['status']} / {j2['status']} | {fw:.2f} | {pw:.2f} | "
+                f"{fw / pw:.3f} | {fc:.2f} | {pc:.2f} | {fc / pc:.3f} |"
+            )
         s1 = f"{r1['summary']['passed']}/{r1['summary']['total']} PASSED"
         s2 = f"{r2['summary']['passed']}/{r2['summary']['total']} PASSED"
         fbs = f"{fb['first'].get('build_s', float('nan')):.2f} / {fb['again'].get('build_s', float('nan')):.2f}"
-        print(f"| {n} | {b1.get('builder')} | {s1} | {b1.get('compile_s', b1.get('build_s', 0)):.2f} | {s2} | "
-              f"{b2.get('build_s', 0):.3f} | {fbs} | {min(warm):.3f}-{max(warm):.3f} | {min(cold):.3f}-{max(cold):.3f} |")
+        print(
+            f"| {n} | {b1.get('builder')} | {s1} | {b1.get('compile_s', b1.get('build_s', 0)):.2f} | {s2} | "
+            f"{b2.get('build_s', 0):.3f} | {fbs} | {min(warm):.3f}-{max(warm):.3f} | {min(cold):.3f}-{max(cold):.3f} |"
+        )
     print()
-    print("| solution | batch | status (gate 1 / 2) | fibtui warm us | plain warm us | ratio | fibtui cold us | plain cold us | ratio |")
+    print(
+        "| solution | batch | status (gate 1 / 2) | fibtui warm us | plain warm us | ratio | fibtui cold us | plain cold us | ratio |"
+    )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     print("\n".join(detail))
     print()
@@ -55,8 +63,10 @@ def main() -> int:
         for c in r["comparisons"]:
             same = all(row["bench_status"] == row["fibtui_status"] for row in c["rows"])
             fib_passed = sum(row["fibtui_status"] == "PASSED" for row in c["rows"])
-            print(f"| {p.name[: -len('_parity.json')]} | {r['passed']}/{r['total']} PASSED | {fib_passed}/{len(c['rows'])} PASSED | "
-                  f"{'identical' if same else 'DIFFERENT'} |")
+            print(
+                f"| {p.name[: -len('_parity.json')]} | {r['passed']}/{r['total']} PASSED | {fib_passed}/{len(c['rows'])} PASSED | "
+                f"{'identical' if same else 'DIFFERENT'} |"
+            )
     return 0
 
 

@@ -68,15 +68,34 @@ TOPK = 2048
 # --------------------------------------------------------------------------------------------
 
 ST_DTYPES: dict[torch.dtype, str] = {
-    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-    torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2", torch.int64: "I64",
-    torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL",
+    torch.float64: "F64",
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.float8_e4m3fn: "F8_E4M3",
+    torch.float8_e5m2: "F8_E5M2",
+    torch.int64: "I64",
+    torch.int32: "I32",
+    torch.int16: "I16",
+    torch.int8: "I8",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
 }
 ST_TORCH = {v: k for k, v in ST_DTYPES.items()}
-DEF_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-              "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn,
-              "float8_e5m2": torch.float8_e5m2, "int64": torch.int64, "int32": torch.int32,
-              "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
+DEF_DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
 
 
 def _raw(t: torch.Tensor) -> bytes:
@@ -87,15 +106,20 @@ def _raw(t: torch.Tensor) -> bytes:
 def safetensors_bytes(tensors: dict[str, torch.Tensor]) -> bytes:
     """``{key: tensor}`` in the safetensors layout (keys sorted, data in key order)."""
     if sys.byteorder != "little":
-        raise RuntimeError("safetensors are little-endian; this writer assumes a little-endian host")
+        raise RuntimeError(
+            "safetensors are little-endian; this writer assumes a little-endian host"
+        )
     header: dict[str, Any] = {}
     blobs: list[bytes] = []
     offset = 0
     for key in sorted(tensors):
         t = tensors[key]
         blob = _raw(t)
-        header[key] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape),
-                       "data_offsets": [offset, offset + len(blob)]}
+        header[key] = {
+            "dtype": ST_DTYPES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -107,22 +131,26 @@ def read_safetensors(path: Path | str) -> dict[str, torch.Tensor]:
     """Every tensor of a safetensors file (CPU)."""
     data = Path(path).read_bytes()
     (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
+    header = json.loads(data[8 : 8 + n])
     out = {}
     for key, info in header.items():
         if key == "__metadata__":
             continue
         start, end = info["data_offsets"]
         dtype = ST_TORCH[info["dtype"]]
-        chunk = bytearray(data[8 + n + start:8 + n + end])
-        out[key] = (torch.frombuffer(chunk, dtype=dtype).reshape(info["shape"]).clone() if chunk
-                    else torch.empty(info["shape"], dtype=dtype))
+        chunk = bytearray(data[8 + n + start : 8 + n + end])
+        out[key] = (
+            torch.frombuffer(chunk, dtype=dtype).reshape(info["shape"]).clone()
+            if chunk
+            else torch.empty(info["shape"], dtype=dtype)
+        )
     return out
 
 
 # --------------------------------------------------------------------------------------------
 # workloads
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Workload:
@@ -163,19 +191,28 @@ def gdn_decode_workloads(c: Ctx) -> list[Workload]:
 
 def gdn_prefill_workloads(c: Ctx) -> list[Workload]:
     # tiny: ~100 tokens in all, so the Triton solution runs in the CPU interpreter in seconds
-    pairs = ([(1, 8), (1, 12), (2, 8), (2, 16), (3, 12), (4, 16), (1, 16), (4, 8)] if c.tiny else
-             [(1, 64), (1, 512), (2, 1024), (4, 1024), (4, 2048), (8, 2048), (8, 4096), (16, 4096)])
+    pairs = (
+        [(1, 8), (1, 12), (2, 8), (2, 16), (3, 12), (4, 16), (1, 16), (4, 8)]
+        if c.tiny
+        else [(1, 64), (1, 512), (2, 1024), (4, 1024), (4, 2048), (8, 2048), (8, 4096), (16, 4096)]
+    )
     out = []
     for n, total in pairs:
         lens = _split(c.rng, total, n)
         cu = [0]
         for x in lens:
             cu.append(cu[-1] + x)
-        out.append(Workload({"total_seq_len": total, "num_seqs": n, "len_cu_seqlens": n + 1},
-                            scalars={"scale": 1.0 / math.sqrt(128)},
-                            tensors={"cu_seqlens": torch.tensor(cu, dtype=torch.int64),
-                                     "q": _l2norm_bf16(c.gen, [total, 4, 128]),
-                                     "k": _l2norm_bf16(c.gen, [total, 4, 128])}))
+        out.append(
+            Workload(
+                {"total_seq_len": total, "num_seqs": n, "len_cu_seqlens": n + 1},
+                scalars={"scale": 1.0 / math.sqrt(128)},
+                tensors={
+                    "cu_seqlens": torch.tensor(cu, dtype=torch.int64),
+                    "q": _l2norm_bf16(c.gen, [total, 4, 128]),
+                    "k": _l2norm_bf16(c.gen, [total, 4, 128]),
+                },
+            )
+        )
     return out
 
 
@@ -203,12 +240,18 @@ def moe_workloads(c: Ctx) -> list[Workload]:
     out = []
     for t, off in zip(seq, offsets, strict=True):
         bias = ((torch.rand([256], generator=c.gen) * 2 - 1) * MOE_BIAS).to(torch.bfloat16)
-        out.append(Workload({"seq_len": t},
-                            scalars={"local_expert_offset": off, "routed_scaling_factor": 2.5},
-                            tensors={"routing_bias": bias,
-                                     "hidden_states_scale": moe_scales(c.gen, [56, t], MOE_HIDDEN_SCALE),
-                                     "gemm1_weights_scale": moe_scales(c.gen, [32, 32, 56], MOE_WEIGHT_SCALE),
-                                     "gemm2_weights_scale": moe_scales(c.gen, [32, 56, 16], MOE_WEIGHT_SCALE)}))
+        out.append(
+            Workload(
+                {"seq_len": t},
+                scalars={"local_expert_offset": off, "routed_scaling_factor": 2.5},
+                tensors={
+                    "routing_bias": bias,
+                    "hidden_states_scale": moe_scales(c.gen, [56, t], MOE_HIDDEN_SCALE),
+                    "gemm1_weights_scale": moe_scales(c.gen, [32, 32, 56], MOE_WEIGHT_SCALE),
+                    "gemm2_weights_scale": moe_scales(c.gen, [32, 56, 16], MOE_WEIGHT_SCALE),
+                },
+            )
+        )
     return out
 
 
@@ -224,24 +267,44 @@ def dsa_topk_indexer_workloads(c: Ctx) -> list[Workload]:
             lens[0] = TOPK
             lens[-1] = PAGE * max(1, lens[-1] // PAGE)
         need = [-(-n // PAGE) for n in lens]
-        per_row = max(max(need), -(-TOPK // PAGE))  # the constraint topk <= max_num_pages * page_size
+        per_row = max(
+            max(need), -(-TOPK // PAGE)
+        )  # the constraint topk <= max_num_pages * page_size
         spare = per_row - min(need) + max(2, sum(need) // 50)
         pages = sum(need) + spare
         order = c.rng.sample(range(pages), pages)
-        own, pool = order[:sum(need)], order[sum(need):]
+        own, pool = order[: sum(need)], order[sum(need) :]
         table, at = [], 0
         for n in need:
-            table.append(own[at:at + n] + c.rng.sample(pool, per_row - n))
+            table.append(own[at : at + n] + c.rng.sample(pool, per_row - n))
             at += n
-        out.append(Workload({"batch_size": bsz, "max_num_pages": per_row, "num_pages": pages},
-                            tensors={"seq_lens": torch.tensor(lens, dtype=torch.int32),
-                                     "block_table": torch.tensor(table, dtype=torch.int32)}))
+        out.append(
+            Workload(
+                {"batch_size": bsz, "max_num_pages": per_row, "num_pages": pages},
+                tensors={
+                    "seq_lens": torch.tensor(lens, dtype=torch.int32),
+                    "block_table": torch.tensor(table, dtype=torch.int32),
+                },
+            )
+        )
     return out
 
 
 def dsa_sparse_attention_workloads(c: Ctx) -> list[Workload]:
-    pairs = ([(1, 10), (2, 32), (3, 40), (4, 64), (5, 20), (6, 48), (7, 33), (8, 64)] if c.tiny else
-             [(1, 937), (4, 48), (16, 160), (32, 600), (64, 320), (128, 800), (256, 400), (512, 937)])
+    pairs = (
+        [(1, 10), (2, 32), (3, 40), (4, 64), (5, 20), (6, 48), (7, 33), (8, 64)]
+        if c.tiny
+        else [
+            (1, 937),
+            (4, 48),
+            (16, 160),
+            (32, 600),
+            (64, 320),
+            (128, 800),
+            (256, 400),
+            (512, 937),
+        ]
+    )
     out = []
     for tokens, pages in pairs:
         cache = pages * PAGE
@@ -252,9 +315,13 @@ def dsa_sparse_attention_workloads(c: Ctx) -> list[Workload]:
             short = (tokens > 1 and r == 0) or c.rng.random() < 0.08
             valid = c.rng.randint(1, min(full, TOPK - 1)) if short else full
             rows.append(c.rng.sample(range(cache), valid) + [-1] * (TOPK - valid))
-        out.append(Workload({"num_tokens": tokens, "num_pages": pages},
-                            scalars={"sm_scale": 1.0 / math.sqrt(192)},
-                            tensors={"sparse_indices": torch.tensor(rows, dtype=torch.int32)}))
+        out.append(
+            Workload(
+                {"num_tokens": tokens, "num_pages": pages},
+                scalars={"sm_scale": 1.0 / math.sqrt(192)},
+                tensors={"sparse_indices": torch.tensor(rows, dtype=torch.int32)},
+            )
+        )
     return out
 
 
@@ -545,28 +612,49 @@ class Spec:
 
 SPECS: dict[str, Spec] = {
     "gdn_decode_qk4_v8_d128_k_last": Spec(
-        "gdn_decode", gdn_decode_workloads, GDN_DECODE,
+        "gdn_decode",
+        gdn_decode_workloads,
+        GDN_DECODE,
         "Gated DeltaNet decode (GVA 4/8 heads, d 128, k-last state).",
-        lambda ax: f"{ax['batch_size'] * 8} (batch x 8 value heads) iterations of ~12 ops on [128,128]"),
+        lambda ax: (
+            f"{ax['batch_size'] * 8} (batch x 8 value heads) iterations of ~12 ops on [128,128]"
+        ),
+    ),
     "gdn_prefill_qk4_v8_d128_k_last": Spec(
-        "gdn_prefill", gdn_prefill_workloads, GDN_PREFILL,
+        "gdn_prefill",
+        gdn_prefill_workloads,
+        GDN_PREFILL,
         "Gated DeltaNet prefill (varlen by cu_seqlens, GVA 4/8 heads, d 128, k-last state).",
         lambda ax: f"{ax['total_seq_len']} (tokens) iterations of ~14 ops on [8,128,128]",
-        language="triton"),
+        language="triton",
+    ),
     "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048": Spec(
-        "moe_fp8", moe_workloads, MOE,
+        "moe_fp8",
+        moe_workloads,
+        MOE,
         "FP8 block-scale MoE with DeepSeek-V3 routing (256 experts, 32 local, H 7168, I 2048).",
-        lambda ax: "32 (local experts) iterations, after dequantising all 32 experts' weights to "
-                   "float32 (1.41e9 elements, ~17 GB of temporaries)"),
+        lambda ax: (
+            "32 (local experts) iterations, after dequantising all 32 experts' weights to "
+            "float32 (1.41e9 elements, ~17 GB of temporaries)"
+        ),
+    ),
     "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64": Spec(
-        "dsa_topk_indexer", dsa_topk_indexer_workloads, DSA_TOPK,
+        "dsa_topk_indexer",
+        dsa_topk_indexer_workloads,
+        DSA_TOPK,
         "DeepSeek-V3.2 sparse-attention top-k indexer (FP8, 64 heads, d 128, top 2048, page 64).",
-        lambda ax: f"{ax['batch_size']} (sequences) iterations of ~12 ops over <= "
-                   f"{ax['max_num_pages'] * 64} tokens"),
+        lambda ax: (
+            f"{ax['batch_size']} (sequences) iterations of ~12 ops over <= "
+            f"{ax['max_num_pages'] * 64} tokens"
+        ),
+    ),
     "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64": Spec(
-        "dsa_sparse_attention", dsa_sparse_attention_workloads, DSA_SPARSE,
+        "dsa_sparse_attention",
+        dsa_sparse_attention_workloads,
+        DSA_SPARSE,
         "DeepSeek-V3.2 sparse attention over 2048 selected cache entries (16 heads, ckv 512, kpe 64).",
-        lambda ax: f"{ax['num_tokens']} (tokens) iterations of ~12 ops over 2048 entries"),
+        lambda ax: f"{ax['num_tokens']} (tokens) iterations of ~12 ops over 2048 entries",
+    ),
 }
 
 
@@ -582,14 +670,17 @@ def solution_name(name: str) -> str:
 
 def config_toml(name: str) -> str:
     spec = SPECS[name]
-    return (f'[solution]\nname = "{solution_name(name)}"\ndefinition = "{name}"\nauthor = "fibtui"\n\n'
-            f'[build]\nlanguage = "{spec.language}"\nentry_point = "kernel.py::run_{spec.short}"\n'
-            f"destination_passing_style = false\n")
+    return (
+        f'[solution]\nname = "{solution_name(name)}"\ndefinition = "{name}"\nauthor = "fibtui"\n\n'
+        f'[build]\nlanguage = "{spec.language}"\nentry_point = "kernel.py::run_{spec.short}"\n'
+        f"destination_passing_style = false\n"
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # checks
 # --------------------------------------------------------------------------------------------
+
 
 def axis_values(definition: dict[str, Any], axes: dict[str, int]) -> dict[str, int]:
     values = {n: int(a["value"]) for n, a in definition["axes"].items() if a.get("type") == "const"}
@@ -619,8 +710,10 @@ def check_workload(definition: dict[str, Any], w: Workload) -> None:
         if name in w.tensors:
             t = w.tensors[name]
             if list(t.shape) != shape or t.dtype != dtype:
-                raise ValueError(f"{definition['name']}: {name} is {list(t.shape)} {t.dtype}, "
-                                 f"expected {shape} {dtype}")
+                raise ValueError(
+                    f"{definition['name']}: {name} is {list(t.shape)} {t.dtype}, "
+                    f"expected {shape} {dtype}"
+                )
             env[name] = t
         elif name in w.scalars:
             if shape is not None:
@@ -636,6 +729,7 @@ def check_workload(definition: dict[str, Any], w: Workload) -> None:
 # --------------------------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------------------------
+
 
 def load_definitions(folder: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
     found = {}
@@ -675,10 +769,19 @@ def build(definitions: Path, seed: int, tiny: bool) -> tuple[dict[Path, bytes], 
                     inputs[inp] = {"type": "random"}
             if w.tensors:
                 files[Path("dataset") / rel] = safetensors_bytes(w.tensors)
-            lines.append(json.dumps({"definition": name, "solution": None,
-                                     "workload": {"uuid": wid, "axes": w.axes, "inputs": inputs},
-                                     "evaluation": None}))
-            summary.append(f"{name}: {json.dumps(w.axes)} -> reference: {spec.loop(axis_values(d, w.axes))}")
+            lines.append(
+                json.dumps(
+                    {
+                        "definition": name,
+                        "solution": None,
+                        "workload": {"uuid": wid, "axes": w.axes, "inputs": inputs},
+                        "evaluation": None,
+                    }
+                )
+            )
+            summary.append(
+                f"{name}: {json.dumps(w.axes)} -> reference: {spec.loop(axis_values(d, w.axes))}"
+            )
         files[Path("dataset/workloads") / op / f"{name}.jsonl"] = ("\n".join(lines) + "\n").encode()
         files[Path(name) / "config.toml"] = config_toml(name).encode()
         files[Path(name) / "solution" / spec.language / "kernel.py"] = kernel_source(name).encode()
@@ -690,10 +793,19 @@ def build(definitions: Path, seed: int, tiny: bool) -> tuple[dict[Path, bytes], 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--definitions", required=True, type=Path, help="folder of the contest's definition JSON files")
+    parser.add_argument(
+        "--definitions",
+        required=True,
+        type=Path,
+        help="folder of the contest's definition JSON files",
+    )
     parser.add_argument("--out", required=True, type=Path, help="the workspace to write")
-    parser.add_argument("--seed", type=int, default=2026, help="seed of every random choice (default 2026)")
-    parser.add_argument("--tiny", action="store_true", help="shapes shrunk for CPU tests (same code path)")
+    parser.add_argument(
+        "--seed", type=int, default=2026, help="seed of every random choice (default 2026)"
+    )
+    parser.add_argument(
+        "--tiny", action="store_true", help="shapes shrunk for CPU tests (same code path)"
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the file count")
     args = parser.parse_args(argv)
     files, summary = build(args.definitions, args.seed, args.tiny)

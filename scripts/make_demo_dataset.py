@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate the bundled demo's definition and workloads (deterministic: same output every run).
 
-    python3 scripts/make_demo_dataset.py
+python3 scripts/make_demo_dataset.py
 """
 
 import json
@@ -59,8 +59,8 @@ DEFINITION = {
     "name": NAME,
     "op_type": "gdn",
     "description": "fibtui demo: Gated DeltaNet decode step, GVA q4/k4/v8, head size 128, k-last "
-                   "fp32 state. A stand-in for the contest's gdn_decode_qk4_v8_d128_k_last with "
-                   "a vectorized reference.",
+    "fp32 state. A stand-in for the contest's gdn_decode_qk4_v8_d128_k_last with "
+    "a vectorized reference.",
     "tags": ["stage:decode", "fibtui:demo", "status:demo"],
     "axes": AXES,
     "constraints": ["num_v_heads % num_q_heads == 0", "num_v_heads % num_k_heads == 0"],
@@ -68,7 +68,9 @@ DEFINITION = {
         "q": t(["batch_size", "seq_len", "num_q_heads", "head_size"], "bfloat16"),
         "k": t(["batch_size", "seq_len", "num_k_heads", "head_size"], "bfloat16"),
         "v": t(["batch_size", "seq_len", "num_v_heads", "head_size"], "bfloat16"),
-        "state": t(["batch_size", "num_v_heads", "head_size", "head_size"], "float32", optional=True),
+        "state": t(
+            ["batch_size", "num_v_heads", "head_size", "head_size"], "float32", optional=True
+        ),
         "A_log": t(["num_v_heads"], "float32"),
         "a": t(["batch_size", "seq_len", "num_v_heads"], "bfloat16"),
         "dt_bias": t(["num_v_heads"], "float32"),
@@ -89,18 +91,25 @@ BATCHES = {1: 6, 2: 6, 4: 6, 8: 6, 16: 6, 24: 5, 32: 5, 48: 5, 64: 5}
 def main() -> None:
     (ROOT / "definitions" / "gdn").mkdir(parents=True, exist_ok=True)
     (ROOT / "workloads" / "gdn").mkdir(parents=True, exist_ok=True)
-    (ROOT / "definitions" / "gdn" / f"{NAME}.json").write_text(json.dumps(DEFINITION, indent=2) + "\n")
+    (ROOT / "definitions" / "gdn" / f"{NAME}.json").write_text(
+        json.dumps(DEFINITION, indent=2) + "\n"
+    )
     lines = []
     for batch, count in BATCHES.items():
         for i in range(count):
             wid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"fibtui-demo/{NAME}/{batch}/{i}"))
             inputs = {name: {"type": "random"} for name in DEFINITION["inputs"]}
             inputs["scale"] = {"type": "scalar", "value": 0.08838834764831845}
-            lines.append(json.dumps({
-                "definition": NAME, "solution": None,
-                "workload": {"uuid": wid, "axes": {"batch_size": batch}, "inputs": inputs},
-                "evaluation": None,
-            }))
+            lines.append(
+                json.dumps(
+                    {
+                        "definition": NAME,
+                        "solution": None,
+                        "workload": {"uuid": wid, "axes": {"batch_size": batch}, "inputs": inputs},
+                        "evaluation": None,
+                    }
+                )
+            )
     (ROOT / "workloads" / "gdn" / f"{NAME}.jsonl").write_text("\n".join(lines) + "\n")
     print(f"{len(lines)} workloads for {NAME}")
 

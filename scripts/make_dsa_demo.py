@@ -60,11 +60,13 @@ def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table):
 DEFINITION = {
     "name": NAME,
     "op_type": "dsa_paged",
-    "description": ("fibtui demo: a DeepSeek-sparse-attention-style top-k indexer, small enough for Triton's CPU "
-                    "interpreter. FP8 queries, an FP8 paged key cache with per-token scales, per-head weights; "
-                    "returns the top-k global token indices of each sequence, in any order (-1 pads sequences "
-                    "shorter than k). Judged by flashinfer-bench's top-k indexer evaluator: by the set of scores "
-                    "selected, not by the order."),
+    "description": (
+        "fibtui demo: a DeepSeek-sparse-attention-style top-k indexer, small enough for Triton's CPU "
+        "interpreter. FP8 queries, an FP8 paged key cache with per-token scales, per-head weights; "
+        "returns the top-k global token indices of each sequence, in any order (-1 pads sequences "
+        "shorter than k). Judged by flashinfer-bench's top-k indexer evaluator: by the set of scores "
+        "selected, not by the order."
+    ),
     "tags": ["stage:indexer", "fibtui:demo", "status:demo", "sparse:topk", "quant:fp8"],
     "axes": {
         "batch_size": {"type": "var", "description": "sequences in the batch"},
@@ -79,9 +81,14 @@ DEFINITION = {
     },
     "constraints": ["topk <= max_num_pages * page_size"],
     "inputs": {
-        "q_index_fp8": {"shape": ["batch_size", "num_index_heads", "index_head_dim"], "dtype": "float8_e4m3fn"},
-        "k_index_cache_fp8": {"shape": ["num_pages", "page_size", "kv_cache_num_heads", "head_dim_with_scale"],
-                              "dtype": "int8"},
+        "q_index_fp8": {
+            "shape": ["batch_size", "num_index_heads", "index_head_dim"],
+            "dtype": "float8_e4m3fn",
+        },
+        "k_index_cache_fp8": {
+            "shape": ["num_pages", "page_size", "kv_cache_num_heads", "head_dim_with_scale"],
+            "dtype": "int8",
+        },
         "weights": {"shape": ["batch_size", "num_index_heads"], "dtype": "float32"},
         "seq_lens": {"shape": ["batch_size"], "dtype": "int32"},
         "block_table": {"shape": ["batch_size", "max_num_pages"], "dtype": "int32"},
@@ -91,8 +98,20 @@ DEFINITION = {
 }
 
 #: (batch_size, max_num_pages, num_pages): decode-like batches over caches of several sizes
-SHAPES = [(1, 2, 8), (1, 4, 16), (2, 2, 16), (2, 4, 32), (4, 2, 16), (4, 4, 32), (4, 8, 64),
-          (8, 2, 32), (8, 4, 64), (8, 8, 96), (16, 4, 96), (16, 8, 128)]
+SHAPES = [
+    (1, 2, 8),
+    (1, 4, 16),
+    (2, 2, 16),
+    (2, 4, 32),
+    (4, 2, 16),
+    (4, 4, 32),
+    (4, 8, 64),
+    (8, 2, 32),
+    (8, 4, 64),
+    (8, 8, 96),
+    (16, 4, 96),
+    (16, 8, 128),
+]
 
 
 def safetensors_bytes(tensors: dict[str, tuple[list[int], list[int]]]) -> bytes:
@@ -119,25 +138,57 @@ def build() -> dict[Path, bytes]:
         for _ in range(batch):
             tables += rng.sample(range(pages), per_row)
             # some sequences shorter than k (their tail is -1), some filling every page
-            lens.append(rng.choice([rng.randint(1, TOPK - 1), rng.randint(TOPK, per_row * PAGE), per_row * PAGE]))
+            lens.append(
+                rng.choice(
+                    [rng.randint(1, TOPK - 1), rng.randint(TOPK, per_row * PAGE), per_row * PAGE]
+                )
+            )
         rel = f"blob/workloads/{NAME}/{wid}.safetensors"
-        files[ROOT / "dataset" / rel] = safetensors_bytes({"block_table": ([batch, per_row], tables),
-                                                          "seq_lens": ([batch], lens)})
-        lines.append(json.dumps({"definition": NAME, "solution": None, "workload": {
-            "uuid": wid, "axes": {"batch_size": batch, "max_num_pages": per_row, "num_pages": pages},
-            "inputs": {"q_index_fp8": {"type": "random"}, "k_index_cache_fp8": {"type": "random"},
-                       "weights": {"type": "random"},
-                       "seq_lens": {"type": "safetensors", "path": rel, "tensor_key": "seq_lens"},
-                       "block_table": {"type": "safetensors", "path": rel, "tensor_key": "block_table"}}},
-            "evaluation": None}))
-    files[ROOT / "dataset" / "definitions" / "dsa_paged" / f"{NAME}.json"] = (json.dumps(DEFINITION, indent=2) + "\n").encode()
-    files[ROOT / "dataset" / "workloads" / "dsa_paged" / f"{NAME}.jsonl"] = ("\n".join(lines) + "\n").encode()
+        files[ROOT / "dataset" / rel] = safetensors_bytes(
+            {"block_table": ([batch, per_row], tables), "seq_lens": ([batch], lens)}
+        )
+        lines.append(
+            json.dumps(
+                {
+                    "definition": NAME,
+                    "solution": None,
+                    "workload": {
+                        "uuid": wid,
+                        "axes": {"batch_size": batch, "max_num_pages": per_row, "num_pages": pages},
+                        "inputs": {
+                            "q_index_fp8": {"type": "random"},
+                            "k_index_cache_fp8": {"type": "random"},
+                            "weights": {"type": "random"},
+                            "seq_lens": {
+                                "type": "safetensors",
+                                "path": rel,
+                                "tensor_key": "seq_lens",
+                            },
+                            "block_table": {
+                                "type": "safetensors",
+                                "path": rel,
+                                "tensor_key": "block_table",
+                            },
+                        },
+                    },
+                    "evaluation": None,
+                }
+            )
+        )
+    files[ROOT / "dataset" / "definitions" / "dsa_paged" / f"{NAME}.json"] = (
+        json.dumps(DEFINITION, indent=2) + "\n"
+    ).encode()
+    files[ROOT / "dataset" / "workloads" / "dsa_paged" / f"{NAME}.jsonl"] = (
+        "\n".join(lines) + "\n"
+    ).encode()
     return files
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    parser.add_argument(
+        "--check", action="store_true", help="compare with the committed files instead of writing"
+    )
     args = parser.parse_args()
     files = build()
     if args.check:

@@ -81,11 +81,18 @@ def import_flashinfer_bench(path: str) -> types.SimpleNamespace:
     from flashinfer_bench.compile import Runnable, RunnableMetadata
     from flashinfer_bench.data import Definition, Environment
 
-    fib_bench_utils.env_snapshot = lambda device: Environment(hardware="cpu_fixture_generator", libs={})
+    fib_bench_utils.env_snapshot = lambda device: Environment(
+        hardware="cpu_fixture_generator", libs={}
+    )
     return types.SimpleNamespace(
-        torch=torch, Definition=Definition, ResolvedEvalConfig=ResolvedEvalConfig,
-        resolve_evaluator=resolve_evaluator, Runnable=Runnable, RunnableMetadata=RunnableMetadata,
-        topk=fib_topk, sampling=fib_sampling,
+        torch=torch,
+        Definition=Definition,
+        ResolvedEvalConfig=ResolvedEvalConfig,
+        resolve_evaluator=resolve_evaluator,
+        Runnable=Runnable,
+        RunnableMetadata=RunnableMetadata,
+        topk=fib_topk,
+        sampling=fib_sampling,
     )
 
 
@@ -107,10 +114,22 @@ class Cases:
         self.tensors[key] = t.detach().clone().contiguous()
         return key
 
-    def add(self, name: str, definition: dict[str, Any], axes: dict[str, int], inputs: list[Any],
-            reference: list[Any], solution: Any, *, atol: float = 1e-2, rtol: float = 1e-2,
-            required_matched_ratio: float | None = None, extra: dict[str, Any] | None = None,
-            sampler: dict[str, Any] | None = None, note: str = "") -> None:
+    def add(
+        self,
+        name: str,
+        definition: dict[str, Any],
+        axes: dict[str, int],
+        inputs: list[Any],
+        reference: list[Any],
+        solution: Any,
+        *,
+        atol: float = 1e-2,
+        rtol: float = 1e-2,
+        required_matched_ratio: float | None = None,
+        extra: dict[str, Any] | None = None,
+        sampler: dict[str, Any] | None = None,
+        note: str = "",
+    ) -> None:
         """solution: a list of tensors (returned as a tuple, or as the tensor itself when there is
         one), or None with `sampler` (a descriptor; see make_sampler)."""
         torch = self.torch
@@ -118,9 +137,16 @@ class Cases:
         assert all(c["name"] != name for c in self.cases), name
         defn = self.fib.Definition.model_validate(definition)
         evaluator = self.fib.resolve_evaluator(defn)
-        cfg = self.fib.ResolvedEvalConfig(atol=atol, rtol=rtol, required_matched_ratio=required_matched_ratio,
-                                          extra=dict(extra or {}), num_trials=1, warmup_runs=0, iterations=1,
-                                          profile_baseline=False)
+        cfg = self.fib.ResolvedEvalConfig(
+            atol=atol,
+            rtol=rtol,
+            required_matched_ratio=required_matched_ratio,
+            extra=dict(extra or {}),
+            num_trials=1,
+            warmup_runs=0,
+            iterations=1,
+            profile_baseline=False,
+        )
         input_names = list(definition["inputs"])
         output_names = list(definition["outputs"])
         assert len(inputs) == len(input_names) and len(reference) == len(output_names), name
@@ -130,7 +156,10 @@ class Cases:
                 in_entries.append({"tensor": self._put(f"{name}/input/{n}", v)})
             else:
                 in_entries.append({"scalar": v})
-        ref_keys = [self._put(f"{name}/reference/{n}", r) for n, r in zip(output_names, reference, strict=True)]
+        ref_keys = [
+            self._put(f"{name}/reference/{n}", r)
+            for n, r in zip(output_names, reference, strict=True)
+        ]
 
         if sampler is not None:
             fn = make_sampler(torch, sampler, definition)
@@ -142,14 +171,29 @@ class Cases:
             def fn(*_args: Any, _sol: list[Any] = sol) -> Any:
                 return tuple(_sol) if len(_sol) != 1 else _sol[0]
 
-        runnable = self.fib.Runnable(fn, self.fib.RunnableMetadata(
-            build_type="python", definition_name=defn.name, solution_name=name,
-            destination_passing_style=False, definition=defn))
+        runnable = self.fib.Runnable(
+            fn,
+            self.fib.RunnableMetadata(
+                build_type="python",
+                definition_name=defn.name,
+                solution_name=name,
+                destination_passing_style=False,
+                definition=defn,
+            ),
+        )
         log_path = str(self.tmp / f"{name}.log")
         correctness, evaluation = evaluator.check_correctness(
-            definition=defn, sol_runnable=runnable, inputs=[list(inputs)], ref_outputs=[list(reference)],
-            cfg=cfg, log_path=log_path, device="cpu")
-        expected: dict[str, Any] = {"status": "PASSED" if evaluation is None else evaluation.status.value}
+            definition=defn,
+            sol_runnable=runnable,
+            inputs=[list(inputs)],
+            ref_outputs=[list(reference)],
+            cfg=cfg,
+            log_path=log_path,
+            device="cpu",
+        )
+        expected: dict[str, Any] = {
+            "status": "PASSED" if evaluation is None else evaluation.status.value
+        }
         if correctness is not None:
             expected["max_absolute_error"] = jnum(correctness.max_absolute_error)
             expected["max_relative_error"] = jnum(correctness.max_relative_error)
@@ -165,8 +209,12 @@ class Cases:
             "evaluator": evaluator.__name__,
             "definition": definition,
             "axes": axes,
-            "config": {"atol": atol, "rtol": rtol, "required_matched_ratio": required_matched_ratio,
-                       "extra": dict(extra or {})},
+            "config": {
+                "atol": atol,
+                "rtol": rtol,
+                "required_matched_ratio": required_matched_ratio,
+                "extra": dict(extra or {}),
+            },
             "inputs": in_entries,
             "reference": ref_keys,
             "solution": sol_entry,
@@ -194,15 +242,24 @@ def jclean(v: Any) -> Any:
     return jnum(v)
 
 
-def definition_dict(name: str, op_type: str, axes: dict[str, Any], inputs: dict[str, Any],
-                    outputs: dict[str, Any], description: str = "") -> dict[str, Any]:
+def definition_dict(
+    name: str,
+    op_type: str,
+    axes: dict[str, Any],
+    inputs: dict[str, Any],
+    outputs: dict[str, Any],
+    description: str = "",
+) -> dict[str, Any]:
     """A plain FlashInfer-Trace definition. axes: name -> int (const) or None (var); tensors:
     name -> (shape list or None, dtype). The reference is a placeholder: never run here."""
     args = ", ".join(inputs)
     d: dict[str, Any] = {
         "name": name,
         "op_type": op_type,
-        "axes": {a: ({"type": "var"} if v is None else {"type": "const", "value": v}) for a, v in axes.items()},
+        "axes": {
+            a: ({"type": "var"} if v is None else {"type": "const", "value": v})
+            for a, v in axes.items()
+        },
         "inputs": {n: {"shape": s, "dtype": t} for n, (s, t) in inputs.items()},
         "outputs": {n: {"shape": s, "dtype": t} for n, (s, t) in outputs.items()},
         "reference": f"def run({args}):\n    raise NotImplementedError('fixture definition: never run')\n",
@@ -215,7 +272,9 @@ def definition_dict(name: str, op_type: str, axes: dict[str, Any], inputs: dict[
 # ----------------------------------------------------------------------------- sampling stubs
 
 
-def make_sampler(torch: Any, desc: dict[str, Any], definition: dict[str, Any]) -> Callable[..., Any]:
+def make_sampler(
+    torch: Any, desc: dict[str, Any], definition: dict[str, Any]
+) -> Callable[..., Any]:
     """A sampling "solution" described by `desc` (the same descriptor tests/test_evaluators.py
     interprets). One torch.Generator seeded desc["seed"] (default 0) is made per case and drawn
     from on every call, in call order; each call draws torch.multinomial(weights, 1) once for all
@@ -263,7 +322,10 @@ def make_sampler(torch: Any, desc: dict[str, Any], definition: dict[str, Any]) -
             mask = top_k_mask(probs2, args[names.index("top_k")])
             weights = probs2.float() * mask
             if source == "skewed_masked":
-                weights = mask.float() * torch.linspace(1.0, 0.0, vocab).clamp(min=0.0) ** 4 + mask.float() * 1e-6
+                weights = (
+                    mask.float() * torch.linspace(1.0, 0.0, vocab).clamp(min=0.0) ** 4
+                    + mask.float() * 1e-6
+                )
         return torch.multinomial(weights, 1, generator=gen).reshape(rows)
 
     return call
@@ -276,15 +338,27 @@ def default_cases(c: Cases) -> None:
     torch = c.torch
     g = torch.Generator().manual_seed(1001)
     f32 = definition_dict(
-        "tiny_elementwise", "elementwise", {"n": None, "d": 8},
-        {"x": (["n", "d"], "float32"), "alpha": (None, "float32")}, {"y": (["n", "d"], "float32")},
-        "y = alpha * x (only the shapes matter: the reference is never run)")
+        "tiny_elementwise",
+        "elementwise",
+        {"n": None, "d": 8},
+        {"x": (["n", "d"], "float32"), "alpha": (None, "float32")},
+        {"y": (["n", "d"], "float32")},
+        "y = alpha * x (only the shapes matter: the reference is never run)",
+    )
     bf16 = definition_dict(
-        "tiny_elementwise_bf16", "elementwise", {"n": None, "d": 8},
-        {"x": (["n", "d"], "bfloat16")}, {"y": (["n", "d"], "bfloat16")})
+        "tiny_elementwise_bf16",
+        "elementwise",
+        {"n": None, "d": 8},
+        {"x": (["n", "d"], "bfloat16")},
+        {"y": (["n", "d"], "bfloat16")},
+    )
     two = definition_dict(
-        "tiny_elementwise_two_out", "elementwise", {"n": None, "d": 8},
-        {"x": (["n", "d"], "float32")}, {"y": (["n", "d"], "float32"), "z": (["n", "d"], "bfloat16")})
+        "tiny_elementwise_two_out",
+        "elementwise",
+        {"n": None, "d": 8},
+        {"x": (["n", "d"], "float32")},
+        {"y": (["n", "d"], "float32"), "z": (["n", "d"], "bfloat16")},
+    )
 
     n = 4
     x = torch.randn(n, 8, generator=g)
@@ -303,16 +377,42 @@ def default_cases(c: Cases) -> None:
     small = torch.full((n, 8), 0.5)  # |ref| = 0.5: rel = 2 * abs
     big = torch.full((n, 8), 10.0)  # |ref| = 10: rel = abs / 10
     xs, xb = small / alpha, big / alpha
-    c.add("default_abs_just_inside_atol", f32, {"n": n}, [xs, alpha], [small], [small + 0.009],
-          note="every element off by 0.009: abs < atol though rel = 0.018 > rtol")
-    c.add("default_abs_just_outside_atol", f32, {"n": n}, [xs, alpha], [small],
-          [torch.where(torch.arange(n * 8).reshape(n, 8) == 5, small + 0.011, small)],
-          note="one element off by 0.011 on |ref| = 0.5: abs and rel both over")
-    c.add("default_rel_just_inside_rtol", f32, {"n": n}, [xb, alpha], [big], [big + 0.09],
-          note="every element off by 0.09 on |ref| = 10: abs > atol though rel = 0.009 < rtol")
-    c.add("default_rel_just_outside_rtol", f32, {"n": n}, [xb, alpha], [big],
-          [torch.where(torch.arange(n * 8).reshape(n, 8) == 7, big + 0.11, big)],
-          note="one element off by 0.11 on |ref| = 10: rel = 0.011 > rtol and abs > atol")
+    c.add(
+        "default_abs_just_inside_atol",
+        f32,
+        {"n": n},
+        [xs, alpha],
+        [small],
+        [small + 0.009],
+        note="every element off by 0.009: abs < atol though rel = 0.018 > rtol",
+    )
+    c.add(
+        "default_abs_just_outside_atol",
+        f32,
+        {"n": n},
+        [xs, alpha],
+        [small],
+        [torch.where(torch.arange(n * 8).reshape(n, 8) == 5, small + 0.011, small)],
+        note="one element off by 0.011 on |ref| = 0.5: abs and rel both over",
+    )
+    c.add(
+        "default_rel_just_inside_rtol",
+        f32,
+        {"n": n},
+        [xb, alpha],
+        [big],
+        [big + 0.09],
+        note="every element off by 0.09 on |ref| = 10: abs > atol though rel = 0.009 < rtol",
+    )
+    c.add(
+        "default_rel_just_outside_rtol",
+        f32,
+        {"n": n},
+        [xb, alpha],
+        [big],
+        [torch.where(torch.arange(n * 8).reshape(n, 8) == 7, big + 0.11, big)],
+        note="one element off by 0.11 on |ref| = 10: rel = 0.011 > rtol and abs > atol",
+    )
 
     nan = y.clone()
     nan[0, 0] = float("nan")
@@ -331,14 +431,35 @@ def default_cases(c: Cases) -> None:
     ref_nan[1, 1] = float("nan")
     sol_nan = y.clone()
     sol_nan[1, 1] = float("nan")
-    c.add("default_nan_in_both_same_place", f32, {"n": n}, [x, alpha], [ref_nan], [sol_nan],
-          note="a NaN in the solution fails even where the reference has the same NaN")
-    c.add("default_nan_in_reference_only", f32, {"n": n}, [x, alpha], [ref_nan], [y.clone()],
-          note="NaN error compares false against the tolerances, and max(0.0, nan) keeps 0.0")
+    c.add(
+        "default_nan_in_both_same_place",
+        f32,
+        {"n": n},
+        [x, alpha],
+        [ref_nan],
+        [sol_nan],
+        note="a NaN in the solution fails even where the reference has the same NaN",
+    )
+    c.add(
+        "default_nan_in_reference_only",
+        f32,
+        {"n": n},
+        [x, alpha],
+        [ref_nan],
+        [y.clone()],
+        note="NaN error compares false against the tolerances, and max(0.0, nan) keeps 0.0",
+    )
     ref_inf = y.clone()
     ref_inf[1, 2] = float("inf")
-    c.add("default_inf_in_reference_only", f32, {"n": n}, [x, alpha], [ref_inf], [y.clone()],
-          note="abs error inf but rel error inf/inf = nan: the element does not count as failing")
+    c.add(
+        "default_inf_in_reference_only",
+        f32,
+        {"n": n},
+        [x, alpha],
+        [ref_inf],
+        [y.clone()],
+        note="abs error inf but rel error inf/inf = nan: the element does not count as failing",
+    )
 
     f32_case("default_wrong_shape", y[:, :7].clone())
     f32_case("default_wrong_shape_transposed", y.t().contiguous())
@@ -362,8 +483,15 @@ def default_cases(c: Cases) -> None:
         bad = order[: n2 * 8 * pct // 100]
         sol = y2.clone().reshape(-1)
         sol[bad] += 5.0
-        c.add(f"default_ratio_0p9_{label}_off", f32, {"n": n2}, [x2, alpha], [y2], [sol.reshape(n2, 8)],
-              required_matched_ratio=0.9)
+        c.add(
+            f"default_ratio_0p9_{label}_off",
+            f32,
+            {"n": n2},
+            [x2, alpha],
+            [y2],
+            [sol.reshape(n2, 8)],
+            required_matched_ratio=0.9,
+        )
 
     # two outputs
     z = (x * 0.5).to(torch.bfloat16)
@@ -371,9 +499,18 @@ def default_cases(c: Cases) -> None:
     z_off[2, 2] = z_off[2, 2] + 4.0
     c.add("default_two_outputs_both_right", two, {"n": n}, [x], [y, z], [y.clone(), z.clone()])
     c.add("default_two_outputs_second_wrong", two, {"n": n}, [x], [y, z], [y.clone(), z_off])
-    c.add("default_two_outputs_second_wrong_dtype", two, {"n": n}, [x], [y, z], [y.clone(), z.float()])
-    c.add("default_two_outputs_only_one_returned", two, {"n": n}, [x], [y, z], [y.clone()],
-          note="normalize_result raises for a count mismatch: a runtime error")
+    c.add(
+        "default_two_outputs_second_wrong_dtype", two, {"n": n}, [x], [y, z], [y.clone(), z.float()]
+    )
+    c.add(
+        "default_two_outputs_only_one_returned",
+        two,
+        {"n": n},
+        [x],
+        [y, z],
+        [y.clone()],
+        note="normalize_result raises for a count mismatch: a runtime error",
+    )
 
 
 # ----------------------------------------------------------------------------- lowbit evaluator
@@ -383,11 +520,16 @@ def lowbit_cases(c: Cases) -> None:
     torch = c.torch
     g = torch.Generator().manual_seed(2002)
     defn = definition_dict(
-        "moe_fp8_block_scale_tiny", "moe", {"seq_len": None, "hidden_size": 10},
-        {"hidden_states": (["seq_len", "hidden_size"], "float8_e4m3fn"),
-         "hidden_states_scale": (["seq_len"], "float32")},
+        "moe_fp8_block_scale_tiny",
+        "moe",
+        {"seq_len": None, "hidden_size": 10},
+        {
+            "hidden_states": (["seq_len", "hidden_size"], "float8_e4m3fn"),
+            "hidden_states_scale": (["seq_len"], "float32"),
+        },
         {"output": (["seq_len", "hidden_size"], "bfloat16")},
-        "named like the contest's MoE so the lowbit evaluator claims it (name contains moe_fp8_block_scale)")
+        "named like the contest's MoE so the lowbit evaluator claims it (name contains moe_fp8_block_scale)",
+    )
     t = 10  # 100 output elements
     hs = torch.randn(t, 10, generator=g).clamp(-2, 2).to(torch.float8_e4m3fn)
     scale = torch.rand(t, generator=g) + 0.5
@@ -402,15 +544,47 @@ def lowbit_cases(c: Cases) -> None:
     kw = dict(atol=1.0, rtol=0.3)
     inputs = [hs, scale]
     axes = {"seq_len": t}
-    c.add("lowbit_default_ratio_96pct_matched", defn, axes, inputs, [ref], [with_bad(4)], **kw,
-          note="required_matched_ratio None: the evaluator uses its DEFAULT_REQUIRED_MATCHED_RATIO")
-    c.add("lowbit_default_ratio_95pct_matched_boundary", defn, axes, inputs, [ref], [with_bad(5)], **kw,
-          note="matched ratio exactly at the default: fails only when matched < required")
+    c.add(
+        "lowbit_default_ratio_96pct_matched",
+        defn,
+        axes,
+        inputs,
+        [ref],
+        [with_bad(4)],
+        **kw,
+        note="required_matched_ratio None: the evaluator uses its DEFAULT_REQUIRED_MATCHED_RATIO",
+    )
+    c.add(
+        "lowbit_default_ratio_95pct_matched_boundary",
+        defn,
+        axes,
+        inputs,
+        [ref],
+        [with_bad(5)],
+        **kw,
+        note="matched ratio exactly at the default: fails only when matched < required",
+    )
     c.add("lowbit_default_ratio_94pct_matched", defn, axes, inputs, [ref], [with_bad(6)], **kw)
-    c.add("lowbit_ratio_0p9_92pct_matched", defn, axes, inputs, [ref], [with_bad(8)], **kw,
-          required_matched_ratio=0.9)
-    c.add("lowbit_ratio_0p9_88pct_matched", defn, axes, inputs, [ref], [with_bad(12)], **kw,
-          required_matched_ratio=0.9)
+    c.add(
+        "lowbit_ratio_0p9_92pct_matched",
+        defn,
+        axes,
+        inputs,
+        [ref],
+        [with_bad(8)],
+        **kw,
+        required_matched_ratio=0.9,
+    )
+    c.add(
+        "lowbit_ratio_0p9_88pct_matched",
+        defn,
+        axes,
+        inputs,
+        [ref],
+        [with_bad(12)],
+        **kw,
+        required_matched_ratio=0.9,
+    )
     inf = ref.clone()
     inf[0, 0] = float("inf")
     c.add("lowbit_inf_in_output", defn, axes, inputs, [ref], [inf], **kw)
@@ -425,18 +599,33 @@ TOPK_PAGE, TOPK_K, TOPK_D, TOPK_H = 4, 8, 8, 2
 
 def topk_definition() -> dict[str, Any]:
     return definition_dict(
-        "dsa_topk_indexer_fp8_tiny", "dsa_paged",
-        {"batch_size": None, "num_index_heads": TOPK_H, "index_head_dim": TOPK_D, "page_size": TOPK_PAGE,
-         "topk": TOPK_K, "max_num_pages": None, "num_pages": None, "kv_cache_num_heads": 1,
-         "head_dim_with_scale": TOPK_D + 4},
-        {"q_index_fp8": (["batch_size", "num_index_heads", "index_head_dim"], "float8_e4m3fn"),
-         "k_index_cache_fp8": (["num_pages", "page_size", "kv_cache_num_heads", "head_dim_with_scale"], "int8"),
-         "weights": (["batch_size", "num_index_heads"], "float32"),
-         "seq_lens": (["batch_size"], "int32"),
-         "block_table": (["batch_size", "max_num_pages"], "int32")},
+        "dsa_topk_indexer_fp8_tiny",
+        "dsa_paged",
+        {
+            "batch_size": None,
+            "num_index_heads": TOPK_H,
+            "index_head_dim": TOPK_D,
+            "page_size": TOPK_PAGE,
+            "topk": TOPK_K,
+            "max_num_pages": None,
+            "num_pages": None,
+            "kv_cache_num_heads": 1,
+            "head_dim_with_scale": TOPK_D + 4,
+        },
+        {
+            "q_index_fp8": (["batch_size", "num_index_heads", "index_head_dim"], "float8_e4m3fn"),
+            "k_index_cache_fp8": (
+                ["num_pages", "page_size", "kv_cache_num_heads", "head_dim_with_scale"],
+                "int8",
+            ),
+            "weights": (["batch_size", "num_index_heads"], "float32"),
+            "seq_lens": (["batch_size"], "int32"),
+            "block_table": (["batch_size", "max_num_pages"], "int32"),
+        },
         {"topk_indices": (["batch_size", "topk"], "int32")},
         "k_index_cache_fp8 in the deep_gemm layout: per page, the fp8 bytes of its tokens, then one "
-        "float32 scale per token; topk_indices are global token ids page * page_size + offset, -1 pads")
+        "float32 scale per token; topk_indices are global token ids page * page_size + offset, -1 pads",
+    )
 
 
 def topk_cases(c: Cases) -> None:
@@ -445,9 +634,13 @@ def topk_cases(c: Cases) -> None:
     g = torch.Generator().manual_seed(3007)  # a seed whose row 0 has >= 12 tokens scoring above 1
     B, num_pages, max_pages = 3, 12, 4
     seq_lens = torch.tensor([14, 11, 5], dtype=torch.int32)
-    block_table = torch.randperm(num_pages, generator=g).to(torch.int32).reshape(B, max_pages)  # disjoint rows
+    block_table = (
+        torch.randperm(num_pages, generator=g).to(torch.int32).reshape(B, max_pages)
+    )  # disjoint rows
     q = torch.randn(B, H, D, generator=g).clamp(-2, 2).to(torch.float8_e4m3fn)
-    weights = (torch.rand(B, H, generator=g) + 0.25) * 10.0  # scores ~10: abs errors > atol where rel < rtol
+    weights = (
+        torch.rand(B, H, generator=g) + 0.25
+    ) * 10.0  # scores ~10: abs errors > atol where rel < rtol
     k_bf16 = torch.randn(num_pages, ps, 1, D, generator=g).to(torch.bfloat16)
     cache = c.fib.topk._pack_fp8_k_cache(k_bf16, ps, D)  # flashinfer-bench's own packer
 
@@ -456,11 +649,13 @@ def topk_cases(c: Cases) -> None:
 
     def token_bytes(tok: int) -> Any:
         p, o = divmod(tok, ps)
-        return flat[p, o * D:(o + 1) * D], flat[p, ps * D + 4 * o: ps * D + 4 * (o + 1)]
+        return flat[p, o * D : (o + 1) * D], flat[p, ps * D + 4 * o : ps * D + 4 * (o + 1)]
 
     def dequant() -> Any:
-        fp8 = flat[:, : ps * D].contiguous().view(torch.float8_e4m3fn).float().view(num_pages, ps, D)
-        scale = flat[:, ps * D:].contiguous().view(torch.float32).view(num_pages, ps)
+        fp8 = (
+            flat[:, : ps * D].contiguous().view(torch.float8_e4m3fn).float().view(num_pages, ps, D)
+        )
+        scale = flat[:, ps * D :].contiguous().view(torch.float32).view(num_pages, ps)
         return fp8 * scale[:, :, None]
 
     def tokens_of(b: int) -> list[int]:
@@ -474,9 +669,11 @@ def topk_cases(c: Cases) -> None:
     # picked), so three tokens tie for the last slot
     s0 = scores(0)
     rank0 = [tokens_of(0)[i] for i in s0.argsort(descending=True).tolist()]
-    assert float(s0.sort(descending=True).values[K + 3]) > 1.0, "ties and the near tie must be above relu's zero"
+    assert float(s0.sort(descending=True).values[K + 3]) > 1.0, (
+        "ties and the near tie must be above relu's zero"
+    )
     kth = rank0[K - 1]
-    for tok in rank0[K:K + 2]:
+    for tok in rank0[K : K + 2]:
         for dst, src in zip(token_bytes(tok), token_bytes(kth), strict=True):
             dst.copy_(src)
     # near ties: the float32 scales of the 11th and 12th tokens are set so that their scores are
@@ -486,7 +683,9 @@ def topk_cases(c: Cases) -> None:
     for tok, factor in ((near, 0.995), (near_out, 0.98)):
         s0 = scores(0)
         assert float(s0[pos[tok]]) > 0
-        token_bytes(tok)[1].view(torch.float32).mul_(factor * float(s0[pos[kth]]) / float(s0[pos[tok]]))
+        token_bytes(tok)[1].view(torch.float32).mul_(
+            factor * float(s0[pos[kth]]) / float(s0[pos[tok]])
+        )
     s0 = scores(0)
     assert float(s0[pos[rank0[K]]]) == float(s0[pos[kth]]) == float(s0[pos[rank0[K + 1]]])
 
@@ -518,17 +717,27 @@ def topk_cases(c: Cases) -> None:
     picked = next(t for t in tied if t in chosen0)
     other = next(t for t in tied if t not in chosen0)
     tie[0, chosen0.index(picked)] = other
-    add("topk_tie_other_choice", tie, note="row 0: three tokens tie (byte copies) for the last slot; "
-        "the solution picks another of them than the reference")
+    add(
+        "topk_tie_other_choice",
+        tie,
+        note="row 0: three tokens tie (byte copies) for the last slot; "
+        "the solution picks another of them than the reference",
+    )
 
     near_sol = ref.clone()
     near_sol[0, chosen0.index(picked)] = near
-    add("topk_near_tie_within_tolerance", near_sol,
-        note="row 0: a token whose score is 0.995 x the last picked one's replaces it (abs > atol, rel 0.005 < rtol)")
+    add(
+        "topk_near_tie_within_tolerance",
+        near_sol,
+        note="row 0: a token whose score is 0.995 x the last picked one's replaces it (abs > atol, rel 0.005 < rtol)",
+    )
     near_out_sol = ref.clone()
     near_out_sol[0, chosen0.index(picked)] = near_out
-    add("topk_near_tie_outside_tolerance", near_out_sol,
-        note="row 0: a token whose score is 0.98 x the last picked one's replaces it (abs > atol, rel 0.02 > rtol)")
+    add(
+        "topk_near_tie_outside_tolerance",
+        near_out_sol,
+        note="row 0: a token whose score is 0.98 x the last picked one's replaces it (abs > atol, rel 0.02 > rtol)",
+    )
 
     dup = ref.clone()
     dup[0, 1] = dup[0, 0]
@@ -537,7 +746,11 @@ def topk_cases(c: Cases) -> None:
     stranger = ref.clone()
     foreign_page = int(block_table[0, 0])  # a page of row 0, not in row 1's block table
     stranger[1, 2] = foreign_page * ps + 1
-    add("topk_page_not_in_block_table", stranger, note="row 1 names a token of a page only row 0's block_table has")
+    add(
+        "topk_page_not_in_block_table",
+        stranger,
+        note="row 1 names a token of a page only row 0's block_table has",
+    )
 
     beyond = ref.clone()
     # row 1: seq_len 11, so slot 2 of its block table holds positions 8..11 and position 11 is past the end
@@ -547,8 +760,11 @@ def topk_cases(c: Cases) -> None:
     add("topk_beyond_seq_len_in_reachable_page", beyond)
     unused_slot = ref.clone()
     unused_slot[2, 1] = int(block_table[2, 3]) * ps  # row 2 (seq_len 5) uses slots 0-1 only
-    add("topk_block_table_slot_past_seq_len", unused_slot,
-        note="row 2 names a page its block_table lists in a slot past its seq_len")
+    add(
+        "topk_block_table_slot_past_seq_len",
+        unused_slot,
+        note="row 2 names a page its block_table lists in a slot past its seq_len",
+    )
 
     worse = ref.clone()
     s1 = scores(1)
@@ -557,11 +773,19 @@ def topk_cases(c: Cases) -> None:
     worst = min(unpicked1, key=lambda t: float(s1[toks1.index(t)]))
     best1 = max(ref[1].tolist(), key=lambda t: float(s1[toks1.index(t)]))
     worse[1, ref[1].tolist().index(best1)] = worst
-    add("topk_clearly_worse_token", worse, note="row 1: its best token replaced by its worst unpicked one")
+    add(
+        "topk_clearly_worse_token",
+        worse,
+        note="row 1: its best token replaced by its worst unpicked one",
+    )
 
     padded = ref.clone()
     padded[0, 3] = -1
-    add("topk_padding_instead_of_a_token", padded, note="row 0 has 14 tokens but the solution pads one slot")
+    add(
+        "topk_padding_instead_of_a_token",
+        padded,
+        note="row 0 has 14 tokens but the solution pads one slot",
+    )
 
     add("topk_wrong_dtype_int64", ref.to(torch.int64))
     add("topk_wrong_shape", ref[:, : K - 1].clone())
@@ -574,7 +798,11 @@ def topk_cases(c: Cases) -> None:
     for slot, tok in zip((1, 2, 4, 6, 7), valid2, strict=True):
         row[slot] = tok
     moved[2] = torch.tensor(row, dtype=torch.int32)
-    add("topk_short_row_padding_moved", moved, note="row 2 (seq_len 5): the -1 pads sit in slots 0, 3 and 5")
+    add(
+        "topk_short_row_padding_moved",
+        moved,
+        note="row 2 (seq_len 5): the -1 pads sit in slots 0, 3 and 5",
+    )
 
 
 # ----------------------------------------------------------------------------- DSA sparse attention
@@ -585,24 +813,39 @@ def sparse_cases(c: Cases) -> None:
     g = torch.Generator().manual_seed(4004)
     H, CKV, KPE, PS, TOPK = 2, 8, 4, 4, 4
     defn = definition_dict(
-        "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64", "dsa_paged",
-        {"num_tokens": None, "num_qo_heads": H, "head_dim_ckv": CKV, "head_dim_kpe": KPE, "page_size": PS,
-         "topk": TOPK, "num_pages": None},
-        {"q_nope": (["num_tokens", "num_qo_heads", "head_dim_ckv"], "bfloat16"),
-         "q_pe": (["num_tokens", "num_qo_heads", "head_dim_kpe"], "bfloat16"),
-         "ckv_cache": (["num_pages", "page_size", "head_dim_ckv"], "bfloat16"),
-         "kpe_cache": (["num_pages", "page_size", "head_dim_kpe"], "bfloat16"),
-         "sparse_indices": (["num_tokens", "topk"], "int32"),
-         "sm_scale": (None, "float32")},
-        {"output": (["num_tokens", "num_qo_heads", "head_dim_ckv"], "bfloat16"),
-         "lse": (["num_tokens", "num_qo_heads"], "float32")},
-        "the contest definition's NAME (the evaluator matches exact names) with tiny const axes")
+        "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",
+        "dsa_paged",
+        {
+            "num_tokens": None,
+            "num_qo_heads": H,
+            "head_dim_ckv": CKV,
+            "head_dim_kpe": KPE,
+            "page_size": PS,
+            "topk": TOPK,
+            "num_pages": None,
+        },
+        {
+            "q_nope": (["num_tokens", "num_qo_heads", "head_dim_ckv"], "bfloat16"),
+            "q_pe": (["num_tokens", "num_qo_heads", "head_dim_kpe"], "bfloat16"),
+            "ckv_cache": (["num_pages", "page_size", "head_dim_ckv"], "bfloat16"),
+            "kpe_cache": (["num_pages", "page_size", "head_dim_kpe"], "bfloat16"),
+            "sparse_indices": (["num_tokens", "topk"], "int32"),
+            "sm_scale": (None, "float32"),
+        },
+        {
+            "output": (["num_tokens", "num_qo_heads", "head_dim_ckv"], "bfloat16"),
+            "lse": (["num_tokens", "num_qo_heads"], "float32"),
+        },
+        "the contest definition's NAME (the evaluator matches exact names) with tiny const axes",
+    )
     T, P = 3, 3
     q_nope = torch.randn(T, H, CKV, generator=g).to(torch.bfloat16)
     q_pe = torch.randn(T, H, KPE, generator=g).to(torch.bfloat16)
     ckv = torch.randn(P, PS, CKV, generator=g).to(torch.bfloat16)
     kpe = torch.randn(P, PS, KPE, generator=g).to(torch.bfloat16)
-    idx = torch.stack([torch.randperm(P * PS, generator=g)[:TOPK] for _ in range(T)]).to(torch.int32)
+    idx = torch.stack([torch.randperm(P * PS, generator=g)[:TOPK] for _ in range(T)]).to(
+        torch.int32
+    )
     idx[2, 3] = -1  # one padded slot
     sm_scale = 0.25
     # reference: softmax over the selected tokens; lse = natural-log logsumexp of the scaled logits
@@ -625,7 +868,11 @@ def sparse_cases(c: Cases) -> None:
     add("sparse_output_only", [out.clone()], note="value-returning, one tensor: lse is left out")
     out_off = out.clone()
     out_off[1, 0, 2] = out_off[1, 0, 2] + 1.0
-    add("sparse_output_only_wrong", [out_off], note="one tensor returned: it is still compared with output")
+    add(
+        "sparse_output_only_wrong",
+        [out_off],
+        note="one tensor returned: it is still compared with output",
+    )
     lse_off = lse.clone()
     lse_off[0, 1] += 0.5
     add("sparse_lse_off", [out.clone(), lse_off])
@@ -646,16 +893,21 @@ def sampling_cases(c: Cases, num_trials: int) -> None:
     g = torch.Generator().manual_seed(5005)
     V, B = 16, 2
     defn = definition_dict(
-        "top_k_sampling_tiny", "sampling", {"batch_size": None, "vocab_size": V},
+        "top_k_sampling_tiny",
+        "sampling",
+        {"batch_size": None, "vocab_size": V},
         {"probs": (["batch_size", "vocab_size"], "float32"), "top_k": (["batch_size"], "int32")},
-        {"samples": (["batch_size"], "int64")})
+        {"samples": (["batch_size"], "int64")},
+    )
     probs = torch.softmax(torch.randn(B, V, generator=g) * 1.5, dim=-1)
     top_k = torch.tensor([4, 6], dtype=torch.int32)
     inputs = [probs, top_k]
     # the reference outputs as SamplingEvaluator.build_baseline makes them, with its own helpers
     s = c.fib.sampling
     fdef = c.fib.Definition.model_validate(defn)
-    mask = s._compute_valid_sampling_mask(probs, s._detect_thresholding_method(fdef), {"top_k": top_k})
+    mask = s._compute_valid_sampling_mask(
+        probs, s._detect_thresholding_method(fdef), {"top_k": top_k}
+    )
     masked = probs * mask.float()
     expected_probs = masked / masked.sum(dim=-1, keepdim=True)
     extra = {"sampling_validation_trials": 100, "sampling_tvd_threshold": 0.2}
@@ -664,25 +916,45 @@ def sampling_cases(c: Cases, num_trials: int) -> None:
     else:
         extra_note = ""
 
-    ref_note = ("reference[0] is not samples: it is what SamplingEvaluator.build_baseline stores, the "
-                "probs masked to top_k and renormalized [batch_size, vocab_size] float32")
+    ref_note = (
+        "reference[0] is not samples: it is what SamplingEvaluator.build_baseline stores, the "
+        "probs masked to top_k and renormalized [batch_size, vocab_size] float32"
+    )
 
     def add(name: str, sampler: dict[str, Any], note: str = "") -> None:
         note = "; ".join(x for x in (note, ref_note, extra_note) if x)
-        c.add(name, defn, {"batch_size": B}, inputs, [expected_probs], None, sampler=sampler, extra=extra,
-              note=note)
+        c.add(
+            name,
+            defn,
+            {"batch_size": B},
+            inputs,
+            [expected_probs],
+            None,
+            sampler=sampler,
+            extra=extra,
+            note=note,
+        )
 
     add("sampling_masked_probs_correct", {"kind": "multinomial", "from": "masked_probs", "seed": 7})
-    add("sampling_ignores_top_k", {"kind": "multinomial", "from": "probs", "seed": 7},
-        note="samples from the full distribution: some fall outside the top-k mask")
+    add(
+        "sampling_ignores_top_k",
+        {"kind": "multinomial", "from": "probs", "seed": 7},
+        note="samples from the full distribution: some fall outside the top-k mask",
+    )
     add("sampling_uniform_over_vocab", {"kind": "multinomial", "from": "uniform", "seed": 7})
     add("sampling_out_of_vocab", {"kind": "out_of_vocab"})
-    add("sampling_skewed_in_mask", {"kind": "multinomial", "from": "skewed_masked", "seed": 7},
-        note="the right support, a wrong distribution: the TVD decides")
+    add(
+        "sampling_skewed_in_mask",
+        {"kind": "multinomial", "from": "skewed_masked", "seed": 7},
+        note="the right support, a wrong distribution: the TVD decides",
+    )
     top0 = int(probs[0].argmax())
     assert bool(mask[1, top0]), "the constant must sit inside both rows' masks"
-    add("sampling_constant_in_mask", {"kind": "constant", "value": top0},
-        note="always the same token, inside both masks: the TVD decides")
+    add(
+        "sampling_constant_in_mask",
+        {"kind": "constant", "value": top0},
+        note="always the same token, inside both masks: the TVD decides",
+    )
 
 
 # ----------------------------------------------------------------------------- main
@@ -690,11 +962,21 @@ def sampling_cases(c: Cases, num_trials: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--flashinfer-bench", required=True, help="root of a flashinfer-bench source tree")
-    ap.add_argument("--commit", required=True, help="the 40-hex flashinfer-bench commit of that tree")
-    ap.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: tests/fixtures/evaluators)")
-    ap.add_argument("--sampling-num-trials", type=int, default=500000,
-                    help="samples for SamplingEvaluator's distribution step (its own value: 500000)")
+    ap.add_argument(
+        "--flashinfer-bench", required=True, help="root of a flashinfer-bench source tree"
+    )
+    ap.add_argument(
+        "--commit", required=True, help="the 40-hex flashinfer-bench commit of that tree"
+    )
+    ap.add_argument(
+        "--out", default=str(DEFAULT_OUT), help="output folder (default: tests/fixtures/evaluators)"
+    )
+    ap.add_argument(
+        "--sampling-num-trials",
+        type=int,
+        default=500000,
+        help="samples for SamplingEvaluator's distribution step (its own value: 500000)",
+    )
     args = ap.parse_args()
     if not re.fullmatch(r"[0-9a-f]{40}", args.commit):
         ap.error("--commit must be 40 lowercase hex digits")
@@ -724,14 +1006,20 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     command = shlex.join(["python", "scripts/make_evaluator_cases.py", *sys.argv[1:]])
     doc = {
-        "generated_by": {"flashinfer_bench_commit": args.commit, "command": command,
-                         "torch": torch.__version__},
+        "generated_by": {
+            "flashinfer_bench_commit": args.commit,
+            "command": command,
+            "torch": torch.__version__,
+        },
         "cases": c.cases,
     }
     text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     (out / "cases.json").write_text(text)
-    save_file(dict(sorted(c.tensors.items())), str(out / "tensors.safetensors"),
-              metadata={"flashinfer_bench_commit": args.commit})
+    save_file(
+        dict(sorted(c.tensors.items())),
+        str(out / "tensors.safetensors"),
+        metadata={"flashinfer_bench_commit": args.commit},
+    )
     (out / "tensors.safetensors").chmod(0o644)  # save_file makes it 0600
     shutil.rmtree(c.tmp, ignore_errors=True)
 
@@ -739,8 +1027,10 @@ def main() -> int:
     for case in c.cases:
         e = case["expected"]
         extra = {k: v for k, v in e["extra"].items() if k != "tvds_per_batch"}
-        print(f"{case['name']:48} {case['evaluator']:28} {e['status']:20} "
-              f"{e['max_absolute_error']} / {e['max_relative_error']} / {extra or ''}")
+        print(
+            f"{case['name']:48} {case['evaluator']:28} {e['status']:20} "
+            f"{e['max_absolute_error']} / {e['max_relative_error']} / {extra or ''}"
+        )
     size = (out / "tensors.safetensors").stat().st_size
     print(f"{len(c.cases)} cases, {len(c.tensors)} tensors ({size} bytes) -> {out}")
     return 0

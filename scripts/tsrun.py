@@ -17,7 +17,7 @@ from pathlib import Path
 
 def main() -> int:
     out = Path(sys.argv[1])
-    cmd = sys.argv[sys.argv.index("--") + 1:]
+    cmd = sys.argv[sys.argv.index("--") + 1 :]
     t0 = time.monotonic()
     lines = []
     with open(out.with_suffix(".stdout"), "wb") as so:
@@ -28,12 +28,20 @@ def main() -> int:
         rc = proc.wait()
     wall = time.monotonic() - t0
     results = [t for t, text in lines if re.match(r"\[\s*\d+/\d+\]", text)]
-    rec = {"cmd": cmd, "rc": rc, "wall_s": round(wall, 3),
-           "first_result_s": results[0] if results else None, "last_result_s": results[-1] if results else None,
-           "results": len(results), "lines": lines}
+    rec = {
+        "cmd": cmd,
+        "rc": rc,
+        "wall_s": round(wall, 3),
+        "first_result_s": results[0] if results else None,
+        "last_result_s": results[-1] if results else None,
+        "results": len(results),
+        "lines": lines,
+    }
     out.write_text(json.dumps(rec, indent=1))
-    print(f"{out.stem}: wall {wall:.2f} s, first result {rec['first_result_s']} s, last result {rec['last_result_s']} s, "
-          f"{len(results)} results, rc {rc}")
+    print(
+        f"{out.stem}: wall {wall:.2f} s, first result {rec['first_result_s']} s, last result {rec['last_result_s']} s, "
+        f"{len(results)} results, rc {rc}"
+    )
     return rc
 
 

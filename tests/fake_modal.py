@@ -89,7 +89,9 @@ class FakeModal:
 
     in_process = False
 
-    def __init__(self, max_containers: int, startup_s: float, timeout_s: float, body=modal_app.run_slice) -> None:
+    def __init__(
+        self, max_containers: int, startup_s: float, timeout_s: float, body=modal_app.run_slice
+    ) -> None:
         self.max_containers = max_containers
         self.startup_s = startup_s
         self.timeout_s = timeout_s
@@ -141,8 +143,12 @@ class FakeModal:
         with self.lock:
             c = Container(len(self.containers) + 1, self.startup_s)
             self.containers.append(c)
-        threading.Thread(target=self._serve, args=(c, first), daemon=True,
-                         name=f"fake-modal-container-{c.number}").start()
+        threading.Thread(
+            target=self._serve,
+            args=(c, first),
+            daemon=True,
+            name=f"fake-modal-container-{c.number}",
+        ).start()
 
     def _serve(self, c: Container, call: FakeCall | None) -> None:
         """Run ``call``, then the queued inputs one by one (warm reuse) until the queue is empty
@@ -192,6 +198,10 @@ class FakeModal:
         if runner.is_alive():  # past the function's timeout: the call fails, the container goes
             self.timeouts += 1
             c.terminated = True
-            call._finish(FunctionTimeoutError(f"input {call.number} exceeded the {self.timeout_s:.0f} s timeout"))
+            call._finish(
+                FunctionTimeoutError(
+                    f"input {call.number} exceeded the {self.timeout_s:.0f} s timeout"
+                )
+            )
             return
         call._finish(box["out"])

@@ -12,12 +12,15 @@ TINY_DEFINITION = {
     "name": TINY,
     "op_type": "elementwise",
     "axes": {"n": {"type": "var"}, "m": {"type": "const", "value": 64}},
-    "inputs": {"x": {"shape": ["n", "m"], "dtype": "float32"}, "alpha": {"shape": None, "dtype": "float32"}},
+    "inputs": {
+        "x": {"shape": ["n", "m"], "dtype": "float32"},
+        "alpha": {"shape": None, "dtype": "float32"},
+    },
     "outputs": {"y": {"shape": ["n", "m"], "dtype": "float32"}},
     "reference": "import torch\n\ndef run(x, alpha):\n    return x * alpha\n",
 }
 
-GOOD_TRITON = '''import triton
+GOOD_TRITON = """import triton
 import triton.language as tl
 
 
@@ -31,14 +34,14 @@ def _scale(x_ptr, y_ptr, alpha, n, BLOCK: tl.constexpr):
 def scale(x, alpha, y):
     n = x.numel()
     _scale[(triton.cdiv(n, 256),)](x, y, alpha, n, BLOCK=256)
-'''
+"""
 
-PY_TEMPLATE = '''import os, sys, time
+PY_TEMPLATE = """import os, sys, time
 
 
 def scale(x, alpha, y):
 {body}
-'''
+"""
 
 BODIES = {
     "good_py": "    y.copy_(x * alpha)",
@@ -61,16 +64,32 @@ def make_tiny_workspace(root: Path, batch_sizes=(1, 2, 3), kernel: str = "good_t
     )
     src = root / "solution" / "triton"
     src.mkdir(parents=True, exist_ok=True)
-    (src / "kernel.py").write_text(GOOD_TRITON if kernel == "good_triton" else PY_TEMPLATE.format(body=BODIES[kernel]))
+    (src / "kernel.py").write_text(
+        GOOD_TRITON if kernel == "good_triton" else PY_TEMPLATE.format(body=BODIES[kernel])
+    )
     ds = root / "dataset"
     (ds / "definitions").mkdir(parents=True, exist_ok=True)
     (ds / "workloads").mkdir(parents=True, exist_ok=True)
     (ds / "definitions" / f"{TINY}.json").write_text(json.dumps(TINY_DEFINITION))
     lines = []
     for i, n in enumerate(batch_sizes):
-        lines.append(json.dumps({"definition": TINY, "solution": None, "evaluation": None, "workload": {
-            "uuid": f"wl-{i:03d}-n{n}", "axes": {"n": n},
-            "inputs": {"x": {"type": "random"}, "alpha": {"type": "scalar", "value": 1.5}}}}))
+        lines.append(
+            json.dumps(
+                {
+                    "definition": TINY,
+                    "solution": None,
+                    "evaluation": None,
+                    "workload": {
+                        "uuid": f"wl-{i:03d}-n{n}",
+                        "axes": {"n": n},
+                        "inputs": {
+                            "x": {"type": "random"},
+                            "alpha": {"type": "scalar", "value": 1.5},
+                        },
+                    },
+                }
+            )
+        )
     (ds / "workloads" / f"{TINY}.jsonl").write_text("\n".join(lines) + "\n")
     return root
 
@@ -79,5 +98,7 @@ def make_candidate(root: Path, name: str, kernel: str) -> Path:
     """A folder of sources (kernel.py) usable as --solution / --baseline."""
     folder = root / "candidates" / name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "kernel.py").write_text(GOOD_TRITON if kernel == "good_triton" else PY_TEMPLATE.format(body=BODIES[kernel]))
+    (folder / "kernel.py").write_text(
+        GOOD_TRITON if kernel == "good_triton" else PY_TEMPLATE.format(body=BODIES[kernel])
+    )
     return folder

@@ -53,13 +53,35 @@ def test_check_deep_validates_every_workload_line(capsys, demo_ws: Path) -> None
 
 def test_results_show_json(capsys, tmp_path: Path) -> None:
     p = tmp_path / "r.json"
-    p.write_text(json.dumps({"definition": "d", "results": {"d": {
-        "a": {"status": "PASSED", "latency_ms": 0.002, "reference_latency_ms": 1.0, "speedup_factor": 500.0},
-        "b": {"status": "PASSED", "latency_ms": 0.004, "reference_latency_ms": 1.0, "speedup_factor": 250.0}}}}))
+    p.write_text(
+        json.dumps(
+            {
+                "definition": "d",
+                "results": {
+                    "d": {
+                        "a": {
+                            "status": "PASSED",
+                            "latency_ms": 0.002,
+                            "reference_latency_ms": 1.0,
+                            "speedup_factor": 500.0,
+                        },
+                        "b": {
+                            "status": "PASSED",
+                            "latency_ms": 0.004,
+                            "reference_latency_ms": 1.0,
+                            "speedup_factor": 250.0,
+                        },
+                    }
+                },
+            }
+        )
+    )
     code, out, _ = run_cli(capsys, "results", "show", str(p), "--json")
     data = json.loads(out)
     assert code == 0 and data["source_format"] == "retained-run"
-    assert data["summary"]["passed"] == 2 and data["summary"]["mean_latency_ms"] == pytest.approx(0.003)
+    assert data["summary"]["passed"] == 2 and data["summary"]["mean_latency_ms"] == pytest.approx(
+        0.003
+    )
     code, out, _ = run_cli(capsys, "results", "show", str(p))
     assert code == 0 and "2/2 PASSED" in out
 
@@ -68,7 +90,11 @@ def test_results_show_solution_filter(capsys, shared) -> None:
     path = shared("fixtures", "h200", "flashinfer-bench", "isolated_14wl_3sol_dps.jsonl")
     code, out, _ = run_cli(capsys, "results", "show", str(path), "--solution", "dps_bv32", "--json")
     data = json.loads(out)
-    assert code == 0 and data["summary"]["total"] == 14 and {r["solution"] for r in data["rows"]} == {"dps_bv32"}
+    assert (
+        code == 0
+        and data["summary"]["total"] == 14
+        and {r["solution"] for r in data["rows"]} == {"dps_bv32"}
+    )
     code, _, err = run_cli(capsys, "results", "show", str(path), "--solution", "nope")
     assert code == 2 and "no rows for solution 'nope'" in err
 
@@ -89,7 +115,10 @@ def test_demo_creates_a_valid_git_workspace(capsys, tmp_path: Path) -> None:
 
 
 BAD_INPUTS = [
-    ("truncated.jsonl", '{"definition": "d", "workload": {"uuid": "a", "axes": {}, "inputs": {}}, "solution": "s", "evaluation": {"status": "PASS'),
+    (
+        "truncated.jsonl",
+        '{"definition": "d", "workload": {"uuid": "a", "axes": {}, "inputs": {}}, "solution": "s", "evaluation": {"status": "PASS',
+    ),
     ("wrong_types.json", '{"definition": "d", "results": {"d": {"a": {"status": 7}}}}'),
     ("missing.json", '{"definition": "d", "results": {"d": {"a": {"latency_ms": 1}}}}'),
     ("unknown_status.json", '{"definition": "d", "results": {"d": {"a": {"status": "SORT_OF"}}}}'),
@@ -101,7 +130,9 @@ BAD_INPUTS = [
 def test_bad_files_give_one_line_and_exit_2(tmp_path: Path, name: str, text: str) -> None:
     p = tmp_path / name
     p.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "results", "show", str(p)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fibtui", "results", "show", str(p)], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()

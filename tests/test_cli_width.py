@@ -21,7 +21,11 @@ from tests.conftest import REPO, run_cli
 from tests.tui_helpers import synthetic_gpu_run
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
-HISTORY_RUNS = ["20261129-103529_demo_local", "20261129-103545_demo_local", "20261129-103637_demo_local"]
+HISTORY_RUNS = [
+    "20261129-103529_demo_local",
+    "20261129-103545_demo_local",
+    "20261129-103637_demo_local",
+]
 LONG_RUN = "20261129-103529_demo_gdn_decode_qk4_v8_d128_k_last_local"  # 56 characters
 LONG_BASE = "baseline_triton_reference_kernel_v1"
 LONG_FAST = "candidate_smallbatch_split_v_tiles_v2"
@@ -31,10 +35,12 @@ LONG_SLOW = "candidate_persistent_kernel_with_tma_loads_v3"
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch):
     """Make the CLI lay out for a terminal of ``width`` columns (default 80)."""
+
     def set_width(width: int = 80) -> None:
         monkeypatch.setenv("FIBTUI_FORCE_TERMINAL", "1")
         monkeypatch.setenv("COLUMNS", str(width))
         monkeypatch.setenv("LINES", "24")
+
     set_width()
     return set_width
 
@@ -52,7 +58,9 @@ def history_ws(tmp_path: Path) -> Path:
     from fibtui.core.demo import create_demo_workspace
 
     # the archived rounds are committed: a clone without them is broken, not a reason to skip
-    assert (REPO / "optimize_ops" / "runs" / HISTORY_RUNS[1]).is_dir(), "optimize_ops/runs lacks the archived demo rounds"
+    assert (REPO / "optimize_ops" / "runs" / HISTORY_RUNS[1]).is_dir(), (
+        "optimize_ops/runs lacks the archived demo rounds"
+    )
     return create_demo_workspace(tmp_path / "ws", git_init=False)
 
 
@@ -82,15 +90,36 @@ def leaderboard_run(tmp_path: Path) -> Path:
     rng = random.Random(9)
     jobs = []
     for w in range(8):
-        axes = {"batch_size": 2 ** w}
+        axes = {"batch_size": 2**w}
         for j in range(2):
-            for name, role, factor in ((LONG_BASE, "baseline", 1.0), (LONG_FAST, "candidate", 0.8),
-                                       (LONG_SLOW, "candidate", 1.2)):
-                jobs.append({"uuid": f"w{w}", "axes": axes, "solution": name, "role": role, "repeat": j,
-                             "status": "PASSED", "latency_ms": 0.001 * (w + 1) * factor * math.exp(rng.gauss(0, 0.003))})
+            for name, role, factor in (
+                (LONG_BASE, "baseline", 1.0),
+                (LONG_FAST, "candidate", 0.8),
+                (LONG_SLOW, "candidate", 1.2),
+            ):
+                jobs.append(
+                    {
+                        "uuid": f"w{w}",
+                        "axes": axes,
+                        "solution": name,
+                        "role": role,
+                        "repeat": j,
+                        "status": "PASSED",
+                        "latency_ms": 0.001 * (w + 1) * factor * math.exp(rng.gauss(0, 0.003)),
+                    }
+                )
     path = tmp_path / "run.json"
-    path.write_text(json.dumps({"format": "fibtui-run", "definition": "d", "run_id": "r1", "jobs": jobs,
-                                "workload_selection": "all"}))
+    path.write_text(
+        json.dumps(
+            {
+                "format": "fibtui-run",
+                "definition": "d",
+                "run_id": "r1",
+                "jobs": jobs,
+                "workload_selection": "all",
+            }
+        )
+    )
     return path
 
 
@@ -107,7 +136,9 @@ def uuids_of(ws: Path) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def test_runs_list_at_80_columns_keeps_whole_run_ids_and_names_the_hidden_column(capsys, history_ws, terminal) -> None:
+def test_runs_list_at_80_columns_keeps_whole_run_ids_and_names_the_hidden_column(
+    capsys, history_ws, terminal
+) -> None:
     code, out, _ = run_cli(capsys, "runs", "list", "--workspace", str(history_ws))
     lines = assert_fits(out)
     assert code == 0
@@ -124,7 +155,11 @@ def test_runs_list_piped_prints_every_column_on_one_line_per_run(capsys, history
     assert lines[0].split() == ["run_id", "state", "jobs", "passed", "backend", "started"]
     assert len(lines) == 1 + len(HISTORY_RUNS) and "hidden" not in out
     for run_id in HISTORY_RUNS:
-        assert re.search(rf"^{run_id}\s+complete\s+\d+/\d+\s+\d+\s+local\s+2026-11-29T\d\d:\d\d:\d\d\+00:00$", out, re.M), out
+        assert re.search(
+            rf"^{run_id}\s+complete\s+\d+/\d+\s+\d+\s+local\s+2026-11-29T\d\d:\d\d:\d\d\+00:00$",
+            out,
+            re.M,
+        ), out
 
 
 def test_runs_list_wide_on_a_terminal_hides_nothing(capsys, history_ws, terminal) -> None:
@@ -139,13 +174,17 @@ def test_runs_list_wide_on_a_terminal_hides_nothing(capsys, history_ws, terminal
     assert run_cli(capsys, "--wide", "runs", "list", "--workspace", str(history_ws))[1] == out
 
 
-def test_runs_list_prints_a_block_per_row_when_an_id_alone_leaves_no_room(capsys, demo_ws, terminal) -> None:
+def test_runs_list_prints_a_block_per_row_when_an_id_alone_leaves_no_room(
+    capsys, demo_ws, terminal
+) -> None:
     synthetic_gpu_run(demo_ws, run_id=LONG_RUN)
     synthetic_gpu_run(demo_ws, aa_history=False)  # 20260101-000000_demo_local
     code, out, _ = run_cli(capsys, "runs", "list", "--workspace", str(demo_ws))
     lines = assert_fits(out)
     assert code == 0
-    assert LONG_RUN in lines and "20260101-000000_demo_local" in lines  # each id whole on a line of its own
+    assert (
+        LONG_RUN in lines and "20260101-000000_demo_local" in lines
+    )  # each id whole on a line of its own
     # every column is kept, as "header value" pairs under the id
     assert lines.count("  state complete  jobs 100/100  passed 100  backend local") == 2
     assert lines.count("  started 2026-01-01T00:00:00+00:00") == 2
@@ -163,28 +202,46 @@ def test_runs_list_prints_a_block_per_row_when_an_id_alone_leaves_no_room(capsys
 
 def test_compare_at_80_columns_keeps_the_passed_column(capsys, demo_ws, terminal) -> None:
     synthetic_gpu_run(demo_ws)
-    code, out, _ = run_cli(capsys, "compare", "20260101-000000_demo_local", "--workspace", str(demo_ws))
+    code, out, _ = run_cli(
+        capsys, "compare", "20260101-000000_demo_local", "--workspace", str(demo_ws)
+    )
     lines = assert_fits(out)
     assert code == 0 and "PROMOTE" in out
     header = line_with(lines, "mean", "passed")
     assert header.split() == ["mean", "p95", "median", "run-to-run", "passed"]
-    assert re.search(r"^baseline triton\s.*\s50/50\s*$", out, re.M) and re.search(r"^candidate v2_smallb_splitv\s.*\s50/50\s*$", out, re.M)
+    assert re.search(r"^baseline triton\s.*\s50/50\s*$", out, re.M) and re.search(
+        r"^candidate v2_smallb_splitv\s.*\s50/50\s*$", out, re.M
+    )
     assert "(columns hidden at 80 columns: best repeat; --wide shows them)" in lines
     line_with(lines, "batch_size=16", "-25.00%", "6/0/0")  # the bands table: whole rows
 
 
 def test_compare_piped_prints_the_whole_latency_table(capsys, demo_ws, piped) -> None:
     synthetic_gpu_run(demo_ws)
-    code, out, _ = run_cli(capsys, "compare", "20260101-000000_demo_local", "--workspace", str(demo_ws))
+    code, out, _ = run_cli(
+        capsys, "compare", "20260101-000000_demo_local", "--workspace", str(demo_ws)
+    )
     lines = lines_of(out)
     assert code == 0 and "hidden" not in out
-    assert line_with(lines, "mean", "passed").split() == ["mean", "p95", "median", "best", "repeat", "run-to-run", "passed"]
+    assert line_with(lines, "mean", "passed").split() == [
+        "mean",
+        "p95",
+        "median",
+        "best",
+        "repeat",
+        "run-to-run",
+        "passed",
+    ]
     line_with(lines, "candidate v2_smallb_splitv", "50/50")
     # the first line names the run whole, however long, on one line
-    assert lines[0].startswith("v2_smallb_splitv vs triton  (20260101-000000_demo_local; 50 paired workloads, scope full)")
+    assert lines[0].startswith(
+        "v2_smallb_splitv vs triton  (20260101-000000_demo_local; 50 paired workloads, scope full)"
+    )
 
 
-def test_compare_leaderboard_keeps_long_candidate_names_whole(capsys, tmp_path, terminal, monkeypatch) -> None:
+def test_compare_leaderboard_keeps_long_candidate_names_whole(
+    capsys, tmp_path, terminal, monkeypatch
+) -> None:
     path = leaderboard_run(tmp_path)
     code, out, _ = run_cli(capsys, "compare", str(path))
     lines = assert_fits(out)
@@ -226,7 +283,9 @@ def test_results_show_at_80_columns_cuts_no_uuid(capsys, demo_ws, terminal, monk
     # one solution: the heading names it
     code, out, _ = run_cli(capsys, "results", "show", "run.json", "--solution", "triton")
     lines = assert_fits(out)
-    assert "solution: triton" in " ".join(" ".join(lines).split()) and all(any(u in line for line in lines) for u in uuids)
+    assert "solution: triton" in " ".join(" ".join(lines).split()) and all(
+        any(u in line for line in lines) for u in uuids
+    )
 
 
 def test_results_show_piped_prints_each_row_whole_on_one_line(capsys, demo_ws, piped) -> None:
@@ -234,23 +293,55 @@ def test_results_show_piped_prints_each_row_whole_on_one_line(capsys, demo_ws, p
     code, out, _ = run_cli(capsys, "results", "show", str(folder / "run.json"))
     lines = lines_of(out)
     assert code == 0 and "hidden" not in out and "…" not in out
-    assert line_with(lines, "#", "uuid").split() == ["#", "solution", "uuid", "batch_size", "status", "latency", "ms",
-                                                    "ref", "ms", "speedup", "abs", "err", "rel", "err"]
+    assert line_with(lines, "#", "uuid").split() == [
+        "#",
+        "solution",
+        "uuid",
+        "batch_size",
+        "status",
+        "latency",
+        "ms",
+        "ref",
+        "ms",
+        "speedup",
+        "abs",
+        "err",
+        "rel",
+        "err",
+    ]
     for uuid in uuids_of(demo_ws):
         for name in ("triton", "v2_smallb_splitv"):
-            assert re.search(rf"^\d+\s+{name}\s+{uuid}\s+\d+\s+PASSED\s+[\d.]+\s+0\.500\s+[\d.]+x\s", out, re.M), (name, uuid)
+            assert re.search(
+                rf"^\d+\s+{name}\s+{uuid}\s+\d+\s+PASSED\s+[\d.]+\s+0\.500\s+[\d.]+x\s", out, re.M
+            ), (name, uuid)
     assert line_with(lines, "v2_smallb_splitv: 50/50 PASSED", "p95 by linear interpolation")
 
 
-def test_results_show_long_solution_names_in_a_trace_file(capsys, tmp_path, terminal, monkeypatch) -> None:
-    names = ["gdn_decode_triton_persistent_smallbatch_v12", "gdn_decode_cuda_cutlass_warp_specialized_v3"]
+def test_results_show_long_solution_names_in_a_trace_file(
+    capsys, tmp_path, terminal, monkeypatch
+) -> None:
+    names = [
+        "gdn_decode_triton_persistent_smallbatch_v12",
+        "gdn_decode_cuda_cutlass_warp_specialized_v3",
+    ]
     uuids = [f"{i:08x}-1111-5222-8333-444455556666" for i in range(4)]
     lines_out = []
     for name in names:
         for u in uuids:
-            lines_out.append(json.dumps({"definition": "d", "solution": name, "workload": {"uuid": u, "axes": {"n": 1}, "inputs": {}},
-                                         "evaluation": {"status": "PASSED", "environment": {"hardware": "NVIDIA H200"},
-                                                        "performance": {"latency_ms": 0.5, "reference_latency_ms": 1.0}}}))
+            lines_out.append(
+                json.dumps(
+                    {
+                        "definition": "d",
+                        "solution": name,
+                        "workload": {"uuid": u, "axes": {"n": 1}, "inputs": {}},
+                        "evaluation": {
+                            "status": "PASSED",
+                            "environment": {"hardware": "NVIDIA H200"},
+                            "performance": {"latency_ms": 0.5, "reference_latency_ms": 1.0},
+                        },
+                    }
+                )
+            )
     path = tmp_path / "traces.jsonl"
     path.write_text("\n".join(lines_out) + "\n")
     code, out, _ = run_cli(capsys, "results", "show", str(path))
@@ -296,20 +387,40 @@ def test_round_list_at_80_columns_and_piped(capsys, history_ws, terminal, monkey
     code, out, _ = run_cli(capsys, "round", "list", "--workspace", str(history_ws))
     lines = assert_fits(out)
     assert code == 0
-    row = line_with(lines, "2026-11-29_v2_smallb_splitv", "v2_smallb_splitv", "triton", "promoted", "PROMOTE")
+    row = line_with(
+        lines, "2026-11-29_v2_smallb_splitv", "v2_smallb_splitv", "triton", "promoted", "PROMOTE"
+    )
     assert row.split()[0] == "2026-11-29_v2_smallb_splitv"
     assert "(columns hidden at 80 columns: runs, summary; --wide shows them)" in lines
     monkeypatch.delenv("FIBTUI_FORCE_TERMINAL")
     code, out, _ = run_cli(capsys, "round", "list", "--workspace", str(history_ws))
-    line_with(lines_of(out), "2026-11-29_v2_smallb_splitv", "PROMOTE", "optimize_ops/docs/round_2026-11-29_v2_smallb_splitv.md")
+    line_with(
+        lines_of(out),
+        "2026-11-29_v2_smallb_splitv",
+        "PROMOTE",
+        "optimize_ops/docs/round_2026-11-29_v2_smallb_splitv.md",
+    )
 
 
 def test_recon_note_wraps_text_not_paths(capsys, demo_ws, terminal, monkeypatch) -> None:
     path = "python/flashinfer/gdn/kernels/decode_persistent_smallbatch_split_v.py"
     piece = "the split of the V dimension across two CTAs for batch sizes up to sixteen, with a reduction"
-    code, _, err = run_cli(capsys, "recon", "note", "--add", "flashinfer", path, "--relevance", "direct", "--piece", piece,
-                           "--next", "port the split to the Triton kernel and time it on the representatives",
-                           "--workspace", str(demo_ws))
+    code, _, err = run_cli(
+        capsys,
+        "recon",
+        "note",
+        "--add",
+        "flashinfer",
+        path,
+        "--relevance",
+        "direct",
+        "--piece",
+        piece,
+        "--next",
+        "port the split to the Triton kernel and time it on the representatives",
+        "--workspace",
+        str(demo_ws),
+    )
     assert code == 0, err
     code, out, _ = run_cli(capsys, "recon", "note", "--workspace", str(demo_ws))
     lines = assert_fits(out)
@@ -323,14 +434,22 @@ def test_recon_note_wraps_text_not_paths(capsys, demo_ws, terminal, monkeypatch)
 
 def test_parity_table_keeps_whole_uuids(capsys, history_ws, terminal, monkeypatch) -> None:
     traces = next((history_ws / "optimize_ops" / "parity").glob("*/traces.jsonl"))
-    uuids = [json.loads(line)["workload"]["uuid"] for line in traces.read_text().splitlines() if line.strip()]
-    code, out, err = run_cli(capsys, "parity", "--import", str(traces), "--workspace", str(history_ws))
+    uuids = [
+        json.loads(line)["workload"]["uuid"]
+        for line in traces.read_text().splitlines()
+        if line.strip()
+    ]
+    code, out, err = run_cli(
+        capsys, "parity", "--import", str(traces), "--workspace", str(history_ws)
+    )
     lines = assert_fits(out)
     assert code in (0, 1), err
     for uuid in uuids:
         line_with(lines, uuid, "PASSED")
     monkeypatch.delenv("FIBTUI_FORCE_TERMINAL")
-    code, out, _ = run_cli(capsys, "parity", "--import", str(traces), "--workspace", str(history_ws))
+    code, out, _ = run_cli(
+        capsys, "parity", "--import", str(traces), "--workspace", str(history_ws)
+    )
     lines = lines_of(out)
     assert "hidden" not in out
     for uuid in uuids:
@@ -347,7 +466,10 @@ def test_pack_at_80_columns_and_piped(capsys, demo_ws, terminal, monkeypatch) ->
     assert "solution.json" in words and "kernel.py::gdn_decode," in words
     monkeypatch.delenv("FIBTUI_FORCE_TERMINAL")
     code, out, _ = run_cli(capsys, "pack", "-o", "solution.json")
-    line_with(lines_of(out), "packed demo_gdn_decode_triton_v1 for demo_gdn_decode_qk4_v8_d128_k_last -> solution.json")
+    line_with(
+        lines_of(out),
+        "packed demo_gdn_decode_triton_v1 for demo_gdn_decode_qk4_v8_d128_k_last -> solution.json",
+    )
     line_with(lines_of(out), "entry point kernel.py::gdn_decode", "destination passing style")
 
 
@@ -369,8 +491,16 @@ def _printer_output(record: dict, long_name: str) -> str:
 
     stream = io.StringIO()
     printer = _Printer(stream=stream)
-    job = JobResult(uuid="a8efeb8a-8b7b-5ea6-9f13-0d763ae059b8", axes={"batch_size": 64}, solution=long_name,
-                    role="candidate", repeat=0, status="PASSED", latency_ms=0.0168, reference_latency_ms=0.5)
+    job = JobResult(
+        uuid="a8efeb8a-8b7b-5ea6-9f13-0d763ae059b8",
+        axes={"batch_size": 64},
+        solution=long_name,
+        role="candidate",
+        repeat=0,
+        status="PASSED",
+        latency_ms=0.0168,
+        reference_latency_ms=0.5,
+    )
     printer(JobFinished(result=job, done=7, total=100, passed=7, failed=0, eta_s=42.0))
     printer.summary(record)
     return stream.getvalue()
@@ -389,7 +519,9 @@ def test_run_summary_and_progress_keep_solution_names_whole(demo_ws, terminal, m
     line_with(lines, "complete: 100/100 PASSED", "20260101-000000_demo_local/run.json")
     monkeypatch.delenv("FIBTUI_FORCE_TERMINAL")  # a StringIO is not a terminal: nothing wraps
     lines = lines_of(_printer_output(record, long_name))
-    line_with(lines, "[  7/100] PASSED", long_name, "batch_size=64", "16.80 us", "7/7 ok", "ETA 0:00:42")
+    line_with(
+        lines, "[  7/100] PASSED", long_name, "batch_size=64", "16.80 us", "7/7 ok", "ETA 0:00:42"
+    )
     line_with(lines, "candidate", long_name, "50/50 PASSED", "mean", "p95")
 
 
@@ -420,8 +552,21 @@ def test_print_table_never_cuts_an_id_at_any_width(width: int, monkeypatch) -> N
     longest_id = max(len(i) for i in ids)
     assert all(cell_len(line) <= max(width, longest_id) for line in lines), lines
     # nothing is broken inside a word: every token shown is a whole header, id, word or value
-    known = {"id", "note", "n", "low", "unimportant", "0", "1", "2", *ids, *"a few words of text that may wrap at spaces".split()}
-    note = next((i for i, line in enumerate(lines) if line.startswith("(columns hidden")), len(lines))
+    known = {
+        "id",
+        "note",
+        "n",
+        "low",
+        "unimportant",
+        "0",
+        "1",
+        "2",
+        *ids,
+        *"a few words of text that may wrap at spaces".split(),
+    }
+    note = next(
+        (i for i, line in enumerate(lines) if line.startswith("(columns hidden")), len(lines)
+    )
     table_lines = lines[:note]
     assert {tok for line in table_lines for tok in line.split()} <= known, table_lines
     assert hidden == (["low"] if any("hidden" in line for line in lines) else [])

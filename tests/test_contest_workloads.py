@@ -26,7 +26,9 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="the gpu extra (torch) is not installed: the worker cannot run here")
+torch = pytest.importorskip(
+    "torch", reason="the gpu extra (torch) is not installed: the worker cannot run here"
+)
 
 DEFS = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "contest-definitions"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "contest_workloads.py"
@@ -39,8 +41,14 @@ TOPK = "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"
 SPARSE = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
 ALL = [GDN_DECODE, GDN_PREFILL, MOE, TOPK, SPARSE]
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn,
-          "int64": torch.int64, "int32": torch.int32, "int8": torch.int8}
+DTYPES = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int8": torch.int8,
+}
 
 
 def _script():
@@ -97,12 +105,17 @@ def _pack_k_cache(k: torch.Tensor) -> torch.Tensor:
     fp8 = (k.float() / scale).to(torch.float8_e4m3fn)
     packed = torch.empty(pages, ps * (dim + 4), dtype=torch.uint8)
     packed[:, : ps * dim] = fp8.reshape(pages, ps * dim).view(torch.uint8)
-    packed[:, ps * dim:] = scale.reshape(pages, ps).contiguous().view(torch.uint8)
+    packed[:, ps * dim :] = scale.reshape(pages, ps).contiguous().view(torch.uint8)
     return packed.view(pages, ps, 1, dim + 4).view(torch.int8)
 
 
-def _inputs(d: dict[str, Any], w: dict[str, Any], root: Path, seed: int,
-            shapes: dict[str, list[int]] | None = None) -> list[Any]:
+def _inputs(
+    d: dict[str, Any],
+    w: dict[str, Any],
+    root: Path,
+    seed: int,
+    shapes: dict[str, list[int]] | None = None,
+) -> list[Any]:
     """The workload's inputs in definition order: scalars, safetensors, random (randn; FP8 randn
     clamped to +-2; the top-k K cache packed). ``shapes`` overrides random inputs' shapes."""
     gen = torch.Generator().manual_seed(seed)
@@ -135,7 +148,9 @@ def _constraints_hold(d: dict[str, Any], w: dict[str, Any], inputs: list[Any]) -
     env = dict(_axes(d, w))
     env.update(zip(d["inputs"], inputs, strict=True))
     for expr in d.get("constraints") or []:
-        assert eval(expr, {"torch": torch}, env), f"{d['name']}: {expr} fails for {w['workload']['axes']}"  # noqa: S307
+        assert eval(expr, {"torch": torch}, env), (
+            f"{d['name']}: {expr} fails for {w['workload']['axes']}"
+        )  # noqa: S307
 
 
 def _reference(source: str) -> dict[str, Any]:
@@ -160,16 +175,30 @@ def _as_list(result: Any) -> list[torch.Tensor]:
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
-def _close(out: torch.Tensor, ref: torch.Tensor, atol: float = 1e-2, rtol: float = 1e-2,
-           ratio: float = 1.0, what: str = "") -> None:
-    assert out.shape == ref.shape and out.dtype == ref.dtype, (what, out.shape, ref.shape, out.dtype, ref.dtype)
+def _close(
+    out: torch.Tensor,
+    ref: torch.Tensor,
+    atol: float = 1e-2,
+    rtol: float = 1e-2,
+    ratio: float = 1.0,
+    what: str = "",
+) -> None:
+    assert out.shape == ref.shape and out.dtype == ref.dtype, (
+        what,
+        out.shape,
+        ref.shape,
+        out.dtype,
+        ref.dtype,
+    )
     x, y = out.float(), ref.float()
     assert bool(torch.isfinite(y).all()), f"{what}: the reference is not finite"
     assert bool(torch.isfinite(x).all()), f"{what}: the solution is not finite"
     err = (x - y).abs()
     failing = (err > atol) & (err / (y.abs() + 1e-8) > rtol)
     matched = 1.0 - float(failing.sum()) / max(1, x.numel())
-    assert matched >= ratio, f"{what}: matched {matched:.5f} < {ratio} (max abs err {float(err.max()):.3g})"
+    assert matched >= ratio, (
+        f"{what}: matched {matched:.5f} < {ratio} (max abs err {float(err.max()):.3g})"
+    )
 
 
 TIMES: dict[str, list[tuple[dict[str, int], float, float]]] = {}
@@ -187,15 +216,23 @@ def _timed(fn, *args) -> tuple[Any, float]:
 def test_layout_configs_and_constraints(ws: Path) -> None:
     for name in ALL:
         d = _definition(name)
-        assert (ws / "dataset" / "definitions" / d["op_type"] / f"{name}.json").read_bytes() == \
-            (DEFS / f"{name}.json").read_bytes()
+        assert (ws / "dataset" / "definitions" / d["op_type"] / f"{name}.json").read_bytes() == (
+            DEFS / f"{name}.json"
+        ).read_bytes()
         cfg = tomllib.loads((ws / name / "config.toml").read_text())
         short = CW.SPECS[name].short
         lang = "triton" if name == GDN_PREFILL else "python"
         kind = "triton" if name == GDN_PREFILL else "torch_ref"
-        assert cfg["solution"] == {"name": f"{short}_{kind}_v1", "definition": name, "author": "fibtui"}
-        assert cfg["build"] == {"language": lang, "entry_point": f"kernel.py::run_{short}",
-                                "destination_passing_style": False}
+        assert cfg["solution"] == {
+            "name": f"{short}_{kind}_v1",
+            "definition": name,
+            "author": "fibtui",
+        }
+        assert cfg["build"] == {
+            "language": lang,
+            "entry_point": f"kernel.py::run_{short}",
+            "destination_passing_style": False,
+        }
         assert (ws / name / "solution" / lang / "kernel.py").read_text() == CW.kernel_source(name)
         lines = _workloads(ws, d)
         assert len(lines) >= 8
@@ -207,14 +244,19 @@ def test_layout_configs_and_constraints(ws: Path) -> None:
             wl = w["workload"]
             assert uuid.UUID(wl["uuid"]).version == 4 and wl["uuid"] not in seen
             seen.add(wl["uuid"])
-            assert set(wl["axes"]) == var and all(isinstance(v, int) and v > 0 for v in wl["axes"].values())
+            assert set(wl["axes"]) == var and all(
+                isinstance(v, int) and v > 0 for v in wl["axes"].values()
+            )
             assert list(wl["inputs"]) == list(d["inputs"])
             for info in wl["inputs"].values():
                 if info["type"] == "safetensors":
                     assert info["path"] == f"blob/workloads/{name}/{wl['uuid']}.safetensors"
             if name == MOE:  # the real-size weights are not made here; scalars and scales are
                 ins = wl["inputs"]
-                assert ins["local_expert_offset"]["value"] % 32 == 0 and 0 <= ins["local_expert_offset"]["value"] < 256
+                assert (
+                    ins["local_expert_offset"]["value"] % 32 == 0
+                    and 0 <= ins["local_expert_offset"]["value"] < 256
+                )
                 assert ins["routed_scaling_factor"]["value"] == 2.5
                 blob = CW.read_safetensors(ws / "dataset" / ins["hidden_states_scale"]["path"])
                 assert all(bool((blob[k] > 0).all()) for k in blob if k.endswith("_scale"))
@@ -251,11 +293,17 @@ def test_structured_inputs_are_consistent(ws: Path) -> None:
             used += row[: (n + 63) // 64]
         assert len(set(used)) == len(used)  # no page shared between sequences
         # the spare slots of a row never hold a page some sequence uses
-        assert not set(used) & {p for row, n in zip(table.tolist(), lens.tolist(), strict=True) for p in row[(n + 63) // 64:]}
+        assert not set(used) & {
+            p
+            for row, n in zip(table.tolist(), lens.tolist(), strict=True)
+            for p in row[(n + 63) // 64 :]
+        }
     d = _definition(SPARSE)
     for w in _workloads(ws, d):
         ax = w["workload"]["axes"]
-        idx = CW.read_safetensors(ws / "dataset" / w["workload"]["inputs"]["sparse_indices"]["path"])["sparse_indices"]
+        idx = CW.read_safetensors(
+            ws / "dataset" / w["workload"]["inputs"]["sparse_indices"]["path"]
+        )["sparse_indices"]
         for row in idx.tolist():
             valid = [x for x in row if x != -1]
             assert valid and len(set(valid)) == len(valid)
@@ -268,7 +316,9 @@ def test_deterministic(ws: Path, tmp_path: Path) -> None:
     other = _generate(tmp_path / "other", "--tiny", "--seed", "12")
 
     def tree(root: Path) -> dict[str, bytes]:
-        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+        return {
+            str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+        }
 
     assert tree(ws) == tree(again)
     a, b = tree(ws), tree(other)
@@ -282,7 +332,9 @@ def test_solution_matches_reference_elementwise(ws: Path, name: str) -> None:
     sol = _solution(ws, name)
     for i, w in enumerate(_workloads(ws, d)):
         inputs = _inputs(d, w, ws, seed=100 + i)
-        expect, t_ref = _timed(ref, *[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        expect, t_ref = _timed(
+            ref, *[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        )
         got, t_sol = _timed(sol, *inputs)
         TIMES.setdefault(name, []).append((w["workload"]["axes"], t_ref, t_sol))
         expect, got = _as_list(expect), _as_list(got)
@@ -323,8 +375,11 @@ def test_topk_indexer_selects_the_reference_scores(ws: Path) -> None:
             assert len(mine) == len(theirs) == min(n, 2048)
             assert len(set(mine)) == len(mine) and set(mine) <= allowed
             assert (got[b] < 0).sum() == 2048 - len(mine)
-            _close(_scores(mine, keys, q[b], weights[b]), _scores(theirs, keys, q[b], weights[b]),
-                   what=f"top-k scores row {b} of {w['workload']['axes']}")
+            _close(
+                _scores(mine, keys, q[b], weights[b]),
+                _scores(theirs, keys, q[b], weights[b]),
+                what=f"top-k scores row {b} of {w['workload']['axes']}",
+            )
 
 
 def test_moe_matches_a_shrunk_reference(ws: Path) -> None:
@@ -332,7 +387,9 @@ def test_moe_matches_a_shrunk_reference(ws: Path) -> None:
     local, top 8, unchanged), on the workloads' own block scales (sliced) and scalars."""
     d = _definition(MOE)
     src = d["reference"]
-    assert src.count("7168") == 3 and src.count("2048") == 3, "the reference changed: adapt the shrink"
+    assert src.count("7168") == 3 and src.count("2048") == 3, (
+        "the reference changed: adapt the shrink"
+    )
     ref = _reference(src.replace("7168", "512").replace("2048", "256"))["run"]
     sol = _solution(ws, MOE)
     h, inter = 512, 256
@@ -342,11 +399,18 @@ def test_moe_matches_a_shrunk_reference(ws: Path) -> None:
         blob = CW.read_safetensors(ws / "dataset" / ins["hidden_states_scale"]["path"])
         t = w["workload"]["axes"]["seq_len"]
         gen = torch.Generator().manual_seed(300 + i)
-        args = [torch.randn(t, 256, generator=gen), blob["routing_bias"], _fp8(gen, t, h),
-                blob["hidden_states_scale"][: h // 128].contiguous(), _fp8(gen, 32, 2 * inter, h),
-                blob["gemm1_weights_scale"][:, : 2 * inter // 128, : h // 128].contiguous(),
-                _fp8(gen, 32, h, inter), blob["gemm2_weights_scale"][:, : h // 128, : inter // 128].contiguous(),
-                ins["local_expert_offset"]["value"], ins["routed_scaling_factor"]["value"]]
+        args = [
+            torch.randn(t, 256, generator=gen),
+            blob["routing_bias"],
+            _fp8(gen, t, h),
+            blob["hidden_states_scale"][: h // 128].contiguous(),
+            _fp8(gen, 32, 2 * inter, h),
+            blob["gemm1_weights_scale"][:, : 2 * inter // 128, : h // 128].contiguous(),
+            _fp8(gen, 32, h, inter),
+            blob["gemm2_weights_scale"][:, : h // 128, : inter // 128].contiguous(),
+            ins["local_expert_offset"]["value"],
+            ins["routed_scaling_factor"]["value"],
+        ]
         expect, t_ref = _timed(ref, *args)
         got, t_sol = _timed(sol, *args)
         TIMES.setdefault(MOE + " (H 512, I 256)", []).append((w["workload"]["axes"], t_ref, t_sol))
@@ -389,5 +453,7 @@ def test_print_times() -> None:
     for name, rows in TIMES.items():
         print(f"\n{name}")
         for axes, t_ref, t_sol in rows:
-            print(f"  {json.dumps(axes)}: reference {t_ref * 1e3:.1f} ms, solution {t_sol * 1e3:.1f} ms")
+            print(
+                f"  {json.dumps(axes)}: reference {t_ref * 1e3:.1f} ms, solution {t_sol * 1e3:.1f} ms"
+            )
     assert math.isfinite(sum(t for rows in TIMES.values() for _, a, b in rows for t in (a, b)))

@@ -19,10 +19,19 @@ EVIL = f"evil{ESC}[31mRED{ESC}]2;PWNED\x07\u202egnp.exe\x9b"
 
 
 def trace_line(solution: str, uuid: str = "wl-000-n1") -> str:
-    return json.dumps({"definition": "tiny_scale", "solution": solution,
-                       "workload": {"uuid": uuid, "axes": {"n": 1}, "inputs": {"x": {"type": "random"}}},
-                       "evaluation": {"status": "RUNTIME_ERROR", "error": f"boom {ESC}[2Jcleared\rover",
-                                      "correctness": None, "performance": None}})
+    return json.dumps(
+        {
+            "definition": "tiny_scale",
+            "solution": solution,
+            "workload": {"uuid": uuid, "axes": {"n": 1}, "inputs": {"x": {"type": "random"}}},
+            "evaluation": {
+                "status": "RUNTIME_ERROR",
+                "error": f"boom {ESC}[2Jcleared\rover",
+                "correctness": None,
+                "performance": None,
+            },
+        }
+    )
 
 
 def test_printable_replaces_each_control_character_with_one_visible_cell() -> None:

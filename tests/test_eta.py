@@ -9,7 +9,10 @@ from fibtui.core.eta import EtaModel, fit_cost, workload_size
 
 def test_workload_size_is_the_product_of_positive_integer_axes() -> None:
     assert workload_size({"batch_size": 64}) == 64
-    assert workload_size({"total_seq_len": 4096, "num_seqs": 16, "len_cu_seqlens": 17}) == 4096 * 16 * 17
+    assert (
+        workload_size({"total_seq_len": 4096, "num_seqs": 16, "len_cu_seqlens": 17})
+        == 4096 * 16 * 17
+    )
     assert workload_size({}) == 1
     assert workload_size({"x": 0, "y": -3, "z": True, "w": "8", "v": 5}) == 5
 
@@ -25,7 +28,9 @@ def test_fit_recovers_a_line_and_falls_back_to_the_mean() -> None:
     assert fit_cost([(float("nan"), 1.0), (2, float("inf"))]) == (1.0, 0.0)
 
 
-def _sweep(axes: list[dict[str, int]], wall) -> tuple[list[tuple[float, float]], list[tuple[float, float]], EtaModel]:
+def _sweep(
+    axes: list[dict[str, int]], wall
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]], EtaModel]:
     """One worker runs the jobs in order: (fitted ETA, truth) and (average-paced ETA, truth)
     after each result but the first and the last."""
     walls = [wall(i, a) for i, a in enumerate(axes)]
@@ -37,9 +42,9 @@ def _sweep(axes: list[dict[str, int]], wall) -> tuple[list[tuple[float, float]],
         if i == 0:
             first = t
         model.add(a, w, first=i == 0)
-        truth = sum(walls[i + 1:])
+        truth = sum(walls[i + 1 :])
         if 0 < i < len(axes) - 1:
-            fitted.append((model.seconds_left(axes[i + 1:], t - first), truth))
+            fitted.append((model.seconds_left(axes[i + 1 :], t - first), truth))
             plain.append(((t - first) / i * (len(axes) - 1 - i), truth))
     return fitted, plain, model
 
@@ -50,7 +55,9 @@ def test_a_sweep_from_small_to_large_workloads_is_estimated_within_a_fifth() -> 
     20% from the third result of the second size on."""
     rng = random.Random(7)
     axes = [{"batch_size": b} for b in (1, 4, 8, 16, 32, 48, 64, 128) for _ in range(3)]
-    fitted, plain, model = _sweep(axes, lambda i, a: (0.3 + 0.004 * a["batch_size"]) * rng.uniform(0.95, 1.05))
+    fitted, plain, model = _sweep(
+        axes, lambda i, a: (0.3 + 0.004 * a["batch_size"]) * rng.uniform(0.95, 1.05)
+    )
     errors = [abs(e - truth) / truth for e, truth in fitted[4:]]  # fitted[k]: after result k + 1
     assert max(errors) < 0.20, errors
     assert all((truth - e) / truth > 0.3 for e, truth in plain)  # the average-paced rule's miss
@@ -63,7 +70,9 @@ def test_the_axis_that_sets_the_cost_is_found_among_derived_ones() -> None:
     rng = random.Random(3)
     pairs = [(1, 8), (1, 12), (2, 8), (2, 16), (3, 12), (4, 16), (1, 16), (4, 8)] * 2
     axes = [{"total_seq_len": t, "num_seqs": n, "len_cu_seqlens": n + 1} for n, t in pairs]
-    fitted, _, model = _sweep(axes, lambda i, a: (0.2 + 0.1 * a["total_seq_len"]) * rng.uniform(0.97, 1.03))
+    fitted, _, model = _sweep(
+        axes, lambda i, a: (0.2 + 0.1 * a["total_seq_len"]) * rng.uniform(0.97, 1.03)
+    )
     assert model.measure() == "total_seq_len"
     errors = [abs(e - truth) / truth for e, truth in fitted[4:]]
     assert max(errors) < 0.15, errors

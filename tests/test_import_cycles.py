@@ -29,9 +29,15 @@ KNOWN_CYCLES: list[frozenset[str]] = [
     frozenset({"fibtui.worker.build", "fibtui.worker.native"}),
     # the worker's evaluators: the package __init__ picks an evaluator class from each module,
     # and each module imports Evaluator / Judging from the package __init__
-    frozenset({"fibtui.worker.evaluators", "fibtui.worker.evaluators.dsa_sparse_attention",
-               "fibtui.worker.evaluators.dsa_topk_indexer", "fibtui.worker.evaluators.lowbit",
-               "fibtui.worker.evaluators.sampling"}),
+    frozenset(
+        {
+            "fibtui.worker.evaluators",
+            "fibtui.worker.evaluators.dsa_sparse_attention",
+            "fibtui.worker.evaluators.dsa_topk_indexer",
+            "fibtui.worker.evaluators.lowbit",
+            "fibtui.worker.evaluators.sampling",
+        }
+    ),
 ]
 
 #: Packages that must be in no cycle at all, known or not.
@@ -50,7 +56,8 @@ def _modules() -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
@@ -94,7 +101,10 @@ def import_graph() -> dict[str, set[str]]:
                     origin = ".".join(base + ([node.module] if node.module else []))
                 else:
                     origin = node.module or ""
-                targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else known(origin) for a in node.names]
+                targets = [
+                    f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else known(origin)
+                    for a in node.names
+                ]
             deps.update(t for t in targets if t is not None and t != name)
         graph[name] = deps
     return graph
@@ -163,7 +173,9 @@ def cycle_path(graph: dict[str, set[str]], group: frozenset[str]) -> str:
 
 def test_the_graph_sees_imports_inside_functions() -> None:
     graph = import_graph()
-    assert "fibtui.core.results.fibtui_run" in graph["fibtui.core.runs"]  # imported inside latest_rows
+    assert (
+        "fibtui.core.results.fibtui_run" in graph["fibtui.core.runs"]
+    )  # imported inside latest_rows
     assert "fibtui.core.results.fib_traces" in graph["fibtui.core.results.registry"]
     assert "fibtui.core.ncu" in graph["fibtui.runners.ncu"]
 

@@ -36,11 +36,14 @@ from tests.conftest import REPO, run_cli
 from tests.runner_helpers import PY_TEMPLATE, make_tiny_workspace
 
 #: a correct kernel that says when it is called (its workload's n) and takes a known time per call
-MARKED = PY_TEMPLATE.format(body=(
-    "    with open(os.environ['FIBTUI_TEST_MARKS'], 'a') as f:\n"
-    "        f.write(f'{x.shape[0]}\\n')\n"
-    "    time.sleep(0.3)\n"
-    "    y.copy_(x * alpha)"))
+MARKED = PY_TEMPLATE.format(
+    body=(
+        "    with open(os.environ['FIBTUI_TEST_MARKS'], 'a') as f:\n"
+        "        f.write(f'{x.shape[0]}\\n')\n"
+        "    time.sleep(0.3)\n"
+        "    y.copy_(x * alpha)"
+    )
+)
 BAD = ("RUNTIME_ERROR", "TIMEOUT", "INFRA_ERROR")
 TOTAL = 3
 TIMEOUT_S = 120.0
@@ -69,8 +72,13 @@ def marks(tmp_path: Path) -> list[int]:
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "FIBTUI_CACHE_DIR": str(tmp_path / "cache"),
-            "FIBTUI_TEST_MARKS": str(tmp_path / "marks"), **extra}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "FIBTUI_CACHE_DIR": str(tmp_path / "cache"),
+        "FIBTUI_TEST_MARKS": str(tmp_path / "marks"),
+        **extra,
+    }
 
 
 def only_run(root: Path):
@@ -96,8 +104,14 @@ class Cli:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.lines: list[str] = []
-        self.proc = subprocess.Popen([sys.executable, "-m", "fibtui", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fibtui", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -113,7 +127,9 @@ class Cli:
     def wait_for(self, needle: str) -> None:
         def seen() -> bool:
             if self.proc.poll() is not None and not self._reader.is_alive():
-                raise AssertionError(f"exited ({self.proc.returncode}) before {needle!r}:\n{self.out[-3000:]}")
+                raise AssertionError(
+                    f"exited ({self.proc.returncode}) before {needle!r}:\n{self.out[-3000:]}"
+                )
             return any(needle in line for line in list(self.lines))
 
         wait_until(seen, f"{needle!r} in the output")
@@ -131,8 +147,14 @@ class Cli:
 
 
 def runs_list_json(root: Path, tmp_path: Path) -> dict:
-    out = subprocess.run([sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
-                         capture_output=True, text=True, env=env_for(tmp_path), check=True, timeout=TIMEOUT_S)
+    out = subprocess.run(
+        [sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
+        capture_output=True,
+        text=True,
+        env=env_for(tmp_path),
+        check=True,
+        timeout=TIMEOUT_S,
+    )
     (entry,) = json.loads(out.stdout)["runs"]
     return entry
 
@@ -153,35 +175,46 @@ def resume_finishes_each_job_once(root: Path, tmp_path: Path, done: int) -> None
 
 # the phase, what to wait for before the signal, and the jobs in the journal after it
 PHASES = {
-    "before": ("run ", 0),             # RunStarted printed: the worker is still starting
-    "during": (None, 1),               # job 2's kernel is running (its first call's mark)
-    "between": ("[1/3]", 1),           # job 1 recorded, the slot thread held before job 2
-    "after_last": ("[3/3]", TOTAL),    # the last job recorded, the run not closed yet
-    "exiting": ("complete:", TOTAL),   # the run closed and reported; the CLI is slow to exit
+    "before": ("run ", 0),  # RunStarted printed: the worker is still starting
+    "during": (None, 1),  # job 2's kernel is running (its first call's mark)
+    "between": ("[1/3]", 1),  # job 1 recorded, the slot thread held before job 2
+    "after_last": ("[3/3]", TOTAL),  # the last job recorded, the run not closed yet
+    "exiting": ("complete:", TOTAL),  # the run closed and reported; the CLI is slow to exit
 }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("sig", "target", "phase", "slow_exit_s"), [
-    (signal.SIGINT, "group", "during", 2.0),   # the reported case: Ctrl-C in a terminal, a slow exit
-    (signal.SIGTERM, "pid", "during", 2.0),
-    (signal.SIGHUP, "group", "during", 0.0),   # an SSH drop
-    (signal.SIGINT, "pid", "before", 0.0),
-    (signal.SIGHUP, "group", "before", 2.0),
-    (signal.SIGTERM, "group", "between", 0.0),
-    (signal.SIGINT, "pid", "between", 2.0),
-    (signal.SIGHUP, "pid", "after_last", 0.0),
-    (signal.SIGTERM, "pid", "exiting", 2.0),
-])
+@pytest.mark.parametrize(
+    ("sig", "target", "phase", "slow_exit_s"),
+    [
+        (
+            signal.SIGINT,
+            "group",
+            "during",
+            2.0,
+        ),  # the reported case: Ctrl-C in a terminal, a slow exit
+        (signal.SIGTERM, "pid", "during", 2.0),
+        (signal.SIGHUP, "group", "during", 0.0),  # an SSH drop
+        (signal.SIGINT, "pid", "before", 0.0),
+        (signal.SIGHUP, "group", "before", 2.0),
+        (signal.SIGTERM, "group", "between", 0.0),
+        (signal.SIGINT, "pid", "between", 2.0),
+        (signal.SIGHUP, "pid", "after_last", 0.0),
+        (signal.SIGTERM, "pid", "exiting", 2.0),
+    ],
+)
 def test_a_signal_cancels_first_and_leaves_the_jobs_in_flight_pending(
-        tmp_path: Path, sig: signal.Signals, target: str, phase: str, slow_exit_s: float) -> None:
+    tmp_path: Path, sig: signal.Signals, target: str, phase: str, slow_exit_s: float
+) -> None:
     root = make_ws(tmp_path)
     needle, done = PHASES[phase]
     extra = {"FIBTUI_TEST_SLOW_EXIT_S": str(slow_exit_s)}
     if phase in ("between", "after_last"):
         extra["FIBTUI_TEST_PAUSE_AFTER_JOB_S"] = "1.5"
-    cli = Cli(["run", "--backend", "interpreter", "--workloads", "all", "--workspace", str(root)],
-              env_for(tmp_path, **extra))
+    cli = Cli(
+        ["run", "--backend", "interpreter", "--workloads", "all", "--workspace", str(root)],
+        env_for(tmp_path, **extra),
+    )
     if needle is None:
         wait_until(lambda: 2 in marks(tmp_path), "job 2's kernel to run")
         assert only_run(root).jobs_done == 1  # job 1 recorded, job 2 in flight
@@ -200,7 +233,9 @@ def test_a_signal_cancels_first_and_leaves_the_jobs_in_flight_pending(
             assert entry["state"] == "interrupted" and entry["jobs_done"] == done
     code = cli.finish()
     out = cli.out
-    assert "restarted" not in out and "died during the job" not in out and "Traceback" not in out, out
+    assert "restarted" not in out and "died during the job" not in out and "Traceback" not in out, (
+        out
+    )
     check_journal(root, done)
     entry = runs_list_json(root, tmp_path)
     assert entry["jobs_done"] == done and entry["jobs_total"] == TOTAL
@@ -223,8 +258,10 @@ def test_a_second_signal_stops_at_once_and_still_blames_nobody(tmp_path: Path) -
     """Two Ctrl-Cs: the second kills the workers at once (KeyboardInterrupt in the runner), and the
     job in flight is still pending."""
     root = make_ws(tmp_path)
-    cli = Cli(["run", "--backend", "interpreter", "--workloads", "all", "--workspace", str(root)],
-              env_for(tmp_path, FIBTUI_TEST_PAUSE_AFTER_JOB_S="1.5"))
+    cli = Cli(
+        ["run", "--backend", "interpreter", "--workloads", "all", "--workspace", str(root)],
+        env_for(tmp_path, FIBTUI_TEST_PAUSE_AFTER_JOB_S="1.5"),
+    )
     cli.wait_for("[1/3]")  # the slot thread is held between job 1 and job 2: the first signal waits
     cli.send(signal.SIGINT, "group")
     cli.wait_for("SIGINT: stopping the run")
@@ -239,11 +276,22 @@ def test_a_second_signal_stops_at_once_and_still_blames_nobody(tmp_path: Path) -
 
 @pytest.mark.parametrize("backend", ["interpreter", "local", "modal"])
 @pytest.mark.parametrize("workers", ["0", "-1"])
-def test_workers_below_one_is_refused_for_every_backend(tmp_path: Path, capsys, backend: str, workers: str) -> None:
+def test_workers_below_one_is_refused_for_every_backend(
+    tmp_path: Path, capsys, backend: str, workers: str
+) -> None:
     root = make_tiny_workspace(tmp_path / "ws")
     for extra in ([], ["--plan"]):
-        code, out, err = run_cli(capsys, "run", "--backend", backend, "--workers", workers, *extra,
-                                 "--workspace", str(root))
+        code, out, err = run_cli(
+            capsys,
+            "run",
+            "--backend",
+            backend,
+            "--workers",
+            workers,
+            *extra,
+            "--workspace",
+            str(root),
+        )
         assert code == 2
         assert err.strip() == f"fibtui: error: --workers must be at least 1, got {workers}"
         assert not (root / "optimize_ops" / "runs").exists()  # refused before anything was written
@@ -270,7 +318,9 @@ def _when_job_2_runs(tmp_path: Path, action) -> threading.Thread:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["interrupt", "cancel"])
-def test_the_runner_stopped_mid_job_records_nothing_for_it(tmp_path: Path, monkeypatch, how: str) -> None:
+def test_the_runner_stopped_mid_job_records_nothing_for_it(
+    tmp_path: Path, monkeypatch, how: str
+) -> None:
     root = make_ws(tmp_path)
     prepared = _runner(root, monkeypatch, tmp_path)
     cancel = threading.Event()
@@ -290,7 +340,9 @@ def test_the_runner_stopped_mid_job_records_nothing_for_it(tmp_path: Path, monke
 
 
 @pytest.mark.slow
-def test_keyboard_interrupt_in_the_calling_thread_cancels_before_it_stops_the_workers(tmp_path: Path, monkeypatch) -> None:
+def test_keyboard_interrupt_in_the_calling_thread_cancels_before_it_stops_the_workers(
+    tmp_path: Path, monkeypatch
+) -> None:
     """Ctrl-C as Python delivers it (KeyboardInterrupt in the main thread, inside runner.run):
     the runner sets the cancel event, stops its workers, waits for its slot threads and raises;
     the job in flight is pending, not the kernel's RUNTIME_ERROR."""
@@ -309,7 +361,9 @@ def test_keyboard_interrupt_in_the_calling_thread_cancels_before_it_stops_the_wo
     finally:
         signal.signal(signal.SIGINT, previous)
     assert cancel.is_set()
-    assert not [t for t in threading.enumerate() if t.name.startswith("fibtui-slot-")]  # joined, not left running
+    assert not [
+        t for t in threading.enumerate() if t.name.startswith("fibtui-slot-")
+    ]  # joined, not left running
     assert all(w.proc.poll() is not None for w in prepared.runner._workers.values())
     assert not [e for e in events if type(e).__name__ == "WorkerRestarted"]
     check_journal(root, 1)
@@ -343,7 +397,9 @@ def _after_the_app(root: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-async def test_closing_the_tui_during_a_run_interrupts_it_first(tmp_path: Path, monkeypatch) -> None:
+async def test_closing_the_tui_during_a_run_interrupts_it_first(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("FIBTUI_TEST_MARKS", str(tmp_path / "marks"))
@@ -371,7 +427,9 @@ async def test_sigterm_to_the_tui_interrupts_the_run_first(tmp_path: Path, monke
         if signal.SIGTERM not in app._signals_caught:
             pytest.skip("the app could not install its signal handlers here (not the main thread)")
         await _start_sweep(app, pilot, tmp_path)
-        os.kill(os.getpid(), signal.SIGTERM)  # handled by the app's event loop, not the default action
+        os.kill(
+            os.getpid(), signal.SIGTERM
+        )  # handled by the app's event loop, not the default action
         deadline = time.monotonic() + TIMEOUT_S
         while app.return_code is None:
             assert time.monotonic() < deadline, "the app did not end on SIGTERM"

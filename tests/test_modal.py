@@ -40,8 +40,10 @@ from tests.runner_helpers import TINY, make_candidate, make_tiny_workspace
 
 #: the tests that run the function's body (fibtui's worker) need the gpu extra's torch; the others
 #: (the plan, slicing, retries with fake calls) run without it
-needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                 reason="the gpu extra (torch) is not installed: the worker cannot run here")
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="the gpu extra (torch) is not installed: the worker cannot run here",
+)
 
 FAKE_ID = "ak-fibtuiTESTtokenID0123456789"
 FAKE_SECRET = "as-fibtuiTESTsecretABCDEFGHIJKLMNOP"
@@ -63,18 +65,37 @@ def fake_out(request: dict[str, Any], status_for=lambda uuid, sid: "PASSED") -> 
         results = []
         for sid in job["solutions"]:
             status = status_for(job["workload"]["uuid"], sid)
-            r: dict[str, Any] = {"solution_id": sid, "status": status, "reference_latency_ms": 1.0,
-                                 "timing": {"kind": "cupti", "environment": {"gpu": "NVIDIA B200"}}}
+            r: dict[str, Any] = {
+                "solution_id": sid,
+                "status": status,
+                "reference_latency_ms": 1.0,
+                "timing": {"kind": "cupti", "environment": {"gpu": "NVIDIA B200"}},
+            }
             if status == "PASSED":
                 r.update(latency_ms=0.01, max_abs_error=0.0, max_rel_error=0.0, speedup=100.0)
             else:
                 r["error"] = "planted"
             results.append(r)
-        jobs.append({"job_id": job["job_id"], "uuid": job["workload"]["uuid"], "repeat": job["repeat"],
-                     "results": results, "wall_s": 0.5, "restart": False, "started": "2026-11-29T10:00:00+00:00"})
-    return {"environment": {"gpu": "NVIDIA B200"}, "load": {s["id"]: {"ok": True} for s in request["solutions"]},
-            "jobs": jobs, "timing_kind": "cupti", "poisoned": False, "slice_id": request["slice_id"],
-            "container": {"host": "fake", "task_id": "ta-fake", "wall_s": 1.0}}
+        jobs.append(
+            {
+                "job_id": job["job_id"],
+                "uuid": job["workload"]["uuid"],
+                "repeat": job["repeat"],
+                "results": results,
+                "wall_s": 0.5,
+                "restart": False,
+                "started": "2026-11-29T10:00:00+00:00",
+            }
+        )
+    return {
+        "environment": {"gpu": "NVIDIA B200"},
+        "load": {s["id"]: {"ok": True} for s in request["solutions"]},
+        "jobs": jobs,
+        "timing_kind": "cupti",
+        "poisoned": False,
+        "slice_id": request["slice_id"],
+        "container": {"host": "fake", "task_id": "ta-fake", "wall_s": 1.0},
+    }
 
 
 class FakeCall:
@@ -111,12 +132,21 @@ class FakeCaller:
 
 def tiny_modal_run(tmp_path: Path, batch_sizes=(1, 2, 3, 4), workers=2, **opts):
     # an in-process Modal run needs the worker's torch here (prepare_run refuses it without)
-    pytest.importorskip("torch", reason="the gpu extra (torch) is not installed: the worker cannot run here")
+    pytest.importorskip(
+        "torch", reason="the gpu extra (torch) is not installed: the worker cannot run here"
+    )
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=batch_sizes)
     base = make_candidate(root, "base_py", "good_py")
     ws = open_workspace(root)
-    options = RunOptions(backend="modal", modal_in_process=True, workloads="all", workers=workers,
-                         baseline=str(base), solutions=[str(root / "solution" / "triton")], **opts)
+    options = RunOptions(
+        backend="modal",
+        modal_in_process=True,
+        workloads="all",
+        workers=workers,
+        baseline=str(base),
+        solutions=[str(root / "solution" / "triton")],
+        **opts,
+    )
     return ws, prepare_run(ws, options)
 
 
@@ -142,7 +172,10 @@ def test_slices_keep_pairs_together_and_balance() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=4), max_size=40), st.integers(min_value=1, max_value=12))
+@given(
+    st.lists(st.integers(min_value=1, max_value=4), max_size=40),
+    st.integers(min_value=1, max_value=12),
+)
 def test_slicing_property(sizes: list[int], workers: int) -> None:
     tasks = [Task(f"u{i}", i % 3, [f"s{j}" for j in range(n)]) for i, n in enumerate(sizes)]
     slices = make_slices(tasks, workers)
@@ -162,30 +195,77 @@ def test_slicing_property(sizes: list[int], workers: int) -> None:
 def test_settings_from_fibtui_toml(tmp_path: Path) -> None:
     assert modal_settings(tmp_path).gpu == "B200"
     assert modal_settings(tmp_path).image == "flashinfer/flashinfer-ci-cu132:20260401-2c675fb"
-    (tmp_path / "fibtui.toml").write_text('[modal]\ngpu = "H200"\nimage_tag = "latest"\ntimeout = 600\n'
-                                          'price_per_gpu_hour_usd = 4.5\nvolume = "mine"\nworkers = 3\n')
+    (tmp_path / "fibtui.toml").write_text(
+        '[modal]\ngpu = "H200"\nimage_tag = "latest"\ntimeout = 600\n'
+        'price_per_gpu_hour_usd = 4.5\nvolume = "mine"\nworkers = 3\n'
+    )
     s = modal_settings(tmp_path)
     assert (s.gpu, s.image, s.timeout_s, s.price_per_gpu_hour_usd, s.volume, s.workers) == (
-        "H200", "flashinfer/flashinfer-ci-cu132:latest", 600.0, 4.5, "mine", 3)
-    assert set(s.from_file) == {"gpu", "image_tag", "timeout", "price_per_gpu_hour_usd", "volume", "workers"}
-    for bad, field in (('workers = 0', "modal.workers"), ('gpu = 3', "modal.gpu"), ('timeout_s = 2', "modal.timeout_s"),
-                       ('price_per_gpu_hour_usd = "cheap"', "modal.price_per_gpu_hour_usd"), ('pip = "x"', "modal.pip")):
+        "H200",
+        "flashinfer/flashinfer-ci-cu132:latest",
+        600.0,
+        4.5,
+        "mine",
+        3,
+    )
+    assert set(s.from_file) == {
+        "gpu",
+        "image_tag",
+        "timeout",
+        "price_per_gpu_hour_usd",
+        "volume",
+        "workers",
+    }
+    for bad, field in (
+        ("workers = 0", "modal.workers"),
+        ("gpu = 3", "modal.gpu"),
+        ("timeout_s = 2", "modal.timeout_s"),
+        ('price_per_gpu_hour_usd = "cheap"', "modal.price_per_gpu_hour_usd"),
+        ('pip = "x"', "modal.pip"),
+    ):
         (tmp_path / "fibtui.toml").write_text(f"[modal]\n{bad}\n")
         with pytest.raises(InputError) as exc:
             modal_settings(tmp_path)
         assert exc.value.field == field and "fibtui.toml" in str(exc.value)
-    (tmp_path / "fibtui.toml").write_text('modal = 3\n')
+    (tmp_path / "fibtui.toml").write_text("modal = 3\n")
     with pytest.raises(InputError):
         modal_settings(tmp_path)
 
 
-_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5000), st.floats(allow_nan=False, allow_infinity=False),
-                    st.text(max_size=12), st.lists(st.text(max_size=5), max_size=3))
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5000),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.lists(st.text(max_size=5), max_size=3),
+)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.dictionaries(st.sampled_from(["gpu", "image", "image_tag", "volume", "timeout_s", "timeout", "workers",
-                                        "price_per_gpu_hour_usd", "max_retries", "pip", "other"]), _VALUES, max_size=5))
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "gpu",
+                "image",
+                "image_tag",
+                "volume",
+                "timeout_s",
+                "timeout",
+                "workers",
+                "price_per_gpu_hour_usd",
+                "max_retries",
+                "pip",
+                "other",
+            ]
+        ),
+        _VALUES,
+        max_size=5,
+    )
+)
 def test_settings_parser_never_crashes(tmp_path: Path, table: dict) -> None:
     import tomlkit
 
@@ -208,14 +288,31 @@ def test_plan_without_network_and_without_importing_modal(demo_ws: Path) -> None
         "sys.stderr.write(json.dumps({'rc': rc, 'mods': sorted(m for m in sys.modules if m == 'modal' or m.startswith(('modal.', 'fibtui.runners.modal')))}))\n"
     )
     env = dict(os.environ, MODAL_TOKEN_ID=FAKE_ID, MODAL_TOKEN_SECRET=FAKE_SECRET)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     info = json.loads(proc.stderr.strip().splitlines()[-1])
     assert info["rc"] == 0, proc.stderr
     assert info["mods"] == ["fibtui.runners.modal_runner"]  # the plan never imports modal itself
     plan = json.loads(proc.stdout)
-    assert {"backend", "gpu", "image", "containers", "jobs", "estimated_gpu_seconds", "estimated_cost_usd",
-            "estimate_source", "volume", "jobs_per_container"} <= set(plan)
-    assert plan["backend"] == "modal" and plan["gpu"] == "B200" and plan["containers"] == 8 and plan["jobs"] == 50
+    assert {
+        "backend",
+        "gpu",
+        "image",
+        "containers",
+        "jobs",
+        "estimated_gpu_seconds",
+        "estimated_cost_usd",
+        "estimate_source",
+        "volume",
+        "jobs_per_container",
+    } <= set(plan)
+    assert (
+        plan["backend"] == "modal"
+        and plan["gpu"] == "B200"
+        and plan["containers"] == 8
+        and plan["jobs"] == 50
+    )
     assert sorted(plan["jobs_per_container"]) == [6] * 6 + [7] * 2
     assert plan["image"] == "flashinfer/flashinfer-ci-cu132:20260401-2c675fb"
     assert plan["per_job_seconds"] == 2.0 and "default" in plan["estimate_source"]
@@ -225,24 +322,52 @@ def test_plan_without_network_and_without_importing_modal(demo_ws: Path) -> None
     assert FAKE_ID not in proc.stdout + proc.stderr and FAKE_SECRET not in proc.stdout + proc.stderr
 
 
-def _fake_gpu_run(ws_root: Path, run_id: str, walls: list[float], definition: str = DEMO_DEFINITION, kind: str = "cupti") -> None:
+def _fake_gpu_run(
+    ws_root: Path,
+    run_id: str,
+    walls: list[float],
+    definition: str = DEMO_DEFINITION,
+    kind: str = "cupti",
+) -> None:
     folder = ws_root / "optimize_ops" / "runs" / run_id
     folder.mkdir(parents=True)
-    refs = [SolutionRef("base", "baseline", "snapshots/b"), SolutionRef("cand", "candidate", "snapshots/c")]
-    jobs = [JobSpec(f"u{i}", {"batch_size": 1}, ref.name, ref.role, 0) for i in range(len(walls)) for ref in refs]
-    header = RunHeader(run_id, definition, "local", kind, "cold", refs, jobs, 1, "all", "2026-11-28T00:00:00+00:00")
+    refs = [
+        SolutionRef("base", "baseline", "snapshots/b"),
+        SolutionRef("cand", "candidate", "snapshots/c"),
+    ]
+    jobs = [
+        JobSpec(f"u{i}", {"batch_size": 1}, ref.name, ref.role, 0)
+        for i in range(len(walls))
+        for ref in refs
+    ]
+    header = RunHeader(
+        run_id, definition, "local", kind, "cold", refs, jobs, 1, "all", "2026-11-28T00:00:00+00:00"
+    )
     j = Journal(folder)
     j.write_header(header)
     for i, wall in enumerate(walls):
         for ref in refs:
-            j.append_result(JobResult(f"u{i}", {"batch_size": 1}, ref.name, ref.role, 0, "PASSED", latency_ms=0.01, wall_s=wall))
+            j.append_result(
+                JobResult(
+                    f"u{i}",
+                    {"batch_size": 1},
+                    ref.name,
+                    ref.role,
+                    0,
+                    "PASSED",
+                    latency_ms=0.01,
+                    wall_s=wall,
+                )
+            )
     j.append_end("finished")
 
 
 def test_plan_estimates_from_the_workspace_history_and_settings(demo_ws: Path) -> None:
     # paired groups: each group's wall time is shared by its two solutions
     _fake_gpu_run(demo_ws, "20261128-000000_demo_local", [2.0, 4.0, 6.0])
-    _fake_gpu_run(demo_ws, "20261128-000001_demo_interpreter", [500.0], kind="cpu-interpreter")  # ignored
+    _fake_gpu_run(
+        demo_ws, "20261128-000001_demo_interpreter", [500.0], kind="cpu-interpreter"
+    )  # ignored
     _fake_gpu_run(demo_ws, "20261128-000002_other_local", [900.0], definition="other")  # ignored
     set_setting(demo_ws, "modal.price_per_gpu_hour_usd", 3.6)
     set_setting(demo_ws, "modal.container_overhead_s", 10)
@@ -259,7 +384,12 @@ def test_plan_estimates_from_the_workspace_history_and_settings(demo_ws: Path) -
     assert plan.estimated_gpu_seconds == pytest.approx(5 * 10 + 100 * 2.0)
     assert plan.estimated_cost_usd == pytest.approx(250 / 3600 * 3.6)
     text = "\n".join(plan.lines())
-    assert "100 jobs" in text and "5 container(s)" in text and "$0.25" in text and "median of 3 job(s)" in text
+    assert (
+        "100 jobs" in text
+        and "5 container(s)" in text
+        and "$0.25" in text
+        and "median of 3 job(s)" in text
+    )
 
 
 def test_plan_lists_the_volume_and_the_upload_commands(tmp_path: Path) -> None:
@@ -270,14 +400,26 @@ def test_plan_lists_the_volume_and_the_upload_commands(tmp_path: Path) -> None:
     blob.write_bytes(b"\0" * 100)
     wl = ds / "workloads" / f"{TINY}.jsonl"
     lines = [json.loads(x) for x in wl.read_text().splitlines()]
-    lines[0]["workload"]["inputs"]["x"] = {"type": "safetensors", "path": "blob/tiny/x1.safetensors", "tensor_key": "x"}
-    lines[1]["workload"]["inputs"]["x"] = {"type": "safetensors", "path": "blob/tiny/missing.safetensors", "tensor_key": "x"}
+    lines[0]["workload"]["inputs"]["x"] = {
+        "type": "safetensors",
+        "path": "blob/tiny/x1.safetensors",
+        "tensor_key": "x",
+    }
+    lines[1]["workload"]["inputs"]["x"] = {
+        "type": "safetensors",
+        "path": "blob/tiny/missing.safetensors",
+        "tensor_key": "x",
+    }
     wl.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     plan = plan_modal(open_workspace(root), RunOptions(backend="modal", workloads="all"))
     assert plan.volume_needed and plan.volume_dir == "dataset"
     assert {(Path(f.local).name, f.remote, f.size) for f in plan.volume_files} == {
-        ("x1.safetensors", "/dataset/blob/tiny/x1.safetensors", 100), ("missing.safetensors", "/dataset/blob/tiny/missing.safetensors", None)}
-    assert plan.upload_commands == [f"modal volume put --force fibtui-datasets {ds / 'blob'} /dataset/blob"]
+        ("x1.safetensors", "/dataset/blob/tiny/x1.safetensors", 100),
+        ("missing.safetensors", "/dataset/blob/tiny/missing.safetensors", None),
+    }
+    assert plan.upload_commands == [
+        f"modal volume put --force fibtui-datasets {ds / 'blob'} /dataset/blob"
+    ]
     assert any("missing on this machine" in n for n in plan.notes)
     assert plan.container_dataset_root == "/data/dataset"
 
@@ -289,14 +431,18 @@ def test_plan_refuses_other_backends(capsys, demo_ws: Path) -> None:
     assert "--plan goes with --backend modal" in capsys.readouterr().err
 
 
-def test_modal_backend_without_credentials_is_a_clean_usage_error(tmp_path: Path, monkeypatch) -> None:
+def test_modal_backend_without_credentials_is_a_clean_usage_error(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
     monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
     monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "none.toml"))
     root = make_tiny_workspace(tmp_path / "ws")
     with pytest.raises(UsageError, match="no Modal credentials"):
         prepare_run(open_workspace(root), RunOptions(backend="modal", workloads="all"))
-    assert not (root / "optimize_ops" / "runs").exists() or not any((root / "optimize_ops" / "runs").iterdir())
+    assert not (root / "optimize_ops" / "runs").exists() or not any(
+        (root / "optimize_ops" / "runs").iterdir()
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -310,22 +456,36 @@ def test_fake_calls_flow_into_the_journal_like_a_local_run(tmp_path: Path) -> No
     prepared.runner.caller = caller
     events: list[object] = []
     record = prepared.runner.run(events.append)
-    assert record["state"] == "complete" and record["summary"]["passed"] == 8 and record["backend"] == "modal"
+    assert (
+        record["state"] == "complete"
+        and record["summary"]["passed"] == 8
+        and record["backend"] == "modal"
+    )
     assert len(caller.calls) == 2  # two containers
     for call in caller.calls:  # paired baseline and candidate in the same job of the same slice
-        assert all(job["solutions"] == ["baseline-0", "candidate-1"] for job in call.request["jobs"])
+        assert all(
+            job["solutions"] == ["baseline-0", "candidate-1"] for job in call.request["jobs"]
+        )
         assert {s["id"] for s in call.request["solutions"]} == {"baseline-0", "candidate-1"}
     assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunFinished)
     finished = [e for e in events if isinstance(e, JobFinished)]
     assert len(finished) == 8 and finished[-1].done == 8 and finished[-1].passed == 8
     assert sum(isinstance(e, JobStarted) for e in events) == 4
     lines = journal_lines(prepared.folder)
-    assert lines[0]["kind"] == "header" and lines[0]["backend"] == "modal" and lines[-1]["kind"] == "end"
+    assert (
+        lines[0]["kind"] == "header"
+        and lines[0]["backend"] == "modal"
+        and lines[-1]["kind"] == "end"
+    )
     results = [x for x in lines if x["kind"] == "result"]
     assert set(results[0]) == {"kind", *JobResult.__dataclass_fields__}
-    assert {r["wall_s"] for r in results} == {0.5} and {r["started"] for r in results} == {"2026-11-29T10:00:00+00:00"}
-    assert {(r["timing"]["slot"], r["timing"]["worker_device"], r["timing"]["container"]) for r in results} == {
-        (1, "in-process", "ta-fake"), (2, "in-process", "ta-fake")}
+    assert {r["wall_s"] for r in results} == {0.5} and {r["started"] for r in results} == {
+        "2026-11-29T10:00:00+00:00"
+    }
+    assert {
+        (r["timing"]["slot"], r["timing"]["worker_device"], r["timing"]["container"])
+        for r in results
+    } == {(1, "in-process", "ta-fake"), (2, "in-process", "ta-fake")}
 
 
 def test_a_failed_slice_is_retried_alone_and_merged_back(tmp_path: Path) -> None:
@@ -345,8 +505,12 @@ def test_a_failed_slice_is_retried_alone_and_merged_back(tmp_path: Path) -> None
     assert record["state"] == "complete" and record["summary"]["passed"] == 8
     assert len(caller.calls) == 3
     retry = caller.calls[-1].request
-    assert [j["job_id"] for j in retry["jobs"]] == [j["job_id"] for j in failed[0]["jobs"]]  # the same slice, alone
-    assert any(isinstance(e, WorkerRestarted) and "the container was lost" in e.reason for e in events)
+    assert [j["job_id"] for j in retry["jobs"]] == [
+        j["job_id"] for j in failed[0]["jobs"]
+    ]  # the same slice, alone
+    assert any(
+        isinstance(e, WorkerRestarted) and "the container was lost" in e.reason for e in events
+    )
     contents = read_journal(prepared.folder / "journal.jsonl")
     assert len(contents.results) == 8 and not contents.duplicate_lines
     retried = {r.uuid for r in contents.results.values() if r.attempt == 2}
@@ -404,6 +568,7 @@ def test_infra_results_inside_a_slice_are_retried_alone(tmp_path: Path) -> None:
                 seen.append((uuid, sid))
                 return "INFRA_ERROR"
             return "PASSED"
+
         out = fake_out(request, status_for)
         if request["slice_id"] == 2:  # a container that forgot a result: also retried
             out["jobs"][0]["results"] = out["jobs"][0]["results"][:1]
@@ -413,8 +578,13 @@ def test_infra_results_inside_a_slice_are_retried_alone(tmp_path: Path) -> None:
     prepared.runner.caller = caller
     record = prepared.runner.run(lambda e: None)
     assert record["state"] == "complete" and record["summary"]["passed"] == 4
-    retry_jobs = [(j["workload"]["uuid"], j["solutions"]) for c in caller.calls[2:] for j in c.request["jobs"]]
-    assert ("wl-000-n1", ["baseline-0"]) in retry_jobs and ("wl-001-n2", ["candidate-1"]) in retry_jobs
+    retry_jobs = [
+        (j["workload"]["uuid"], j["solutions"]) for c in caller.calls[2:] for j in c.request["jobs"]
+    ]
+    assert ("wl-000-n1", ["baseline-0"]) in retry_jobs and (
+        "wl-001-n2",
+        ["candidate-1"],
+    ) in retry_jobs
     contents = read_journal(prepared.folder / "journal.jsonl")
     assert len(contents.results) == 4 and not contents.duplicate_lines
     assert contents.results["0|baseline|base_py|wl-000-n1"].attempt == 2
@@ -446,10 +616,14 @@ def test_cancel_stops_the_calls_in_flight_and_resume_finishes(tmp_path: Path) ->
     resumed.runner.caller = caller2
     record = resumed.runner.run(lambda e: None)
     assert record["state"] == "complete" and record["summary"]["done"] == 8
-    assert sum(len(j["solutions"]) for c in caller2.calls for j in c.request["jobs"]) == 4  # only what was missing
+    assert (
+        sum(len(j["solutions"]) for c in caller2.calls for j in c.request["jobs"]) == 4
+    )  # only what was missing
 
 
-def test_remote_mode_requests_use_container_paths_and_sync_the_volume(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_remote_mode_requests_use_container_paths_and_sync_the_volume(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     """The Modal (not in-process) path with Modal's objects replaced: spawn/get/cancel, the volume
     listing and upload, container paths in the request; and no token anywhere."""
     from fibtui.runners import modal_app
@@ -464,7 +638,11 @@ def test_remote_mode_requests_use_container_paths_and_sync_the_volume(tmp_path: 
     wl = ds / "workloads" / f"{TINY}.jsonl"
     lines = [json.loads(x) for x in wl.read_text().splitlines()]
     for line, name in zip(lines, ("a", "b"), strict=True):
-        line["workload"]["inputs"]["x"] = {"type": "safetensors", "path": f"blob/{name}.safetensors", "tensor_key": "x"}
+        line["workload"]["inputs"]["x"] = {
+            "type": "safetensors",
+            "path": f"blob/{name}.safetensors",
+            "tensor_key": "x",
+        }
     wl.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     ws = open_workspace(root)
     prepared = prepare_run(ws, RunOptions(backend="modal", workloads="all", workers=2))
@@ -479,7 +657,10 @@ def test_remote_mode_requests_use_container_paths_and_sync_the_volume(tmp_path: 
 
         def listdir(self, folder, recursive=False):
             assert folder == "/dataset" and recursive
-            return [Entry("dataset/blob/a.safetensors", 10), Entry("dataset/blob/b.safetensors", 3)]  # b is stale
+            return [
+                Entry("dataset/blob/a.safetensors", 10),
+                Entry("dataset/blob/b.safetensors", 3),
+            ]  # b is stale
 
         @contextmanager
         def batch_upload(self, force=False):
@@ -488,6 +669,7 @@ def test_remote_mode_requests_use_container_paths_and_sync_the_volume(tmp_path: 
             class Batch:
                 def put_file(self, local, remote):
                     vol.put.append((local, remote))
+
             yield Batch()
 
     class FakeFunctionCall:
@@ -516,7 +698,9 @@ def test_remote_mode_requests_use_container_paths_and_sync_the_volume(tmp_path: 
 
             class Function:
                 def spawn(self, request):
-                    call = FakeFunctionCall(json.loads(json.dumps(request)), fail=not handles.spawned)
+                    call = FakeFunctionCall(
+                        json.loads(json.dumps(request)), fail=not handles.spawned
+                    )
                     handles.spawned.append(call)
                     return call
 
@@ -530,9 +714,15 @@ def test_remote_mode_requests_use_container_paths_and_sync_the_volume(tmp_path: 
     record = prepared.runner.run(events.append)
     assert record["state"] == "complete" and handles.runs == 1
     assert volume.put == [(str(ds / "blob" / "b.safetensors"), "/dataset/blob/b.safetensors")]
-    assert handles.spawned[0].cancelled is True  # the timed-out call was cancelled, containers terminated
+    assert (
+        handles.spawned[0].cancelled is True
+    )  # the timed-out call was cancelled, containers terminated
     cfg = handles.spawned[0].request["config"]
-    assert cfg["dataset_root"] == "/data/dataset" and cfg["cache_dir"] == CONTAINER_CACHE_DIR and cfg["device"] == "cuda:0"
+    assert (
+        cfg["dataset_root"] == "/data/dataset"
+        and cfg["cache_dir"] == CONTAINER_CACHE_DIR
+        and cfg["device"] == "cuda:0"
+    )
     assert record["timing_kind"] == "cupti" and record["settings"]["modal"]["gpu"] == "B200"
     assert record["settings"]["modal"]["in_process"] is False
     dump = "".join(p.read_text(errors="replace") for p in prepared.folder.rglob("*") if p.is_file())
@@ -543,7 +733,9 @@ def test_remote_mode_requests_use_container_paths_and_sync_the_volume(tmp_path: 
 def test_failure_messages_never_carry_a_token(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MODAL_TOKEN_ID", FAKE_ID)
     monkeypatch.setenv("MODAL_TOKEN_SECRET", FAKE_SECRET)
-    assert FAKE_SECRET not in describe_failure(RuntimeError(f"auth failed for {FAKE_ID}:{FAKE_SECRET}"))
+    assert FAKE_SECRET not in describe_failure(
+        RuntimeError(f"auth failed for {FAKE_ID}:{FAKE_SECRET}")
+    )
     ws, prepared = tiny_modal_run(tmp_path, batch_sizes=(1,), workers=1)
 
     def behave(request, call):
@@ -552,17 +744,27 @@ def test_failure_messages_never_carry_a_token(tmp_path: Path, monkeypatch) -> No
     prepared.runner.caller = FakeCaller(behave)
     events: list[object] = []
     record = prepared.runner.run(events.append)
-    assert record["summary"]["done"] == 2 and {j["status"] for j in record["jobs"]} == {"INFRA_ERROR"}
-    dump = "".join(p.read_text(errors="replace") for p in prepared.folder.rglob("*") if p.is_file()) + repr(events)
+    assert record["summary"]["done"] == 2 and {j["status"] for j in record["jobs"]} == {
+        "INFRA_ERROR"
+    }
+    dump = "".join(
+        p.read_text(errors="replace") for p in prepared.folder.rglob("*") if p.is_file()
+    ) + repr(events)
     assert FAKE_ID not in dump and FAKE_SECRET not in dump and "***" in dump
 
 
 def test_volume_files_are_deduplicated() -> None:
     from fibtui.runners.modal_runner import volume_files_for
 
-    wl = {"u1": {"inputs": {"x": {"type": "safetensors", "path": "blob/x.st", "tensor_key": "a"},
-                            "y": {"type": "safetensors", "path": "blob/x.st", "tensor_key": "b"},
-                            "z": {"type": "random"}}}}
+    wl = {
+        "u1": {
+            "inputs": {
+                "x": {"type": "safetensors", "path": "blob/x.st", "tensor_key": "a"},
+                "y": {"type": "safetensors", "path": "blob/x.st", "tensor_key": "b"},
+                "z": {"type": "random"},
+            }
+        }
+    }
     files = volume_files_for(Path("/nowhere"), wl, "ds")
     assert files == [VolumeFile("/nowhere/blob/x.st", "/ds/blob/x.st", None)]
 
@@ -574,7 +776,9 @@ def test_volume_files_are_deduplicated() -> None:
 
 @pytest.mark.slow
 @needs_torch
-def test_in_process_modal_run_on_the_demo_matches_a_local_run(demo_ws: Path, tmp_path: Path, monkeypatch) -> None:
+def test_in_process_modal_run_on_the_demo_matches_a_local_run(
+    demo_ws: Path, tmp_path: Path, monkeypatch
+) -> None:
     """modal 1.6's Function.local() runs run_slice (fibtui.worker.engine.execute) in this process
     on Triton's CPU interpreter; the journal and run.json have the shape of a local run."""
     import tempfile
@@ -590,29 +794,55 @@ def test_in_process_modal_run_on_the_demo_matches_a_local_run(demo_ws: Path, tmp
     twin = demo_ws / "candidates" / "same_again"
     shutil.copytree(demo_ws / "solution" / "triton", twin)
     base = str(demo_ws / "solution" / "triton")
-    prepared = prepare_run(ws, RunOptions(backend="modal", modal_in_process=True, workloads=",".join(uuids),
-                                          baseline=base, solutions=[str(twin)], workers=2))
+    prepared = prepare_run(
+        ws,
+        RunOptions(
+            backend="modal",
+            modal_in_process=True,
+            workloads=",".join(uuids),
+            baseline=base,
+            solutions=[str(twin)],
+            workers=2,
+        ),
+    )
     events: list[object] = []
     interpret_before = os.environ.get("TRITON_INTERPRET")
     record = prepared.runner.run(events.append)
-    assert os.environ.get("TRITON_INTERPRET") == interpret_before  # the in-process caller restores it
+    assert (
+        os.environ.get("TRITON_INTERPRET") == interpret_before
+    )  # the in-process caller restores it
     caller = prepared.runner.caller
     assert isinstance(caller, InProcessCaller) and type(caller.function).__name__ == "Function"
     assert record["summary"]["passed"] == 4 and record["summary"]["complete"], record["jobs"]
     assert record["backend"] == "modal" and record["timing_kind"] == "cpu-interpreter"
     assert prepared.runner.calls == 2
     started = [e for e in events if isinstance(e, JobStarted)]
-    assert len(started) == 2 and all(len(e.solutions) == 2 for e in started) and {e.slot for e in started} == {1, 2}
+    assert (
+        len(started) == 2
+        and all(len(e.solutions) == 2 for e in started)
+        and {e.slot for e in started} == {1, 2}
+    )
     assert all(j["timing"]["environment"]["backend"] == "interpreter" for j in record["jobs"])
 
-    local = prepare_run(ws, RunOptions(backend="interpreter", workloads=uuids[0], baseline=base, solutions=[str(twin)]))
+    local = prepare_run(
+        ws,
+        RunOptions(backend="interpreter", workloads=uuids[0], baseline=base, solutions=[str(twin)]),
+    )
     local_record = local.runner.run(lambda e: None)
     assert set(local_record) == set(record)
     assert set(local_record["jobs"][0]) == set(record["jobs"][0])
-    assert set(local_record["jobs"][0]["timing"]) | {"container"} == set(record["jobs"][0]["timing"])
+    assert set(local_record["jobs"][0]["timing"]) | {"container"} == set(
+        record["jobs"][0]["timing"]
+    )
     assert set(local_record["summary"]) == set(record["summary"])
-    assert {j["status"] for j in local_record["jobs"]} == {j["status"] for j in record["jobs"]} == {"PASSED"}
-    assert list(scratch.iterdir()) == []  # execute() and the local worker removed their build folders
+    assert (
+        {j["status"] for j in local_record["jobs"]}
+        == {j["status"] for j in record["jobs"]}
+        == {"PASSED"}
+    )
+    assert (
+        list(scratch.iterdir()) == []
+    )  # execute() and the local worker removed their build folders
 
 
 @pytest.mark.slow
@@ -626,15 +856,24 @@ def test_the_container_needs_only_the_worker_and_the_app_file(tmp_path: Path) ->
 
     root = tmp_path / "root"
     mount = _Mount._from_local_python_packages(*CONTAINER_MODULES)
-    files = [(local, remote) for entry in mount._entries for local, remote in entry.get_files_to_upload()]
+    files = [
+        (local, remote) for entry in mount._entries for local, remote in entry.get_files_to_upload()
+    ]
     remotes = sorted(str(r) for _, r in files)
-    assert "/root/fibtui/runners/modal_app.py" in remotes and "/root/fibtui/worker/engine.py" in remotes
+    assert (
+        "/root/fibtui/runners/modal_app.py" in remotes
+        and "/root/fibtui/worker/engine.py" in remotes
+    )
     # of the core, only the standard-library tables the worker imports: what solutions need, and
     # how each definition is judged
     assert sorted(r for r in remotes if r.startswith("/root/fibtui/core")) == [
-        "/root/fibtui/core/presets.py", "/root/fibtui/core/toolchain.py"]
+        "/root/fibtui/core/presets.py",
+        "/root/fibtui/core/toolchain.py",
+    ]
     assert not any(r.startswith("/root/fibtui/ui") for r in remotes)
-    assert "/root/fibtui/__init__.py" not in remotes  # fibtui is a namespace package in the container
+    assert (
+        "/root/fibtui/__init__.py" not in remotes
+    )  # fibtui is a namespace package in the container
     for local, remote in files:
         target = root / Path(remote).relative_to("/root")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -645,14 +884,39 @@ def test_the_container_needs_only_the_worker_and_the_app_file(tmp_path: Path) ->
     ds = Dataset(ws / "dataset")
     request = {
         "slice_id": 7,
-        "config": {"backend": "interpreter", "device": "cpu", "correctness_trials": 1,
-                   "plan": {"calls_per_block": 1, "blocks": 1, "warmup_calls": 0}, "cache_dir": str(tmp_path / "cache")},
+        "config": {
+            "backend": "interpreter",
+            "device": "cpu",
+            "correctness_trials": 1,
+            "plan": {"calls_per_block": 1, "blocks": 1, "warmup_calls": 0},
+            "cache_dir": str(tmp_path / "cache"),
+        },
         "definition": ds.definition(TINY).raw,
-        "solutions": [{"id": "candidate-0", "name": "tiny", "spec": {"language": "triton", "entry_point": "kernel.py::scale",
-                                                                     "destination_passing_style": True},
-                       "sources": [{"path": "kernel.py", "content": (ws / "solution" / "triton" / "kernel.py").read_text()}]}],
-        "jobs": [{"job_id": "0|wl-000-n1", "workload": ds.workloads(TINY).get("wl-000-n1").to_json(), "repeat": 0,
-                  "solutions": ["candidate-0"]}],
+        "solutions": [
+            {
+                "id": "candidate-0",
+                "name": "tiny",
+                "spec": {
+                    "language": "triton",
+                    "entry_point": "kernel.py::scale",
+                    "destination_passing_style": True,
+                },
+                "sources": [
+                    {
+                        "path": "kernel.py",
+                        "content": (ws / "solution" / "triton" / "kernel.py").read_text(),
+                    }
+                ],
+            }
+        ],
+        "jobs": [
+            {
+                "job_id": "0|wl-000-n1",
+                "workload": ds.workloads(TINY).get("wl-000-n1").to_json(),
+                "repeat": 0,
+                "solutions": ["candidate-0"],
+            }
+        ],
     }
     (tmp_path / "request.json").write_text(json.dumps(request))
     code = (
@@ -664,14 +928,23 @@ def test_the_container_needs_only_the_worker_and_the_app_file(tmp_path: Path) ->
         "print(json.dumps({'file': m.__file__, 'out': out, 'mods': sorted(k for k in sys.modules if k.split('.')[0] in ('fibtui', 'polars', 'textual', 'rich'))}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", code, str(root), str(tmp_path / "request.json")], capture_output=True,
-                          text=True, cwd=tmp_path, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(tmp_path / "request.json")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["file"].startswith(str(root))
     assert not [m for m in info["mods"] if m.startswith(("polars", "textual", "rich"))]
-    assert [m for m in info["mods"] if m.startswith("fibtui.core")] == ["fibtui.core", "fibtui.core.presets",
-                                                                         "fibtui.core.toolchain"]
+    assert [m for m in info["mods"] if m.startswith("fibtui.core")] == [
+        "fibtui.core",
+        "fibtui.core.presets",
+        "fibtui.core.toolchain",
+    ]
     out = info["out"]
     assert out["slice_id"] == 7 and out["container"]["wall_s"] > 0
     assert out["jobs"][0]["results"][0]["status"] == "PASSED" and out["jobs"][0]["started"]
@@ -692,7 +965,9 @@ def test_modal_modules_are_imported_only_by_the_modal_backend(tmp_path: Path) ->
         "mid = sorted(m for m in sys.modules if m == 'modal' or m.startswith('fibtui.runners.modal'))\n"
         "print(json.dumps([before, mid]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     before, mid = json.loads(out.stdout)
     assert before == []
     assert mid == ["fibtui.runners.modal_runner"]  # preparing a modal run still needs no modal
@@ -702,20 +977,47 @@ def test_modal_modules_are_imported_only_by_the_modal_backend(tmp_path: Path) ->
 @needs_torch
 def test_cli_in_process_run_prints_and_records_no_token(tmp_path: Path) -> None:
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
-    env = dict(os.environ, MODAL_TOKEN_ID=FAKE_ID, MODAL_TOKEN_SECRET=FAKE_SECRET, PYTHONPATH=str(REPO))
+    env = dict(
+        os.environ, MODAL_TOKEN_ID=FAKE_ID, MODAL_TOKEN_SECRET=FAKE_SECRET, PYTHONPATH=str(REPO)
+    )
     procs = []
-    for argv in (["run", "--backend", "modal", "--plan", "--json"], ["run", "--backend", "modal", "--plan"],
-                 ["run", "--backend", "modal", "--modal-in-process", "--workloads", "all", "--workers", "2", "--json"],
-                 ["status", "--json"]):
-        proc = subprocess.run([sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)], capture_output=True,
-                              text=True, env=env, timeout=300)
+    for argv in (
+        ["run", "--backend", "modal", "--plan", "--json"],
+        ["run", "--backend", "modal", "--plan"],
+        [
+            "run",
+            "--backend",
+            "modal",
+            "--modal-in-process",
+            "--workloads",
+            "all",
+            "--workers",
+            "2",
+            "--json",
+        ],
+        ["status", "--json"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert proc.returncode == 0, (argv, proc.stderr[-2000:])
         procs.append(proc)
-    assert "Modal plan for tiny_scale" in procs[1].stdout and "credentials: MODAL_TOKEN_ID" in procs[1].stdout
+    assert (
+        "Modal plan for tiny_scale" in procs[1].stdout
+        and "credentials: MODAL_TOKEN_ID" in procs[1].stdout
+    )
     rec = json.loads(procs[2].stdout)
     assert rec["backend"] == "modal" and rec["summary"]["complete"] and rec["summary"]["total"] == 2
-    assert "2 job(s) in 2 slice(s) in this process" in procs[2].stderr and "[2/2]" in procs[2].stderr
-    files = "".join(p.read_text(errors="replace") for p in (root / "optimize_ops").rglob("*") if p.is_file())
+    assert (
+        "2 job(s) in 2 slice(s) in this process" in procs[2].stderr and "[2/2]" in procs[2].stderr
+    )
+    files = "".join(
+        p.read_text(errors="replace") for p in (root / "optimize_ops").rglob("*") if p.is_file()
+    )
     for text in [*(p.stdout + p.stderr for p in procs), files]:
         assert FAKE_ID not in text and FAKE_SECRET not in text
 
@@ -736,7 +1038,11 @@ def test_modal_unreachable_is_one_line_and_the_run_can_resume(tmp_path: Path, mo
     with pytest.raises(ModalUnavailable) as exc:
         prepared.runner.run(lambda e: None)
     text = exc.value.one_line()
-    assert "could not connect" in text and f"--resume {prepared.run_id}" in text and FAKE_SECRET not in text
+    assert (
+        "could not connect" in text
+        and f"--resume {prepared.run_id}" in text
+        and FAKE_SECRET not in text
+    )
     assert exc.value.exit_code == 1 and not (prepared.folder / "lock").exists()
     resumed = prepare_resume(ws, prepared.run_id)
     resumed.runner.caller = FakeCaller()

@@ -26,22 +26,30 @@ from fibtui.runners.session import RunOptions, prepare_run
 from tests.fake_modal import FakeModal
 from tests.runner_helpers import PY_TEMPLATE, make_candidate, make_tiny_workspace
 
-pytest.importorskip("torch", reason="the gpu extra (torch) is not installed: the worker cannot run here")
+pytest.importorskip(
+    "torch", reason="the gpu extra (torch) is not installed: the worker cannot run here"
+)
 
 #: a kernel that hangs on workloads with n in HANG (or on all of them) until the test releases it
-HANGS = PY_TEMPLATE.format(body=(
-    "    release = os.environ.get('FIBTUI_TEST_RELEASE', '')\n"
-    "    hang = os.environ.get('FIBTUI_TEST_HANG_N', '')\n"
-    "    if hang == 'all' or str(x.shape[0]) in hang.split(','):\n"
-    "        while not os.path.exists(release):\n"
-    "            time.sleep(0.05)\n"
-    "    y.copy_(x * alpha)"))
+HANGS = PY_TEMPLATE.format(
+    body=(
+        "    release = os.environ.get('FIBTUI_TEST_RELEASE', '')\n"
+        "    hang = os.environ.get('FIBTUI_TEST_HANG_N', '')\n"
+        "    if hang == 'all' or str(x.shape[0]) in hang.split(','):\n"
+        "        while not os.path.exists(release):\n"
+        "            time.sleep(0.05)\n"
+        "    y.copy_(x * alpha)"
+    )
+)
 
 #: a kernel that 'loses the CUDA context' on n in POISON (the engine is told so by the test)
-POISONS = PY_TEMPLATE.format(body=(
-    "    if str(x.shape[0]) in os.environ.get('FIBTUI_TEST_POISON_N', '').split(','):\n"
-    "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n"
-    "    y.copy_(x * alpha)"))
+POISONS = PY_TEMPLATE.format(
+    body=(
+        "    if str(x.shape[0]) in os.environ.get('FIBTUI_TEST_POISON_N', '').split(','):\n"
+        "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n"
+        "    y.copy_(x * alpha)"
+    )
+)
 
 
 @pytest.fixture
@@ -53,17 +61,30 @@ def release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     flag.write_text("go")
 
 
-def modal_run(tmp_path: Path, candidate: str, batch_sizes=(1, 2, 3, 4), workers=2, job_timeout_s=2.0, paired=True,
-              baseline: str | None = None):
+def modal_run(
+    tmp_path: Path,
+    candidate: str,
+    batch_sizes=(1, 2, 3, 4),
+    workers=2,
+    job_timeout_s=2.0,
+    paired=True,
+    baseline: str | None = None,
+):
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=batch_sizes, kernel="good_py")
     (root / "solution" / "triton" / "kernel.py").write_text(candidate)
     base = make_candidate(root, "base_py", "good_py") if paired else None
     if base is not None and baseline is not None:
         (base / "kernel.py").write_text(baseline)
     ws = open_workspace(root)
-    options = RunOptions(backend="modal", modal_in_process=True, workloads="all", workers=workers,
-                         baseline=str(base) if base else None, solutions=[str(root / "solution" / "triton")],
-                         job_timeout_s=job_timeout_s)
+    options = RunOptions(
+        backend="modal",
+        modal_in_process=True,
+        workloads="all",
+        workers=workers,
+        baseline=str(base) if base else None,
+        solutions=[str(root / "solution" / "triton")],
+        job_timeout_s=job_timeout_s,
+    )
     return ws, options, prepare_run(ws, options)
 
 
@@ -74,15 +95,24 @@ def by_status(record: dict) -> dict[str, list[tuple[int, str]]]:
     return out
 
 
-def test_a_poisoned_container_is_never_given_another_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_poisoned_container_is_never_given_another_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from fibtui.worker.engine import Engine
 
     monkeypatch.setenv("FIBTUI_TEST_POISON_N", "1")
     # the CPU cannot lose a CUDA context: after the planted "illegal memory access" the engine
     # believes it did, as it would on a GPU
     real = Engine._context_lost
-    monkeypatch.setattr(Engine, "_context_lost", lambda self: (setattr(self, "poisoned", True) or True)
-                        if getattr(self, "_planted", False) else real(self))
+    monkeypatch.setattr(
+        Engine,
+        "_context_lost",
+        lambda self: (
+            (setattr(self, "poisoned", True) or True)
+            if getattr(self, "_planted", False)
+            else real(self)
+        ),
+    )
     real_failure = Engine._failure
 
     def failure(self, exc):
@@ -108,13 +138,16 @@ def test_a_poisoned_container_is_never_given_another_job(tmp_path: Path, monkeyp
     assert any("stops taking inputs" in str(getattr(e, "reason", "")) for e in events)
 
 
-def test_no_queued_slice_is_timed_out_and_calls_never_exceed_containers(tmp_path: Path, release: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_queued_slice_is_timed_out_and_calls_never_exceed_containers(
+    tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One hang makes more slices (the requeued jobs) than there are containers while the others
     still run: the runner holds them back, and no call ever waits in Modal's queue long enough
     to be timed out (the fake counts the timeout from an input's start, as Modal does)."""
     monkeypatch.setenv("FIBTUI_TEST_HANG_N", "2")
-    ws, _, prepared = modal_run(tmp_path, HANGS, batch_sizes=(1, 2, 3, 4, 5, 6), workers=2, job_timeout_s=1.5)
+    ws, _, prepared = modal_run(
+        tmp_path, HANGS, batch_sizes=(1, 2, 3, 4, 5, 6), workers=2, job_timeout_s=1.5
+    )
     fake = FakeModal(max_containers=2, startup_s=5.0, timeout_s=30.0)
     prepared.runner.caller = fake
     record = prepared.runner.run(lambda e: None)
@@ -125,10 +158,13 @@ def test_no_queued_slice_is_timed_out_and_calls_never_exceed_containers(tmp_path
     assert all(c.inputs for c in fake.containers)
 
 
-def test_a_hanging_job_costs_one_job_timeout_plus_start_up(tmp_path: Path, release: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hanging_job_costs_one_job_timeout_plus_start_up(
+    tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FIBTUI_TEST_HANG_N", "1")
-    ws, _, prepared = modal_run(tmp_path, HANGS, batch_sizes=(1,), workers=1, job_timeout_s=2.0, paired=False)
+    ws, _, prepared = modal_run(
+        tmp_path, HANGS, batch_sizes=(1,), workers=1, job_timeout_s=2.0, paired=False
+    )
     fake = FakeModal(max_containers=1, startup_s=5.0, timeout_s=600.0)
     prepared.runner.caller = fake
     record = prepared.runner.run(lambda e: None)
@@ -138,33 +174,44 @@ def test_a_hanging_job_costs_one_job_timeout_plus_start_up(tmp_path: Path, relea
     # start-up + the watchdog's 2 s (+ its 0.2 s look interval and the worker's own set-up)
     assert c.billed_s <= 5.0 + 2.0 + 1.5, c.billed_s
     assert c.stopped_fetching and fake.timeouts == 0  # the watchdog, never Modal's 600 s timeout
-    lines = [json.loads(x) for x in (prepared.folder / "journal.jsonl").read_text().splitlines() if x.strip()]
+    lines = [
+        json.loads(x)
+        for x in (prepared.folder / "journal.jsonl").read_text().splitlines()
+        if x.strip()
+    ]
     assert [x["status"] for x in lines if x.get("kind") == "result"] == ["TIMEOUT"]
 
 
-def test_the_worst_case_shown_is_what_an_all_hanging_run_is_billed(tmp_path: Path, release: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_worst_case_shown_is_what_an_all_hanging_run_is_billed(
+    tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every job hangs: each solution's job runs until its job timeout in a container of its own
     (which then stops taking inputs); the plan said so beforehand."""
     monkeypatch.setenv("FIBTUI_TEST_HANG_N", "all")
     startup, job_timeout = 4.0, 1.0
-    ws, options, prepared = modal_run(tmp_path, HANGS, batch_sizes=(1, 2), workers=2, job_timeout_s=job_timeout,
-                                      baseline=HANGS)
+    ws, options, prepared = modal_run(
+        tmp_path, HANGS, batch_sizes=(1, 2), workers=2, job_timeout_s=job_timeout, baseline=HANGS
+    )
     set_setting(ws.root, "modal.container_overhead_s", startup)
     plan = plan_modal(open_workspace(ws.root), options)
-    assert plan.jobs == 4 and plan.worst_case_gpu_seconds == worst_case_gpu_seconds(4, job_timeout, startup) == \
-        pytest.approx(4 * (1.0 + 0.2 + 4.0))
+    assert plan.jobs == 4 and plan.worst_case_gpu_seconds == worst_case_gpu_seconds(
+        4, job_timeout, startup
+    ) == pytest.approx(4 * (1.0 + 0.2 + 4.0))
     fake = FakeModal(max_containers=2, startup_s=startup, timeout_s=600.0)
     prepared.runner.caller = fake
     record = prepared.runner.run(lambda e: None)
     assert [j["status"] for j in record["jobs"]] == ["TIMEOUT"] * 4
-    assert len(fake.containers) == 4 and all(len(c.inputs) == 1 and c.stopped_fetching for c in fake.containers)
+    assert len(fake.containers) == 4 and all(
+        len(c.inputs) == 1 and c.stopped_fetching for c in fake.containers
+    )
     # each container: its start-up, then its job until the watchdog's next look after the 1 s
     # timeout (the worst case counts the whole 0.2 s look interval), plus the worker's set-up
     # before the job (building the solutions, the reference: milliseconds, more on a loaded machine)
     floor = 4 * (job_timeout + startup)
-    assert floor <= fake.billed_s <= plan.worst_case_gpu_seconds + 0.3 * len(fake.containers), \
-        (fake.billed_s, [c.billed_s for c in fake.containers])
+    assert floor <= fake.billed_s <= plan.worst_case_gpu_seconds + 0.3 * len(fake.containers), (
+        fake.billed_s,
+        [c.billed_s for c in fake.containers],
+    )
     assert len(read_journal(prepared.folder / "journal.jsonl").results) == 4 and fake.timeouts == 0
 
 
@@ -174,20 +221,52 @@ def test_the_worst_case_shown_is_what_an_all_hanging_run_is_billed(tmp_path: Pat
 def test_the_plan_shows_the_worst_case_and_the_reservations(capsys, tmp_path: Path) -> None:
     from tests.conftest import run_cli
 
-    ws, options, _ = modal_run(tmp_path, HANGS, batch_sizes=(1, 2, 3), workers=2, job_timeout_s=300.0)
-    code, out, _ = run_cli(capsys, "run", "--backend", "modal", "--plan", "--json", "--workloads", "all",
-                           "--workspace", str(ws.root), "--timeout", "300")
+    ws, options, _ = modal_run(
+        tmp_path, HANGS, batch_sizes=(1, 2, 3), workers=2, job_timeout_s=300.0
+    )
+    code, out, _ = run_cli(
+        capsys,
+        "run",
+        "--backend",
+        "modal",
+        "--plan",
+        "--json",
+        "--workloads",
+        "all",
+        "--workspace",
+        str(ws.root),
+        "--timeout",
+        "300",
+    )
     plan = json.loads(out)
     assert code == 0 and plan["jobs"] == 3 and plan["job_timeout_s"] == 300.0
-    assert plan["worst_case_gpu_seconds"] == pytest.approx(3 * (300.0 + 0.2 + plan["container_overhead_s"]))
-    assert plan["worst_case_cost_usd"] == pytest.approx(plan["worst_case_gpu_seconds"] / 3600 * plan["price_per_gpu_hour_usd"],
-                                                        abs=1e-4)
+    assert plan["worst_case_gpu_seconds"] == pytest.approx(
+        3 * (300.0 + 0.2 + plan["container_overhead_s"])
+    )
+    assert plan["worst_case_cost_usd"] == pytest.approx(
+        plan["worst_case_gpu_seconds"] / 3600 * plan["price_per_gpu_hour_usd"], abs=1e-4
+    )
     assert plan["cpu"] == 8.0 and plan["memory_mb"] == 32768 and plan["needs_confirmation"] is False
-    code, out, _ = run_cli(capsys, "run", "--backend", "modal", "--plan", "--workloads", "all", "--workspace", str(ws.root))
-    assert "worst case: every job hangs until its 300 s job timeout" in out and "reserves 8 CPU and 32768 MiB" in out
+    code, out, _ = run_cli(
+        capsys,
+        "run",
+        "--backend",
+        "modal",
+        "--plan",
+        "--workloads",
+        "all",
+        "--workspace",
+        str(ws.root),
+    )
+    assert (
+        "worst case: every job hangs until its 300 s job timeout" in out
+        and "reserves 8 CPU and 32768 MiB" in out
+    )
 
 
-def test_an_expensive_worst_case_needs_yes(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_expensive_worst_case_needs_yes(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.conftest import run_cli
 
     ws, _, _ = modal_run(tmp_path, HANGS, batch_sizes=(1, 2, 3), workers=2)
@@ -195,9 +274,14 @@ def test_an_expensive_worst_case_needs_yes(capsys, tmp_path: Path, monkeypatch: 
     set_setting(ws.root, "modal.confirm_above_usd", 0.5)
     monkeypatch.setenv("MODAL_TOKEN_ID", "ak-x")
     monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-y")
-    code, out, err = run_cli(capsys, "run", "--backend", "modal", "--workloads", "all", "--workspace", str(ws.root))
+    code, out, err = run_cli(
+        capsys, "run", "--backend", "modal", "--workloads", "all", "--workspace", str(ws.root)
+    )
     assert code == 2 and "more than [modal] confirm_above_usd ($0.50): nothing was launched" in err
-    assert "worst case:" in err and sorted((ws.root / "optimize_ops" / "runs").iterdir()) == runs_before
+    assert (
+        "worst case:" in err
+        and sorted((ws.root / "optimize_ops" / "runs").iterdir()) == runs_before
+    )
 
 
 def test_settings_take_reservations_and_refuse_nonsense(tmp_path: Path) -> None:
@@ -230,13 +314,32 @@ def test_the_function_reserves_cpu_and_memory(monkeypatch: pytest.MonkeyPatch) -
         return real(self, **kwargs)
 
     monkeypatch.setattr(modal.App, "function", spy)
-    modal_app.build_app(app_name="t", gpu="B200", image_ref="python:3.12", timeout_s=600, cpu=8.0,
-                        memory_mb=32768, startup_timeout_s=900, max_containers=2)
-    assert {k: seen[k] for k in ("cpu", "memory", "timeout", "startup_timeout", "max_containers", "retries")} == {
-        "cpu": 8.0, "memory": 32768, "timeout": 600, "startup_timeout": 900, "max_containers": 2, "retries": 0}
+    modal_app.build_app(
+        app_name="t",
+        gpu="B200",
+        image_ref="python:3.12",
+        timeout_s=600,
+        cpu=8.0,
+        memory_mb=32768,
+        startup_timeout_s=900,
+        max_containers=2,
+    )
+    assert {
+        k: seen[k]
+        for k in ("cpu", "memory", "timeout", "startup_timeout", "max_containers", "retries")
+    } == {
+        "cpu": 8.0,
+        "memory": 32768,
+        "timeout": 600,
+        "startup_timeout": 900,
+        "max_containers": 2,
+        "retries": 0,
+    }
 
 
-def test_credentials_are_found_without_reading_the_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_credentials_are_found_without_reading_the_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from fibtui.core import backends
 
     monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
@@ -262,8 +365,12 @@ def test_credentials_are_found_without_reading_the_secret(tmp_path: Path, monkey
                 seen.append(line)
                 yield line
 
-    monkeypatch.setattr("builtins.open", lambda p, *a, **k: Spy(real_open(p, *a, **k)) if str(p) == str(cfg)
-                        else real_open(p, *a, **k))
+    monkeypatch.setattr(
+        "builtins.open",
+        lambda p, *a, **k: (
+            Spy(real_open(p, *a, **k)) if str(p) == str(cfg) else real_open(p, *a, **k)
+        ),
+    )
     assert backends.modal_credentials_source() == str(cfg)
     assert not any("token_secret" in line for line in seen)  # reading stopped at token_id
     cfg.write_text('[default]\ntoken_secret = "as-SECRET"\n')
@@ -285,7 +392,11 @@ def test_modal_output_goes_to_the_run_not_to_stdout(tmp_path: Path, capsys) -> N
         assert manager is not None
         manager._console.print("Building image im-123\nStep 1/3: pulling flashinfer/flashinfer-ci")
         manager._stderr_console.print("warning from the container")
-    assert lines == ["Building image im-123", "Step 1/3: pulling flashinfer/flashinfer-ci", "warning from the container"]
+    assert lines == [
+        "Building image im-123",
+        "Step 1/3: pulling flashinfer/flashinfer-ci",
+        "warning from the container",
+    ]
     assert capsys.readouterr().out == ""
 
 
@@ -307,7 +418,9 @@ def test_cancel_during_the_image_build_launches_nothing(tmp_path: Path) -> None:
     fake = SlowBuild(max_containers=1, startup_s=1.0, timeout_s=60.0)
     prepared.runner.caller = fake
     cancel = threading.Event()
-    threading.Thread(target=lambda: (building.wait(), _time.sleep(0.3), cancel.set()), daemon=True).start()
+    threading.Thread(
+        target=lambda: (building.wait(), _time.sleep(0.3), cancel.set()), daemon=True
+    ).start()
     t0 = _time.monotonic()
     record = prepared.runner.run(lambda e: None, cancel)
     assert _time.monotonic() - t0 < 2.5, "the cancel waited for the build"

@@ -23,8 +23,14 @@ FIX = Path(__file__).parent / "fixtures" / "ncu"
 TEXT_PAGE = FIX / "gdn_b64_details.txt"
 HAND_JSON = FIX / "gdn_b64_hand.json"
 
-ACCEPT = {"duration_us": 18.40, "memory_throughput_pct": 49.25, "registers_per_thread": 64,
-          "theoretical_occupancy_pct": 50, "achieved_occupancy_pct": 43.85, "waves_per_sm": 1.94}
+ACCEPT = {
+    "duration_us": 18.40,
+    "memory_throughput_pct": 49.25,
+    "registers_per_thread": 64,
+    "theoretical_occupancy_pct": 50,
+    "achieved_occupancy_pct": 43.85,
+    "waves_per_sm": 1.94,
+}
 
 
 def assert_acceptance(s: ncu.KernelSummary) -> None:
@@ -40,9 +46,28 @@ def assert_acceptance(s: ncu.KernelSummary) -> None:
 
 # ------------------------------------------------------------------ synthetic report builders
 
-DETAILS_HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-                  "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value",
-                  "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup"]
+DETAILS_HEADER = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+    "Section Name",
+    "Metric Name",
+    "Metric Unit",
+    "Metric Value",
+    "Rule Name",
+    "Rule Type",
+    "Rule Description",
+    "Estimated Speedup Type",
+    "Estimated Speedup",
+]
 
 # (section, display name, unit, compact field) for the builders below
 DETAIL_ROWS = [
@@ -63,45 +88,115 @@ DETAIL_ROWS = [
     ("Occupancy", "Achieved Occupancy", "%", "achieved_occupancy_pct"),
 ]
 
-BASE = {"duration_us": 18.4, "compute_throughput_pct": 25.19, "memory_throughput_pct": 49.25,
-        "dram_throughput_pct": 49.25, "l2_hit_rate_pct": 51.37, "local_spilling_requests": 0,
-        "registers_per_thread": 64, "waves_per_sm": 1.94, "grid_blocks": 2048, "block_limit_registers": 8,
-        "block_limit_shared_memory": 25, "block_limit_warps": 16, "block_limit_blocks": 32,
-        "theoretical_occupancy_pct": 50, "achieved_occupancy_pct": 43.85}
+BASE = {
+    "duration_us": 18.4,
+    "compute_throughput_pct": 25.19,
+    "memory_throughput_pct": 49.25,
+    "dram_throughput_pct": 49.25,
+    "l2_hit_rate_pct": 51.37,
+    "local_spilling_requests": 0,
+    "registers_per_thread": 64,
+    "waves_per_sm": 1.94,
+    "grid_blocks": 2048,
+    "block_limit_registers": 8,
+    "block_limit_shared_memory": 25,
+    "block_limit_warps": 16,
+    "block_limit_blocks": 32,
+    "theoretical_occupancy_pct": 50,
+    "achieved_occupancy_pct": 43.85,
+}
 
 
-def details_csv(launches: list[tuple[str, dict]], *, grid: str = "(64, 8, 4)", block: str = "(128, 1, 1)") -> str:
+def details_csv(
+    launches: list[tuple[str, dict]], *, grid: str = "(64, 8, 4)", block: str = "(128, 1, 1)"
+) -> str:
     """A details CSV: one launch per (kernel name, compact values) item, with ncu's trailing comma."""
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
     w.writerow(DETAILS_HEADER)
     for i, (kernel, values) in enumerate(launches):
-        ident = [str(i), "496", "python3.12", "127.0.0.1", kernel, "1", "7", block, grid, "0", "9.0"]
+        ident = [
+            str(i),
+            "496",
+            "python3.12",
+            "127.0.0.1",
+            kernel,
+            "1",
+            "7",
+            block,
+            grid,
+            "0",
+            "9.0",
+        ]
         for section, name, unit, key in DETAIL_ROWS:
             if key in values:
                 v = values[key]
                 text = f"{v:,}" if isinstance(v, int) else f"{v:,.2f}"
                 buf.write(",".join(f'"{c}"' for c in [*ident, section, name, unit, text]) + ",\n")
-        w.writerow([*ident, "Occupancy", "", "", "", "TheoreticalOccupancy", "OPT", "limited by registers", "local", "50"])
+        w.writerow(
+            [
+                *ident,
+                "Occupancy",
+                "",
+                "",
+                "",
+                "TheoreticalOccupancy",
+                "OPT",
+                "limited by registers",
+                "local",
+                "50",
+            ]
+        )
     return buf.getvalue()
 
 
-RAW_COLS = [("gpu__time_duration.sum", "us"), ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
-            ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
-            ("launch__registers_per_thread", "register/thread"), ("launch__grid_size", ""),
-            ("launch__shared_mem_per_block_dynamic", "Kbyte/block"), ("launch__waves_per_multiprocessor", ""),
-            ("launch__func_cache_config", "")]
+RAW_COLS = [
+    ("gpu__time_duration.sum", "us"),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+    ("launch__registers_per_thread", "register/thread"),
+    ("launch__grid_size", ""),
+    ("launch__shared_mem_per_block_dynamic", "Kbyte/block"),
+    ("launch__waves_per_multiprocessor", ""),
+    ("launch__func_cache_config", ""),
+]
 
 
 def raw_csv(rows: list[tuple[str, list[str]]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    ident = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-             "Grid Size", "Device", "CC"]
+    ident = [
+        "ID",
+        "Process ID",
+        "Process Name",
+        "Host Name",
+        "Kernel Name",
+        "Context",
+        "Stream",
+        "Block Size",
+        "Grid Size",
+        "Device",
+        "CC",
+    ]
     w.writerow(ident + [c for c, _ in RAW_COLS])
     w.writerow([""] * len(ident) + [u for _, u in RAW_COLS])
     for i, (kernel, values) in enumerate(rows):
-        w.writerow([str(i), "9", "python3", "host", kernel, "1", "7", "(256, 1, 1)", "(4, 1, 1)", "0", "9.0", *values])
+        w.writerow(
+            [
+                str(i),
+                "9",
+                "python3",
+                "host",
+                kernel,
+                "1",
+                "7",
+                "(256, 1, 1)",
+                "(4, 1, 1)",
+                "0",
+                "9.0",
+                *values,
+            ]
+        )
     return buf.getvalue()
 
 
@@ -124,15 +219,24 @@ def test_acceptance_from_the_shared_details_csv(shared) -> None:
     assert (s.grid, s.block) == ((64, 8, 4), (128, 1, 1))
     # the evidence says why 49 % memory throughput is not memory-bound
     ev = s.classification.findings[0].evidence
-    assert ev["memory_throughput_pct"] == pytest.approx(49.25) and ev["busy_threshold_pct"] == ncu.BUSY_PCT == 60.0
+    assert (
+        ev["memory_throughput_pct"] == pytest.approx(49.25)
+        and ev["busy_threshold_pct"] == ncu.BUSY_PCT == 60.0
+    )
 
 
 def test_acceptance_from_the_text_page() -> None:
     report = ncu.load_report(TEXT_PAGE)
     assert report.source_format == "details-text" and len(report.launches) == 1
     launch = report.launches[0]
-    assert (launch.process_id, launch.process_name, launch.context, launch.stream, launch.device, launch.cc) == (
-        496, "python3.12", 1, 7, 0, "9.0")
+    assert (
+        launch.process_id,
+        launch.process_name,
+        launch.context,
+        launch.stream,
+        launch.device,
+        launch.cc,
+    ) == (496, "python3.12", 1, 7, 0, "9.0")
     assert_acceptance(ncu.summarize(report)[0])
     speedups = [(r.type, r.speedup_type, r.speedup_pct) for r in launch.rules]
     assert ("OPT", "local", 86.46) in speedups and ("OPT", "global", 50.0) in speedups
@@ -144,14 +248,17 @@ def test_acceptance_from_the_hand_workflow_json() -> None:
     assert report.source_format == "hand-json"
     (s,) = ncu.summarize(report)
     assert_acceptance(s)
-    assert s.band == "batch_size=64" and s.workload.endswith("b064") and s.axes == {"batch_size": 64}
+    assert (
+        s.band == "batch_size=64" and s.workload.endswith("b064") and s.axes == {"batch_size": 64}
+    )
 
 
 def test_text_page_and_csv_agree_metric_by_metric(shared) -> None:
     from_csv = ncu.load_report(shared("fixtures", "h200", "ncu", "gdn_b64_details.csv")).launches[0]
     from_text = ncu.load_report(TEXT_PAGE).launches[0]
     assert [(m.section, m.name, m.value, m.unit) for m in from_csv.metrics] == [
-        (m.section, m.name, m.value, m.unit) for m in from_text.metrics]
+        (m.section, m.name, m.value, m.unit) for m in from_text.metrics
+    ]
     assert [r.text for r in from_csv.rules] == [r.text for r in from_text.rules]
     assert [r.speedup_pct for r in from_csv.rules] == [r.speedup_pct for r in from_text.rules]
 
@@ -167,8 +274,13 @@ def test_shared_raw_csv(shared) -> None:
     text = next(x for x in launch.metrics if x.name == "launch__func_cache_config")
     assert text.value == "CachePreferNone"
     (s,) = ncu.summarize(report)
-    assert s.get("duration_us") == pytest.approx(18.4) and s.get("memory_throughput_pct") == pytest.approx(49.246003)
-    assert s.get("achieved_occupancy_pct") == pytest.approx(43.847932) and s.get("register_spilling_instructions") == 0
+    assert s.get("duration_us") == pytest.approx(18.4) and s.get(
+        "memory_throughput_pct"
+    ) == pytest.approx(49.246003)
+    assert (
+        s.get("achieved_occupancy_pct") == pytest.approx(43.847932)
+        and s.get("register_spilling_instructions") == 0
+    )
     assert (s.bottleneck, s.limiter) == ("latency", "registers")
 
 
@@ -185,11 +297,13 @@ def test_merge_raw_adds_what_details_lack(shared) -> None:
 
 
 def test_raw_csv_instances_slowest_and_units() -> None:
-    text = raw_csv([
-        ("k_main", ["10.5", "30", "70", "40", "1,024", "1.5", "0.95", "CachePreferNone"]),
-        ("k_main", ["12,000.25", "31", "72", "40", "1,024", "1.5", "0.95", "CachePreferNone"]),
-        ("k_small", ["2", "5", "6", "32", "4", "no data", "0.02", "x"]),
-    ])
+    text = raw_csv(
+        [
+            ("k_main", ["10.5", "30", "70", "40", "1,024", "1.5", "0.95", "CachePreferNone"]),
+            ("k_main", ["12,000.25", "31", "72", "40", "1,024", "1.5", "0.95", "CachePreferNone"]),
+            ("k_small", ["2", "5", "6", "32", "4", "no data", "0.02", "x"]),
+        ]
+    )
     report = ncu.parse_raw_csv("==PROF== noise before the header\n" + text, "r.csv")
     assert len(report.launches) == 3
     by = {s.name: s for s in ncu.summarize(report)}
@@ -208,58 +322,75 @@ def test_raw_csv_without_units_row() -> None:
     lines = text.splitlines()
     report = ncu.parse_raw_csv("\n".join([lines[0], lines[2]]) + "\n")
     (s,) = ncu.summarize(report)
-    assert report.launches[0].find("gpu__time_duration.sum").value == 1.0  # no unit: a number, kept as written
+    assert (
+        report.launches[0].find("gpu__time_duration.sum").value == 1.0
+    )  # no unit: a number, kept as written
     assert s.get("duration_us") is None  # ...but never guessed to be microseconds
     assert s.get("waves_per_sm") == 7.0 and s.get("registers_per_thread") == 4.0
 
 
 def test_details_csv_several_kernels_and_instances() -> None:
-    text = details_csv([("a", {**BASE, "duration_us": 5.0}), ("b", BASE), ("a", {**BASE, "duration_us": 7.5})])
+    text = details_csv(
+        [("a", {**BASE, "duration_us": 5.0}), ("b", BASE), ("a", {**BASE, "duration_us": 7.5})]
+    )
     summaries = ncu.summarize(ncu.parse_details_csv(text))
-    assert [(s.name, s.instances, s.get("duration_us")) for s in summaries] == [("a", 2, 7.5), ("b", 1, 18.4)]
+    assert [(s.name, s.instances, s.get("duration_us")) for s in summaries] == [
+        ("a", 2, 7.5),
+        ("b", 1, 18.4),
+    ]
     assert summaries[0].launch_id == 2 and summaries[0].total_duration_us == pytest.approx(12.5)
 
 
 def test_text_page_older_units_and_loose_rows() -> None:
-    text = "\n".join([
-        "some program output",
-        "[77] bench@localhost",
-        "  void kern<float>(float const*, int) (16, 1, 1)x(256, 1, 1), Context 1, Stream 13",
-        "    Section: GPU Speed Of Light Throughput",
-        "    ----------------------- ------------- ------------",
-        "    Metric Name               Metric Unit Metric Value",
-        "    ----------------------- ------------- ------------",
-        "    DRAM Frequency          cycle/nsecond         1.59",
-        "    SM Frequency            cycle/usecond       765.50",
-        "    Memory Throughput                   %        81.30",
-        "    Duration                      msecond         1.25",
-        "    Compute (SM) Throughput             %        12.00",
-        "    ----------------------- ------------- ------------",
-        "",
-        "    WRN   This kernel grid is too small to fill the available resources.",
-        "",
-        "    Section: Launch Statistics",
-        "    ---------------------- ----------- ------------",
-        "    Waves Per SM                                0.12",
-        "    Dynamic Shared Memory Per Block  Kbyte/block  49.15",
-        "    ---------------------- ----------- ------------",
-        "",
-    ])
+    text = "\n".join(
+        [
+            "some program output",
+            "[77] bench@localhost",
+            "  void kern<float>(float const*, int) (16, 1, 1)x(256, 1, 1), Context 1, Stream 13",
+            "    Section: GPU Speed Of Light Throughput",
+            "    ----------------------- ------------- ------------",
+            "    Metric Name               Metric Unit Metric Value",
+            "    ----------------------- ------------- ------------",
+            "    DRAM Frequency          cycle/nsecond         1.59",
+            "    SM Frequency            cycle/usecond       765.50",
+            "    Memory Throughput                   %        81.30",
+            "    Duration                      msecond         1.25",
+            "    Compute (SM) Throughput             %        12.00",
+            "    ----------------------- ------------- ------------",
+            "",
+            "    WRN   This kernel grid is too small to fill the available resources.",
+            "",
+            "    Section: Launch Statistics",
+            "    ---------------------- ----------- ------------",
+            "    Waves Per SM                                0.12",
+            "    Dynamic Shared Memory Per Block  Kbyte/block  49.15",
+            "    ---------------------- ----------- ------------",
+            "",
+        ]
+    )
     report = ncu.parse_details_text(text)
     (launch,) = report.launches
-    assert launch.kernel == "void kern<float>(float const*, int)" and launch.device is None and launch.process_id == 77
+    assert (
+        launch.kernel == "void kern<float>(float const*, int)"
+        and launch.device is None
+        and launch.process_id == 77
+    )
     (s,) = ncu.summarize(report)
     assert s.get("duration_us") == pytest.approx(1250.0)
     assert s.get("sm_frequency_ghz") == pytest.approx(0.7655)
     assert s.get("waves_per_sm") == pytest.approx(0.12)
-    assert s.get("dynamic_shared_memory_bytes") == pytest.approx(49150.0)  # overflowing row, split loosely
+    assert s.get("dynamic_shared_memory_bytes") == pytest.approx(
+        49150.0
+    )  # overflowing row, split loosely
     assert s.bottleneck == "memory" and s.classification.grid_too_small
     assert [(r.type, r.section) for r in launch.rules] == [("WRN", "GPU Speed Of Light Throughput")]
 
 
 def test_hand_json_rows_without_output_are_notes() -> None:
     data = json.loads(HAND_JSON.read_text())
-    data["ncu_profile"]["rows"].append({"workload_uuid": "u2", "axes": {"batch_size": 1}, "error": "TIMEOUT"})
+    data["ncu_profile"]["rows"].append(
+        {"workload_uuid": "u2", "axes": {"batch_size": 1}, "error": "TIMEOUT"}
+    )
     report = ncu.parse_hand_json(data, "h.json")
     assert len(report.launches) == 1 and "TIMEOUT" in report.notes[0]
     data["ncu_profile"]["rows"] = [{"workload_uuid": "u", "output": "no kernel here"}]
@@ -321,7 +452,9 @@ UNIT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("value", "unit", "expected", "canon"), UNIT_CASES, ids=[f"{c[0]} {c[1]}" for c in UNIT_CASES])
+@pytest.mark.parametrize(
+    ("value", "unit", "expected", "canon"), UNIT_CASES, ids=[f"{c[0]} {c[1]}" for c in UNIT_CASES]
+)
 def test_unit_normalization(value, unit, expected, canon) -> None:
     got, got_unit = ncu.normalize(value, unit)
     if isinstance(expected, float):
@@ -335,13 +468,24 @@ def test_unit_normalization(value, unit, expected, canon) -> None:
 
 
 def test_memory_bound_with_low_l2_hit_suggests_l2_persistence() -> None:
-    s = summary_of({**BASE, "memory_throughput_pct": 82.0, "dram_throughput_pct": 80.0, "l2_hit_rate_pct": 30.0,
-                    "theoretical_occupancy_pct": 100, "achieved_occupancy_pct": 90,
-                    "block_limit_registers": 16, "block_limit_warps": 16})
+    s = summary_of(
+        {
+            **BASE,
+            "memory_throughput_pct": 82.0,
+            "dram_throughput_pct": 80.0,
+            "l2_hit_rate_pct": 30.0,
+            "theoretical_occupancy_pct": 100,
+            "achieved_occupancy_pct": 90,
+            "block_limit_registers": 16,
+            "block_limit_warps": 16,
+        }
+    )
     assert s.bottleneck == "memory" and s.classification.device_bottleneck == "memory"
     f = s.classification.findings[0]
     assert f.kind == "memory-bound" and f.evidence["memory_throughput_pct"] == 82.0
-    assert any("L2 persistence" in t for t in f.tactics) and any("coalesced" in t for t in f.tactics)
+    assert any("L2 persistence" in t for t in f.tactics) and any(
+        "coalesced" in t for t in f.tactics
+    )
     assert not any("clusters" in t for t in f.tactics)
     # full occupancy: a limiter is named but no occupancy finding or register tactic is offered
     assert s.limiter == "registers"  # tie with warps, broken by the documented order
@@ -350,14 +494,28 @@ def test_memory_bound_with_low_l2_hit_suggests_l2_persistence() -> None:
 
 
 def test_memory_bound_through_l2_suggests_clusters() -> None:
-    s = summary_of({**BASE, "memory_throughput_pct": 85.0, "dram_throughput_pct": 20.0, "l2_hit_rate_pct": 92.0})
+    s = summary_of(
+        {
+            **BASE,
+            "memory_throughput_pct": 85.0,
+            "dram_throughput_pct": 20.0,
+            "l2_hit_rate_pct": 92.0,
+        }
+    )
     f = s.classification.findings[0]
     assert f.kind == "memory-bound" and any("distributed shared memory" in t for t in f.tactics)
     assert not any("L2 persistence" in t for t in f.tactics)
 
 
 def test_compute_bound() -> None:
-    s = summary_of({**BASE, "compute_throughput_pct": 91.0, "memory_throughput_pct": 35.0, "dram_throughput_pct": 20.0})
+    s = summary_of(
+        {
+            **BASE,
+            "compute_throughput_pct": 91.0,
+            "memory_throughput_pct": 35.0,
+            "dram_throughput_pct": 20.0,
+        }
+    )
     assert s.bottleneck == "compute"
     f = s.classification.findings[0]
     assert f.kind == "compute-bound" and any("tensor-core" in t for t in f.tactics)
@@ -378,7 +536,9 @@ def test_grid_too_small() -> None:
     assert c.grid_too_small
     f = next(x for x in c.findings if x.kind == "grid-too-small")
     assert f.evidence["waves_per_sm"] == pytest.approx(0.24) and f.evidence["grid_blocks"] == 32
-    assert any("persistent" in t for t in f.tactics) and any("split the work" in t for t in f.tactics)
+    assert any("persistent" in t for t in f.tactics) and any(
+        "split the work" in t for t in f.tactics
+    )
 
 
 def test_tail_effect_and_imbalance() -> None:
@@ -388,13 +548,17 @@ def test_tail_effect_and_imbalance() -> None:
     imb = kinds["scheduling-imbalance"]
     assert imb.evidence["achieved_over_theoretical"] == pytest.approx(0.6)
     assert any("work stealing" in t for t in imb.tactics)
-    assert "tail-effect" not in {f.kind for f in summary_of(BASE).classification.findings}  # 1.94 waves: full enough
+    assert "tail-effect" not in {
+        f.kind for f in summary_of(BASE).classification.findings
+    }  # 1.94 waves: full enough
 
 
 def test_local_memory_spilling() -> None:
     s = summary_of({**BASE, "local_spilling_requests": 4096, "registers_per_thread": 255})
     f = next(x for x in s.classification.findings if x.kind == "local-memory-spilling")
-    assert f.evidence["local_spilling_requests"] == 4096 and f.evidence["registers_per_thread"] == 255
+    assert (
+        f.evidence["local_spilling_requests"] == 4096 and f.evidence["registers_per_thread"] == 255
+    )
     assert any("live registers" in t for t in f.tactics)
 
 
@@ -404,21 +568,39 @@ def test_launch_bound_only_with_host_gaps() -> None:
     s = summary_of(BASE, gaps)
     assert s.bottleneck == "launch" and s.classification.device_bottleneck == "latency"
     f = s.classification.findings[0]
-    assert f.kind == "launch-bound" and f.evidence["host_gap_us"] == 40.0 and f.evidence["launches"] == 6
+    assert (
+        f.kind == "launch-bound"
+        and f.evidence["host_gap_us"] == 40.0
+        and f.evidence["launches"] == 6
+    )
     assert any("CUDA graphs" in t for t in f.tactics) and any("fuse" in t for t in f.tactics)
     small = summary_of(BASE, ncu.HostGaps(gap_us=2.0, busy_us=18.4))
-    assert small.bottleneck == "latency" and small.classification.evidence["host_gap_share"] == pytest.approx(2 / 20.4)
+    assert small.bottleneck == "latency" and small.classification.evidence[
+        "host_gap_share"
+    ] == pytest.approx(2 / 20.4)
 
 
 def test_limiters_and_their_tactics() -> None:
-    smem = summary_of({**BASE, "block_limit_registers": 8, "block_limit_shared_memory": 1, "theoretical_occupancy_pct": 8.33})
+    smem = summary_of(
+        {
+            **BASE,
+            "block_limit_registers": 8,
+            "block_limit_shared_memory": 1,
+            "theoretical_occupancy_pct": 8.33,
+        }
+    )
     assert smem.limiter == "shared_memory"
     occ = next(f for f in smem.classification.findings if f.kind == "occupancy-limited")
-    assert any("shared-memory" in t for t in occ.tactics) and not any("register budgeting" in t for t in occ.tactics)
+    assert any("shared-memory" in t for t in occ.tactics) and not any(
+        "register budgeting" in t for t in occ.tactics
+    )
     regs = summary_of(BASE)
     tactics = regs.classification.tactics
     reg_tactic = next(t for t in tactics if t["tactic"].startswith("register budgeting"))
-    assert reg_tactic["relieves"].startswith("occupancy-limited") and "registers" in reg_tactic["relieves"]
+    assert (
+        reg_tactic["relieves"].startswith("occupancy-limited")
+        and "registers" in reg_tactic["relieves"]
+    )
     assert all(t["relieves"] for t in tactics)
 
 
@@ -433,24 +615,41 @@ def _variant_text(**changes: str) -> str:
             if line.startswith(f"    {name}  ") or line.startswith(f"    {name} "):
                 old = line.split()[-1]
                 width = max(len(old), len(value))
-                assert not line[len(line) - width: len(line) - len(old)].strip()  # only padding is overwritten
-                line = line[: len(line) - width] + value.rjust(width)  # stays right-aligned in its column
+                assert not line[
+                    len(line) - width : len(line) - len(old)
+                ].strip()  # only padding is overwritten
+                line = line[: len(line) - width] + value.rjust(
+                    width
+                )  # stays right-aligned in its column
         out.append(line)
     return "\n".join(out) + "\n"
 
 
 def test_diff_with_a_changed_classification(tmp_path: Path) -> None:
-    cand_text = _variant_text(**{"Registers Per Thread": "32", "Block Limit Registers": "24", "Theoretical Occupancy": "100",
-                                 "Achieved Occupancy": "88.10", "Memory Throughput": "78.40", "DRAM Throughput": "78.40",
-                                 "Duration": "11.20"})
+    cand_text = _variant_text(
+        **{
+            "Registers Per Thread": "32",
+            "Block Limit Registers": "24",
+            "Theoretical Occupancy": "100",
+            "Achieved Occupancy": "88.10",
+            "Memory Throughput": "78.40",
+            "DRAM Throughput": "78.40",
+            "Duration": "11.20",
+        }
+    )
     base = ncu.load_report(TEXT_PAGE)
     cand = ncu.parse_details_text(cand_text)
     (s_cand,) = ncu.summarize(cand)
-    assert s_cand.get("registers_per_thread") == 32 and s_cand.get("duration_us") == pytest.approx(11.2)
+    assert s_cand.get("registers_per_thread") == 32 and s_cand.get("duration_us") == pytest.approx(
+        11.2
+    )
     diff = ncu.diff_reports(base, cand)
     (pair,) = diff.pairs
     assert pair.classification_changed
-    assert "bottleneck latency -> memory" in pair.changes and "limiter registers -> warps" in pair.changes
+    assert (
+        "bottleneck latency -> memory" in pair.changes
+        and "limiter registers -> warps" in pair.changes
+    )
     assert "gone: occupancy-limited" in pair.changes
     dur = next(m for m in pair.metrics if m.metric == "duration_us")
     assert (dur.before, dur.after) == (pytest.approx(18.4), pytest.approx(11.2))
@@ -464,10 +663,14 @@ def test_diff_with_a_changed_classification(tmp_path: Path) -> None:
 
 def test_diff_reports_unmatched_kernels() -> None:
     base = ncu.parse_details_csv(details_csv([("a", BASE), ("only_base", BASE)]))
-    cand = ncu.parse_details_csv(details_csv([("a", {**BASE, "duration_us": 9.0}), ("only_cand", BASE)]))
+    cand = ncu.parse_details_csv(
+        details_csv([("a", {**BASE, "duration_us": 9.0}), ("only_cand", BASE)])
+    )
     diff = ncu.diff_reports(base, cand)
     assert [p.kernel for p in diff.pairs] == ["a"] and not diff.pairs[0].classification_changed
-    assert diff.only_in_baseline == [(None, "only_base")] and diff.only_in_candidate == [(None, "only_cand")]
+    assert diff.only_in_baseline == [(None, "only_base")] and diff.only_in_candidate == [
+        (None, "only_cand")
+    ]
 
 
 def test_diff_matches_bare_function_names() -> None:
@@ -478,9 +681,17 @@ def test_diff_matches_bare_function_names() -> None:
 
 def _two_band_json(tmp_path: Path, small_duration: str = "2.40") -> Path:
     data = json.loads(HAND_JSON.read_text())
-    small = _variant_text(**{"Waves Per SM": "0.03", "Grid Size": "32", "Duration": small_duration,
-                             "Achieved Occupancy": "6.20"}).replace("(64, 8, 4)x", "(1, 8, 4)x")
-    data["ncu_profile"]["rows"].append({"workload_uuid": "u-b1", "axes": {"batch_size": 1}, "output": small})
+    small = _variant_text(
+        **{
+            "Waves Per SM": "0.03",
+            "Grid Size": "32",
+            "Duration": small_duration,
+            "Achieved Occupancy": "6.20",
+        }
+    ).replace("(64, 8, 4)x", "(1, 8, 4)x")
+    data["ncu_profile"]["rows"].append(
+        {"workload_uuid": "u-b1", "axes": {"batch_size": 1}, "output": small}
+    )
     p = tmp_path / "two_bands.json"
     p.write_text(json.dumps(data))
     return p
@@ -491,9 +702,20 @@ def test_per_band_diff_and_shape_matrix(tmp_path: Path) -> None:
     report = ncu.load_report(base_path)
     matrix = ncu.shape_matrix(ncu.summarize(report))
     assert matrix == [
-        {"band": "batch_size=64", "workload": "0b1a5e2c-6b64-4a57-9c1f-00000000b064", "kernel": "_gdn_decode",
-         "bottleneck": "latency", "limiter": "registers"},
-        {"band": "batch_size=1", "workload": "u-b1", "kernel": "_gdn_decode", "bottleneck": "latency", "limiter": "registers"},
+        {
+            "band": "batch_size=64",
+            "workload": "0b1a5e2c-6b64-4a57-9c1f-00000000b064",
+            "kernel": "_gdn_decode",
+            "bottleneck": "latency",
+            "limiter": "registers",
+        },
+        {
+            "band": "batch_size=1",
+            "workload": "u-b1",
+            "kernel": "_gdn_decode",
+            "bottleneck": "latency",
+            "limiter": "registers",
+        },
     ]
     b1 = next(s for s in ncu.summarize(report) if s.band == "batch_size=1")
     assert b1.classification.grid_too_small and b1.grid == (1, 8, 4)
@@ -509,12 +731,24 @@ def test_per_band_diff_and_shape_matrix(tmp_path: Path) -> None:
 
 
 def test_shape_matrix_dominant_kernel_and_diff_bands() -> None:
-    band_a = ncu.parse_details_csv(details_csv([("small", {**BASE, "duration_us": 3.0}),
-                                                ("big", {**BASE, "compute_throughput_pct": 88.0, "duration_us": 40.0})]))
-    band_b = ncu.parse_details_csv(details_csv([("small", {**BASE, "duration_us": 30.0}), ("big", {**BASE, "duration_us": 2.0})]))
+    band_a = ncu.parse_details_csv(
+        details_csv(
+            [
+                ("small", {**BASE, "duration_us": 3.0}),
+                ("big", {**BASE, "compute_throughput_pct": 88.0, "duration_us": 40.0}),
+            ]
+        )
+    )
+    band_b = ncu.parse_details_csv(
+        details_csv(
+            [("small", {**BASE, "duration_us": 30.0}), ("big", {**BASE, "duration_us": 2.0})]
+        )
+    )
     matrix = ncu.shape_matrix({"short": band_a, "long": band_b})
     assert [(r["band"], r["kernel"], r["bottleneck"], r["limiter"]) for r in matrix] == [
-        ("short", "big", "compute", "registers"), ("long", "small", "latency", "registers")]
+        ("short", "big", "compute", "registers"),
+        ("long", "small", "latency", "registers"),
+    ]
     assert all(set(r) == {"band", "workload", "kernel", "bottleneck", "limiter"} for r in matrix)
     diff = ncu.diff_bands({"short": band_a, "long": band_b}, {"short": band_b})
     assert {(p.band, p.kernel) for p in diff.pairs} == {("short", "small"), ("short", "big")}
@@ -527,23 +761,57 @@ def test_shape_matrix_dominant_kernel_and_diff_bands() -> None:
 
 
 def test_build_ncu_command() -> None:
-    cmd = runner.build_ncu_command(["python", "-m", "fibtui.worker", "profile", "--request", "r.json"], "out/x.ncu-rep",
-                                   kernel_regex="_gdn_.*", launch_skip=3, launch_count=2, section_set="full")
-    assert cmd == ["ncu", "--kernel-name", "regex:_gdn_.*", "--launch-skip", "3", "--launch-count", "2",
-                   "--set", "full", "--clock-control", "none", "--target-processes", "all",
-                   "--export", "out/x.ncu-rep", "--force-overwrite",
-                   "python", "-m", "fibtui.worker", "profile", "--request", "r.json"]
+    cmd = runner.build_ncu_command(
+        ["python", "-m", "fibtui.worker", "profile", "--request", "r.json"],
+        "out/x.ncu-rep",
+        kernel_regex="_gdn_.*",
+        launch_skip=3,
+        launch_count=2,
+        section_set="full",
+    )
+    assert cmd == [
+        "ncu",
+        "--kernel-name",
+        "regex:_gdn_.*",
+        "--launch-skip",
+        "3",
+        "--launch-count",
+        "2",
+        "--set",
+        "full",
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        "--export",
+        "out/x.ncu-rep",
+        "--force-overwrite",
+        "python",
+        "-m",
+        "fibtui.worker",
+        "profile",
+        "--request",
+        "r.json",
+    ]
     plain = runner.build_ncu_command(["./a.out"], "r.ncu-rep", clock_control="base", ncu="/opt/ncu")
     assert plain[:1] == ["/opt/ncu"] and "--kernel-name" not in plain
-    assert plain[plain.index("--clock-control") + 1] == "base" and plain[plain.index("--set") + 1] == "detailed"
-    for bad in ({"section_set": "huge"}, {"launch_skip": -1}, {"launch_count": 0}, {"clock_control": "none; rm"}):
+    assert (
+        plain[plain.index("--clock-control") + 1] == "base"
+        and plain[plain.index("--set") + 1] == "detailed"
+    )
+    for bad in (
+        {"section_set": "huge"},
+        {"launch_skip": -1},
+        {"launch_count": 0},
+        {"clock_control": "none; rm"},
+    ):
         with pytest.raises(UsageError):
             runner.build_ncu_command(["./a.out"], "r.ncu-rep", **bad)
     with pytest.raises(UsageError):
         runner.build_ncu_command([], "r.ncu-rep")
 
 
-FAKE_NCU = r'''#!{python}
+FAKE_NCU = r"""#!{python}
 import json, os, pathlib, sys, time
 args = sys.argv[1:]
 with open(os.environ["FAKE_NCU_CALLS"], "a") as fh:
@@ -566,7 +834,7 @@ if mode == "nokernel":
     sys.exit(0)
 pathlib.Path(args[args.index("--export") + 1]).write_bytes(b"NCU-REP fake report")
 print("==PROF== Report: " + args[args.index("--export") + 1])
-'''
+"""
 
 
 @pytest.fixture
@@ -580,7 +848,9 @@ def fake_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     pages = tmp_path / "pages"
     pages.mkdir()
     (pages / "details.csv").write_text(details_csv([("_gdn_decode", BASE)]))
-    (pages / "raw.csv").write_text(raw_csv([("_gdn_decode", ["18.4", "25.19", "49.25", "64", "2,048", "0.256", "1.94", "x"])]))
+    (pages / "raw.csv").write_text(
+        raw_csv([("_gdn_decode", ["18.4", "25.19", "49.25", "64", "2,048", "0.256", "1.94", "x"])])
+    )
     (pages / "details.txt").write_text(TEXT_PAGE.read_text())
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("FAKE_NCU_PAGES", str(pages))
@@ -593,21 +863,35 @@ def _calls(path: Path) -> list[list[str]]:
 
 
 def test_profile_writes_report_and_pages(fake_ncu: Path, tmp_path: Path) -> None:
-    result = runner.profile(["python", "prog.py"], tmp_path / "out" / "gdn_b64", kernel_regex="_gdn", launch_skip=2)
-    assert result.report == tmp_path / "out" / "gdn_b64.ncu-rep" and result.report.read_bytes().startswith(b"NCU-REP")
-    assert result.details_csv.name == "gdn_b64_details.csv" and result.raw_csv.name == "gdn_b64_raw.csv"
+    result = runner.profile(
+        ["python", "prog.py"], tmp_path / "out" / "gdn_b64", kernel_regex="_gdn", launch_skip=2
+    )
+    assert (
+        result.report == tmp_path / "out" / "gdn_b64.ncu-rep"
+        and result.report.read_bytes().startswith(b"NCU-REP")
+    )
+    assert (
+        result.details_csv.name == "gdn_b64_details.csv"
+        and result.raw_csv.name == "gdn_b64_raw.csv"
+    )
     assert result.details_txt.read_text() == TEXT_PAGE.read_text()
     assert "Connected to process" in result.log.read_text()
     calls = _calls(fake_ncu)
     assert calls[0][-2:] == ["python", "prog.py"] and "regex:_gdn" in calls[0]
-    assert calls[1:] == [["--import", str(result.report), "--csv", "--page", "details"],
-                         ["--import", str(result.report), "--csv", "--page", "raw"],
-                         ["--import", str(result.report), "--page", "details"]]
+    assert calls[1:] == [
+        ["--import", str(result.report), "--csv", "--page", "details"],
+        ["--import", str(result.report), "--csv", "--page", "raw"],
+        ["--import", str(result.report), "--page", "details"],
+    ]
     assert_acceptance(ncu.summarize(ncu.load_report(result.details_txt))[0])
     exported = ncu.load_exported(result.details_csv, result.raw_csv)
     assert ncu.summarize(exported)[0].limiter == "registers"
-    assert exported.launches[0].find("launch__func_cache_config") is None  # text values are kept, not found as numbers
-    assert exported.launches[0].find("launch__shared_mem_per_block_dynamic").value == pytest.approx(256.0)
+    assert (
+        exported.launches[0].find("launch__func_cache_config") is None
+    )  # text values are kept, not found as numbers
+    assert exported.launches[0].find("launch__shared_mem_per_block_dynamic").value == pytest.approx(
+        256.0
+    )
 
 
 def test_profile_errors(fake_ncu: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -640,7 +924,9 @@ def test_ncu_rep_import_through_ncu(fake_ncu: Path, tmp_path: Path) -> None:
     assert report.source_format == "ncu-rep"
     (s,) = ncu.summarize(report)
     assert s.get("duration_us") == pytest.approx(18.4) and s.limiter == "registers"
-    assert report.launches[0].find("launch__shared_mem_per_block_dynamic").value == pytest.approx(256.0)  # merged raw
+    assert report.launches[0].find("launch__shared_mem_per_block_dynamic").value == pytest.approx(
+        256.0
+    )  # merged raw
 
 
 def test_worker_profile_argv() -> None:
@@ -656,9 +942,21 @@ def test_worker_profile_argv() -> None:
 # ------------------------------------------------------------------ CLI
 
 
-KERNEL_KEYS = {"name", "instances", "duration_us", "compute_throughput_pct", "memory_throughput_pct",
-               "registers_per_thread", "theoretical_occupancy_pct", "achieved_occupancy_pct", "waves_per_sm",
-               "bottleneck", "limiter", "evidence", "tactics"}
+KERNEL_KEYS = {
+    "name",
+    "instances",
+    "duration_us",
+    "compute_throughput_pct",
+    "memory_throughput_pct",
+    "registers_per_thread",
+    "theoretical_occupancy_pct",
+    "achieved_occupancy_pct",
+    "waves_per_sm",
+    "bottleneck",
+    "limiter",
+    "evidence",
+    "tactics",
+}
 
 
 def test_cli_import_json_and_human(capsys) -> None:
@@ -667,13 +965,23 @@ def test_cli_import_json_and_human(capsys) -> None:
     assert code == 0 and data["source_format"] == "details-text"
     (k,) = data["kernels"]
     assert KERNEL_KEYS <= set(k)
-    assert (k["duration_us"], k["memory_throughput_pct"], k["registers_per_thread"]) == (18.4, 49.25, 64)
+    assert (k["duration_us"], k["memory_throughput_pct"], k["registers_per_thread"]) == (
+        18.4,
+        49.25,
+        64,
+    )
     assert (k["bottleneck"], k["limiter"]) == ("latency", "registers")
     assert k["tactics"] and all({"tactic", "relieves"} == set(t) for t in k["tactics"])
     assert k["evidence"]["busy_threshold_pct"] == 60.0
     assert data["shape_matrix"][0]["kernel"] == "_gdn_decode"
     code, out, _ = run_cli(capsys, "ncu", "import", str(TEXT_PAGE))
-    assert code == 0 and "latency" in out and "registers" in out and "18.40 us" in out and "try:" in out
+    assert (
+        code == 0
+        and "latency" in out
+        and "registers" in out
+        and "18.40 us" in out
+        and "try:" in out
+    )
 
 
 def test_cli_import_host_gaps(capsys) -> None:
@@ -691,15 +999,28 @@ def test_cli_diff(capsys, tmp_path: Path) -> None:
     code, out, _ = run_cli(capsys, "ncu", "diff", str(TEXT_PAGE), str(cand), "--json")
     data = json.loads(out)
     assert code == 0 and data["pairs"][0]["bottleneck"] == {"before": "latency", "after": "memory"}
-    assert data["classification_changed"] and data["only_in_baseline"] == [] and data["only_in_candidate"] == []
+    assert (
+        data["classification_changed"]
+        and data["only_in_baseline"] == []
+        and data["only_in_candidate"] == []
+    )
     code, out, _ = run_cli(capsys, "ncu", "diff", str(TEXT_PAGE), str(cand))
     assert code == 0 and "classification changed" in out and "-39.1%" in out
 
 
 MALFORMED = [
-    ("short_row.csv", '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","k","Duration"\n'),
-    ("wide_row.csv", '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","k","Duration","us","1","x","y"\n'),
-    ("no_kernel.csv", '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","","Duration","us","1"\n'),
+    (
+        "short_row.csv",
+        '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","k","Duration"\n',
+    ),
+    (
+        "wide_row.csv",
+        '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","k","Duration","us","1","x","y"\n',
+    ),
+    (
+        "no_kernel.csv",
+        '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","","Duration","us","1"\n',
+    ),
     ("header_only.csv", '"ID","Process ID","Kernel Name"\n'),
     ("not_ncu.txt", "hello world\n"),
     ("bad.json", '{"ncu_profile": {"rows": 7}}'),
@@ -711,8 +1032,12 @@ MALFORMED = [
 def test_cli_malformed_input_exits_2_with_one_line(tmp_path: Path, name: str, text: str) -> None:
     p = tmp_path / name
     p.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "ncu", "import", str(p)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "fibtui", "ncu", "import", str(p)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fibtui: error: ") and str(p) in lines[0]
@@ -726,37 +1051,83 @@ def test_cli_malformed_row_names_the_line(capsys, tmp_path: Path) -> None:
 
 
 def test_cli_profile_needs_the_worker(capsys, demo_ws: Path) -> None:
-    code, _, err = run_cli(capsys, "ncu", "profile", "--workload", "nope", "--workspace", str(demo_ws))
+    code, _, err = run_cli(
+        capsys, "ncu", "profile", "--workload", "nope", "--workspace", str(demo_ws)
+    )
     assert code == 2 and "no workload 'nope'" in err
-    lines = (demo_ws / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl").read_text().splitlines()
+    lines = (
+        (demo_ws / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl")
+        .read_text()
+        .splitlines()
+    )
     uuid = json.loads(lines[0])["workload"]["uuid"]
-    code, _, err = run_cli(capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws),
-                           "--kernel", "_gdn.*", "--set", "basic")
+    code, _, err = run_cli(
+        capsys,
+        "ncu",
+        "profile",
+        "--workload",
+        uuid,
+        "--workspace",
+        str(demo_ws),
+        "--kernel",
+        "_gdn.*",
+        "--set",
+        "basic",
+    )
     if not (Path(runner.__file__).resolve().parent.parent / "worker" / "__main__.py").is_file():
         assert code == 2 and "needs fibtui.worker (not built yet)" in err
         assert not (demo_ws / "optimize_ops" / "benchmarks" / "ncu").exists()  # nothing half-made
-    code, _, err = run_cli(capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws), "--kernel", "(")
+    code, _, err = run_cli(
+        capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws), "--kernel", "("
+    )
     assert code == 2 and "--kernel" in err
 
 
 # ------------------------------------------------------------------ fuzzing: never an unexpected exception
 
-FUZZ = settings(max_examples=int(os.environ.get("FIBTUI_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("FIBTUI_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
-_fragments = st.sampled_from([
-    "  kern (1, 2, 3)x(4, 5, 6), Context 1, Stream 7, Device 0, CC 9.0", "[12] python@host", "    Section: Occupancy",
-    "    ----------- ----- -----", "    ----- ------", "    Metric Name  Metric Unit Metric Value",
-    "    Duration      us     18.40", "    Waves Per SM          1,94", "    OPT   Est. Speedup: 5%", "    INF   note",
-    "          continued text", "", "==PROF== x", '"ID","Kernel Name","Metric Name","Metric Value"', '"0","k","Duration","1"',
-    "    Block Limit Registers block 8", "    Theoretical Occupancy %  x%", "(((((", "\x00", "\ufeff{",
-])
+_fragments = st.sampled_from(
+    [
+        "  kern (1, 2, 3)x(4, 5, 6), Context 1, Stream 7, Device 0, CC 9.0",
+        "[12] python@host",
+        "    Section: Occupancy",
+        "    ----------- ----- -----",
+        "    ----- ------",
+        "    Metric Name  Metric Unit Metric Value",
+        "    Duration      us     18.40",
+        "    Waves Per SM          1,94",
+        "    OPT   Est. Speedup: 5%",
+        "    INF   note",
+        "          continued text",
+        "",
+        "==PROF== x",
+        '"ID","Kernel Name","Metric Name","Metric Value"',
+        '"0","k","Duration","1"',
+        "    Block Limit Registers block 8",
+        "    Theoretical Occupancy %  x%",
+        "(((((",
+        "\x00",
+        "\ufeff{",
+    ]
+)
 
 
 #: Problems of a whole file, which have no one line to name; every other problem of a line-based
 #: page (a row cut short, an empty kernel name, a broken CSV quote, bad JSON syntax) names its line.
-_WHOLE_FILE = ("no CSV header", "the details CSV holds no kernel rows", "the raw CSV holds no launch rows",
-               "no Nsight Compute kernel block found", "expected a JSON object with an 'ncu_profile' table",
-               "not valid JSON: nested too deeply", "not valid JSON: a number with more than 4300 digits")
+_WHOLE_FILE = (
+    "no CSV header",
+    "the details CSV holds no kernel rows",
+    "the raw CSV holds no launch rows",
+    "no Nsight Compute kernel block found",
+    "expected a JSON object with an 'ncu_profile' table",
+    "not valid JSON: nested too deeply",
+    "not valid JSON: a number with more than 4300 digits",
+)
 
 
 def _never_unexpected(fn, data, where: str, *, line_based: bool = True) -> None:
@@ -794,7 +1165,8 @@ def test_fuzz_text_page(lines: list[str]) -> None:
 
 
 _cells = st.text(alphabet=st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
-    ["", "0", "k", "1,024", "us", "%", "Kbyte", "(1, 2, 3)", "no data", '"', ","])
+    ["", "0", "k", "1,024", "us", "%", "Kbyte", "(1, 2, 3)", "no data", '"', ","]
+)
 
 
 @FUZZ
@@ -819,16 +1191,39 @@ def test_fuzz_raw_csv(rows: list[list[str]]) -> None:
     _never_unexpected(ncu.parse_raw_csv, buf.getvalue(), "r.csv")
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-                     max_leaves=20)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @FUZZ
-@given(st.fixed_dictionaries({"ncu_profile": st.fixed_dictionaries({"rows": st.lists(
-    st.fixed_dictionaries({}, optional={"workload_uuid": _json, "axes": _json,
-                                        "output": st.lists(_fragments, max_size=12).map("\n".join) | _json}),
-    max_size=3) | _json})}) | _json)
+@given(
+    st.fixed_dictionaries(
+        {
+            "ncu_profile": st.fixed_dictionaries(
+                {
+                    "rows": st.lists(
+                        st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "workload_uuid": _json,
+                                "axes": _json,
+                                "output": st.lists(_fragments, max_size=12).map("\n".join) | _json,
+                            },
+                        ),
+                        max_size=3,
+                    )
+                    | _json
+                }
+            )
+        }
+    )
+    | _json
+)
 def test_fuzz_hand_json(data) -> None:
     _never_unexpected(ncu.parse_hand_json, data, "h.json", line_based=False)
     _never_unexpected(ncu.parse_report_text, json.dumps(data), "h.json", line_based=False)
@@ -844,8 +1239,12 @@ def test_fuzz_normalize(value: str, unit: str) -> None:
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(sorted(ncu.FIELDS)), st.none() | st.floats() | st.integers(-5, 500)),
-       st.none() | st.builds(ncu.HostGaps, st.floats(0, 1e6), st.floats(0, 1e6)))
+@given(
+    st.dictionaries(
+        st.sampled_from(sorted(ncu.FIELDS)), st.none() | st.floats() | st.integers(-5, 500)
+    ),
+    st.none() | st.builds(ncu.HostGaps, st.floats(0, 1e6), st.floats(0, 1e6)),
+)
 def test_fuzz_classify(metrics: dict, host) -> None:
     c = ncu.classify(metrics, host)
     assert c.bottleneck in (None, "memory", "compute", "latency", "launch")
@@ -853,28 +1252,57 @@ def test_fuzz_classify(metrics: dict, host) -> None:
     json.dumps([f.to_json() for f in c.findings])
 
 
-def test_cli_profile_end_to_end_with_a_stand_in_worker(capsys, fake_ncu: Path, demo_ws: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "worker_profile_argv", lambda request, python=None: ["stand-in-worker", str(request)])
-    lines = (demo_ws / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl").read_text().splitlines()
+def test_cli_profile_end_to_end_with_a_stand_in_worker(
+    capsys, fake_ncu: Path, demo_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        runner,
+        "worker_profile_argv",
+        lambda request, python=None: ["stand-in-worker", str(request)],
+    )
+    lines = (
+        (demo_ws / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl")
+        .read_text()
+        .splitlines()
+    )
     first = json.loads(lines[0])["workload"]
-    argv = ["ncu", "profile", "--workload", first["uuid"], "--workspace", str(demo_ws), "--kernel", "_gdn",
-            "--launch-skip", "3", "--json"]
+    argv = [
+        "ncu",
+        "profile",
+        "--workload",
+        first["uuid"],
+        "--workspace",
+        str(demo_ws),
+        "--kernel",
+        "_gdn",
+        "--launch-skip",
+        "3",
+        "--json",
+    ]
     code, out, _ = run_cli(capsys, *argv)
     data = json.loads(out)
     assert code == 0
     rep = Path(data["profile"]["report"])
     assert rep.parent == demo_ws / "optimize_ops" / "benchmarks" / "ncu"
-    assert rep.name == f"{DEMO_DEFINITION}_demo_gdn_decode_triton_v1_{first['uuid'][:8]}_detailed.ncu-rep"
+    assert (
+        rep.name
+        == f"{DEMO_DEFINITION}_demo_gdn_decode_triton_v1_{first['uuid'][:8]}_detailed.ncu-rep"
+    )
     request = json.loads(rep.with_name(rep.name.replace(".ncu-rep", "_request.json")).read_text())
     # the worker's own profile request: the definition, the solution's sources, the workload
-    assert [w["uuid"] for w in request["workloads"]] == [first["uuid"]] and request["workloads"][0]["axes"] == first["axes"]
+    assert [w["uuid"] for w in request["workloads"]] == [first["uuid"]] and request["workloads"][0][
+        "axes"
+    ] == first["axes"]
     assert request["definition"]["name"] == DEMO_DEFINITION and request["solutions"][0]["sources"]
     cmd = data["profile"]["command"]
     assert cmd[cmd.index("--launch-skip") + 1] == "3" and cmd[-2] == "stand-in-worker"
     assert cmd[cmd.index("--profile-from-start") + 1] == "off" and "--launch-count" not in cmd
     (k,) = data["kernels"]
-    assert k["workload"] == first["uuid"] and k["axes"] == first["axes"] and k["limiter"] == "registers"
+    assert (
+        k["workload"] == first["uuid"]
+        and k["axes"] == first["axes"]
+        and k["limiter"] == "registers"
+    )
     code, out, _ = run_cli(capsys, *argv)  # a second profile never overwrites the first
     assert code == 0 and json.loads(out)["profile"]["report"].endswith("_detailed_run2.ncu-rep")
 
@@ -888,7 +1316,10 @@ def test_a_fifo_or_a_bom_is_handled_without_blocking(tmp_path: Path) -> None:
         fifo = fifo_at(tmp_path / name)
         with never_blocks_on(fifo), pytest.raises(InputError) as exc:
             ncu.load_report(fifo)
-        assert exc.value.one_line() == f"{fifo}: is a named pipe (FIFO), not a regular file; give a file"
+        assert (
+            exc.value.one_line()
+            == f"{fifo}: is a named pipe (FIFO), not a regular file; give a file"
+        )
     page = TEXT_PAGE.read_bytes()
     marked = tmp_path / "bom_details.txt"
     marked.write_bytes(b"\xef\xbb\xbf" + page)
@@ -898,34 +1329,55 @@ def test_a_fifo_or_a_bom_is_handled_without_blocking(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["fail", "nokernel", "badpages"])
-def test_a_failed_profile_leaves_nothing_in_the_archive(capsys, fake_ncu: Path, demo_ws: Path,
-                                                        monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+def test_a_failed_profile_leaves_nothing_in_the_archive(
+    capsys, fake_ncu: Path, demo_ws: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     """ncu crashing, profiling no kernel, or exporting pages that cannot be read: the verb fails
     with one line, the archive holds no report, placeholder, request or page, and the error names
     ncu's log, kept outside the archive (under the workspace's .fibtui/ncu/)."""
-    monkeypatch.setattr(runner, "worker_profile_argv", lambda request, python=None: ["stand-in-worker", str(request)])
+    monkeypatch.setattr(
+        runner,
+        "worker_profile_argv",
+        lambda request, python=None: ["stand-in-worker", str(request)],
+    )
     if mode == "badpages":
         (Path(os.environ["FAKE_NCU_PAGES"]) / "details.csv").write_text("not, an, ncu, page\n")
     else:
         monkeypatch.setenv("FAKE_NCU_MODE", mode)
-    lines = (demo_ws / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl").read_text().splitlines()
+    lines = (
+        (demo_ws / "dataset" / "workloads" / "gdn" / f"{DEMO_DEFINITION}.jsonl")
+        .read_text()
+        .splitlines()
+    )
     uuid = json.loads(lines[0])["workload"]["uuid"]
-    code, out, err = run_cli(capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws))
+    code, out, err = run_cli(
+        capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws)
+    )
     assert code != 0 and len(err.strip().splitlines()) == 1, err
     archived = demo_ws / "optimize_ops" / "benchmarks" / "ncu"
-    assert not archived.exists() or not any(archived.iterdir()), sorted(p.name for p in archived.iterdir())
+    assert not archived.exists() or not any(archived.iterdir()), sorted(
+        p.name for p in archived.iterdir()
+    )
     if mode != "badpages":
         logs = list((demo_ws / ".fibtui" / "ncu").glob("*_ncu.log"))
         assert len(logs) == 1 and str(logs[0]) in err
     # and a good profile afterwards takes the name the failed one had reserved
     monkeypatch.delenv("FAKE_NCU_MODE", raising=False)
     if mode == "badpages":
-        (Path(os.environ["FAKE_NCU_PAGES"]) / "details.csv").write_text(details_csv([("_gdn_decode", BASE)]))
-    code, out, _ = run_cli(capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws), "--json")
+        (Path(os.environ["FAKE_NCU_PAGES"]) / "details.csv").write_text(
+            details_csv([("_gdn_decode", BASE)])
+        )
+    code, out, _ = run_cli(
+        capsys, "ncu", "profile", "--workload", uuid, "--workspace", str(demo_ws), "--json"
+    )
     data = json.loads(out)
     assert code == 0 and data["profile"]["report"].endswith("_detailed.ncu-rep")
-    assert Path(data["profile"]["log"]).parent == archived and Path(data["profile"]["log"]).is_file()
-    assert not list((demo_ws / ".fibtui" / "ncu").glob(f"{Path(data['profile']['report']).stem}_ncu.log"))
+    assert (
+        Path(data["profile"]["log"]).parent == archived and Path(data["profile"]["log"]).is_file()
+    )
+    assert not list(
+        (demo_ws / ".fibtui" / "ncu").glob(f"{Path(data['profile']['report']).stem}_ncu.log")
+    )
 
 
 # ------------------------------------------------------------------ display: values and report labels
@@ -935,15 +1387,31 @@ def test_format_metric_counts_without_decimals() -> None:
     assert ncu.format_metric(2048.0, "grid_blocks") == "2,048"
     assert ncu.format_metric(64.0, "registers_per_thread") == "64"
     assert ncu.format_metric(36029.0, "local_spilling_requests") == "36,029"
-    assert ncu.format_metric(2.5, "grid_blocks") == "2.50"  # a count that is not whole keeps its decimals
-    assert ncu.format_metric(4.7, "duration_us") == "4.70" and ncu.format_metric(4.0, "duration_us") == "4.00"
-    assert ncu.format_metric(1234.5, "duration_us") == "1,234.50" and ncu.format_metric(50.0, "theoretical_occupancy_pct") == "50.00"
-    assert ncu.format_metric(3) == "3" and ncu.format_metric(None) == "-" and ncu.format_metric("n/a") == "n/a"
+    assert (
+        ncu.format_metric(2.5, "grid_blocks") == "2.50"
+    )  # a count that is not whole keeps its decimals
+    assert (
+        ncu.format_metric(4.7, "duration_us") == "4.70"
+        and ncu.format_metric(4.0, "duration_us") == "4.00"
+    )
+    assert (
+        ncu.format_metric(1234.5, "duration_us") == "1,234.50"
+        and ncu.format_metric(50.0, "theoretical_occupancy_pct") == "50.00"
+    )
+    assert (
+        ncu.format_metric(3) == "3"
+        and ncu.format_metric(None) == "-"
+        and ncu.format_metric("n/a") == "n/a"
+    )
     assert ncu.format_metric(2_500_000.0, "duration_us") == "2,500,000"
 
 
 LONG = "demo_gdn_decode_qk4_v8_d128_k_last_{}_a8efeb8a-200a3ebd_detailed_details.{}"
-FIXTURE_NAMES = [LONG.format(sol, ext) for sol in ("demo_gdn_decode_triton_v1", "v2_smallb_splitv") for ext in ("csv", "txt")]
+FIXTURE_NAMES = [
+    LONG.format(sol, ext)
+    for sol in ("demo_gdn_decode_triton_v1", "v2_smallb_splitv")
+    for ext in ("csv", "txt")
+]
 FIXTURE_NAMES += [f"demo_{v}_b1_b64_details.{ext}" for v in ("v1", "v2") for ext in ("csv", "txt")]
 
 
@@ -952,10 +1420,18 @@ def test_report_labels_are_distinct_and_keep_what_differs(width: int) -> None:
     paths = [Path("optimize_ops/benchmarks/ncu") / n for n in FIXTURE_NAMES]
     labels = ncu.report_labels(paths, width)
     assert len(set(labels)) == len(labels), labels
-    assert labels[4:] == ["demo_v1_b1_b64.csv", "demo_v1_b1_b64.txt", "demo_v2_b1_b64.csv", "demo_v2_b1_b64.txt"]
+    assert labels[4:] == [
+        "demo_v1_b1_b64.csv",
+        "demo_v1_b1_b64.txt",
+        "demo_v2_b1_b64.csv",
+        "demo_v2_b1_b64.txt",
+    ]
     assert [label[-4:] for label in labels[:4]] == [".csv", ".txt", ".csv", ".txt"]
     if width >= 200:
-        assert labels[0] == "demo_gdn_decode_qk4_v8_d128_k_last_demo_gdn_decode_triton_v1_a8efeb8a-200a3ebd_detailed.csv"
+        assert (
+            labels[0]
+            == "demo_gdn_decode_qk4_v8_d128_k_last_demo_gdn_decode_triton_v1_a8efeb8a-200a3ebd_detailed.csv"
+        )
     else:
         assert all(len(label) <= width for label in labels)
         # the definition both long names share goes; the solution that tells them apart stays
@@ -965,17 +1441,37 @@ def test_report_labels_are_distinct_and_keep_what_differs(width: int) -> None:
 
 
 def test_report_labels_equal_names_carry_their_folder() -> None:
-    paths = [Path("optimize_ops/a/ncu/k_details.csv"), Path("optimize_ops/b/ncu/k_details.csv"), Path("optimize_ops/b/ncu/j_details.csv")]
+    paths = [
+        Path("optimize_ops/a/ncu/k_details.csv"),
+        Path("optimize_ops/b/ncu/k_details.csv"),
+        Path("optimize_ops/b/ncu/j_details.csv"),
+    ]
     assert ncu.report_labels(paths, 40) == ["a/ncu/k.csv", "b/ncu/k.csv", "j.csv"]
-    assert ncu.report_name("x_details.txt") == "x.txt" and ncu.report_name("x_details_more.csv") == "x_details_more.csv"
+    assert (
+        ncu.report_name("x_details.txt") == "x.txt"
+        and ncu.report_name("x_details_more.csv") == "x_details_more.csv"
+    )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.lists(st.sampled_from(["gdn", "decode", "v1", "v2", "a8ef", "b", "64", "x"]), min_size=1, max_size=7)
-                .map(lambda words: "_".join(words)), min_size=1, max_size=8, unique=True),
-       st.integers(min_value=1, max_value=60), st.sampled_from([".csv", ".txt"]))
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["gdn", "decode", "v1", "v2", "a8ef", "b", "64", "x"]),
+            min_size=1,
+            max_size=7,
+        ).map(lambda words: "_".join(words)),
+        min_size=1,
+        max_size=8,
+        unique=True,
+    ),
+    st.integers(min_value=1, max_value=60),
+    st.sampled_from([".csv", ".txt"]),
+)
 def test_report_labels_never_repeat(stems: list[str], width: int, ext: str) -> None:
-    paths = [Path(f"{s}_details{ext}") for s in stems] + [Path(f"{s}_details.txt") for s in stems[:2]]
+    paths = [Path(f"{s}_details{ext}") for s in stems] + [
+        Path(f"{s}_details.txt") for s in stems[:2]
+    ]
     paths = list(dict.fromkeys(paths))
     labels = ncu.report_labels(paths, width)
     assert len(set(labels)) == len(labels), (paths, labels)
@@ -986,4 +1482,7 @@ def test_report_labels_never_repeat(stems: list[str], width: int, ext: str) -> N
 
 def test_abbreviate_middle() -> None:
     assert ncu.abbreviate_middle("abcdefghij", 20) == "abcdefghij"
-    assert ncu.abbreviate_middle("abcdefghij", 5) == "ab…ij" and len(ncu.abbreviate_middle("abcdefghij", 6)) == 6
+    assert (
+        ncu.abbreviate_middle("abcdefghij", 5) == "ab…ij"
+        and len(ncu.abbreviate_middle("abcdefghij", 6)) == 6
+    )

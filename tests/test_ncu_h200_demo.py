@@ -31,7 +31,13 @@ def test_csv_and_text_pages_agree(variant: str) -> None:
     a = {s.band: s.metrics for s in summarize(report(f"demo_{variant}_b1_b64_details.csv"))}
     b = {s.band: s.metrics for s in summarize(report(f"demo_{variant}_b1_b64_details.txt"))}
     for band in a:
-        for key in ("duration_us", "memory_throughput_pct", "registers_per_thread", "achieved_occupancy_pct", "waves_per_sm"):
+        for key in (
+            "duration_us",
+            "memory_throughput_pct",
+            "registers_per_thread",
+            "achieved_occupancy_pct",
+            "waves_per_sm",
+        ):
             assert a[band][key] == pytest.approx(b[band][key]), (band, key)
 
 
@@ -43,4 +49,6 @@ def test_variant_diff_per_band() -> None:
     assert small["duration_us"].after == pytest.approx(3.81, abs=0.01)
     assert small["grid_blocks"].after == 4 * small["grid_blocks"].before  # BV 32 -> 8
     large = {m.metric: m for m in pairs["batch_size=64"].metrics}
-    assert large["grid_blocks"].before == large["grid_blocks"].after == 2048  # same launch at batch 64
+    assert (
+        large["grid_blocks"].before == large["grid_blocks"].after == 2048
+    )  # same launch at batch 64

@@ -33,6 +33,10 @@ def test_geomean_and_stdev() -> None:
 def test_count_words() -> None:
     from fibtui.core.numbers import count
 
-    assert count(1, "run") == "1 run" and count(0, "run") == "0 runs" and count(3, "warning") == "3 warnings"
+    assert (
+        count(1, "run") == "1 run"
+        and count(0, "run") == "0 runs"
+        and count(3, "warning") == "3 warnings"
+    )
     assert count(1, "round summary", "round summaries") == "1 round summary"
     assert count(2, "round summary", "round summaries") == "2 round summaries"

@@ -14,7 +14,9 @@ from fibtui.core.dataset import _Ctx, parse_definition, parse_workload
 from fibtui.core.errors import InputError
 from tests.conftest import DEMO, SHARED
 
-fib_data = pytest.importorskip("flashinfer_bench.data", reason="the bench extra (flashinfer-bench) is not installed")
+fib_data = pytest.importorskip(
+    "flashinfer_bench.data", reason="the bench extra (flashinfer-bench) is not installed"
+)
 
 
 def datasets() -> list[Path]:

@@ -32,7 +32,9 @@ def _isolated_git(tmp_path_factory, monkeypatch) -> None:
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def identity(repo: Path) -> None:
@@ -93,7 +95,9 @@ def ref(ws: Path, name: str) -> recon.RefRepo:
 # ------------------------------------------------------------------ discovery
 
 
-def test_discovery_takes_reference_children_and_embedded_repos_only(ws: Path, tmp_path: Path) -> None:
+def test_discovery_takes_reference_children_and_embedded_repos_only(
+    ws: Path, tmp_path: Path
+) -> None:
     bare, _ = make_upstream(tmp_path, "lib", {"a.txt": "a\n"})
     clone_into(bare, ws / "reference" / "lib")
     (ws / "reference" / "plain_folder").mkdir()
@@ -103,7 +107,10 @@ def test_discovery_takes_reference_children_and_embedded_repos_only(ws: Path, tm
     outside = clone_into(bare, tmp_path / "outside" / "elsewhere")
     (ws / "reference" / "linked").symlink_to(outside, target_is_directory=True)
     found = recon.discover_repos(ws)
-    assert [(r.name, r.kind) for r in found] == [("lib", "reference"), ("flashinfer-bench", "embedded")]
+    assert [(r.name, r.kind) for r in found] == [
+        ("lib", "reference"),
+        ("flashinfer-bench", "embedded"),
+    ]
 
 
 # ------------------------------------------------------------------ refresh
@@ -119,13 +126,17 @@ def test_clean_repo_behind_is_fast_forwarded(ws: Path, tmp_path: Path) -> None:
     assert res.error is None and res.state == "fast-forwarded"
     assert (res.fetched, res.advanced, res.dirty, res.diverged) == (True, True, False, False)
     assert res.head_before == before and res.head == new == res.upstream_head
-    assert (res.ahead, res.behind) == (0, 0) and res.branch == "main" and res.upstream == "origin/main"
+    assert (
+        (res.ahead, res.behind) == (0, 0) and res.branch == "main" and res.upstream == "origin/main"
+    )
     assert git(clone, "rev-parse", "HEAD") == new and (clone / "kernel.cu").read_text() == "v2\n"
     assert res.refreshed_at.endswith("Z")
 
 
 def test_dirty_repo_keeps_every_local_change_and_is_only_fetched(ws: Path, tmp_path: Path) -> None:
-    bare, maint = make_upstream(tmp_path, "lib", {"kernel.cu": "v1\n", "other.py": "x = 1\n", "keep.txt": "k\n"})
+    bare, maint = make_upstream(
+        tmp_path, "lib", {"kernel.cu": "v1\n", "other.py": "x = 1\n", "keep.txt": "k\n"}
+    )
     clone = clone_into(bare, ws / "reference" / "lib")
     head = git(clone, "rev-parse", "HEAD")
     (clone / "kernel.cu").write_bytes(b"my local edit\r\nwith CRLF\x00 and a NUL\n")  # unstaged
@@ -133,8 +144,11 @@ def test_dirty_repo_keeps_every_local_change_and_is_only_fetched(ws: Path, tmp_p
     git(clone, "add", "other.py")
     (clone / "scratch.txt").write_bytes(b"untracked \xff bytes")
     (clone / "keep.txt").unlink()  # a deletion is a change too
-    snapshot = {p.relative_to(clone).as_posix(): p.read_bytes() for p in clone.rglob("*")
-                if p.is_file() and ".git" not in p.relative_to(clone).parts}
+    snapshot = {
+        p.relative_to(clone).as_posix(): p.read_bytes()
+        for p in clone.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(clone).parts
+    }
     index_before = (clone / ".git" / "index").read_bytes()
     new = commit_file(maint, "kernel.cu", "v2 upstream\n")
     git(maint, "push", "-q")
@@ -146,8 +160,11 @@ def test_dirty_repo_keeps_every_local_change_and_is_only_fetched(ws: Path, tmp_p
     assert res.head == res.head_before == head == git(clone, "rev-parse", "HEAD")
     assert res.upstream_head == new == git(clone, "rev-parse", "origin/main")
     assert (res.ahead, res.behind) == (0, 1) and res.untracked == 1
-    after = {p.relative_to(clone).as_posix(): p.read_bytes() for p in clone.rglob("*")
-             if p.is_file() and ".git" not in p.relative_to(clone).parts}
+    after = {
+        p.relative_to(clone).as_posix(): p.read_bytes()
+        for p in clone.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(clone).parts
+    }
     assert after == snapshot
     assert (clone / ".git" / "index").read_bytes() == index_before
     assert git(clone, "stash", "list") == ""
@@ -163,7 +180,9 @@ def test_diverged_repo_is_reported_untouched(ws: Path, tmp_path: Path) -> None:
     assert res.state == "diverged" and res.diverged and not res.advanced and res.fetched
     assert (res.ahead, res.behind) == (1, 1)
     assert res.head == mine == git(clone, "rev-parse", "HEAD") and res.upstream_head == theirs
-    assert not (clone / "theirs.txt").exists() and (clone / "mine.txt").read_text() == "local work\n"
+    assert (
+        not (clone / "theirs.txt").exists() and (clone / "mine.txt").read_text() == "local work\n"
+    )
 
 
 def test_up_to_date_and_ahead(ws: Path, tmp_path: Path) -> None:
@@ -192,12 +211,23 @@ def test_problems_of_one_repo_are_reported_never_raised(ws: Path, tmp_path: Path
     clone_into(bare, ws / "reference" / "zfine")
 
     seen = []
-    results = recon.refresh_all(recon.discover_repos(ws), timeout_s=30, jobs=3, on_result=seen.append)
+    results = recon.refresh_all(
+        recon.discover_repos(ws), timeout_s=30, jobs=3, on_result=seen.append
+    )
     by_name = {r.name: r for r in results}
-    assert [r.name for r in results] == ["broken", "no_remote", "no_upstream", "remote_gone", "zfine"]
+    assert [r.name for r in results] == [
+        "broken",
+        "no_remote",
+        "no_upstream",
+        "remote_gone",
+        "zfine",
+    ]
     assert len(seen) == 5
     assert by_name["no_upstream"].fetched and "no upstream" in by_name["no_upstream"].error
-    assert by_name["remote_gone"].state == "error" and "fetch from origin failed" in by_name["remote_gone"].error
+    assert (
+        by_name["remote_gone"].state == "error"
+        and "fetch from origin failed" in by_name["remote_gone"].error
+    )
     assert not by_name["remote_gone"].fetched
     assert by_name["no_remote"].error == "no remote configured"
     assert by_name["broken"].state == "error" and by_name["broken"].error
@@ -217,7 +247,18 @@ def test_refresh_json_cli(ws: Path, tmp_path: Path, capsys) -> None:
     assert main(["recon", "refresh", "--json", "--workspace", str(ws)]) == 0
     data = json.loads(capsys.readouterr().out)
     (repo,) = data["repos"]
-    for key in ("name", "path", "dirty", "advanced", "fetched", "head", "upstream_head", "ahead", "behind", "error"):
+    for key in (
+        "name",
+        "path",
+        "dirty",
+        "advanced",
+        "fetched",
+        "head",
+        "upstream_head",
+        "ahead",
+        "behind",
+        "error",
+    ):
         assert key in repo
     assert repo["name"] == "lib" and repo["advanced"] is True and repo["behind"] == 0
     assert main(["recon", "refresh", "--workspace", str(ws)]) == 0
@@ -246,7 +287,9 @@ def test_families_and_keyword_overrides(tmp_path: Path) -> None:
     assert recon.operator_family("something", "weird_op") is None
     assert "delta rule" in recon.operator_keywords("gdn", DEF)
     assert "grouped gemm" in recon.operator_keywords("moe", "moe_fp8")
-    (tmp_path / "fibtui.toml").write_text('[recon.keywords]\ngdn = ["wy repr", "ut transform"]\nmoe = ["deepep"]\n')
+    (tmp_path / "fibtui.toml").write_text(
+        '[recon.keywords]\ngdn = ["wy repr", "ut transform"]\nmoe = ["deepep"]\n'
+    )
     table = recon.keyword_table(tmp_path)
     assert recon.operator_keywords("gdn", DEF, table) == ["wy repr", "ut transform"]
     assert recon.operator_keywords("fused_moe", None, table) == ["deepep"]  # via the family
@@ -280,27 +323,51 @@ def test_search_finds_planted_hits_with_paths_and_lines(ws: Path, tmp_path: Path
     terms = recon.search_terms(DEF, "gdn") + [recon.SearchTerm("grouped gemm", "keyword")]
     result = recon.search_repos(recon.discover_repos(ws), terms)
     got = {(h.path, h.line): h for h in result.hits}
-    assert ("csrc/gdn/decode_kernel.cu", 3) in got and got[("csrc/gdn/decode_kernel.cu", 3)].term == DEF
+    assert ("csrc/gdn/decode_kernel.cu", 3) in got and got[
+        ("csrc/gdn/decode_kernel.cu", 3)
+    ].term == DEF
     assert got[("docs/design.md", 3)].term == "delta rule"
     assert got[("python/moe.py", 5)].term == "grouped gemm"  # grouped_gemm in the code
     assert got[("tests/test_state.py", 3)].text == "# the recurrent STATE is k-last"
-    sibling = got[("trace/gdn_decode_qk4_v8_d128.json", 2)]  # the name without k_last: a longest prefix
-    assert (sibling.term, sibling.kind, recon.suggested_relevance(sibling)) == ("gdn_decode_qk4_v8_d128", "prefix", "partial")
+    sibling = got[
+        ("trace/gdn_decode_qk4_v8_d128.json", 2)
+    ]  # the name without k_last: a longest prefix
+    assert (sibling.term, sibling.kind, recon.suggested_relevance(sibling)) == (
+        "gdn_decode_qk4_v8_d128",
+        "prefix",
+        "partial",
+    )
     assert all(h.path not in ("blob.bin", "README.md") for h in result.hits)  # binary files skipped
     assert result.hits[0].path == "csrc/gdn/decode_kernel.cu" and result.hits[0].kind == "name"
     assert all(h.commit == head and h.repo == "lib" for h in result.hits)
-    assert result.repos == [{"name": "lib", "path": str(clone), "commit": head, "matches": len(result.hits), "error": None}]
+    assert result.repos == [
+        {
+            "name": "lib",
+            "path": str(clone),
+            "commit": head,
+            "matches": len(result.hits),
+            "error": None,
+        }
+    ]
     assert recon.suggested_relevance(result.hits[0]) == "direct"
     row = recon.row_from_hit(result.hits[0])
-    assert row.path == "csrc/gdn/decode_kernel.cu:3" and row.commit == head[:12] and row.relevance == "direct"
+    assert (
+        row.path == "csrc/gdn/decode_kernel.cu:3"
+        and row.commit == head[:12]
+        and row.relevance == "direct"
+    )
 
 
 def test_search_ranks_implementation_folders_before_docs(ws: Path, tmp_path: Path) -> None:
-    bare, _ = make_upstream(tmp_path, "lib", {"docs/a.md": "chunk\n", "kernels/a.py": "chunk\n", "misc/a.py": "chunk\n"})
+    bare, _ = make_upstream(
+        tmp_path, "lib", {"docs/a.md": "chunk\n", "kernels/a.py": "chunk\n", "misc/a.py": "chunk\n"}
+    )
     clone_into(bare, ws / "reference" / "lib")
     result = recon.search_repos(recon.discover_repos(ws), [recon.SearchTerm("chunk", "keyword")])
     assert [h.path for h in result.hits] == ["kernels/a.py", "misc/a.py", "docs/a.md"]
-    limited = recon.search_repos(recon.discover_repos(ws), [recon.SearchTerm("chunk", "keyword")], limit=2)
+    limited = recon.search_repos(
+        recon.discover_repos(ws), [recon.SearchTerm("chunk", "keyword")], limit=2
+    )
     assert len(limited.hits) == 2 and limited.truncated and limited.total_matches == 3
 
 
@@ -308,7 +375,9 @@ def test_search_terms_are_literals(ws: Path, tmp_path: Path) -> None:
     bare, _ = make_upstream(tmp_path, "lib", {"a.py": "xzy(\nx.y(\n[a+b]\n"})
     clone_into(bare, ws / "reference" / "lib")
     repos = recon.discover_repos(ws)
-    hits = recon.search_repos(repos, [recon.SearchTerm("x.y(", "user"), recon.SearchTerm("[A+B]", "user")]).hits
+    hits = recon.search_repos(
+        repos, [recon.SearchTerm("x.y(", "user"), recon.SearchTerm("[A+B]", "user")]
+    ).hits
     assert sorted((h.line, h.term) for h in hits) == [(2, "x.y("), (3, "[A+B]")]
 
 
@@ -317,7 +386,9 @@ def test_search_per_file_cap_and_bad_repo(ws: Path, tmp_path: Path) -> None:
     clone_into(bare, ws / "reference" / "lib")
     broken = ws / "reference" / "broken"
     (broken / ".git").mkdir(parents=True)
-    result = recon.search_repos(recon.discover_repos(ws), [recon.SearchTerm("scan", "keyword")], per_file=3)
+    result = recon.search_repos(
+        recon.discover_repos(ws), [recon.SearchTerm("scan", "keyword")], per_file=3
+    )
     assert [h.line for h in result.hits] == [1, 2, 3]
     by_name = {r["name"]: r for r in result.repos}
     assert by_name["broken"]["error"] and by_name["lib"]["matches"] == 30
@@ -332,9 +403,16 @@ def test_search_json_cli(ws: Path, tmp_path: Path, capsys) -> None:
     assert data["definition"] == DEF
     assert {"repo", "path", "line", "text", "term"} <= set(data["hits"][0])
     assert data["hits"][0]["path"] == "csrc/gdn/decode_kernel.cu" and data["hits"][0]["line"] == 3
-    assert main(["recon", "search", "nothing_like_this", "Delta Rule", "--json", "--workspace", str(ws)]) == 0
+    assert (
+        main(
+            ["recon", "search", "nothing_like_this", "Delta Rule", "--json", "--workspace", str(ws)]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
-    assert [(h["path"], h["line"], h["term"]) for h in data["hits"]] == [("docs/design.md", 3, "Delta Rule")]
+    assert [(h["path"], h["line"], h["term"]) for h in data["hits"]] == [
+        ("docs/design.md", 3, "Delta Rule")
+    ]
     assert main(["recon", "search", "--workspace", str(ws)]) == 0
     assert "csrc/gdn/decode_kernel.cu:3" in capsys.readouterr().out
 
@@ -342,7 +420,8 @@ def test_search_json_cli(ws: Path, tmp_path: Path, capsys) -> None:
 def _demo_config(root: Path) -> None:
     (root / "config.toml").write_text(
         f'[solution]\nname = "s"\ndefinition = "{DEF}"\nauthor = "me"\n\n[build]\nlanguage = "triton"\n'
-        'entry_point = "kernel.py::run"\n')
+        'entry_point = "kernel.py::run"\n'
+    )
     (root / "solution" / "triton").mkdir(parents=True, exist_ok=True)
     (root / "solution" / "triton" / "kernel.py").write_text("def run():\n    pass\n")
 
@@ -352,7 +431,11 @@ def _demo_config(root: Path) -> None:
 
 def test_note_round_trip_latest_and_round_check(tmp_path: Path) -> None:
     note = recon.new_note(DEF, "2026-01-05", meta={"op_type": "gdn"})
-    note.rows.append(recon.NoteRow("flashinfer", "abc1234", "csrc/gdn.cu:10", "direct", "the | pipe \\ piece", "port it"))
+    note.rows.append(
+        recon.NoteRow(
+            "flashinfer", "abc1234", "csrc/gdn.cu:10", "direct", "the | pipe \\ piece", "port it"
+        )
+    )
     note.rows.append(recon.NoteRow("fla", "", "ops/chunk.py", "concept"))
     note.notes = "Free text after the table.\n\n| not | a row |"
     path = recon.save_note(tmp_path, note)
@@ -377,8 +460,12 @@ def test_note_round_trip_latest_and_round_check(tmp_path: Path) -> None:
 
 
 def test_add_note_row_appends_to_the_days_note(tmp_path: Path) -> None:
-    recon.add_note_row(tmp_path, DEF, recon.NoteRow("a", "", "x.py", "partial", "p", "n"), day="2026-03-01")
-    note = recon.add_note_row(tmp_path, DEF, recon.NoteRow("b", "deadbeef", "y.cu:3", "direct"), day="2026-03-01")
+    recon.add_note_row(
+        tmp_path, DEF, recon.NoteRow("a", "", "x.py", "partial", "p", "n"), day="2026-03-01"
+    )
+    note = recon.add_note_row(
+        tmp_path, DEF, recon.NoteRow("b", "deadbeef", "y.cu:3", "direct"), day="2026-03-01"
+    )
     assert [r.repo for r in note.rows] == ["a", "b"]
     assert [r.repo for r in recon.load_note(note.path).rows] == ["a", "b"]
     with pytest.raises(InputError) as exc:
@@ -389,14 +476,17 @@ def test_add_note_row_appends_to_the_days_note(tmp_path: Path) -> None:
 GOOD_HEAD = "# Recon note: d\n\n- definition: d\n- date: 2026-01-01\n\n| repo | commit | path | relevance | reusable piece | next action |\n|---|---|---|---|---|---|\n"
 
 
-@pytest.mark.parametrize(("body", "line", "field"), [
-    ("| a | abc123 | x.py | sideways | p | n |\n", 8, "relevance"),
-    ("| a | nothex! | x.py | direct | p | n |\n", 8, "commit"),
-    ("| a | abc123 | x.py | direct | p |\n", 8, "row"),
-    ("| a | abc123 |  | direct | p | n |\n", 8, "path"),
-    ("|  | abc123 | x | direct | p | n |\n", 8, "repo"),
-    ("| ok | - | x | direct | | |\n| a | abc123 | x.py | direct | p | n\n", 9, "row"),
-])
+@pytest.mark.parametrize(
+    ("body", "line", "field"),
+    [
+        ("| a | abc123 | x.py | sideways | p | n |\n", 8, "relevance"),
+        ("| a | nothex! | x.py | direct | p | n |\n", 8, "commit"),
+        ("| a | abc123 | x.py | direct | p |\n", 8, "row"),
+        ("| a | abc123 |  | direct | p | n |\n", 8, "path"),
+        ("|  | abc123 | x | direct | p | n |\n", 8, "repo"),
+        ("| ok | - | x | direct | | |\n| a | abc123 | x.py | direct | p | n\n", 9, "row"),
+    ],
+)
 def test_bad_rows_name_the_line_and_field(tmp_path: Path, body: str, line: int, field: str) -> None:
     path = tmp_path / "recon_2026-01-01_d.md"
     path.write_text(GOOD_HEAD + body)
@@ -409,10 +499,22 @@ def test_bad_rows_name_the_line_and_field(tmp_path: Path, body: str, line: int, 
 def test_bad_note_structure(tmp_path: Path) -> None:
     cases = {
         "no table at all\n": ("table", None),
-        "- definition: d\n- date: 2026-01-01\n| repo | commit | path |\n|---|---|---|\n": ("header", 3),
-        "- definition: d\n- date: 2026-01-01\n| repo | commit | path | relevance | piece | next |\n| x |\n": ("separator", 4),
-        "- definition: d\n- date: 2026-13-01\n| repo | commit | path | relevance | piece | next |\n|-|-|-|-|-|-|\n": ("date", 2),
-        "- definition: other\n| repo | commit | path | relevance | piece | next |\n|-|-|-|-|-|-|\n": ("definition", 1),
+        "- definition: d\n- date: 2026-01-01\n| repo | commit | path |\n|---|---|---|\n": (
+            "header",
+            3,
+        ),
+        "- definition: d\n- date: 2026-01-01\n| repo | commit | path | relevance | piece | next |\n| x |\n": (
+            "separator",
+            4,
+        ),
+        "- definition: d\n- date: 2026-13-01\n| repo | commit | path | relevance | piece | next |\n|-|-|-|-|-|-|\n": (
+            "date",
+            2,
+        ),
+        "- definition: other\n| repo | commit | path | relevance | piece | next |\n|-|-|-|-|-|-|\n": (
+            "definition",
+            1,
+        ),
     }
     for text, (field, line) in cases.items():
         path = tmp_path / "recon_2026-01-01_d.md"
@@ -429,17 +531,34 @@ def test_bad_note_structure(tmp_path: Path) -> None:
 @given(st.text(max_size=400))
 def test_note_parser_never_raises_anything_but_input_error(text: str) -> None:
     try:
-        note = recon.parse_note(text, "recon_2026-01-01_d.md", definition_hint="d", date_hint="2026-01-01")
+        note = recon.parse_note(
+            text, "recon_2026-01-01_d.md", definition_hint="d", date_hint="2026-01-01"
+        )
     except InputError:
         return
     assert all(r.relevance in recon.RELEVANCE for r in note.rows)
 
 
-_TABLEISH = st.lists(st.sampled_from([
-    "| repo | commit | path | relevance | reusable piece | next action |", "|---|---|---|---|---|---|",
-    "| a | abc1 | p | direct | x | y |", "| a | b | c |", "|", "- date: 2026-02-30", "- definition: d",
-    "- updated: nope", "\\|", "| a | - | p | concept | \\| | \\\\ |", "", "# title", "| a | | p | PARTIAL | | |",
-]), max_size=12).map("\n".join)
+_TABLEISH = st.lists(
+    st.sampled_from(
+        [
+            "| repo | commit | path | relevance | reusable piece | next action |",
+            "|---|---|---|---|---|---|",
+            "| a | abc1 | p | direct | x | y |",
+            "| a | b | c |",
+            "|",
+            "- date: 2026-02-30",
+            "- definition: d",
+            "- updated: nope",
+            "\\|",
+            "| a | - | p | concept | \\| | \\\\ |",
+            "",
+            "# title",
+            "| a | | p | PARTIAL | | |",
+        ]
+    ),
+    max_size=12,
+).map("\n".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -455,11 +574,20 @@ _cell = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=3
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(_cell.filter(lambda c: recon.cell_text(c) != ""),
-                          st.sampled_from(["", "abcd", "0123456789abcdef0123"]),
-                          _cell.filter(lambda c: recon.cell_text(c) != ""), st.sampled_from(recon.RELEVANCE),
-                          _cell, _cell), max_size=6),
-       _cell)
+@given(
+    st.lists(
+        st.tuples(
+            _cell.filter(lambda c: recon.cell_text(c) != ""),
+            st.sampled_from(["", "abcd", "0123456789abcdef0123"]),
+            _cell.filter(lambda c: recon.cell_text(c) != ""),
+            st.sampled_from(recon.RELEVANCE),
+            _cell,
+            _cell,
+        ),
+        max_size=6,
+    ),
+    _cell,
+)
 @example(rows=[], notes=" ")
 @example(rows=[("a|b\\", "", " p\u2028q ", "direct", "\\|", "")], notes="\n| x |\n")
 def test_note_render_parse_round_trip(rows, notes) -> None:
@@ -480,14 +608,37 @@ def test_note_cli_add_and_show(tmp_path: Path, capsys) -> None:
     clone = clone_into(bare, ws / "reference" / "lib")
     assert main(["recon", "note", "--json", "--workspace", str(ws)]) == 0
     assert json.loads(capsys.readouterr().out)["note"] is None
-    code = main(["recon", "note", "--workspace", str(ws), "--add", "lib", "a.cu:1", "--relevance", "direct",
-                 "--piece", "state update loop", "--next", "port to triton"])
+    code = main(
+        [
+            "recon",
+            "note",
+            "--workspace",
+            str(ws),
+            "--add",
+            "lib",
+            "a.cu:1",
+            "--relevance",
+            "direct",
+            "--piece",
+            "state update loop",
+            "--next",
+            "port to triton",
+        ]
+    )
     assert code == 0
     capsys.readouterr()
     assert main(["recon", "note", "--json", "--workspace", str(ws)]) == 0
     data = json.loads(capsys.readouterr().out)["note"]
-    assert data["rows"] == [{"repo": "lib", "commit": git(clone, "rev-parse", "HEAD")[:12], "path": "a.cu:1",
-                             "relevance": "direct", "piece": "state update loop", "next_action": "port to triton"}]
+    assert data["rows"] == [
+        {
+            "repo": "lib",
+            "commit": git(clone, "rev-parse", "HEAD")[:12],
+            "path": "a.cu:1",
+            "relevance": "direct",
+            "piece": "state update loop",
+            "next_action": "port to triton",
+        }
+    ]
     assert Path(data["path"]).name == f"recon_{date.today().isoformat()}_{DEF}.md"
     assert main(["recon", "note", "--workspace", str(ws)]) == 0
     assert "state update loop" in capsys.readouterr().out

@@ -34,19 +34,27 @@ def check_partition(report: regimes.RegimeReport) -> None:
     data = report.to_json()
     names = [b["name"] for b in data["bands"]]
     assert len(names) == len(set(names))
-    assert sum(b["workloads"] for b in data["bands"]) == data["workload_count"] == len(data["workloads"])
+    assert (
+        sum(b["workloads"] for b in data["bands"])
+        == data["workload_count"]
+        == len(data["workloads"])
+    )
     by_band: dict[str, int] = {}
     bands = {b["name"]: b for b in data["bands"]}
     for w in data["workloads"]:
         b = bands[w["band"]]
         by_band[w["band"]] = by_band.get(w["band"], 0) + 1
         members = b["members"] or [b["filter"]]
-        assert filter_holds(b["filter"], w["axes"]) and any(filter_holds(m, w["axes"]) for m in members)
+        assert filter_holds(b["filter"], w["axes"]) and any(
+            filter_holds(m, w["axes"]) for m in members
+        )
     assert by_band == {n: bands[n]["workloads"] for n in names}
     if data["mode"] == "latency":
         assert sum(b["latency_share"] for b in data["bands"]) == pytest.approx(1.0)
     else:
-        assert all(b["latency_share"] is None and b["mean_latency_ms"] is None for b in data["bands"])
+        assert all(
+            b["latency_share"] is None and b["mean_latency_ms"] is None for b in data["bands"]
+        )
 
 
 # ------------------------------------------------------------------ (a) the shared dataset + H200 traces
@@ -55,60 +63,104 @@ def check_partition(report: regimes.RegimeReport) -> None:
 def shared_report(shared, **kw) -> regimes.RegimeReport:
     ds = Dataset(shared("datasets", "flashinfer-trace"))
     rows = load_results(shared(*TRACES)).for_solution("triton_bv32")
-    return regimes.analyze(ds.definition(GDN), ds.workloads(GDN), rows, device=roofline.get_device("H200"), **kw)
+    return regimes.analyze(
+        ds.definition(GDN), ds.workloads(GDN), rows, device=roofline.get_device("H200"), **kw
+    )
 
 
 def test_shared_dataset_bands_shares_representatives_floors(shared) -> None:
     report = shared_report(shared)
     assert report.varying_axes == ["batch_size"] and report.dominant_axis == "batch_size"
-    assert report.const_axes == {"seq_len": 1, "num_q_heads": 4, "num_k_heads": 4, "num_v_heads": 8, "head_size": 128}
+    assert report.const_axes == {
+        "seq_len": 1,
+        "num_q_heads": 4,
+        "num_k_heads": 4,
+        "num_v_heads": 8,
+        "head_size": 128,
+    }
     assert [b.name for b in report.bands] == [f"batch_size={v}" for v in (1, 4, 8, 16, 32, 48, 64)]
     assert [b.workloads for b in report.bands] == [10, 8, 7, 7, 7, 7, 8]
     assert all(b.passed == b.workloads for b in report.bands)
     assert sum(b.latency_share for b in report.bands) == pytest.approx(1.0)
     assert report.target_representatives == (2, 3) and 2 <= len(report.representatives) <= 3
     reasons = " | ".join(r.reason for r in report.representatives)
-    assert "largest workload (batch_size=64)" in reasons and "smallest workload (batch_size=1)" in reasons
+    assert (
+        "largest workload (batch_size=64)" in reasons
+        and "smallest workload (batch_size=1)" in reasons
+    )
     assert all(r.reason for r in report.representatives)
     check_partition(report)
     # floors from the bytes: batch 64 moves 67,504,196 bytes (state read + write = 67.1 MB of it)
     w64 = report.table.filter(pl.col("batch_size") == 64).row(0, named=True)
     assert w64["floor_bytes"] == 67_504_196 and w64["floor_us"] == pytest.approx(67_504_196 / 4.8e6)
-    assert w64["speed_of_light_pct"] == pytest.approx(100 * w64["floor_us"] / (w64["latency_ms"] * 1000))
+    assert w64["speed_of_light_pct"] == pytest.approx(
+        100 * w64["floor_us"] / (w64["latency_ms"] * 1000)
+    )
     assert 0 < w64["speed_of_light_pct"] < 100
     # the mean over the PASSED runs of each workload: here one run each
     raw = [json.loads(line) for line in shared(*TRACES).read_text().splitlines()]
-    lat = {r["workload"]["uuid"]: r["evaluation"]["performance"]["latency_ms"] for r in raw if r["solution"] == "triton_bv32"}
+    lat = {
+        r["workload"]["uuid"]: r["evaluation"]["performance"]["latency_ms"]
+        for r in raw
+        if r["solution"] == "triton_bv32"
+    }
     assert report.total_latency_ms == pytest.approx(sum(lat.values()))
     # the shape matrix: one row per band, kernel columns empty until NCU evidence is attached
     assert [m.band for m in report.shape_matrix] == [b.name for b in report.bands]
-    assert all(m.dominant_kernel is None and m.bottleneck is None and m.limiter is None for m in report.shape_matrix)
+    assert all(
+        m.dominant_kernel is None and m.bottleneck is None and m.limiter is None
+        for m in report.shape_matrix
+    )
 
 
 def test_repeats_are_averaged_and_failures_counted(shared) -> None:
     ds = Dataset(shared("datasets", "flashinfer-trace"))
     d, w = ds.definition(GDN), ds.workloads(GDN)
     first, second = w.uuids[0], w.uuids[1]
-    rows = [ResultRow(GDN, "s", first, {}, "PASSED", latency_ms=0.010), ResultRow(GDN, "s", first, {}, "PASSED", latency_ms=0.020),
-            ResultRow(GDN, "s", first, {}, "INCORRECT_NUMERICAL"), ResultRow(GDN, "s", second, {}, "PASSED", latency_ms=0.030),
-            ResultRow(GDN, "s", "not-a-workload", {}, "PASSED", latency_ms=1.0)]
+    rows = [
+        ResultRow(GDN, "s", first, {}, "PASSED", latency_ms=0.010),
+        ResultRow(GDN, "s", first, {}, "PASSED", latency_ms=0.020),
+        ResultRow(GDN, "s", first, {}, "INCORRECT_NUMERICAL"),
+        ResultRow(GDN, "s", second, {}, "PASSED", latency_ms=0.030),
+        ResultRow(GDN, "s", "not-a-workload", {}, "PASSED", latency_ms=1.0),
+    ]
     report = regimes.analyze(d, w, rows)
     t = {r["uuid"]: r for r in report.table.iter_rows(named=True)}
-    assert t[first]["latency_ms"] == pytest.approx(0.015) and t[first]["runs"] == 3 and t[first]["passed_runs"] == 2
+    assert (
+        t[first]["latency_ms"] == pytest.approx(0.015)
+        and t[first]["runs"] == 3
+        and t[first]["passed_runs"] == 2
+    )
     band = report.band("batch_size=1")
     assert band.passed == 1 and band.with_latency == 2 and band.latency_share == pytest.approx(1.0)
-    assert any("not among" in n for n in report.notes) and any("52 workload(s) have no result rows" in n for n in report.notes)
+    assert any("not among" in n for n in report.notes) and any(
+        "52 workload(s) have no result rows" in n for n in report.notes
+    )
     check_partition(report)
 
 
 def test_shape_matrix_takes_ncu_evidence(shared) -> None:
     report = shared_report(shared)
-    row = regimes.attach_kernel_evidence(report.shape_matrix, "batch_size=64", dominant_kernel="gdn_decode_kernel",
-                                         bottleneck="memory-bound", limiter="registers", source="b64.ncu-rep")
-    assert report.to_json()["shape_matrix"][-1] == {"band": "batch_size=64", "uuid": row.uuid, "dominant_kernel": "gdn_decode_kernel",
-                                                    "bottleneck": "memory-bound", "limiter": "registers", "source": "b64.ncu-rep"}
+    row = regimes.attach_kernel_evidence(
+        report.shape_matrix,
+        "batch_size=64",
+        dominant_kernel="gdn_decode_kernel",
+        bottleneck="memory-bound",
+        limiter="registers",
+        source="b64.ncu-rep",
+    )
+    assert report.to_json()["shape_matrix"][-1] == {
+        "band": "batch_size=64",
+        "uuid": row.uuid,
+        "dominant_kernel": "gdn_decode_kernel",
+        "bottleneck": "memory-bound",
+        "limiter": "registers",
+        "source": "b64.ncu-rep",
+    }
     with pytest.raises(InputError, match="no band named"):
-        regimes.attach_kernel_evidence(report.shape_matrix, "batch_size=3", dominant_kernel=None, bottleneck=None, limiter=None)
+        regimes.attach_kernel_evidence(
+            report.shape_matrix, "batch_size=3", dominant_kernel=None, bottleneck=None, limiter=None
+        )
 
 
 # ------------------------------------------------------------------ (b) synthetic: two coupled axes + an outlier
@@ -120,8 +172,14 @@ def write_synthetic(root: Path) -> tuple[Path, dict[str, float], str]:
     """A dataset whose axes alpha and beta vary together, a tiny combination, and one workload
     holding half of the latency. Returns (dataset root, latency per uuid, the outlier's uuid)."""
     definition = {
-        "name": SYN, "op_type": "synthetic", "description": "two coupled axes",
-        "axes": {"alpha": {"type": "var"}, "beta": {"type": "var"}, "width": {"type": "const", "value": 64}},
+        "name": SYN,
+        "op_type": "synthetic",
+        "description": "two coupled axes",
+        "axes": {
+            "alpha": {"type": "var"},
+            "beta": {"type": "var"},
+            "width": {"type": "const", "value": 64},
+        },
         "inputs": {"x": {"shape": ["alpha", "beta", "width"], "dtype": "bfloat16"}},
         "outputs": {"y": {"shape": ["alpha", "width"], "dtype": "float32"}},
         "reference": "def run(x):\n    return x\n",
@@ -135,18 +193,45 @@ def write_synthetic(root: Path) -> tuple[Path, dict[str, float], str]:
         for i in range(count):
             uuid = f"w-{alpha}-{beta}-{i}"
             latency[uuid] = 0.001 * alpha * beta / 16
-            lines.append({"definition": SYN, "workload": {"uuid": uuid, "axes": {"alpha": alpha, "beta": beta},
-                                                          "inputs": {"x": {"type": "random"}}}})
+            lines.append(
+                {
+                    "definition": SYN,
+                    "workload": {
+                        "uuid": uuid,
+                        "axes": {"alpha": alpha, "beta": beta},
+                        "inputs": {"x": {"type": "random"}},
+                    },
+                }
+            )
     outlier = "w-4-256-heavy"
     latency[outlier] = 10.0
-    lines.append({"definition": SYN, "workload": {"uuid": outlier, "axes": {"alpha": 4, "beta": 256}, "inputs": {"x": {"type": "random"}}}})
-    (root / "workloads" / "syn" / f"{SYN}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    lines.append(
+        {
+            "definition": SYN,
+            "workload": {
+                "uuid": outlier,
+                "axes": {"alpha": 4, "beta": 256},
+                "inputs": {"x": {"type": "random"}},
+            },
+        }
+    )
+    (root / "workloads" / "syn" / f"{SYN}.jsonl").write_text(
+        "\n".join(json.dumps(x) for x in lines) + "\n"
+    )
     return root, latency, outlier
 
 
 def write_results(path: Path, latency: dict[str, float]) -> Path:
-    path.write_text(json.dumps({"definition": SYN, "results": {SYN: {
-        u: {"status": "PASSED", "latency_ms": v} for u, v in latency.items()}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "definition": SYN,
+                "results": {
+                    SYN: {u: {"status": "PASSED", "latency_ms": v} for u, v in latency.items()}
+                },
+            }
+        )
+    )
     return path
 
 
@@ -154,21 +239,38 @@ def test_synthetic_coupled_regimes_and_outlier(tmp_path: Path) -> None:
     root, latency, outlier = write_synthetic(tmp_path / "ds")
     ds = Dataset(root)
     rows = load_results(write_results(tmp_path / "r.json", latency)).rows
-    report = regimes.analyze(ds.definition(SYN), ds.workloads(SYN), rows, device=roofline.get_device("B200"))
+    report = regimes.analyze(
+        ds.definition(SYN), ds.workloads(SYN), rows, device=roofline.get_device("B200")
+    )
     assert report.varying_axes == ["alpha", "beta"] and report.const_axes == {"width": 64}
     names = [b.name for b in report.bands]
     # coupled regimes: the combinations that occur (the one-workload alpha=1, beta=256 merged away)
-    assert names == ["alpha=1, beta=16", "alpha=2, beta=16", "alpha=2, beta=256 (+1 merged)", "alpha=4, beta=256",
-                     f"outlier {outlier}"]
+    assert names == [
+        "alpha=1, beta=16",
+        "alpha=2, beta=16",
+        "alpha=2, beta=256 (+1 merged)",
+        "alpha=4, beta=256",
+        f"outlier {outlier}",
+    ]
     merged = report.band("alpha=2, beta=256 (+1 merged)")
     assert merged.kind == "merged" and merged.filter == {"alpha": [1, 2], "beta": 256}
-    assert merged.members == [{"alpha": 1, "beta": 256}, {"alpha": 2, "beta": 256}] and merged.workloads == 7
+    assert (
+        merged.members == [{"alpha": 1, "beta": 256}, {"alpha": 2, "beta": 256}]
+        and merged.workloads == 7
+    )
     assert all(set(b.filter) == {"alpha", "beta"} for b in report.bands)
     # the dominant outlier stands alone and leads the representatives
     assert report.outliers == [outlier]
     ob = report.band(f"outlier {outlier}")
-    assert ob.kind == "outlier" and ob.outlier and ob.workloads == 1 and ob.latency_share == pytest.approx(10 / sum(latency.values()))
-    assert report.representatives[0].uuid == outlier and report.representatives[0].reason.startswith("outlier: holds")
+    assert (
+        ob.kind == "outlier"
+        and ob.outlier
+        and ob.workloads == 1
+        and ob.latency_share == pytest.approx(10 / sum(latency.values()))
+    )
+    assert report.representatives[0].uuid == outlier and report.representatives[
+        0
+    ].reason.startswith("outlier: holds")
     assert report.target_representatives == (3, 4) and 3 <= len(report.representatives) <= 4
     assert len({r.uuid for r in report.representatives}) == len(report.representatives)
     check_partition(report)
@@ -184,7 +286,11 @@ def test_synthetic_band_outlier_without_single_heavy_workload(tmp_path: Path) ->
         if u.startswith("w-1-16-"):
             latency[u] = 1.0  # 6 of 32 workloads, most of the latency
     ds = Dataset(root)
-    report = regimes.analyze(ds.definition(SYN), ds.workloads(SYN), load_results(write_results(tmp_path / "r.json", latency)).rows)
+    report = regimes.analyze(
+        ds.definition(SYN),
+        ds.workloads(SYN),
+        load_results(write_results(tmp_path / "r.json", latency)).rows,
+    )
     assert report.outliers == ["alpha=1, beta=16"] and report.band("alpha=1, beta=16").outlier
     assert not any(b.kind == "outlier" for b in report.bands)
     check_partition(report)
@@ -197,15 +303,25 @@ def test_demo_counts_only(demo_ws: Path) -> None:
     ds = Dataset(demo_ws / "dataset")
     report = regimes.analyze(ds.definition(DEMO_DEFINITION), ds.workloads(DEMO_DEFINITION))
     data = report.to_json()
-    assert data["mode"] == "counts-only" and data["total_latency_ms"] is None and data["latency_source"] == "none: counts only"
+    assert (
+        data["mode"] == "counts-only"
+        and data["total_latency_ms"] is None
+        and data["latency_source"] == "none: counts only"
+    )
     assert data["varying_axes"] == ["batch_size"] and len(data["bands"]) == 9
     assert all(b["latency_share"] is None and b["passed"] is None for b in data["bands"])
     assert data["outliers"] == [] and 2 <= len(data["representatives"]) <= 3
-    assert all(w["latency_ms"] is None and w["speed_of_light_pct"] is None and w["floor_bytes"] > 0 for w in data["workloads"])
+    assert all(
+        w["latency_ms"] is None and w["speed_of_light_pct"] is None and w["floor_bytes"] > 0
+        for w in data["workloads"]
+    )
     assert all(b["mean_speed_of_light_pct"] is None for b in data["bands"])
     assert any("counts only" in r["reason"] for r in data["representatives"])
     check_partition(report)
-    assert report.to_json() == regimes.analyze(ds.definition(DEMO_DEFINITION), ds.workloads(DEMO_DEFINITION)).to_json()
+    assert (
+        report.to_json()
+        == regimes.analyze(ds.definition(DEMO_DEFINITION), ds.workloads(DEMO_DEFINITION)).to_json()
+    )
 
 
 # ------------------------------------------------------------------ (d) pins
@@ -226,7 +342,11 @@ def test_pins_survive_a_reload_and_are_honored(demo_ws: Path) -> None:
     assert "[regimes]" in settings_path(demo_ws).read_text()
     report = regimes.analyze(d, w, pinned=pinned, unpinned=unpinned)
     uuids = [r.uuid for r in report.representatives]
-    assert uuids[0] == chosen and report.representatives[0].pinned and report.representatives[0].reason == "pinned by the user"
+    assert (
+        uuids[0] == chosen
+        and report.representatives[0].pinned
+        and report.representatives[0].reason == "pinned by the user"
+    )
     assert dropped not in uuids and len(uuids) == 3
     # pinning again after an unpin moves the uuid back
     regimes.pin(demo_ws, dropped)
@@ -244,7 +364,9 @@ def test_broken_pins_in_settings_are_input_errors(demo_ws: Path) -> None:
     set_setting(demo_ws, "regimes.pinned", 3)
     with pytest.raises(InputError) as exc:
         regimes.load_pins(demo_ws)
-    assert exc.value.field == "regimes.pinned" and str(exc.value).startswith(str(settings_path(demo_ws)))
+    assert exc.value.field == "regimes.pinned" and str(exc.value).startswith(
+        str(settings_path(demo_ws))
+    )
     with pytest.raises(InputError):
         regimes.pin(demo_ws, "has space")
 
@@ -253,33 +375,85 @@ def test_broken_pins_in_settings_are_input_errors(demo_ws: Path) -> None:
 
 
 def test_cli_json_on_shared_traces(capsys, shared, demo_ws: Path) -> None:
-    code, out, err = run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--dataset", str(shared("datasets", "flashinfer-trace")),
-                             "--definition", GDN, "--results", str(shared(*TRACES)), "--solution", "triton_bv32", "--json")
+    code, out, err = run_cli(
+        capsys,
+        "regimes",
+        "--workspace",
+        str(demo_ws),
+        "--dataset",
+        str(shared("datasets", "flashinfer-trace")),
+        "--definition",
+        GDN,
+        "--results",
+        str(shared(*TRACES)),
+        "--solution",
+        "triton_bv32",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
-    assert {"definition", "varying_axes", "const_axes", "bands", "outliers", "representatives", "workloads"} <= set(data)
-    assert data["definition"] == GDN and data["varying_axes"] == ["batch_size"] and data["const_axes"]["head_size"] == 128
-    assert {"name", "filter", "workloads", "latency_share", "mean_latency_ms"} <= set(data["bands"][0])
+    assert {
+        "definition",
+        "varying_axes",
+        "const_axes",
+        "bands",
+        "outliers",
+        "representatives",
+        "workloads",
+    } <= set(data)
+    assert (
+        data["definition"] == GDN
+        and data["varying_axes"] == ["batch_size"]
+        and data["const_axes"]["head_size"] == 128
+    )
+    assert {"name", "filter", "workloads", "latency_share", "mean_latency_ms"} <= set(
+        data["bands"][0]
+    )
     assert data["bands"][0]["filter"] == {"batch_size": 1}
     assert {"uuid", "band", "reason"} <= set(data["representatives"][0])
-    assert {"uuid", "axes", "latency_ms", "floor_bytes", "floor_us", "speed_of_light_pct"} <= set(data["workloads"][0])
-    assert "pct_of_floor" not in data["workloads"][0] and "mean_pct_of_floor" not in data["bands"][0]
+    assert {"uuid", "axes", "latency_ms", "floor_bytes", "floor_us", "speed_of_light_pct"} <= set(
+        data["workloads"][0]
+    )
+    assert (
+        "pct_of_floor" not in data["workloads"][0] and "mean_pct_of_floor" not in data["bands"][0]
+    )
     assert data["speed_of_light_convention"].startswith("100 * floor / latency")
     w = data["workloads"][0]
     assert w["speed_of_light_pct"] == pytest.approx(100 * w["floor_us"] / (w["latency_ms"] * 1000))
-    assert data["device"]["name"] == "H200" and "hardware" in data["device"]["chosen_by"]  # from the traces
+    assert (
+        data["device"]["name"] == "H200" and "hardware" in data["device"]["chosen_by"]
+    )  # from the traces
     assert "triton_bv32" in data["latency_source"]
 
 
 def test_cli_human_output_with_chart(capsys, shared, demo_ws: Path) -> None:
     set_setting(demo_ws, "devices.H200.bandwidth_tbs", 4.3)
-    code, out, err = run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--dataset", str(shared("datasets", "flashinfer-trace")),
-                             "--definition", GDN, "--results", str(shared(*TRACES)), "--solution", "triton_bv16", "--device", "h200")
+    code, out, err = run_cli(
+        capsys,
+        "regimes",
+        "--workspace",
+        str(demo_ws),
+        "--dataset",
+        str(shared("datasets", "flashinfer-trace")),
+        "--definition",
+        GDN,
+        "--results",
+        str(shared(*TRACES)),
+        "--solution",
+        "triton_bv16",
+        "--device",
+        "h200",
+    )
     assert code == 0, err
     assert "batch_size=64" in out and "representatives (target 2-3 of 54 workloads)" in out
     assert "latency vs batch_size" in out and "4.3 TB/s" in out and "\x1b[" not in out
     words = " ".join(out.split())  # the console wraps at its width
-    assert "share" in out and "SoL %" in out and "100 x floor / latency" in words and "% of floor" not in words
+    assert (
+        "share" in out
+        and "SoL %" in out
+        and "100 x floor / latency" in words
+        and "% of floor" not in words
+    )
 
 
 def test_cli_counts_only_on_the_demo_and_pins(capsys, demo_ws: Path) -> None:
@@ -289,19 +463,24 @@ def test_cli_counts_only_on_the_demo_and_pins(capsys, demo_ws: Path) -> None:
     uuid = data["workloads"][10]["uuid"]
     code, out, _ = run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--pin", uuid, "--json")
     assert code == 0 and json.loads(out)["representatives"][0]["uuid"] == uuid
-    code, out, _ = run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--json")  # a later run, no flags
+    code, out, _ = run_cli(
+        capsys, "regimes", "--workspace", str(demo_ws), "--json"
+    )  # a later run, no flags
     data = json.loads(out)
     assert data["pinned"] == [uuid] and data["representatives"][0]["pinned"]
     code, out, _ = run_cli(capsys, "regimes", "--workspace", str(demo_ws))
     assert code == 0 and "counts only" in out and "latency vs" not in out and uuid in out
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--definition", "no_such_definition"], "no definition named 'no_such_definition'"),
-    (["--device", "Z80"], "unknown device 'Z80'"),
-    (["--pin", "not-a-workload"], "not a workload of"),
-    (["--solution", "x"], "--solution needs --results"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--definition", "no_such_definition"], "no definition named 'no_such_definition'"),
+        (["--device", "Z80"], "unknown device 'Z80'"),
+        (["--pin", "not-a-workload"], "not a workload of"),
+        (["--solution", "x"], "--solution needs --results"),
+    ],
+)
 def test_cli_bad_input_exits_2(capsys, demo_ws: Path, extra, needle) -> None:
     code, out, err = run_cli(capsys, "regimes", "--workspace", str(demo_ws), *extra)
     assert code == 2 and needle in err and "Traceback" not in err and out == ""
@@ -311,19 +490,36 @@ def test_cli_bad_input_exits_2(capsys, demo_ws: Path, extra, needle) -> None:
 def test_cli_bad_results_files_exit_2(capsys, demo_ws: Path, tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
-    code, _, err = run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--results", str(garbage))
+    code, _, err = run_cli(
+        capsys, "regimes", "--workspace", str(demo_ws), "--results", str(garbage)
+    )
     assert code == 2 and str(garbage) in err
     missing = tmp_path / "missing.jsonl"
-    assert run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--results", str(missing))[0] == 2
+    assert (
+        run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--results", str(missing))[0] == 2
+    )
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({"definition": "x", "results": {"x": {"u1": {"status": "PASSED", "latency_ms": 1.0}}}}))
+    other.write_text(
+        json.dumps(
+            {"definition": "x", "results": {"x": {"u1": {"status": "PASSED", "latency_ms": 1.0}}}}
+        )
+    )
     code, _, err = run_cli(capsys, "regimes", "--workspace", str(demo_ws), "--results", str(other))
     assert code == 2 and "none of its 1 result rows names one of the 50 workloads" in err
 
 
 def test_cli_multi_solution_traces_need_solution(capsys, shared, demo_ws: Path) -> None:
-    args = ["regimes", "--workspace", str(demo_ws), "--dataset", str(shared("datasets", "flashinfer-trace")),
-            "--definition", GDN, "--results", str(shared(*TRACES))]
+    args = [
+        "regimes",
+        "--workspace",
+        str(demo_ws),
+        "--dataset",
+        str(shared("datasets", "flashinfer-trace")),
+        "--definition",
+        GDN,
+        "--results",
+        str(shared(*TRACES)),
+    ]
     code, _, err = run_cli(capsys, *args)
     assert code == 2 and "pick one with --solution" in err and "triton_bv16" in err
     code, _, err = run_cli(capsys, *args, "--solution", "nope")
@@ -333,15 +529,25 @@ def test_cli_multi_solution_traces_need_solution(capsys, shared, demo_ws: Path) 
 # ------------------------------------------------------------------ (f) band building on random axis data
 
 
-def synthetic_set(columns: dict[str, list[int]], const: dict[str, int] | None = None) -> tuple[Definition, WorkloadSet]:
+def synthetic_set(
+    columns: dict[str, list[int]], const: dict[str, int] | None = None
+) -> tuple[Definition, WorkloadSet]:
     const = const or {}
     n = len(next(iter(columns.values()))) if columns else 1
     axes = {a: Axis(a, "var") for a in columns} | {a: Axis(a, "const", v) for a, v in const.items()}
     shape = tuple(columns) or tuple(const)
-    d = Definition("rand", "synthetic", axes, {"x": TensorSpec("x", shape, "float16")}, {"y": TensorSpec("y", None, "float32")},
-                   "def run(x):\n    pass\n")
-    frame = pl.DataFrame({"uuid": [f"u{i:05d}" for i in range(n)], "line": list(range(1, n + 1)), **columns},
-                         schema={"uuid": pl.String, "line": pl.Int64, **{a: pl.Int64 for a in columns}})
+    d = Definition(
+        "rand",
+        "synthetic",
+        axes,
+        {"x": TensorSpec("x", shape, "float16")},
+        {"y": TensorSpec("y", None, "float32")},
+        "def run(x):\n    pass\n",
+    )
+    frame = pl.DataFrame(
+        {"uuid": [f"u{i:05d}" for i in range(n)], "line": list(range(1, n + 1)), **columns},
+        schema={"uuid": pl.String, "line": pl.Int64, **{a: pl.Int64 for a in columns}},
+    )
     return d, WorkloadSet("rand", frame, list(columns))
 
 
@@ -349,13 +555,27 @@ def synthetic_set(columns: dict[str, list[int]], const: dict[str, int] | None = 
 def axis_data(draw):
     n = draw(st.integers(1, 80))
     k = draw(st.integers(1, 3))
-    names = draw(st.lists(st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=6).filter(
-        lambda a: a not in regimes.RESERVED_COLUMNS and not a.startswith("_fib")), min_size=k, max_size=k, unique=True))
+    names = draw(
+        st.lists(
+            st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=6).filter(
+                lambda a: a not in regimes.RESERVED_COLUMNS and not a.startswith("_fib")
+            ),
+            min_size=k,
+            max_size=k,
+            unique=True,
+        )
+    )
     columns = {}
     for a in names:
-        pool = draw(st.lists(st.integers(0, 1 << draw(st.integers(1, 20))), min_size=1, max_size=30))
+        pool = draw(
+            st.lists(st.integers(0, 1 << draw(st.integers(1, 20))), min_size=1, max_size=30)
+        )
         columns[a] = [draw(st.sampled_from(pool)) for _ in range(n)]
-    lat = draw(st.one_of(st.none(), st.lists(st.one_of(st.none(), st.floats(1e-4, 1e3)), min_size=n, max_size=n)))
+    lat = draw(
+        st.one_of(
+            st.none(), st.lists(st.one_of(st.none(), st.floats(1e-4, 1e3)), min_size=n, max_size=n)
+        )
+    )
     return columns, lat
 
 
@@ -366,7 +586,10 @@ def test_bands_partition_random_axis_data(data) -> None:
     d, w = synthetic_set(columns)
     rows = None
     if lat is not None:
-        rows = [{"uuid": u, "status": "PASSED" if v is not None else "RUNTIME_ERROR", "latency_ms": v} for u, v in zip(w.uuids, lat, strict=True)]
+        rows = [
+            {"uuid": u, "status": "PASSED" if v is not None else "RUNTIME_ERROR", "latency_ms": v}
+            for u, v in zip(w.uuids, lat, strict=True)
+        ]
     report = regimes.analyze(d, w, rows, device=roofline.get_device("H100"))
     check_partition(report)
     assert len([b for b in report.bands if b.kind != "outlier"]) <= regimes.MAX_BANDS
@@ -374,17 +597,26 @@ def test_bands_partition_random_axis_data(data) -> None:
     shapes = len(set(zip(*columns.values(), strict=True))) if report.varying_axes else 1
     assert min(lo, shapes) <= len(report.representatives) <= hi
     assert len({r.uuid for r in report.representatives}) == len(report.representatives)
-    assert report.to_json() == regimes.analyze(d, w, rows, device=roofline.get_device("H100")).to_json()  # deterministic
+    assert (
+        report.to_json()
+        == regimes.analyze(d, w, rows, device=roofline.get_device("H100")).to_json()
+    )  # deterministic
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-(1 << 40), 1 << 40), min_size=1, max_size=300, unique=True), st.integers(1, 12), st.data())
+@given(
+    st.lists(st.integers(-(1 << 40), 1 << 40), min_size=1, max_size=300, unique=True),
+    st.integers(1, 12),
+    st.data(),
+)
 def test_axis_bins_cover_sorted_values(values, max_bins, data) -> None:
     values = sorted(values)
     counts = data.draw(st.lists(st.integers(1, 50), min_size=len(values), max_size=len(values)))
     bins, method = regimes.axis_bins(values, counts, max_bins)
     assert 1 <= len(bins) <= max_bins and method.split()[0] in ("values", "log2", "quantile")
-    assert all(lo <= hi for lo, hi in bins) and all(a[1] < b[0] for a, b in zip(bins, bins[1:], strict=False))
+    assert all(lo <= hi for lo, hi in bins) and all(
+        a[1] < b[0] for a, b in zip(bins, bins[1:], strict=False)
+    )
     for v in values:
         assert sum(lo <= v <= hi for lo, hi in bins) == 1
 
@@ -398,9 +630,13 @@ def test_reserved_axis_names_are_refused() -> None:
 
 def test_no_varying_axis_is_one_band() -> None:
     d, w = synthetic_set({"a": [3, 3, 3]})
-    report = regimes.analyze(d, w, [{"uuid": u, "status": "PASSED", "latency_ms": 1.0} for u in w.uuids])
+    report = regimes.analyze(
+        d, w, [{"uuid": u, "status": "PASSED", "latency_ms": 1.0} for u in w.uuids]
+    )
     assert report.varying_axes == [] and report.const_axes == {"a": 3}
-    assert [b.name for b in report.bands] == ["all"] and report.bands[0].latency_share == pytest.approx(1.0)
+    assert [b.name for b in report.bands] == ["all"] and report.bands[
+        0
+    ].latency_share == pytest.approx(1.0)
     assert any("every workload has a=3" in n for n in report.notes)
 
 
@@ -409,7 +645,10 @@ def test_speed_of_light_per_workload_and_band() -> None:
     d, w = synthetic_set({"n": [249_998, 249_998, 499_998]})
     device = roofline.Device("T1", bandwidth_tbs=1.0, sms=None, bf16_tflops=None)
     latency_us = [2.0, 1.0, 1.25]
-    rows = [{"uuid": u, "status": "PASSED", "latency_ms": lat / 1000} for u, lat in zip(w.uuids, latency_us, strict=True)]
+    rows = [
+        {"uuid": u, "status": "PASSED", "latency_ms": lat / 1000}
+        for u, lat in zip(w.uuids, latency_us, strict=True)
+    ]
     data = regimes.analyze(d, w, rows, device=device).to_json()
     floors = [x["floor_us"] for x in data["workloads"]]
     assert floors == pytest.approx([0.5, 0.5, 1.0])
@@ -443,32 +682,60 @@ def test_an_axis_the_constraints_fix_is_not_a_band_axis(tmp_path) -> None:
     from fibtui.core.dataset import parse_definition
     from fibtui.core.regimes import analyze, derived_axes
 
-    raw = {"name": "prefill_like", "op_type": "gdn",
-           "axes": {"total_seq_len": {"type": "var"}, "num_seqs": {"type": "var"}, "len_cu_seqlens": {"type": "var"},
-                    "h": {"type": "const", "value": 4}},
-           "constraints": ["len_cu_seqlens == num_seqs + 1", "total_seq_len == cu_seqlens[-1].item()"],
-           "inputs": {"cu_seqlens": {"shape": ["len_cu_seqlens"], "dtype": "int64"},
-                      "q": {"shape": ["total_seq_len", "h"], "dtype": "bfloat16"}},
-           "outputs": {"o": {"shape": ["total_seq_len", "h"], "dtype": "bfloat16"}},
-           "reference": "def run(cu_seqlens, q):\n    return q\n"}
+    raw = {
+        "name": "prefill_like",
+        "op_type": "gdn",
+        "axes": {
+            "total_seq_len": {"type": "var"},
+            "num_seqs": {"type": "var"},
+            "len_cu_seqlens": {"type": "var"},
+            "h": {"type": "const", "value": 4},
+        },
+        "constraints": ["len_cu_seqlens == num_seqs + 1", "total_seq_len == cu_seqlens[-1].item()"],
+        "inputs": {
+            "cu_seqlens": {"shape": ["len_cu_seqlens"], "dtype": "int64"},
+            "q": {"shape": ["total_seq_len", "h"], "dtype": "bfloat16"},
+        },
+        "outputs": {"o": {"shape": ["total_seq_len", "h"], "dtype": "bfloat16"}},
+        "reference": "def run(cu_seqlens, q):\n    return q\n",
+    }
     definition = parse_definition(raw)
     combos = [(64, 1), (512, 1), (1024, 2), (1024, 4), (2048, 4), (2048, 8)]
-    frame = pl.DataFrame({"total_seq_len": [t for t, _ in combos], "num_seqs": [n for _, n in combos],
-                          "len_cu_seqlens": [n + 1 for _, n in combos]})
+    frame = pl.DataFrame(
+        {
+            "total_seq_len": [t for t, _ in combos],
+            "num_seqs": [n for _, n in combos],
+            "len_cu_seqlens": [n + 1 for _, n in combos],
+        }
+    )
     assert derived_axes(definition, frame, ["total_seq_len", "num_seqs", "len_cu_seqlens"]) == {
-        "len_cu_seqlens": "num_seqs + 1"}
-    broken = frame.with_columns(pl.Series("len_cu_seqlens", [2, 2, 3, 5, 5, 7]))  # the last breaks it
+        "len_cu_seqlens": "num_seqs + 1"
+    }
+    broken = frame.with_columns(
+        pl.Series("len_cu_seqlens", [2, 2, 3, 5, 5, 7])
+    )  # the last breaks it
     assert derived_axes(definition, broken, ["total_seq_len", "num_seqs", "len_cu_seqlens"]) == {}
-    lines = [{"definition": "prefill_like", "workload": {"uuid": f"w{i}", "axes": {"total_seq_len": t, "num_seqs": n,
-                                                                                      "len_cu_seqlens": n + 1},
-                                                          "inputs": {}}} for i, (t, n) in enumerate(combos)]
+    lines = [
+        {
+            "definition": "prefill_like",
+            "workload": {
+                "uuid": f"w{i}",
+                "axes": {"total_seq_len": t, "num_seqs": n, "len_cu_seqlens": n + 1},
+                "inputs": {},
+            },
+        }
+        for i, (t, n) in enumerate(combos)
+    ]
     from fibtui.core.dataset import load_workloads
 
     path = tmp_path / "w.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     report = analyze(definition, load_workloads(path, definition))
     assert report.varying_axes == ["total_seq_len", "num_seqs"]
-    assert report.derived_axes == {"len_cu_seqlens": "num_seqs + 1"} and "len_cu_seqlens" not in report.const_axes
+    assert (
+        report.derived_axes == {"len_cu_seqlens": "num_seqs + 1"}
+        and "len_cu_seqlens" not in report.const_axes
+    )
     assert all("len_cu_seqlens" not in b.name for b in report.bands)
     assert report.to_json()["derived_axes"] == {"len_cu_seqlens": "num_seqs + 1"}
 
@@ -480,6 +747,8 @@ def test_smallest_workload_of_each_band(demo_ws: Path) -> None:
     picked = regimes.smallest_per_band(report)
     bands = {r["uuid"]: r["band"] for r in report.table.iter_rows(named=True)}
     sizes = {r["uuid"]: r["batch_size"] for r in report.table.iter_rows(named=True)}
-    assert [bands[u] for u in picked] == [b.name for b in report.bands if any(bands[u] == b.name for u in bands)]
+    assert [bands[u] for u in picked] == [
+        b.name for b in report.bands if any(bands[u] == b.name for u in bands)
+    ]
     for u in picked:  # nothing in its band is smaller
         assert sizes[u] == min(sizes[v] for v in bands if bands[v] == bands[u])

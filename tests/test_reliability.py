@@ -103,8 +103,10 @@ HOSTILE = {
     # a Python loop that never returns: the job timeout stops it
     "spin": "    while True:\n        pass",
     # 8 MB on stdout (from Python) and 1 MB on fd 1 directly (as C code would), then a correct result
-    "flood": ("    sys.stdout.write('y' * 8_000_000)\n    sys.stdout.flush()\n    os.write(1, b'z' * 1_000_000)\n"
-              "    y.copy_(x * alpha)"),
+    "flood": (
+        "    sys.stdout.write('y' * 8_000_000)\n    sys.stdout.flush()\n    os.write(1, b'z' * 1_000_000)\n"
+        "    y.copy_(x * alpha)"
+    ),
     # where does a kernel run? (its error message says)
     "where": "    raise RuntimeError('cwd=' + os.getcwd())",
 }
@@ -136,7 +138,9 @@ def valid_result_keys(journal: Path) -> Counter:
 # --------------------------------------------------------------------------------------------
 
 
-def test_hostile_kernels_are_contained_to_their_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_kernels_are_contained_to_their_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """segfault, out of memory, an endless loop, a stdout flood and a cwd probe in one paired run
     beside a good kernel: each gets its own clear status, the good one PASSES every time."""
     mark = uuidlib.uuid4().hex
@@ -145,7 +149,9 @@ def test_hostile_kernels_are_contained_to_their_job(tmp_path: Path, monkeypatch:
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
     sols = [str(add_kernel(root, name, body)) for name, body in HOSTILE.items()]
     base = make_candidate(root, "base_py", "good_py")
-    record, events, prepared = run_in_process(root, solutions=sols, baseline=str(base), job_timeout_s=4)
+    record, events, prepared = run_in_process(
+        root, solutions=sols, baseline=str(base), job_timeout_s=4
+    )
     status = {(j["solution"], j["uuid"]): j["status"] for j in record["jobs"]}
     error = {(j["solution"], j["uuid"]): j["error"] or "" for j in record["jobs"]}
     assert record["summary"]["done"] == record["summary"]["total"] == 6
@@ -161,7 +167,9 @@ def test_hostile_kernels_are_contained_to_their_job(tmp_path: Path, monkeypatch:
         assert prepared.folder.resolve() not in (cwd, *cwd.parents)
         assert root.resolve() not in (cwd, *cwd.parents)
     logs = b"".join(p.read_bytes() for p in prepared.folder.glob("worker-*.log"))
-    assert b"y" * 100_000 in logs and b"z" * 100_000 in logs  # the flood went to the log, not the results
+    assert (
+        b"y" * 100_000 in logs and b"z" * 100_000 in logs
+    )  # the flood went to the log, not the results
     contents = read_journal(prepared.folder / "journal.jsonl")
     assert not contents.corrupt_lines and not contents.duplicate_lines
     assert wait_gone(mark) == []  # every worker was stopped, none left behind
@@ -188,13 +196,16 @@ JOURNAL_FORGER = """    import json, glob
 
 
 @pytest.mark.parametrize("mode", ["forge", "truncate", "replace"])
-def test_a_kernel_writing_into_the_journal_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           mode: str) -> None:
+def test_a_kernel_writing_into_the_journal_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     """A kernel that knows where the journal is (the test tells it) forges PASSED lines, truncates
     the journal, or replaces it: the runner notices, restores the journal from what it wrote, and
     records the real results only."""
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3))
-    monkeypatch.setenv("FIBTUI_TEST_JOURNAL_GLOB", str(root / "optimize_ops" / "runs" / "*" / "journal.jsonl"))
+    monkeypatch.setenv(
+        "FIBTUI_TEST_JOURNAL_GLOB", str(root / "optimize_ops" / "runs" / "*" / "journal.jsonl")
+    )
     monkeypatch.setenv("FIBTUI_TEST_FORGE", mode)
     forger = add_kernel(root, "forger", JOURNAL_FORGER)
     base = make_candidate(root, "base_py", "good_py")
@@ -216,7 +227,7 @@ def test_a_kernel_writing_into_the_journal_changes_nothing(tmp_path: Path, monke
 #: Imported by every Python process of the kill test (it is on their PYTHONPATH as sitecustomize):
 #: with FIBTUI_TEST_TEAR_AT=N, the runner's Nth result append writes part of its line, then
 #: sleeps until the test SIGKILLs it: a real process killed in the middle of a journal write.
-TEAR_HOOK = '''
+TEAR_HOOK = """
 import os
 _at = os.environ.get("FIBTUI_TEST_TEAR_AT")
 if _at:
@@ -243,7 +254,7 @@ if _at:
         return _real(path, line)
 
     _fsio.append_line = _torn_append
-'''
+"""
 
 SLOW_GOOD = "    time.sleep(0.02)\n    y.copy_(x * alpha)"
 
@@ -270,12 +281,19 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(TEAR_HOOK)
-    base_env = dict(os.environ, PYTHONPATH=f"{hook}{os.pathsep}{REPO}", FIBTUI_TEST_MARK=mark,
-                    FIBTUI_CACHE_DIR=str(tmp_path / "cache"))
+    base_env = dict(
+        os.environ,
+        PYTHONPATH=f"{hook}{os.pathsep}{REPO}",
+        FIBTUI_TEST_MARK=mark,
+        FIBTUI_CACHE_DIR=str(tmp_path / "cache"),
+    )
     base_env.pop("FIB_DATASET_PATH", None)
     total = 16 * 3
-    plan = ([("time", rng.uniform(0.0, 1.6)) for _ in range(7)] + [("count", rng.randint(1, 2)) for _ in range(10)]
-            + [("torn", rng.randint(1, 2)) for _ in range(7)])
+    plan = (
+        [("time", rng.uniform(0.0, 1.6)) for _ in range(7)]
+        + [("count", rng.randint(1, 2)) for _ in range(10)]
+        + [("torn", rng.randint(1, 2)) for _ in range(7)]
+    )
     rng.shuffle(plan)
     plan.insert(0, ("time", 0.05))  # killed while Python starts: not even a run folder yet
     runs_dir = root / "optimize_ops" / "runs"
@@ -294,8 +312,11 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
     abandoned: set[str] = set()
     try:
         for i, (kind, arg) in enumerate(plan):
-            argv = (["run", "--backend", "interpreter", "--workloads", "all", "--repeats", "3"] if run_id is None
-                    else ["run", "--resume", run_id])
+            argv = (
+                ["run", "--backend", "interpreter", "--workloads", "all", "--repeats", "3"]
+                if run_id is None
+                else ["run", "--resume", run_id]
+            )
             env = dict(base_env)
             if kind == "torn":
                 env["FIBTUI_TEST_TEAR_AT"] = str(arg)
@@ -304,8 +325,13 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
             jp0 = journal_path()
             size0 = jp0.stat().st_size if jp0 is not None and jp0.is_file() else 0
             with open(tmp_path / f"cycle{i}.log", "wb") as log:
-                proc = subprocess.Popen([sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)], env=env,
-                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             deadline = time.monotonic() + 60
             t0 = time.monotonic()
             while proc.poll() is None and time.monotonic() < deadline:
@@ -315,7 +341,9 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
                 if kind == "count" and jp is not None and header_complete(jp):
                     done = sum(1 for _ in valid_result_keys(jp).elements())
                     if done >= before + arg:
-                        if not phases["seen running"]:  # while its runner lives, the run is "running"
+                        if not phases[
+                            "seen running"
+                        ]:  # while its runner lives, the run is "running"
                             states = {r.run_id: r.state for r in list_runs(root / "optimize_ops")}
                             phases["seen running"] += states.get(jp.parent.name) == "running"
                         time.sleep(rng.uniform(0, 0.03))
@@ -325,7 +353,9 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
                     if len(data) > size0 and not data.endswith(b"\n"):
                         break
                 time.sleep(0.005)
-            assert proc.poll() is None, f"cycle {i} ({kind}) ended by itself: {(tmp_path / f'cycle{i}.log').read_text()[-800:]}"
+            assert proc.poll() is None, (
+                f"cycle {i} ({kind}) ended by itself: {(tmp_path / f'cycle{i}.log').read_text()[-800:]}"
+            )
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             jp = journal_path()
@@ -340,11 +370,17 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
                 phases["mid-journal-write"] += 1
                 assert not jp.read_bytes().endswith(b"\n")
             else:
-                phases["mid-run" if len(read_journal(jp).results) > before else "start-up (no job finished)"] += 1
+                phases[
+                    "mid-run"
+                    if len(read_journal(jp).results) > before
+                    else "start-up (no job finished)"
+                ] += 1
             contents = read_journal(jp)
             now = {k: r.to_json() for k, r in contents.results.items()}
             # nothing finished is ever lost or rewritten; nothing is there twice; no torn line accepted
-            assert all(now.get(k) == v for k, v in accepted.items()), f"cycle {i}: a finished result changed or vanished"
+            assert all(now.get(k) == v for k, v in accepted.items()), (
+                f"cycle {i}: a finished result changed or vanished"
+            )
             assert not contents.duplicate_lines
             assert len(contents.corrupt_lines) >= torn_kills
             assert set(valid_result_keys(jp).values()) <= {1}
@@ -353,21 +389,62 @@ def test_sigkill_at_random_points_always_resumes_to_a_complete_run(tmp_path: Pat
             assert listing[run_id].state == "interrupted"
             accepted = now
         kills = len(plan)
-        print(f"kill points: {kills}; phases: {dict(phases)}; results before the last resume: {len(accepted)}/{total}")
-        assert kills >= 20 and torn_kills >= 5 and phases["mid-run"] >= 5 and phases["start-up (no job finished)"] >= 2, phases
+        print(
+            f"kill points: {kills}; phases: {dict(phases)}; results before the last resume: {len(accepted)}/{total}"
+        )
+        assert (
+            kills >= 20
+            and torn_kills >= 5
+            and phases["mid-run"] >= 5
+            and phases["start-up (no job finished)"] >= 2
+        ), phases
         assert phases["seen running"] == 1
         # the last resume, not killed, finishes the run
-        proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--resume", run_id, "--json",
-                               "--workspace", str(root)], env=base_env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fibtui",
+                "run",
+                "--resume",
+                run_id,
+                "--json",
+                "--workspace",
+                str(root),
+            ],
+            env=base_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         record = json.loads(proc.stdout)
         assert record["state"] == "complete" and record["summary"]["passed"] == total
         jp = runs_dir / run_id / "journal.jsonl"
-        assert valid_result_keys(jp) == Counter({k: 1 for k in valid_result_keys(jp)}) and len(valid_result_keys(jp)) == total
+        assert (
+            valid_result_keys(jp) == Counter({k: 1 for k in valid_result_keys(jp)})
+            and len(valid_result_keys(jp)) == total
+        )
         final = result_snapshot(jp)
         assert all(final[k] == v for k, v in accepted.items())
-        listed = json.loads(subprocess.run([sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
-                                           env=base_env, capture_output=True, text=True, timeout=60).stdout)["runs"]
+        listed = json.loads(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "fibtui",
+                    "runs",
+                    "list",
+                    "--json",
+                    "--workspace",
+                    str(root),
+                ],
+                env=base_env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
+        )["runs"]
         mine = next(r for r in listed if r["run_id"] == run_id)
         assert mine["state"] == "complete" and mine["jobs_done"] == mine["jobs_total"] == total
         assert {"run_id", "state", "jobs_done", "jobs_total", "backend", "started"} <= set(mine)
@@ -382,10 +459,18 @@ def _fresh_run(folder: Path, n_jobs: int = 6):
     from fibtui.core.runs import JobSpec, Journal, RunHeader, SolutionRef
 
     folder.mkdir(parents=True)
-    header = RunHeader(run_id=folder.name, definition="tiny_scale", backend="interpreter", timing_kind="cpu-interpreter",
-                       l2_policy="n/a", solutions=[SolutionRef("k", "candidate", "snapshots/candidate-k")],
-                       jobs=[JobSpec(f"wl-{i}", {"n": i + 1}, "k", "candidate", 0) for i in range(n_jobs)],
-                       repeats=1, workload_selection="all", started="2026-01-01T00:00:00+00:00")
+    header = RunHeader(
+        run_id=folder.name,
+        definition="tiny_scale",
+        backend="interpreter",
+        timing_kind="cpu-interpreter",
+        l2_policy="n/a",
+        solutions=[SolutionRef("k", "candidate", "snapshots/candidate-k")],
+        jobs=[JobSpec(f"wl-{i}", {"n": i + 1}, "k", "candidate", 0) for i in range(n_jobs)],
+        repeats=1,
+        workload_selection="all",
+        started="2026-01-01T00:00:00+00:00",
+    )
     Journal(folder).write_header(header)
     return header
 
@@ -399,8 +484,14 @@ def _record_jobs(folder: Path, header, keys: set[str] | None = None, latency: fl
     for i, job in enumerate(header.jobs):
         if job.key in done or (keys is not None and job.key not in keys):
             continue
-        recorder.record("candidate-0", job.uuid, job.repeat, 1, {"status": "PASSED", "latency_ms": latency + i / 100},
-                        lambda e: None)
+        recorder.record(
+            "candidate-0",
+            job.uuid,
+            job.repeat,
+            1,
+            {"status": "PASSED", "latency_ms": latency + i / 100},
+            lambda e: None,
+        )
     if keys is None:
         recorder.finish(False, lambda e: None)
 
@@ -412,11 +503,28 @@ def test_resume_after_any_torn_tail(tmp_path_factory) -> None:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    @settings(max_examples=int(os.environ.get("FIBTUI_FUZZ_EXAMPLES", "60")), deadline=None,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(cut=st.integers(0, 10**6), before_newline=st.booleans(), junk=st.one_of(st.just(b""), st.binary(max_size=30),
-                                                     st.sampled_from([b'{"kind":"result","uuid":"wl-5"', b'{"kind":', b"\xff\xfe",
-                                                                      b'{"kind":"end"', b"\x00\x00"])))
+    @settings(
+        max_examples=int(os.environ.get("FIBTUI_FUZZ_EXAMPLES", "60")),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(
+        cut=st.integers(0, 10**6),
+        before_newline=st.booleans(),
+        junk=st.one_of(
+            st.just(b""),
+            st.binary(max_size=30),
+            st.sampled_from(
+                [
+                    b'{"kind":"result","uuid":"wl-5"',
+                    b'{"kind":',
+                    b"\xff\xfe",
+                    b'{"kind":"end"',
+                    b"\x00\x00",
+                ]
+            ),
+        ),
+    )
     def check(cut: int, before_newline: bool, junk: bytes) -> None:
         folder = tmp_path_factory.mktemp("torn") / "run"
         header = _fresh_run(folder)
@@ -443,8 +551,14 @@ def test_resume_after_any_torn_tail(tmp_path_factory) -> None:
             assert type(exc.value).__name__ == "InputError"  # no header: the run never started
             return
         before = read_journal(journal)
-        intact = {json.loads(line)["uuid"] for line in whole[1:] if json.loads(line).get("kind") == "result"}
-        assert {r.uuid for r in before.results.values()} == intact  # every whole line, and nothing else
+        intact = {
+            json.loads(line)["uuid"]
+            for line in whole[1:]
+            if json.loads(line).get("kind") == "result"
+        }
+        assert {
+            r.uuid for r in before.results.values()
+        } == intact  # every whole line, and nothing else
         _record_jobs(folder, header)
         after = read_journal(journal)
         assert len(after.results) == 6 and not after.duplicate_lines
@@ -471,7 +585,9 @@ class PtyApp:
         pid, fd = pty.fork()
         if pid == 0:  # the child: size the terminal, then become the app
             fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-            os.execve(sys.executable, [sys.executable, "-m", "fibtui", "--workspace", str(root)], env)
+            os.execve(
+                sys.executable, [sys.executable, "-m", "fibtui", "--workspace", str(root)], env
+            )
         self.pid, self.fd = pid, fd
         self.reader = threading.Thread(target=self._drain, daemon=True)
         self.reader.start()
@@ -518,8 +634,9 @@ class PtyApp:
         os.close(self.fd)
 
 
-async def test_the_tui_killed_mid_run_shows_it_interrupted_and_resume_finishes_it(tmp_path: Path,
-                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_tui_killed_mid_run_shows_it_interrupted_and_resume_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from textual.widgets import DataTable
 
     from fibtui.ui.app import make_app
@@ -527,9 +644,19 @@ async def test_the_tui_killed_mid_run_shows_it_interrupted_and_resume_finishes_i
 
     mark = uuidlib.uuid4().hex
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4, 5, 6))
-    (root / "solution" / "triton" / "kernel.py").write_text(kernel("    time.sleep(0.3)\n    y.copy_(x * alpha)"))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", PYTHONPATH=str(REPO),
-               FIBTUI_CONFIG_DIR=str(tmp_path / "config"), FIBTUI_CACHE_DIR=str(tmp_path / "cache"), FIBTUI_TEST_MARK=mark)
+    (root / "solution" / "triton" / "kernel.py").write_text(
+        kernel("    time.sleep(0.3)\n    y.copy_(x * alpha)")
+    )
+    env = dict(
+        os.environ,
+        TERM="xterm-256color",
+        COLUMNS="120",
+        LINES="40",
+        PYTHONPATH=str(REPO),
+        FIBTUI_CONFIG_DIR=str(tmp_path / "config"),
+        FIBTUI_CACHE_DIR=str(tmp_path / "cache"),
+        FIBTUI_TEST_MARK=mark,
+    )
     env.pop("FIB_DATASET_PATH", None)
     app_proc = PtyApp(root, env)
     try:
@@ -551,8 +678,15 @@ async def test_the_tui_killed_mid_run_shows_it_interrupted_and_resume_finishes_i
         app_proc.kill()  # SIGKILL to the whole process group: the app and its runner thread
     run_id = journal.parent.name
     cli_env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
-    listed = json.loads(subprocess.run([sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
-                                       env=cli_env, capture_output=True, text=True, timeout=60).stdout)["runs"]
+    listed = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+    )["runs"]
     mine = next(r for r in listed if r["run_id"] == run_id)
     assert mine["state"] == "interrupted" and mine["backend"] == "interpreter" and mine["started"]
     assert 1 <= mine["jobs_done"] < mine["jobs_total"]
@@ -565,13 +699,34 @@ async def test_the_tui_killed_mid_run_shows_it_interrupted_and_resume_finishes_i
         await pilot.press("3")
         table = app.query_one(RunsPane).query_one("#runs-list", DataTable)
         row = table.get_row(run_id)
-        assert str(row[1]) == "interrupted" and str(row[2]) == f"{mine['jobs_done']}/{mine['jobs_total']}"
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--resume", run_id, "--json", "--workspace", str(root)],
-                          env=cli_env, capture_output=True, text=True, timeout=300)
+        assert (
+            str(row[1]) == "interrupted"
+            and str(row[2]) == f"{mine['jobs_done']}/{mine['jobs_total']}"
+        )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fibtui",
+            "run",
+            "--resume",
+            run_id,
+            "--json",
+            "--workspace",
+            str(root),
+        ],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = json.loads(proc.stdout)
     assert record["state"] == "complete" and record["summary"]["done"] == mine["jobs_total"]
-    assert set(valid_result_keys(journal).values()) == {1} and len(valid_result_keys(journal)) == mine["jobs_total"]
+    assert (
+        set(valid_result_keys(journal).values()) == {1}
+        and len(valid_result_keys(journal)) == mine["jobs_total"]
+    )
     assert wait_gone(mark) == []
 
 
@@ -584,7 +739,9 @@ async def timed_key(pilot, key: str) -> float:
     return time.monotonic() - t0
 
 
-async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The workspace's kernel floods stdout, stalls, then segfaults the worker, on every workload
     of the gate: pane keys keep answering throughout, and each job ends RUNTIME_ERROR."""
     from textual.widgets import TabbedContent
@@ -597,11 +754,14 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(tmp_path: Pa
     monkeypatch.setenv("FIBTUI_TEST_MARK", mark)
     monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
-    (root / "solution" / "triton" / "kernel.py").write_text(kernel(
-        # the stall keeps the gate going long enough for the >= 10 timed keys below even on a
-        # loaded machine (with 1 s it ended after exactly 10 keys when alone, fewer under -n 2)
-        "    sys.stdout.write('x' * 2_000_000)\n    sys.stdout.flush()\n    time.sleep(2.5)\n"
-        "    import ctypes\n    ctypes.string_at(0)"))
+    (root / "solution" / "triton" / "kernel.py").write_text(
+        kernel(
+            # the stall keeps the gate going long enough for the >= 10 timed keys below even on a
+            # loaded machine (with 1 s it ended after exactly 10 keys when alone, fewer under -n 2)
+            "    sys.stdout.write('x' * 2_000_000)\n    sys.stdout.flush()\n    time.sleep(2.5)\n"
+            "    import ctypes\n    ctypes.string_at(0)"
+        )
+    )
     events: list = []
     app = make_app(open_workspace(root))
     app.note_acknowledged = True
@@ -613,7 +773,11 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(tmp_path: Pa
         deadline = time.monotonic() + 120
 
         def finished() -> list:
-            return [m.event for m in events if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)]
+            return [
+                m.event
+                for m in events
+                if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)
+            ]
 
         keys = ["1", "2", "4", "6", "3"]
         i = 0
@@ -621,12 +785,17 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(tmp_path: Pa
             assert time.monotonic() < deadline, "the gate never finished"
             key = keys[i % len(keys)]
             latencies.append(await timed_key(pilot, key))
-            assert tabs.active == {"1": "recon", "2": "regimes", "3": "runs", "4": "ncu", "6": "history"}[key]
+            assert (
+                tabs.active
+                == {"1": "recon", "2": "regimes", "3": "runs", "4": "ncu", "6": "history"}[key]
+            )
             i += 1
         record = finished()[0].record
     statuses = {j["status"] for j in record["jobs"]}
     assert statuses == {"RUNTIME_ERROR"} and all("SIGSEGV" in j["error"] for j in record["jobs"])
-    print(f"key-to-repaint while the hostile kernel ran: n={len(latencies)} max {max(latencies) * 1000:.0f} ms")
+    print(
+        f"key-to-repaint while the hostile kernel ran: n={len(latencies)} max {max(latencies) * 1000:.0f} ms"
+    )
     assert len(latencies) >= 10
     assert max(latencies) < 2.0, f"a key took {max(latencies):.2f} s while the kernel ran"
     assert wait_gone(mark) == []
@@ -641,17 +810,41 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(tmp_path: Pa
 #: through fibtui.core.fsio: temp file + fsync + rename, or one fsynced line per append.
 RAW_WRITES_ALLOWED = {
     ("fibtui/core/fsio.py", "_write_via_temp"): "the atomic writer itself (fills the temp file)",
-    ("fibtui/core/demo.py", "create_demo_workspace"): "creates a brand-new demo folder (nothing to lose)",
-    ("fibtui/runners/local.py", "__init__"): "a worker's log, opened for append (logs, not records)",
+    (
+        "fibtui/core/demo.py",
+        "create_demo_workspace",
+    ): "creates a brand-new demo folder (nothing to lose)",
+    (
+        "fibtui/runners/local.py",
+        "__init__",
+    ): "a worker's log, opened for append (logs, not records)",
     ("fibtui/runners/local.py", "switch_log"): "a worker's log, opened for append",
-    ("fibtui/runners/parity.py", "_run_logged"): "flashinfer-bench's console log, appended as it runs",
-    ("fibtui/runners/parity.py", "prepare_dataset_dir"): "a scratch dataset folder made for one parity run",
-    ("fibtui/worker/build.py", "write_sources"): "the worker's private build folder (a temp folder)",
+    (
+        "fibtui/runners/parity.py",
+        "_run_logged",
+    ): "flashinfer-bench's console log, appended as it runs",
+    (
+        "fibtui/runners/parity.py",
+        "prepare_dataset_dir",
+    ): "a scratch dataset folder made for one parity run",
+    (
+        "fibtui/worker/build.py",
+        "write_sources",
+    ): "the worker's private build folder (a temp folder)",
     ("fibtui/worker/protocol.py", "claim_stdout"): "the worker's own stdout pipe",
-    ("fibtui/worker/native.py", "_compile"): "the build cache: sources for the compiler, the marker via temp + rename",
-    ("fibtui/worker/native.py", "_locked"): "the build cache's lock file, opened for append (never written)",
+    (
+        "fibtui/worker/native.py",
+        "_compile",
+    ): "the build cache: sources for the compiler, the marker via temp + rename",
+    (
+        "fibtui/worker/native.py",
+        "_locked",
+    ): "the build cache's lock file, opened for append (never written)",
     ("fibtui/worker/native.py", "_write_log"): "the compiler's log in the build cache",
-    ("fibtui/runners/buildcheck.py", "check_builds"): "the request file in a temp folder of its own",
+    (
+        "fibtui/runners/buildcheck.py",
+        "check_builds",
+    ): "the request file in a temp folder of its own",
 }
 
 
@@ -671,15 +864,43 @@ def raw_write_sites() -> set[tuple[str, str]]:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
             raw = False
             if name in ("open", "fdopen"):
-                mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
-                raw = isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
-            elif name in ("write_text", "write_bytes", "copyfile", "copy", "copy2", "copytree", "copyfileobj"):
-                module = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
-                raw = not ((module == "shutil" and name == "copyfileobj" and path.name == "fsio.py")
-                           or module == "copy")  # copy.copy: an object, not a file
+                mode = (
+                    node.args[1]
+                    if len(node.args) > 1
+                    else next((k.value for k in node.keywords if k.arg == "mode"), None)
+                )
+                raw = (
+                    isinstance(mode, ast.Constant)
+                    and isinstance(mode.value, str)
+                    and any(c in mode.value for c in "wax+")
+                )
+            elif name in (
+                "write_text",
+                "write_bytes",
+                "copyfile",
+                "copy",
+                "copy2",
+                "copytree",
+                "copyfileobj",
+            ):
+                module = (
+                    func.value.id
+                    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                    else None
+                )
+                raw = not (
+                    (module == "shutil" and name == "copyfileobj" and path.name == "fsio.py")
+                    or module == "copy"
+                )  # copy.copy: an object, not a file
             if raw:
                 sites.add((path.relative_to(REPO).as_posix(), owner.get(id(node), "<module>")))
     return sites
@@ -688,11 +909,21 @@ def raw_write_sites() -> set[tuple[str, str]]:
 def test_every_record_is_written_atomically() -> None:
     sites = raw_write_sites()
     unexplained = sorted(sites - set(RAW_WRITES_ALLOWED))
-    assert not unexplained, f"raw writes outside fibtui.core.fsio (use atomic_write_* / atomic_copy_file): {unexplained}"
+    assert not unexplained, (
+        f"raw writes outside fibtui.core.fsio (use atomic_write_* / atomic_copy_file): {unexplained}"
+    )
     assert ("fibtui/core/fsio.py", "_write_via_temp") in sites  # the scan sees writes at all
     stale = sorted(set(RAW_WRITES_ALLOWED) - sites)
     assert not stale, f"allowed raw writes that no longer exist (drop them from the list): {stale}"
-    for module in ("archive/", "runs.py", "settings.py", "plan.py", "recon.py", "stats.py", "submission.py"):
+    for module in (
+        "archive/",
+        "runs.py",
+        "settings.py",
+        "plan.py",
+        "recon.py",
+        "stats.py",
+        "submission.py",
+    ):
         assert not any(f.startswith(f"fibtui/core/{module}") for f, _ in sites), module
 
 
@@ -706,11 +937,16 @@ def test_archiving_never_overwrites_under_random_collisions(tmp_path_factory) ->
 
     from fibtui.core.archive import archive_file
 
-    names = st.sampled_from(["a.json", "a.json", "a.json", "b.ncu-rep", "a", "a_run2.json", "x.tar.gz", "run", "r.log"])
+    names = st.sampled_from(
+        ["a.json", "a.json", "a.json", "b.ncu-rep", "a", "a_run2.json", "x.tar.gz", "run", "r.log"]
+    )
 
     @settings(max_examples=int(os.environ.get("FIBTUI_FUZZ_EXAMPLES", "25")), deadline=None)
-    @given(batch=st.lists(names, min_size=1, max_size=24), taken=st.lists(names, max_size=4),
-           threads=st.integers(1, 8))
+    @given(
+        batch=st.lists(names, min_size=1, max_size=24),
+        taken=st.lists(names, max_size=4),
+        threads=st.integers(1, 8),
+    )
     def check(batch: list[str], taken: list[str], threads: int) -> None:
         root = tmp_path_factory.mktemp("arch")
         bench = root / "archive" / "benchmarks"
@@ -745,7 +981,9 @@ def test_archiving_never_overwrites_under_random_collisions(tmp_path_factory) ->
         assert all(contents[f"payload {i}"] == 1 for i in range(len(batch)))
         assert all((bench / n).read_text() == text for n, text in existing.items())
         assert sum(contents.values()) == len(batch) + len(existing)
-        assert not [p for p in bench.iterdir() if p.name.startswith(".")]  # no temp file left behind
+        assert not [
+            p for p in bench.iterdir() if p.name.startswith(".")
+        ]  # no temp file left behind
 
     check()
 
@@ -762,15 +1000,25 @@ def test_concurrent_archiving_processes_never_overwrite(tmp_path: Path) -> None:
         "    archive_file(root / 'archive', src, name=['a.json', 'b.json', 'a'][i % 3])\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), f"p{k}"], env=env) for k in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path), f"p{k}"], env=env)
+        for k in range(4)
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     files = [p for p in (tmp_path / "archive" / "benchmarks").iterdir()]
-    assert sorted(p.read_text() for p in files) == sorted(f"p{k}-{i}" for k in range(4) for i in range(15))
+    assert sorted(p.read_text() for p in files) == sorted(
+        f"p{k}-{i}" for k in range(4) for i in range(15)
+    )
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def test_reject_archives_the_rejected_kernel_before_restoring(tmp_path: Path) -> None:
@@ -791,14 +1039,40 @@ def test_reject_archives_the_rejected_kernel_before_restoring(tmp_path: Path) ->
     (base / "kernel.py").write_text(committed)
     env = dict(os.environ, PYTHONPATH=str(REPO), FIBTUI_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("FIB_DATASET_PATH", None)
-    run = subprocess.run([sys.executable, "-m", "fibtui", "run", "--backend", "interpreter", "--workloads", "all",
-                          "--baseline", str(base), "--json", "--workspace", str(root)], env=env, capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fibtui",
+            "run",
+            "--backend",
+            "interpreter",
+            "--workloads",
+            "all",
+            "--baseline",
+            str(base),
+            "--json",
+            "--workspace",
+            str(root),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "reject", "--json", "--workspace", str(root)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fibtui", "reject", "--json", "--workspace", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert kernel_file.read_text() == committed and not (root / "solution" / "triton" / "helper.py").exists()
+    assert (
+        kernel_file.read_text() == committed
+        and not (root / "solution" / "triton" / "helper.py").exists()
+    )
     kept = [p for p in (root / "optimize_ops").rglob("kernel.py") if p.read_text() == edited]
     assert any("_workspace" in str(p) for p in kept), "the edited workspace kernel was archived"
     assert any((p.parent / "helper.py").is_file() for p in kept if "_workspace" in str(p))
@@ -806,7 +1080,9 @@ def test_reject_archives_the_rejected_kernel_before_restoring(tmp_path: Path) ->
     assert '"decision": "rejected"' in rounds
 
 
-def test_reject_archives_first_even_when_the_restore_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reject_archives_first_even_when_the_restore_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The order matters: when restoring blows up, the rejected kernel is already in the archive."""
     from fibtui.core import archive
     from fibtui.core.archive import decide
@@ -825,8 +1101,14 @@ def test_reject_archives_first_even_when_the_restore_fails(tmp_path: Path, monke
 
     monkeypatch.setattr(decide, "restore_kernel", failing_restore)  # what reject calls
     with pytest.raises(OSError):
-        archive.reject(None, workspace_root=root, source_dir=src, archive_root=root / "optimize_ops", language="triton",
-                       candidate_name="v3_x_y")
+        archive.reject(
+            None,
+            workspace_root=root,
+            source_dir=src,
+            archive_root=root / "optimize_ops",
+            language="triton",
+            candidate_name="v3_x_y",
+        )
     assert seen and any(p.read_text().startswith("# edited") for p in seen[0])
 
 
@@ -889,11 +1171,16 @@ def one_line_failure(argv: list[str], tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def snapshot_tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
-def test_a_full_disk_fails_each_step_with_one_line_and_truncates_nothing(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_fails_each_step_with_one_line_and_truncates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Settings, archive entries and the run journal on a disk that fills up (a patched writer):
     one line, exit 1, every existing file byte for byte as it was, no half-made archive entry."""
     from fibtui.core import fsio
@@ -902,7 +1189,11 @@ def test_a_full_disk_fails_each_step_with_one_line_and_truncates_nothing(tmp_pat
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4), kernel="good_py")
     (root / "fibtui.toml").write_text("# mine\n[regimes]\npinned = []\n")
     result_file = tmp_path / "retained_run.json"
-    result_file.write_text(json.dumps({"results": {"tiny_scale": {"wl-000-n1": {"status": "PASSED", "latency_ms": 0.1}}}}))
+    result_file.write_text(
+        json.dumps(
+            {"results": {"tiny_scale": {"wl-000-n1": {"status": "PASSED", "latency_ms": 0.1}}}}
+        )
+    )
     ws = str(root)
     # a finished run to archive later, and everything as it is now
     monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
@@ -911,10 +1202,16 @@ def test_a_full_disk_fails_each_step_with_one_line_and_truncates_nothing(tmp_pat
     before = snapshot_tree(root)
 
     monkeypatch.setattr(fsio, "os", FullDiskOS(room=0))
-    line = one_line_failure(["regimes", "--pin", "wl-001-n2", "--workspace", ws], tmp_path, monkeypatch)
+    line = one_line_failure(
+        ["regimes", "--pin", "wl-001-n2", "--workspace", ws], tmp_path, monkeypatch
+    )
     assert "fibtui.toml" in line
-    one_line_failure(["archive", "--file", str(result_file), "--workspace", ws], tmp_path, monkeypatch)
-    one_line_failure(["archive", "--run-folder", str(first.folder), "--workspace", ws], tmp_path, monkeypatch)
+    one_line_failure(
+        ["archive", "--file", str(result_file), "--workspace", ws], tmp_path, monkeypatch
+    )
+    one_line_failure(
+        ["archive", "--run-folder", str(first.folder), "--workspace", ws], tmp_path, monkeypatch
+    )
     assert snapshot_tree(root) == before
     assert not [p for p in root.rglob("*") if p.name.startswith(".") and ".tmp" in p.name]
 
@@ -927,17 +1224,24 @@ def test_a_full_disk_fails_each_step_with_one_line_and_truncates_nothing(tmp_pat
 
     with pytest.raises(WriteFailed) as exc:
         second.runner.run(lambda e: None)
-    assert f"fibtui run --resume {second.run_id}" in exc.value.one_line() and "\n" not in exc.value.one_line()
+    assert (
+        f"fibtui run --resume {second.run_id}" in exc.value.one_line()
+        and "\n" not in exc.value.one_line()
+    )
     assert journal.read_bytes().endswith(b"\n")  # the refused append left no fragment
     kept = read_journal(journal)
     assert len(kept.results) == 2 and not kept.corrupt_lines
-    assert snapshot_tree(first.folder) == {k[len(f"optimize_ops/runs/{first.run_id}/"):]: v for k, v in before.items()
-                                           if k.startswith(f"optimize_ops/runs/{first.run_id}/")}
+    assert snapshot_tree(first.folder) == {
+        k[len(f"optimize_ops/runs/{first.run_id}/") :]: v
+        for k, v in before.items()
+        if k.startswith(f"optimize_ops/runs/{first.run_id}/")
+    }
     monkeypatch.setattr(fsio, "os", os)
     record = prepare_resume(open_ws(root), second.run_id).runner.run(lambda e: None)
     assert record["state"] == "complete" and set(valid_result_keys(journal).values()) == {1}
     assert {k: v.to_json() for k, v in kept.results.items()} == {
-        k: v.to_json() for k, v in read_journal(journal).results.items() if k in kept.results}
+        k: v.to_json() for k, v in read_journal(journal).results.items() if k in kept.results
+    }
 
 
 @pytest.fixture
@@ -947,7 +1251,11 @@ def tiny_disk(tmp_path: Path):
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -963,8 +1271,17 @@ def test_a_really_full_disk(tiny_disk: Path, tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO), FIBTUI_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("FIB_DATASET_PATH", None)
     big = tmp_path / "big.json"
-    big.write_text(json.dumps({"results": {"tiny_scale": {f"wl-{i}": {"status": "PASSED", "latency_ms": 0.1}
-                                                          for i in range(20000)}}}))
+    big.write_text(
+        json.dumps(
+            {
+                "results": {
+                    "tiny_scale": {
+                        f"wl-{i}": {"status": "PASSED", "latency_ms": 0.1} for i in range(20000)
+                    }
+                }
+            }
+        )
+    )
     with open(tiny_disk / "filler", "wb") as fh:  # fill the disk
         try:
             while True:
@@ -973,12 +1290,23 @@ def test_a_really_full_disk(tiny_disk: Path, tmp_path: Path) -> None:
         except OSError:
             pass
     before = snapshot_tree(root)
-    for argv in (["regimes", "--pin", "wl-001-n2"], ["archive", "--file", str(big)],
-                 ["run", "--backend", "interpreter", "--workloads", "all"]):
-        proc = subprocess.run([sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)], env=env,
-                              capture_output=True, text=True, timeout=120)
+    for argv in (
+        ["regimes", "--pin", "wl-001-n2"],
+        ["archive", "--file", str(big)],
+        ["run", "--backend", "interpreter", "--workloads", "all"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 1, (argv, proc.stderr[-1500:])
-        assert len(proc.stderr.splitlines()) == 1 and "No space left on device" in proc.stderr, (argv, proc.stderr)
+        assert len(proc.stderr.splitlines()) == 1 and "No space left on device" in proc.stderr, (
+            argv,
+            proc.stderr,
+        )
     after = snapshot_tree(root)
     assert {k: v for k, v in after.items() if k in before} == before
 
@@ -989,8 +1317,13 @@ def test_a_really_full_disk(tiny_disk: Path, tmp_path: Path) -> None:
 
 
 #: pane key -> text that appears only once that pane is painted (the tiny workspace)
-PANE_MARKERS = {b"1": b"never stash", b"2": b"varying", b"4": b"no NCU reports yet", b"6": b"round summary",
-                b"3": b"CPU-interpreter timings"}
+PANE_MARKERS = {
+    b"1": b"never stash",
+    b"2": b"varying",
+    b"4": b"no NCU reports yet",
+    b"6": b"round summary",
+    b"3": b"CPU-interpreter timings",
+}
 
 
 def test_a_400_job_sweep_with_the_tui_attached(tmp_path: Path) -> None:
@@ -1001,9 +1334,19 @@ def test_a_400_job_sweep_with_the_tui_attached(tmp_path: Path) -> None:
     n = 400
     mark = uuidlib.uuid4().hex
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=tuple(range(1, n + 1)))
-    (root / "solution" / "triton" / "kernel.py").write_text(kernel("    time.sleep(0.005)\n    y.copy_(x * alpha)"))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", PYTHONPATH=str(REPO),
-               FIBTUI_CONFIG_DIR=str(tmp_path / "config"), FIBTUI_CACHE_DIR=str(tmp_path / "cache"), FIBTUI_TEST_MARK=mark)
+    (root / "solution" / "triton" / "kernel.py").write_text(
+        kernel("    time.sleep(0.005)\n    y.copy_(x * alpha)")
+    )
+    env = dict(
+        os.environ,
+        TERM="xterm-256color",
+        COLUMNS="120",
+        LINES="40",
+        PYTHONPATH=str(REPO),
+        FIBTUI_CONFIG_DIR=str(tmp_path / "config"),
+        FIBTUI_CACHE_DIR=str(tmp_path / "cache"),
+        FIBTUI_TEST_MARK=mark,
+    )
     env.pop("FIB_DATASET_PATH", None)
     runs_dir = root / "optimize_ops" / "runs"
 
@@ -1052,14 +1395,18 @@ def test_a_400_job_sweep_with_the_tui_attached(tmp_path: Path) -> None:
     assert len(keys_seen) == n and set(keys_seen.values()) == {1}
     from fibtui.core.numbers import median, p95
 
-    print(f"{n}-job sweep, key-to-repaint while streaming: n={len(latencies)} median "
-          f"{median(latencies) * 1000:.0f} ms p95 {p95(latencies) * 1000:.0f} ms max {max(latencies) * 1000:.0f} ms")
+    print(
+        f"{n}-job sweep, key-to-repaint while streaming: n={len(latencies)} median "
+        f"{median(latencies) * 1000:.0f} ms p95 {p95(latencies) * 1000:.0f} ms max {max(latencies) * 1000:.0f} ms"
+    )
     assert len(latencies) >= 5
     assert max(latencies) < 3.0, f"a key took {max(latencies):.2f} s while the sweep streamed"
     assert wait_gone(mark) == []
 
 
-async def test_the_runs_pane_spends_little_per_finished_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_runs_pane_spends_little_per_finished_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The UI cost of one finished job, measured against an idle baseline in the same app: the same
     200 JobFinished messages posted for a run that is not shown (dispatch only) versus for the shown
     run (the handler, plus every flush that brings the rows to the table). At the README's 150 jobs/s
@@ -1082,9 +1429,20 @@ async def test_the_runs_pane_spends_little_per_finished_job(tmp_path: Path, monk
     prepared = prepare_run(ws, RunOptions(backend="interpreter", workloads="all"))
     header = prepared.header
     assert len(header.jobs) == n
-    results = [JobResult(uuid=j.uuid, axes=j.axes, solution=j.solution, role=j.role, repeat=j.repeat, status="PASSED",
-                         latency_ms=0.01 + i * 1e-5, reference_latency_ms=0.02, timing={"kind": "cpu-interpreter"})
-               for i, j in enumerate(header.jobs)]
+    results = [
+        JobResult(
+            uuid=j.uuid,
+            axes=j.axes,
+            solution=j.solution,
+            role=j.role,
+            repeat=j.repeat,
+            status="PASSED",
+            latency_ms=0.01 + i * 1e-5,
+            reference_latency_ms=0.02,
+            timing={"kind": "cpu-interpreter"},
+        )
+        for i, j in enumerate(header.jobs)
+    ]
     app = make_app(ws)
     app.note_acknowledged = True
     async with app.run_test(size=(120, 40)) as pilot:
@@ -1115,17 +1473,23 @@ async def test_the_runs_pane_spends_little_per_finished_job(tmp_path: Path, monk
             handled = asyncio.Event()
             t0 = time.perf_counter()
             for i, r in enumerate(results):
-                pane.post_message(RunsPane.RunEvent(run_id, JobFinished(r, i + 1, n, i + 1, 0, None)))
+                pane.post_message(
+                    RunsPane.RunEvent(run_id, JobFinished(r, i + 1, n, i + 1, 0, None))
+                )
             pane.call_later(handled.set)  # queued behind them: set once every one was handled
             await handled.wait()
             return time.perf_counter() - t0
 
         per_job, idle_per_message = [], []
         for _ in range(3):
-            pane.post_message(RunsPane.RunEvent(header.run_id, RunStarted(header, str(prepared.folder), False, 0)))
+            pane.post_message(
+                RunsPane.RunEvent(header.run_id, RunStarted(header, str(prepared.folder), False, 0))
+            )
             await settle()
             assert str(table.get_row_at(n - 1)[0]) == "QUEUED"
-            idle = statistics.median([await post_all("20000101-000000_not_shown") for _ in range(3)])
+            idle = statistics.median(
+                [await post_all("20000101-000000_not_shown") for _ in range(3)]
+            )
             in_flush.clear()
             busy = await post_all(header.run_id)
             await settle()  # every row reached the table
@@ -1135,7 +1499,11 @@ async def test_the_runs_pane_spends_little_per_finished_job(tmp_path: Path, monk
             idle_per_message.append(idle / n)
     cost, idle_cost = min(per_job), statistics.median(idle_per_message)
     budget = min(max(10 * idle_cost, 0.001), 0.005)
-    print(f"Runs pane: {cost * 1000:.3f} ms per finished job (idle dispatch {idle_cost * 1000:.3f} ms/message, "
-          f"budget {budget * 1000:.2f} ms)")
-    assert cost < budget, (f"each finished job costs the UI {cost * 1000:.2f} ms, over {budget * 1000:.2f} ms "
-                           f"(idle dispatch: {idle_cost * 1000:.3f} ms per message)")
+    print(
+        f"Runs pane: {cost * 1000:.3f} ms per finished job (idle dispatch {idle_cost * 1000:.3f} ms/message, "
+        f"budget {budget * 1000:.2f} ms)"
+    )
+    assert cost < budget, (
+        f"each finished job costs the UI {cost * 1000:.2f} ms, over {budget * 1000:.2f} ms "
+        f"(idle dispatch: {idle_cost * 1000:.3f} ms per message)"
+    )

@@ -40,10 +40,17 @@ def test_paired_run_with_good_wrong_and_unwritten_kernels(tmp_path: Path) -> Non
     root = make_tiny_workspace(tmp_path / "ws")
     wrong = make_candidate(root, "wrong_v2", "wrong")
     unwritten = make_candidate(root, "lazy_v3", "unwritten")
-    record, events, prepared = run_ws(root, solutions=[str(root / "solution" / "triton"), str(wrong), str(unwritten)],
-                                      baseline=str(make_candidate(root, "base_py", "good_py")))
+    record, events, prepared = run_ws(
+        root,
+        solutions=[str(root / "solution" / "triton"), str(wrong), str(unwritten)],
+        baseline=str(make_candidate(root, "base_py", "good_py")),
+    )
     s = statuses(record)
-    assert record["state"] == "complete" or record["state"] == "failed" or record["summary"]["done"] == 12
+    assert (
+        record["state"] == "complete"
+        or record["state"] == "failed"
+        or record["summary"]["done"] == 12
+    )
     assert {v for (sol, _), v in s.items() if sol == "triton"} == {"PASSED"}
     assert {v for (sol, _), v in s.items() if sol == "base_py"} == {"PASSED"}
     assert {v for (sol, _), v in s.items() if sol == "wrong_v2"} == {"INCORRECT_NUMERICAL"}
@@ -51,8 +58,14 @@ def test_paired_run_with_good_wrong_and_unwritten_kernels(tmp_path: Path) -> Non
     assert record["timing_kind"] == "cpu-interpreter"
     good = [j for j in record["jobs"] if j["solution"] == "triton"]
     assert all(j["latency_ms"] > 0 and j["reference_latency_ms"] is not None for j in good)
-    assert all(j["timing"]["kind"] == "cpu-interpreter" and j["timing"]["environment"]["backend"] == "interpreter" for j in good)
-    assert all(0 < j["timing"]["job_cpu_s"] for j in good)  # the worker's CPU time for the job, beside its wall time
+    assert all(
+        j["timing"]["kind"] == "cpu-interpreter"
+        and j["timing"]["environment"]["backend"] == "interpreter"
+        for j in good
+    )
+    assert all(
+        0 < j["timing"]["job_cpu_s"] for j in good
+    )  # the worker's CPU time for the job, beside its wall time
     wrong_jobs = [j for j in record["jobs"] if j["solution"] == "wrong_v2"]
     assert all(j["max_abs_error"] > 0 and "beyond atol" in j["error"] for j in wrong_jobs)
     lazy = next(j for j in record["jobs"] if j["solution"] == "lazy_v3")
@@ -68,9 +81,15 @@ def test_paired_run_with_good_wrong_and_unwritten_kernels(tmp_path: Path) -> Non
 
 def test_hostile_kernels_are_contained(tmp_path: Path) -> None:
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
-    sols = {name: make_candidate(root, name, name) for name in ("raises", "exits", "sleeps", "noisy", "syntax")}
-    record, events, prepared = run_ws(root, solutions=[str(p) for p in sols.values()] + [str(root / "solution" / "triton")],
-                                      job_timeout_s=10)
+    sols = {
+        name: make_candidate(root, name, name)
+        for name in ("raises", "exits", "sleeps", "noisy", "syntax")
+    }
+    record, events, prepared = run_ws(
+        root,
+        solutions=[str(p) for p in sols.values()] + [str(root / "solution" / "triton")],
+        job_timeout_s=10,
+    )
     s = {sol: st for (sol, _), st in statuses(record).items()}
     assert s["raises"] == "RUNTIME_ERROR"
     assert s["exits"] == "RUNTIME_ERROR"
@@ -87,7 +106,9 @@ def test_hostile_kernels_are_contained(tmp_path: Path) -> None:
     assert record["summary"]["done"] == 6
 
 
-def test_a_candidate_that_does_not_build_stops_the_pair_before_the_baseline_is_measured(tmp_path: Path) -> None:
+def test_a_candidate_that_does_not_build_stops_the_pair_before_the_baseline_is_measured(
+    tmp_path: Path,
+) -> None:
     """Paired: the candidate's COMPILE_ERROR is known when the worker loads the solutions; every
     job of it is that COMPILE_ERROR at once, and the slow baseline is not measured for nothing
     (its jobs stay pending: the run reads cancelled, with the reason, and can be resumed)."""
@@ -103,8 +124,11 @@ def test_a_candidate_that_does_not_build_stops_the_pair_before_the_baseline_is_m
     assert len(jobs) == 4 and {j["status"] for j in jobs} == {"COMPILE_ERROR"}
     assert all("SyntaxError" in j["error"] for j in jobs)
     assert record["state"] == "cancelled"
-    end = [json.loads(line) for line in (prepared.folder / "journal.jsonl").read_text().splitlines()
-           if '"kind": "end"' in line][-1]
+    end = [
+        json.loads(line)
+        for line in (prepared.folder / "journal.jsonl").read_text().splitlines()
+        if '"kind": "end"' in line
+    ][-1]
     assert "COMPILE_ERROR" in end["reason"] and "baseline" in end["reason"], end
     # 4 baseline jobs of a 0.25 s-a-call kernel would take far longer than loading the worker
     assert elapsed < 60, elapsed
@@ -119,8 +143,13 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
     )
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
     runs_dir = root / "optimize_ops" / "runs"
     deadline = time.monotonic() + 120
     journal = None
@@ -131,7 +160,9 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
             break
         time.sleep(0.05)
     assert journal is not None, "the run never got going"
-    assert any(scratch.iterdir())  # the worker's scratch folder (its current folder and build folder)
+    assert any(
+        scratch.iterdir()
+    )  # the worker's scratch folder (its current folder and build folder)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     # the orphaned worker exits and removes its scratch folder, which the killed runner could not
@@ -139,7 +170,9 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
     while any(scratch.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*"))
-    assert left == [], f"left behind (the full suite saw this twice; the contents say by whom): {left[:20]}"
+    assert left == [], (
+        f"left behind (the full suite saw this twice; the contents say by whom): {left[:20]}"
+    )
     before = read_journal(journal)
     assert 2 <= len(before.results) < 6
     listing = {r.run_id: r for r in list_runs(root / "optimize_ops")}
@@ -150,7 +183,9 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
     record = prepared.runner.run(lambda e: None)
     after = read_journal(journal)
     assert len(after.results) == 6 and not after.duplicate_lines
-    assert {k: v.latency_ms for k, v in before.results.items()} == {k: after.results[k].latency_ms for k in before.results}
+    assert {k: v.latency_ms for k, v in before.results.items()} == {
+        k: after.results[k].latency_ms for k in before.results
+    }
     assert record["state"] == "complete" and record["summary"]["passed"] == 6
 
 
@@ -185,20 +220,56 @@ def test_cli_run_json_and_runs_list(tmp_path: Path) -> None:
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--backend", "interpreter", "--workloads", "all",
-                           "--json", "--workspace", str(root)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TMPDIR": str(scratch)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fibtui",
+            "run",
+            "--backend",
+            "interpreter",
+            "--workloads",
+            "all",
+            "--json",
+            "--workspace",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert list(scratch.iterdir()) == []  # no worker scratch or build folder left in the temp folder
+    assert (
+        list(scratch.iterdir()) == []
+    )  # no worker scratch or build folder left in the temp folder
     rec = json.loads(proc.stdout)
     assert {"run_id", "backend", "timing_kind", "jobs", "summary"} <= set(rec)
     assert rec["backend"] == "interpreter" and rec["timing_kind"] == "cpu-interpreter"
-    assert {"uuid", "solution", "role", "repeat", "status", "latency_ms", "reference_latency_ms", "max_abs_error",
-            "max_rel_error", "error"} <= set(rec["jobs"][0])
-    assert rec["summary"]["total"] == 2 and rec["summary"]["passed"] == 2 and rec["summary"]["complete"]
+    assert {
+        "uuid",
+        "solution",
+        "role",
+        "repeat",
+        "status",
+        "latency_ms",
+        "reference_latency_ms",
+        "max_abs_error",
+        "max_rel_error",
+        "error",
+    } <= set(rec["jobs"][0])
+    assert (
+        rec["summary"]["total"] == 2
+        and rec["summary"]["passed"] == 2
+        and rec["summary"]["complete"]
+    )
     assert "[1/2]" in proc.stderr or "[2/2]" in proc.stderr  # live progress on stderr
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fibtui", "runs", "list", "--json", "--workspace", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     runs = json.loads(proc.stdout)["runs"]
     assert runs[0]["run_id"] == rec["run_id"] and runs[0]["state"] == "complete"
     assert {"run_id", "state", "jobs_done", "jobs_total", "backend", "started"} <= set(runs[0])
@@ -212,8 +283,22 @@ def test_run_refuses_bad_options(tmp_path: Path) -> None:
         (["--solution", str(tmp_path / "missing")], "not a solution folder"),
         (["--resume", "no-such-run"], "no run 'no-such-run'"),
     ):
-        proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--workspace", str(root), "--backend", "interpreter", *argv],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fibtui",
+                "run",
+                "--workspace",
+                str(root),
+                "--backend",
+                "interpreter",
+                *argv,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 2, (argv, proc.stderr)
         assert needle in proc.stderr and "Traceback" not in proc.stderr
 
@@ -233,8 +318,17 @@ def test_retry_failed_jobs_merges_back_into_the_same_run(tmp_path: Path) -> None
     record = prepare_retry(ws, prepared.run_id).runner.run(lambda e: None)
     contents = read_journal(prepared.folder / "journal.jsonl")
     assert len(contents.results) == 2 and record["summary"]["done"] == 2
-    assert all(r.status == "INCORRECT_NUMERICAL" and r.attempt == 1 for r in contents.results.values())
-    assert sum(1 for line in (prepared.folder / "journal.jsonl").read_text().splitlines() if '"kind":"result"' in line) == 4
+    assert all(
+        r.status == "INCORRECT_NUMERICAL" and r.attempt == 1 for r in contents.results.values()
+    )
+    assert (
+        sum(
+            1
+            for line in (prepared.folder / "journal.jsonl").read_text().splitlines()
+            if '"kind":"result"' in line
+        )
+        == 4
+    )
 
 
 def test_stale_scratch_of_a_dead_runner_is_swept_and_a_live_one_kept(tmp_path: Path) -> None:
@@ -262,10 +356,18 @@ def test_eta_is_paced_from_the_first_result_not_from_start_up(tmp_path: Path, mo
 
     folder = tmp_path / "run"
     folder.mkdir()
-    header = RunHeader(run_id="run", definition="d", backend="local", timing_kind="cupti", l2_policy="cold",
-                       solutions=[SolutionRef("k", "candidate", "snapshots/candidate-k")],
-                       jobs=[JobSpec(f"wl-{i}", {"n": i}, "k", "candidate", 0) for i in range(10)],
-                       repeats=1, workload_selection="all", started="2026-01-01T00:00:00+00:00")
+    header = RunHeader(
+        run_id="run",
+        definition="d",
+        backend="local",
+        timing_kind="cupti",
+        l2_policy="cold",
+        solutions=[SolutionRef("k", "candidate", "snapshots/candidate-k")],
+        jobs=[JobSpec(f"wl-{i}", {"n": i}, "k", "candidate", 0) for i in range(10)],
+        repeats=1,
+        workload_selection="all",
+        started="2026-01-01T00:00:00+00:00",
+    )
     Journal(folder).write_header(header)
     clock = [100.0]
     monkeypatch.setattr(journaling.time, "monotonic", lambda: clock[0])
@@ -274,6 +376,12 @@ def test_eta_is_paced_from_the_first_result_not_from_start_up(tmp_path: Path, mo
     # the first two land together (a pair), then one a second
     for i, t in enumerate((109.0, 109.0, 110.0, 111.0)):
         clock[0] = t
-        recorder.record("s0", f"wl-{i}", 0, 1, {"status": "PASSED", "latency_ms": 0.01},
-                        lambda e: etas.append(e.eta_s) if isinstance(e, JobFinished) else None)
+        recorder.record(
+            "s0",
+            f"wl-{i}",
+            0,
+            1,
+            {"status": "PASSED", "latency_ms": 0.01},
+            lambda e: etas.append(e.eta_s) if isinstance(e, JobFinished) else None,
+        )
     assert etas == [None, None, 3.5, 4.0]  # 2 results in 1 s, 7 left; then 3 in 2 s, 6 left

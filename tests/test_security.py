@@ -42,11 +42,26 @@ PACKAGE = REPO / "fibtui"
 # --------------------------------------------------------------------------------------------
 
 #: call targets that start a process from an argument list
-SPAWN = {"subprocess.run", "subprocess.Popen", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
-         "asyncio.create_subprocess_exec"}
+SPAWN = {
+    "subprocess.run",
+    "subprocess.Popen",
+    "subprocess.call",
+    "subprocess.check_call",
+    "subprocess.check_output",
+    "asyncio.create_subprocess_exec",
+}
 #: call targets that always go through a shell (or take a command string): never allowed
-SHELL = {"os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput",
-         "asyncio.create_subprocess_shell", "os.execl", "os.execlp", "os.spawnl", "os.spawnlp"}
+SHELL = {
+    "os.system",
+    "os.popen",
+    "subprocess.getoutput",
+    "subprocess.getstatusoutput",
+    "asyncio.create_subprocess_shell",
+    "os.execl",
+    "os.execlp",
+    "os.spawnl",
+    "os.spawnlp",
+}
 
 
 def _dotted(node: ast.AST) -> str:
@@ -68,7 +83,9 @@ def _stringy(node: ast.AST | None) -> bool:
     if isinstance(node, ast.BinOp):
         return _stringy(node.left) or _stringy(node.right)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return node.func.attr in ("format", "join") and (_stringy(node.func.value) or node.func.attr == "format")
+        return node.func.attr in ("format", "join") and (
+            _stringy(node.func.value) or node.func.attr == "format"
+        )
     return False
 
 
@@ -84,13 +101,19 @@ def _assignments(tree: ast.AST) -> dict[int, dict[str, list[ast.AST]]]:
                 for t in node.targets:
                     if isinstance(t, ast.Name):
                         names.setdefault(t.id, []).append(node.value)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and node.value:
+            elif (
+                isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                and isinstance(node.target, ast.Name)
+                and node.value
+            ):
                 names.setdefault(node.target.id, []).append(node.value)
         out[id(fn)] = names
     return out
 
 
-def process_calls(root: Path = PACKAGE, base: Path = REPO) -> list[tuple[str, int, str, ast.Call, dict[str, list[ast.AST]]]]:
+def process_calls(
+    root: Path = PACKAGE, base: Path = REPO
+) -> list[tuple[str, int, str, ast.Call, dict[str, list[ast.AST]]]]:
     """(file, line, target, call, the names assigned in the enclosing function and then in the
     module) of every process start in every ``*.py`` under ``root``. Targets are named as they
     would be without import aliases (``from subprocess import Popen as P`` -> subprocess.Popen)."""
@@ -107,11 +130,20 @@ def process_calls(root: Path = PACKAGE, base: Path = REPO) -> list[tuple[str, in
             if not isinstance(node, ast.Call):
                 continue
             target = _canonical(_dotted(node.func), aliases)
-            if target in SPAWN or target in SHELL or target in ARGV_AT or target.endswith(".git.execute"):
+            if (
+                target in SPAWN
+                or target in SHELL
+                or target in ARGV_AT
+                or target.endswith(".git.execute")
+            ):
                 scope: ast.AST = node
                 while not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
                     scope = parents[id(scope)]
-                names = {**assigned[id(tree)], **assigned[id(scope)]} if scope is not tree else assigned[id(tree)]
+                names = (
+                    {**assigned[id(tree)], **assigned[id(scope)]}
+                    if scope is not tree
+                    else assigned[id(tree)]
+                )
                 found.append((str(path.relative_to(base)), node.lineno, target, node, names))
     return found
 
@@ -146,22 +178,69 @@ def _canonical(target: str, aliases: dict[str, str]) -> str:
 #: the program path, index of the argv list, or None when the arguments are the remaining
 #: positional ones)
 ARGV_AT: dict[str, tuple[int | None, int | None]] = {
-    "os.execv": (0, 1), "os.execve": (0, 1), "os.execvp": (0, 1), "os.execvpe": (0, 1),
-    "os.spawnv": (1, 2), "os.spawnve": (1, 2), "os.spawnvp": (1, 2), "os.spawnvpe": (1, 2),
-    "os.posix_spawn": (0, 1), "os.posix_spawnp": (0, 1), "pty.spawn": (None, 0),
-    "os.execl": (0, None), "os.execle": (0, None), "os.execlp": (0, None), "os.execlpe": (0, None),
-    "os.spawnl": (1, None), "os.spawnle": (1, None), "os.spawnlp": (1, None), "os.spawnlpe": (1, None),
+    "os.execv": (0, 1),
+    "os.execve": (0, 1),
+    "os.execvp": (0, 1),
+    "os.execvpe": (0, 1),
+    "os.spawnv": (1, 2),
+    "os.spawnve": (1, 2),
+    "os.spawnvp": (1, 2),
+    "os.spawnvpe": (1, 2),
+    "os.posix_spawn": (0, 1),
+    "os.posix_spawnp": (0, 1),
+    "pty.spawn": (None, 0),
+    "os.execl": (0, None),
+    "os.execle": (0, None),
+    "os.execlp": (0, None),
+    "os.execlpe": (0, None),
+    "os.spawnl": (1, None),
+    "os.spawnle": (1, None),
+    "os.spawnlp": (1, None),
+    "os.spawnlpe": (1, None),
     "asyncio.create_subprocess_exec": (None, None),
 }
 #: programs that run the string after -c as a command line
-SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "pdksh", "ash", "csh", "tcsh", "fish", "rbash", "yash",
-          "busybox", "pwsh", "powershell", "cmd", "cmd.exe"}
+SHELLS = {
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "pdksh",
+    "ash",
+    "csh",
+    "tcsh",
+    "fish",
+    "rbash",
+    "yash",
+    "busybox",
+    "pwsh",
+    "powershell",
+    "cmd",
+    "cmd.exe",
+}
 #: programs that start the next word as a program (their own options and VAR=value words skipped)
-WRAPPERS = {"env", "nohup", "nice", "sudo", "doas", "setsid", "stdbuf", "timeout", "time", "exec", "command", "xargs"}
+WRAPPERS = {
+    "env",
+    "nohup",
+    "nice",
+    "sudo",
+    "doas",
+    "setsid",
+    "stdbuf",
+    "timeout",
+    "time",
+    "exec",
+    "command",
+    "xargs",
+}
 _UNKNOWN = object()
 
 
-def _strings(node: ast.AST | None, names: dict[str, list[ast.AST]], depth: int = 0) -> list[list[object]]:
+def _strings(
+    node: ast.AST | None, names: dict[str, list[ast.AST]], depth: int = 0
+) -> list[list[object]]:
     """The argument lists an expression can be, element by element: a string where it is one
     (a literal, a name assigned a literal, shutil.which("bash")), _UNKNOWN where it is not known."""
     if node is None or depth > 5:
@@ -176,7 +255,11 @@ def _strings(node: ast.AST | None, names: dict[str, list[ast.AST]], depth: int =
             options = [o + p for o in options for p in parts][:64]
         return options
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return [a + b for a in _strings(node.left, names, depth + 1) for b in _strings(node.right, names, depth + 1)][:64]
+        return [
+            a + b
+            for a in _strings(node.left, names, depth + 1)
+            for b in _strings(node.right, names, depth + 1)
+        ][:64]
     if isinstance(node, ast.Name) and node.id in names:
         return [o for v in names[node.id] for o in _strings(v, names, depth + 1)][:64]
     if isinstance(node, ast.Call) and _dotted(node.func) in ("list", "tuple") and node.args:
@@ -199,15 +282,18 @@ def _is_shell_command(words: list[object]) -> bool:
     i = 0
     while i < len(words) and isinstance(words[i], str) and os.path.basename(words[i]) in WRAPPERS:
         i += 1
-        while i < len(words) and isinstance(words[i], str) and (words[i].startswith("-") or "=" in words[i]
-                                                                or words[i].isdigit()):
+        while (
+            i < len(words)
+            and isinstance(words[i], str)
+            and (words[i].startswith("-") or "=" in words[i] or words[i].isdigit())
+        ):
             i += 1
     if i >= len(words) or not isinstance(words[i], str):
         return False
     program = os.path.basename(words[i].replace("\\", "/")).lower()
     if program not in SHELLS:
         return False
-    rest = [w for w in words[i + 1:] if isinstance(w, str)]
+    rest = [w for w in words[i + 1 :] if isinstance(w, str)]
     if program == "busybox":
         return bool(rest) and rest[0] in SHELLS and _is_shell_command(rest)
     if program in ("cmd", "cmd.exe"):
@@ -232,9 +318,15 @@ def shell_argv_problems(calls) -> list[str]:
                 candidates = _strings(pos[argv_at] if len(pos) > argv_at else None, assigned)
             if path_at is not None and len(pos) > path_at:
                 # the program actually started is the path: argv[0] is only its name
-                candidates += [[p, *c[1:]] for p in _word(pos[path_at], assigned, 0) for c in candidates]
+                candidates += [
+                    [p, *c[1:]] for p in _word(pos[path_at], assigned, 0) for c in candidates
+                ]
         elif target in SPAWN or target.endswith(".git.execute"):
-            cmd = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("args", "command")), None)
+            cmd = (
+                call.args[0]
+                if call.args
+                else next((k.value for k in call.keywords if k.arg in ("args", "command")), None)
+            )
             candidates = _strings(cmd, assigned)
             exe = next((k.value for k in call.keywords if k.arg == "executable"), None)
             if exe is not None:
@@ -242,23 +334,33 @@ def shell_argv_problems(calls) -> list[str]:
         else:
             continue
         if any(_is_shell_command(c) for c in candidates):
-            problems.append(f"{where}:{line}: {target} starts a shell with -c from an argument list")
+            problems.append(
+                f"{where}:{line}: {target} starts a shell with -c from an argument list"
+            )
     return problems
 
 
 def test_no_shell_and_no_string_commands_anywhere_in_the_package() -> None:
     calls = process_calls()
-    assert len(calls) >= 6, "the scan must see the package's process starts (ncu, nvidia-smi, workers, parity...)"
+    assert len(calls) >= 6, (
+        "the scan must see the package's process starts (ncu, nvidia-smi, workers, parity...)"
+    )
     problems = []
     for where, line, target, call, assigned in calls:
         if target in SHELL:
             problems.append(f"{where}:{line}: {target} goes through a shell")
         for kw in call.keywords:
-            if kw.arg == "shell" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
+            if kw.arg == "shell" and not (
+                isinstance(kw.value, ast.Constant) and kw.value.value is False
+            ):
                 problems.append(f"{where}:{line}: {target}(shell=...)")
         if target in ARGV_AT:
             continue  # a program path and separate arguments: a string there is no command line
-        cmd = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("args", "command")), None)
+        cmd = (
+            call.args[0]
+            if call.args
+            else next((k.value for k in call.keywords if k.arg in ("args", "command")), None)
+        )
         values = [cmd]
         if isinstance(cmd, ast.Name):
             values = assigned.get(cmd.id, []) or [cmd]
@@ -283,23 +385,36 @@ def test_no_shell_true_in_any_call_at_all() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
-                    if kw.arg == "shell" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
+                    if kw.arg == "shell" and not (
+                        isinstance(kw.value, ast.Constant) and kw.value.value is False
+                    ):
                         offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not offenders
 
 
 def test_the_scanner_catches_what_it_must() -> None:
     """The scan's own check: string commands and shells are flagged."""
-    bad = ["subprocess.run('ls ' + d, shell=True)", "subprocess.run(f'git {x}')", "os.system('rm -rf ' + p)",
-           "cmd = 'ncu ' + rep\nsubprocess.Popen(cmd)"]
+    bad = [
+        "subprocess.run('ls ' + d, shell=True)",
+        "subprocess.run(f'git {x}')",
+        "os.system('rm -rf ' + p)",
+        "cmd = 'ncu ' + rep\nsubprocess.Popen(cmd)",
+    ]
     for src in bad:
         tree = ast.parse(src)
         assigned = _assignments(tree)[id(tree)]
-        call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and _dotted(n.func) in SPAWN | SHELL)
+        call = next(
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and _dotted(n.func) in SPAWN | SHELL
+        )
         cmd = call.args[0]
         values = assigned.get(cmd.id, []) if isinstance(cmd, ast.Name) else [cmd]
-        flagged = (_dotted(call.func) in SHELL or any(k.arg == "shell" for k in call.keywords)
-                   or any(_stringy(v) for v in values))
+        flagged = (
+            _dotted(call.func) in SHELL
+            or any(k.arg == "shell" for k in call.keywords)
+            or any(_stringy(v) for v in values)
+        )
         assert flagged, src
 
 
@@ -346,12 +461,16 @@ NO_SHELL_IN_ARGV = [
 
 
 @pytest.mark.parametrize("src", SHELL_IN_ARGV)
-def test_the_scanner_catches_a_shell_started_through_an_argument_list(tmp_path: Path, src: str) -> None:
+def test_the_scanner_catches_a_shell_started_through_an_argument_list(
+    tmp_path: Path, src: str
+) -> None:
     """The scan run over a temporary package holding one planted shell start flags exactly it."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "planted.py").write_text(src + "\n")
-    (pkg / "clean.py").write_text("import subprocess, sys\nsubprocess.run([sys.executable, '-V'])\n")
+    (pkg / "clean.py").write_text(
+        "import subprocess, sys\nsubprocess.run([sys.executable, '-V'])\n"
+    )
     calls = process_calls(pkg, tmp_path)
     problems = shell_argv_problems(calls)
     assert len(problems) == 1 and problems[0].startswith("pkg/planted.py:"), (src, problems)
@@ -371,15 +490,32 @@ def test_the_scanner_leaves_argument_lists_without_a_shell_alone(tmp_path: Path)
 # Solution sources: no way out of the folder they are unpacked into
 # --------------------------------------------------------------------------------------------
 
-EVIL_PATHS = ["../../x.py", "../x.py", "a/../../x.py", "/tmp/fibtui_evil.py", "\\\\server\\share\\x.py", "C:/x.py",
-              ".", "", "a\x00b.py", "sub/../../../x.py"]
+EVIL_PATHS = [
+    "../../x.py",
+    "../x.py",
+    "a/../../x.py",
+    "/tmp/fibtui_evil.py",
+    "\\\\server\\share\\x.py",
+    "C:/x.py",
+    ".",
+    "",
+    "a\x00b.py",
+    "sub/../../../x.py",
+]
 GOOD_KERNEL = "def scale(x, alpha, y):\n    y.copy_(x * alpha)\n"
 
 
 def evil_solution(path: str) -> dict:
-    return {"name": "evil", "definition": "tiny_scale", "author": "x",
-            "spec": {"language": "python", "entry_point": "kernel.py::scale"},
-            "sources": [{"path": "kernel.py", "content": GOOD_KERNEL}, {"path": path, "content": "PWNED = 1\n"}]}
+    return {
+        "name": "evil",
+        "definition": "tiny_scale",
+        "author": "x",
+        "spec": {"language": "python", "entry_point": "kernel.py::scale"},
+        "sources": [
+            {"path": "kernel.py", "content": GOOD_KERNEL},
+            {"path": path, "content": "PWNED = 1\n"},
+        ],
+    }
 
 
 @pytest.mark.parametrize("path", EVIL_PATHS)
@@ -401,10 +537,31 @@ def test_run_solution_json_refuses_paths_out_and_writes_nothing(tmp_path: Path, 
     root = make_tiny_workspace(tmp_path / "ws")
     sol = tmp_path / "evil.json"
     sol.write_text(json.dumps(evil_solution(path)))
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "run", "--backend", "interpreter", "--workloads", "all",
-                           "--solution", str(sol), "--workspace", str(root)], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
-    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "sources[1].path" in proc.stderr
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fibtui",
+            "run",
+            "--backend",
+            "interpreter",
+            "--workloads",
+            "all",
+            "--solution",
+            str(sol),
+            "--workspace",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        timeout=120,
+    )
+    assert (
+        proc.returncode == 2
+        and len(proc.stderr.splitlines()) == 1
+        and "sources[1].path" in proc.stderr
+    )
     assert not (root / "optimize_ops" / "runs").exists()
     assert not Path(path).exists() and not (root.parent / "pwned.py").exists()
 
@@ -421,7 +578,9 @@ def test_a_tampered_snapshot_or_header_cannot_point_outside_the_run(tmp_path: Pa
     ref = prepared.header.solutions[0]
     snap = prepared.folder / ref.snapshot / "solution.json"
     good = snap.read_text()
-    snap.write_text(json.dumps({**json.loads(good), "sources": evil_solution("../../../x.py")["sources"]}))
+    snap.write_text(
+        json.dumps({**json.loads(good), "sources": evil_solution("../../../x.py")["sources"]})
+    )
     with pytest.raises(InputError) as exc:
         prepare_resume(ws, prepared.run_id)
     assert "parent-folder traversal" in exc.value.one_line()
@@ -436,7 +595,9 @@ def test_a_tampered_snapshot_or_header_cannot_point_outside_the_run(tmp_path: Pa
     assert exc.value.field == "header"
 
 
-@pytest.mark.parametrize("path", ["../x.py", "/tmp/fibtui_abs.py", "a/../../x.py", "C:/x.py", ".", "a\x00.py"])
+@pytest.mark.parametrize(
+    "path", ["../x.py", "/tmp/fibtui_abs.py", "a/../../x.py", "C:/x.py", ".", "a\x00.py"]
+)
 def test_the_worker_build_refuses_paths_out(tmp_path: Path, path: str) -> None:
     from fibtui.worker.build import BuildError, build
 
@@ -449,26 +610,62 @@ def test_the_worker_build_refuses_paths_out(tmp_path: Path, path: str) -> None:
     assert not Path("/tmp/fibtui_abs.py").exists()
 
 
-def test_the_modal_container_refuses_paths_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_modal_container_refuses_paths_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The Modal function's body (run here, as Function.local() would) builds nothing outside its
     work folder: the bad solution is a COMPILE_ERROR, the good one in the same slice PASSES."""
     pytest.importorskip("modal")
     from fibtui.runners.modal_app import run_slice
 
     monkeypatch.chdir(tmp_path)
-    workload = {"uuid": "wl-0", "axes": {"n": 1}, "inputs": {"x": {"type": "random"}, "alpha": {"type": "scalar", "value": 1.5}}}
-    good = {"id": "candidate-0", "name": "good", "spec": {"language": "python", "entry_point": "kernel.py::scale"},
-            "sources": [{"path": "kernel.py", "content": GOOD_KERNEL}]}
-    evil = {"id": "candidate-1", **{k: v for k, v in evil_solution("../../../escaped.py").items() if k in ("name", "spec", "sources")}}
-    request = {"config": {"backend": "interpreter", "device": "cpu", "correctness_trials": 1, "workdir": str(tmp_path / "w"),
-                          "cache_dir": str(tmp_path / "cache"), "plan": {"calls_per_block": 1, "blocks": 1, "warmup_calls": 0}},
-               "definition": TINY_DEFINITION, "solutions": [good, evil],
-               "jobs": [{"job_id": "0|wl-0", "workload": workload, "repeat": 0, "solutions": ["candidate-0", "candidate-1"]}],
-               "slice_id": 0}
+    workload = {
+        "uuid": "wl-0",
+        "axes": {"n": 1},
+        "inputs": {"x": {"type": "random"}, "alpha": {"type": "scalar", "value": 1.5}},
+    }
+    good = {
+        "id": "candidate-0",
+        "name": "good",
+        "spec": {"language": "python", "entry_point": "kernel.py::scale"},
+        "sources": [{"path": "kernel.py", "content": GOOD_KERNEL}],
+    }
+    evil = {
+        "id": "candidate-1",
+        **{
+            k: v
+            for k, v in evil_solution("../../../escaped.py").items()
+            if k in ("name", "spec", "sources")
+        },
+    }
+    request = {
+        "config": {
+            "backend": "interpreter",
+            "device": "cpu",
+            "correctness_trials": 1,
+            "workdir": str(tmp_path / "w"),
+            "cache_dir": str(tmp_path / "cache"),
+            "plan": {"calls_per_block": 1, "blocks": 1, "warmup_calls": 0},
+        },
+        "definition": TINY_DEFINITION,
+        "solutions": [good, evil],
+        "jobs": [
+            {
+                "job_id": "0|wl-0",
+                "workload": workload,
+                "repeat": 0,
+                "solutions": ["candidate-0", "candidate-1"],
+            }
+        ],
+        "slice_id": 0,
+    }
     out = run_slice(request)
     results = {r["solution_id"]: r for r in out["jobs"][0]["results"]}
     assert results["candidate-0"]["status"] == "PASSED"
-    assert results["candidate-1"]["status"] == "COMPILE_ERROR" and "leaves the solution folder" in results["candidate-1"]["error"]
+    assert (
+        results["candidate-1"]["status"] == "COMPILE_ERROR"
+        and "leaves the solution folder" in results["candidate-1"]["error"]
+    )
     assert not list(tmp_path.parent.glob("escaped.py")) and not (tmp_path / "escaped.py").exists()
 
 
@@ -479,7 +676,9 @@ def test_the_modal_container_refuses_paths_out(tmp_path: Path, monkeypatch: pyte
 
 def write_safetensors(path: Path, key: str, values: list[float], shape: list[int]) -> None:
     data = struct.pack(f"<{len(values)}f", *values)
-    header = json.dumps({key: {"dtype": "F32", "shape": shape, "data_offsets": [0, len(data)]}}).encode()
+    header = json.dumps(
+        {key: {"dtype": "F32", "shape": shape, "data_offsets": [0, len(data)]}}
+    ).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(struct.pack("<Q", len(header)) + header + data)
 
@@ -497,14 +696,27 @@ def test_safetensors_paths_stay_inside_the_dataset_root(tmp_path: Path) -> None:
     maker = InputMaker(TINY_DEFINITION, "cpu", str(root))
 
     def make(path: str):
-        workload = {"uuid": "u", "axes": {"n": 1}, "inputs": {
-            "x": {"type": "safetensors", "path": path, "tensor_key": "x"}, "alpha": {"type": "scalar", "value": 1.0}}}
+        workload = {
+            "uuid": "u",
+            "axes": {"n": 1},
+            "inputs": {
+                "x": {"type": "safetensors", "path": path, "tensor_key": "x"},
+                "alpha": {"type": "scalar", "value": 1.0},
+            },
+        }
         return maker.make(workload, 0)
 
     assert float(make("blob/x.safetensors")[0].sum()) == 64.0
-    assert float(make("./blob/link_in.safetensors")[0].sum()) == 64.0  # a link that stays inside is fine
-    for bad in ("../outside/secret.safetensors", str(secret), "blob/link_out.safetensors",
-                "blob/dir_out/secret.safetensors", "blob/../../outside/secret.safetensors"):
+    assert (
+        float(make("./blob/link_in.safetensors")[0].sum()) == 64.0
+    )  # a link that stays inside is fine
+    for bad in (
+        "../outside/secret.safetensors",
+        str(secret),
+        "blob/link_out.safetensors",
+        "blob/dir_out/secret.safetensors",
+        "blob/../../outside/secret.safetensors",
+    ):
         with pytest.raises(InputErrorW, match="leaves the dataset root"):
             make(bad)
 
@@ -513,14 +725,17 @@ def test_safetensors_paths_stay_inside_the_dataset_root(tmp_path: Path) -> None:
 # Secrets never land anywhere
 # --------------------------------------------------------------------------------------------
 
-LEAKER = PY_TEMPLATE.format(body=(
-    "    found = {k: v for k, v in os.environ.items()\n"
-    "             if any(w in k.upper() for w in ('TOKEN', 'SECRET', 'PASSW', 'KEY', 'CREDENTIAL'))}\n"
-    "    print('ENV', dict(os.environ))\n"
-    "    print('FOUND', found, file=sys.stderr)\n"
-    "    if found:\n"
-    "        raise RuntimeError('leak ' + ' '.join(found.values()))\n"
-    "    y.copy_(x * alpha)"))
+LEAKER = PY_TEMPLATE.format(
+    body=(
+        "    found = {k: v for k, v in os.environ.items()\n"
+        "             if any(w in k.upper() for w in ('TOKEN', 'SECRET', 'PASSW', 'KEY', 'CREDENTIAL'))}\n"
+        "    print('ENV', dict(os.environ))\n"
+        "    print('FOUND', found, file=sys.stderr)\n"
+        "    if found:\n"
+        "        raise RuntimeError('leak ' + ' '.join(found.values()))\n"
+        "    y.copy_(x * alpha)"
+    )
+)
 
 
 @pytest.mark.slow
@@ -542,23 +757,45 @@ def test_planted_secrets_never_appear_in_outputs_logs_journals_or_archives(tmp_p
         "SOME_CREDENTIALS": f"cred-{uuidlib.uuid4().hex}",
         "minio_accesskey": f"mk-{uuidlib.uuid4().hex}",
     }
-    env = dict(os.environ, PYTHONPATH=str(REPO), FIBTUI_CACHE_DIR=str(tmp_path / "cache"), **planted)
+    env = dict(
+        os.environ, PYTHONPATH=str(REPO), FIBTUI_CACHE_DIR=str(tmp_path / "cache"), **planted
+    )
     env.pop("FIB_DATASET_PATH", None)
     outputs = []
 
     def fibtui(*argv: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)], capture_output=True,
-                              text=True, env=env, timeout=300, cwd=tmp_path)
+        proc = subprocess.run(
+            [sys.executable, "-m", "fibtui", *argv, "--workspace", str(root)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            cwd=tmp_path,
+        )
         outputs.append(proc.stdout + proc.stderr)
         assert proc.returncode in ok, (argv, proc.stderr[-2000:])
         return proc
 
     # a local run with a kernel that hunts for secrets (it finds none: workers never get them)
-    local = json.loads(fibtui("run", "--backend", "interpreter", "--workloads", "all", "--solution", str(leak_dir),
-                              "--json").stdout)
+    local = json.loads(
+        fibtui(
+            "run",
+            "--backend",
+            "interpreter",
+            "--workloads",
+            "all",
+            "--solution",
+            str(leak_dir),
+            "--json",
+        ).stdout
+    )
     assert local["summary"]["complete"], local["jobs"]
     # an in-process Modal run, a Modal plan, status, runs list, results, an archived run
-    modal = json.loads(fibtui("run", "--backend", "modal", "--modal-in-process", "--workloads", "all", "--json").stdout)
+    modal = json.loads(
+        fibtui(
+            "run", "--backend", "modal", "--modal-in-process", "--workloads", "all", "--json"
+        ).stdout
+    )
     assert modal["summary"]["complete"]
     fibtui("run", "--backend", "modal", "--plan")
     fibtui("run", "--backend", "modal", "--plan", "--json")
@@ -567,28 +804,46 @@ def test_planted_secrets_never_appear_in_outputs_logs_journals_or_archives(tmp_p
     run_json = root / "optimize_ops" / "runs" / local["run_id"] / "run.json"
     fibtui("results", "show", str(run_json), "--json")
     fibtui("archive", "--run-folder", str(run_json.parent), "--json", ok=(0, 1))
-    fibtui("run", "--resume", "no-such-run-" + planted["MODAL_TOKEN_SECRET"][:3], ok=(2,))  # an error message
+    fibtui(
+        "run", "--resume", "no-such-run-" + planted["MODAL_TOKEN_SECRET"][:3], ok=(2,)
+    )  # an error message
     logs = list((root / "optimize_ops").rglob("worker-*.log"))
-    assert logs and any(b"ENV" in p.read_bytes() for p in logs)  # the kernel did print its environment
-    texts = outputs + [p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert logs and any(
+        b"ENV" in p.read_bytes() for p in logs
+    )  # the kernel did print its environment
+    texts = outputs + [
+        p.read_text(errors="replace")
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_symlink()
+    ]
     for name, value in planted.items():
         hits = [t[:200] for t in texts if value in t]
         assert not hits, f"{name} leaked: {hits}"
 
 
-def test_profiled_workers_and_parity_runs_get_no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_profiled_workers_and_parity_runs_get_no_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`fibtui ncu profile` and `fibtui parity` run the user's kernel too: same scrubbed environment."""
     import threading
 
     from fibtui.runners import ncu as ncu_runner
     from fibtui.runners import parity
 
-    planted = {"MODAL_TOKEN_ID": "ak-planted", "MODAL_TOKEN_SECRET": "as-planted", "HF_TOKEN": "hf-planted",
-               "SOME_API_KEY": "k-planted", "PATH": os.environ.get("PATH", "")}
+    planted = {
+        "MODAL_TOKEN_ID": "ak-planted",
+        "MODAL_TOKEN_SECRET": "as-planted",
+        "HF_TOKEN": "hf-planted",
+        "SOME_API_KEY": "k-planted",
+        "PATH": os.environ.get("PATH", ""),
+    }
     for k, v in planted.items():
         monkeypatch.setenv(k, v)
     env = ncu_runner.worker_env()
-    assert not {"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "HF_TOKEN", "SOME_API_KEY"} & set(env) and env["PATH"]
+    assert (
+        not {"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "HF_TOKEN", "SOME_API_KEY"} & set(env)
+        and env["PATH"]
+    )
     seen: dict = {}
 
     class FakePopen:
@@ -605,7 +860,9 @@ def test_profiled_workers_and_parity_runs_get_no_secrets(tmp_path: Path, monkeyp
             return 0
 
     monkeypatch.setattr(parity.subprocess, "Popen", FakePopen)
-    parity._run_logged(["flashinfer-bench", "run"], tmp_path, tmp_path / "console.log", None, threading.Event(), 30)
+    parity._run_logged(
+        ["flashinfer-bench", "run"], tmp_path, tmp_path / "console.log", None, threading.Event(), 30
+    )
     assert seen and not any(v.endswith("-planted") for v in seen.values())
 
 
@@ -632,16 +889,21 @@ def test_each_planted_secret_name_is_caught_by_its_own_kind_only() -> None:
         assert hits == [kind], (name, hits)
 
 
-SECRET_HUNTER = PY_TEMPLATE.format(body=(
-    "    names = {names!r}\n"
-    "    seen = sorted(k for k in os.environ if k in names or os.environ[k].startswith('planted-'))\n"
-    "    print('ENV', dict(os.environ), file=sys.stderr)\n"
-    "    if seen:\n"
-    "        raise RuntimeError('the kernel sees ' + ' '.join(seen))\n"
-    "    y.copy_(x * alpha)"))
+SECRET_HUNTER = PY_TEMPLATE.format(
+    body=(
+        "    names = {names!r}\n"
+        "    seen = sorted(k for k in os.environ if k in names or os.environ[k].startswith('planted-'))\n"
+        "    print('ENV', dict(os.environ), file=sys.stderr)\n"
+        "    if seen:\n"
+        "        raise RuntimeError('the kernel sees ' + ' '.join(seen))\n"
+        "    y.copy_(x * alpha)"
+    )
+)
 
 
-def test_a_kernel_never_sees_any_kind_of_planted_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_kernel_never_sees_any_kind_of_planted_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real interpreter run with one secret of every name in the table planted: the kernel looks
     for each by name and by value (its source holds the names, never the values) and finds none;
     no value lands in any file of the run, its logs or the workspace."""
@@ -650,16 +912,24 @@ def test_a_kernel_never_sees_any_kind_of_planted_secret(tmp_path: Path, monkeypa
 
     planted = {name: f"planted-{uuidlib.uuid4().hex}" for _, name in SECRET_TABLE}
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
-    (root / "solution" / "triton" / "kernel.py").write_text(SECRET_HUNTER.format(names=sorted(planted)))
+    (root / "solution" / "triton" / "kernel.py").write_text(
+        SECRET_HUNTER.format(names=sorted(planted))
+    )
     monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
     for name, value in planted.items():
         monkeypatch.setenv(name, value)
     prepared = prepare_run(open_workspace(root), RunOptions(backend="interpreter", workloads="all"))
     record = prepared.runner.run(lambda event: None)
-    assert [j["status"] for j in record["jobs"]] == ["PASSED", "PASSED"], [j.get("error") for j in record["jobs"]]
+    assert [j["status"] for j in record["jobs"]] == ["PASSED", "PASSED"], [
+        j.get("error") for j in record["jobs"]
+    ]
     logs = list(prepared.folder.rglob("*.log"))
     assert any(b"ENV" in p.read_bytes() for p in logs)  # the kernel did print what it saw
-    texts = [p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()]
+    texts = [
+        p.read_text(errors="replace")
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_symlink()
+    ]
     for name, value in planted.items():
         assert not [t[:200] for t in texts if value in t], f"{name} leaked"
 
@@ -667,7 +937,7 @@ def test_a_kernel_never_sees_any_kind_of_planted_secret(tmp_path: Path, monkeypa
 #: A stand-in ``ncu`` first on PATH. Profiling (``--export X``) records the environment it was
 #: given (ncu hands it on to the profiled worker, which runs the user's kernel), writes a report and
 #: exits 0 as ncu does; ``--import X --page P`` prints the demo's real exported page.
-FAKE_NCU = r'''#!{python}
+FAKE_NCU = r"""#!{python}
 import json, os, pathlib, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_NCU_LOG"], "a") as fh:
@@ -681,33 +951,68 @@ print("==PROF== Connected to process 4242 (" + " ".join(args[-6:]) + ")")
 report = pathlib.Path(args[args.index("--export") + 1])
 report.write_bytes(b"NCU-REP stand-in report")
 print("==PROF== Report: " + str(report))
-'''
+"""
 
 
 def planted_secrets() -> dict[str, str]:
     """One secret of every kind in the table (the Modal pair as well), each value unique to this call."""
-    return {name: f"planted-{uuidlib.uuid4().hex}" for name in
-            [n for _, n in SECRET_TABLE] + ["MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"]}
+    return {
+        name: f"planted-{uuidlib.uuid4().hex}"
+        for name in [n for _, n in SECRET_TABLE] + ["MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"]
+    }
 
 
-def test_the_ncu_profile_verb_profiles_a_worker_that_gets_no_secrets(tmp_path: Path, demo_ws: Path) -> None:
+def test_the_ncu_profile_verb_profiles_a_worker_that_gets_no_secrets(
+    tmp_path: Path, demo_ws: Path
+) -> None:
     """`fibtui ncu profile` end to end (the verb -> fibtui.runners.ncu -> ncu): the environment ncu
     hands to the profiled worker has every planted secret scrubbed, and nothing it writes or
     prints holds one."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, pages=str(REPO / "tests" / "fixtures" / "ncu" / "h200_demo")))
+    fake.write_text(
+        FAKE_NCU.format(
+            python=sys.executable, pages=str(REPO / "tests" / "fixtures" / "ncu" / "h200_demo")
+        )
+    )
     fake.chmod(0o755)
     calls_log = tmp_path / "ncu_calls.jsonl"
     planted = planted_secrets()
-    env = dict(os.environ, **planted, PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONPATH=str(REPO),
-               FAKE_NCU_LOG=str(calls_log), FIBTUI_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(
+        os.environ,
+        **planted,
+        PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONPATH=str(REPO),
+        FAKE_NCU_LOG=str(calls_log),
+        FIBTUI_CACHE_DIR=str(tmp_path / "cache"),
+    )
     env.pop("FIB_DATASET_PATH", None)
-    lines = (demo_ws / "dataset" / "workloads" / "gdn" / "demo_gdn_decode_qk4_v8_d128_k_last.jsonl").read_text().splitlines()
+    lines = (
+        (demo_ws / "dataset" / "workloads" / "gdn" / "demo_gdn_decode_qk4_v8_d128_k_last.jsonl")
+        .read_text()
+        .splitlines()
+    )
     uuid = json.loads(lines[0])["workload"]["uuid"]
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "ncu", "profile", "--workload", uuid, "--workspace",
-                           str(demo_ws), "--json"], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fibtui",
+            "ncu",
+            "profile",
+            "--workload",
+            uuid,
+            "--workspace",
+            str(demo_ws),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["kernels"], "the report was read back"
     calls = [json.loads(line) for line in calls_log.read_text().splitlines()]
@@ -721,9 +1026,14 @@ def test_the_ncu_profile_verb_profiles_a_worker_that_gets_no_secrets(tmp_path: P
     leaked_values = sorted(k for k, v in seen.items() if v in planted.values())
     assert not leaked_names, f"the profiled worker gets {leaked_names}"
     assert not leaked_values, f"the profiled worker gets planted values under {leaked_values}"
-    assert seen["PATH"].startswith(str(bindir)) and seen["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
-    texts = [proc.stdout, proc.stderr] + [p.read_text(errors="replace") for p in demo_ws.rglob("*")
-                                          if p.is_file() and not p.is_symlink() and p.suffix != ".safetensors"]
+    assert seen["PATH"].startswith(str(bindir)) and seen["PYTHONPATH"].split(os.pathsep)[0] == str(
+        REPO
+    )
+    texts = [proc.stdout, proc.stderr] + [
+        p.read_text(errors="replace")
+        for p in demo_ws.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.suffix != ".safetensors"
+    ]
     for name, value in planted.items():
         assert not [t[:200] for t in texts if value in t], f"{name} leaked"
 
@@ -734,12 +1044,36 @@ def test_the_host_view_runs_a_kernel_that_gets_no_secrets(tmp_path: Path) -> Non
     planted secret (by name and value) finds none, so the host view completes."""
     planted = planted_secrets()
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
-    (root / "solution" / "triton" / "kernel.py").write_text(SECRET_HUNTER.format(names=sorted(planted)))
-    env = dict(os.environ, **planted, PYTHONPATH=str(REPO), FIBTUI_CACHE_DIR=str(tmp_path / "cache"))
+    (root / "solution" / "triton" / "kernel.py").write_text(
+        SECRET_HUNTER.format(names=sorted(planted))
+    )
+    env = dict(
+        os.environ, **planted, PYTHONPATH=str(REPO), FIBTUI_CACHE_DIR=str(tmp_path / "cache")
+    )
     env.pop("FIB_DATASET_PATH", None)
-    proc = subprocess.run([sys.executable, "-m", "fibtui", "ncu", "host", "--workload", "wl-000-n1", "--backend",
-                           "interpreter", "--calls", "1", "--json", "--workspace", str(root)],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fibtui",
+            "ncu",
+            "host",
+            "--workload",
+            "wl-000-n1",
+            "--backend",
+            "interpreter",
+            "--calls",
+            "1",
+            "--json",
+            "--workspace",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["workloads"][0]["uuid"] == "wl-000-n1"
     for name, value in planted.items():
@@ -748,7 +1082,14 @@ def test_the_host_view_runs_a_kernel_that_gets_no_secrets(tmp_path: Path) -> Non
 
 #: what a kernel needs, passed on as it is (a scrubber that took these would break every run;
 #: PYTHONPATH and CUDA_VISIBLE_DEVICES are set by the runner itself)
-KEPT_NAMES = ["PATH", "HOME", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_CACHE_DIR", "TORCH_CUDA_ARCH_LIST"]
+KEPT_NAMES = [
+    "PATH",
+    "HOME",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "TRITON_CACHE_DIR",
+    "TORCH_CUDA_ARCH_LIST",
+]
 
 
 class _Spawned(Exception):
@@ -763,6 +1104,7 @@ class _Spawned(Exception):
 def _spawned_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start) -> dict[str, str]:
     """The ``env=`` the code under test hands to the process it starts (every process start in
     the package goes through subprocess.Popen, subprocess.run included)."""
+
     def fake_popen(argv, *args, **kwargs):
         raise _Spawned(argv, kwargs.get("env"))
 
@@ -770,7 +1112,9 @@ def _spawned_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start) -> dict
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a worker's scratch folder lands here
     with pytest.raises(_Spawned) as exc:
         start()
-    assert exc.value.env is not None, f"{exc.value.argv}: started with the whole environment (env=None)"
+    assert exc.value.env is not None, (
+        f"{exc.value.argv}: started with the whole environment (env=None)"
+    )
     return exc.value.env
 
 
@@ -778,14 +1122,18 @@ def _local_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
     from fibtui.runners.local import WorkerPool, WorkerProcess
 
     pool = WorkerPool(["cpu"], {}, interpreter=True)
-    return _spawned_env(tmp_path, monkeypatch, lambda: WorkerProcess(pool.env_for(0), tmp_path / "worker-0.log"))
+    return _spawned_env(
+        tmp_path, monkeypatch, lambda: WorkerProcess(pool.env_for(0), tmp_path / "worker-0.log")
+    )
 
 
 def _gpu_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     from fibtui.runners.local import WorkerPool, WorkerProcess
 
     pool = WorkerPool(["cuda:0", "cuda:1"], {}, extra_env={"FIBTUI_EXTRA": "1"})
-    return _spawned_env(tmp_path, monkeypatch, lambda: WorkerProcess(pool.env_for(1), tmp_path / "worker-1.log"))
+    return _spawned_env(
+        tmp_path, monkeypatch, lambda: WorkerProcess(pool.env_for(1), tmp_path / "worker-1.log")
+    )
 
 
 def _host_view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
@@ -793,7 +1141,9 @@ def _host_view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str
     from fibtui.runners.hostview import host_view
 
     ws = open_workspace(make_tiny_workspace(tmp_path / "ws"))
-    return _spawned_env(tmp_path, monkeypatch, lambda: host_view(ws, ["wl-000-n1"], backend="interpreter"))
+    return _spawned_env(
+        tmp_path, monkeypatch, lambda: host_view(ws, ["wl-000-n1"], backend="interpreter")
+    )
 
 
 def _build_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
@@ -802,8 +1152,14 @@ def _build_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, s
     from fibtui.runners.buildcheck import check_builds
 
     monkeypatch.setenv("FIBTUI_BUILD_CACHE_DIR", str(tmp_path / "builds"))
-    sol = SimpleNamespace(name="s", language="python", entry_point="kernel.py::scale", dps=True, binding=None,
-                          sources=[{"path": "kernel.py", "content": GOOD_KERNEL}])
+    sol = SimpleNamespace(
+        name="s",
+        language="python",
+        entry_point="kernel.py::scale",
+        dps=True,
+        binding=None,
+        sources=[{"path": "kernel.py", "content": GOOD_KERNEL}],
+    )
     return _spawned_env(tmp_path, monkeypatch, lambda: check_builds([sol], gpu=False))
 
 
@@ -812,18 +1168,34 @@ def _parity_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
 
     from fibtui.runners import parity
 
-    return _spawned_env(tmp_path, monkeypatch, lambda: parity._run_logged(
-        ["flashinfer-bench", "run"], tmp_path, tmp_path / "console.log", None, threading.Event(), 30))
+    return _spawned_env(
+        tmp_path,
+        monkeypatch,
+        lambda: parity._run_logged(
+            ["flashinfer-bench", "run"],
+            tmp_path,
+            tmp_path / "console.log",
+            None,
+            threading.Event(),
+            30,
+        ),
+    )
 
 
 #: every other place the package starts a process that runs (or builds) the user's kernel
-KERNEL_ENVIRONMENTS = {"local worker (interpreter)": _local_worker, "local worker (GPU slot)": _gpu_worker,
-                       "host view": _host_view, "build check": _build_check, "parity run": _parity_run}
+KERNEL_ENVIRONMENTS = {
+    "local worker (interpreter)": _local_worker,
+    "local worker (GPU slot)": _gpu_worker,
+    "host view": _host_view,
+    "build check": _build_check,
+    "parity run": _parity_run,
+}
 
 
 @pytest.mark.parametrize("where", list(KERNEL_ENVIRONMENTS))
-def test_no_process_that_runs_a_kernel_gets_any_kind_of_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               where: str) -> None:
+def test_no_process_that_runs_a_kernel_gets_any_kind_of_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
     """Every kind in the table planted at once: the environment each process start hands over has
     none of them, under its name or another, and keeps what kernels need."""
     planted = planted_secrets()
@@ -834,6 +1206,8 @@ def test_no_process_that_runs_a_kernel_gets_any_kind_of_secret(tmp_path: Path, m
     env = KERNEL_ENVIRONMENTS[where](tmp_path, monkeypatch)
     leaked = sorted(f"{name} ({kind})" for kind, name in SECRET_TABLE if name in env)
     assert not leaked, f"{where} gets {leaked}"
-    assert not sorted(k for k, v in env.items() if v in planted.values()), f"{where}: a planted value under another name"
+    assert not sorted(k for k, v in env.items() if v in planted.values()), (
+        f"{where}: a planted value under another name"
+    )
     lost = [k for k in KEPT_NAMES if env.get(k) != os.environ[k]]
     assert not lost, f"{where} lost what kernels need: {lost}"

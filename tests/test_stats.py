@@ -23,14 +23,24 @@ GATE_RUN = "20261129-103529_demo_local"
 SWEEP_RUN = "20261129-103545_demo_local"
 
 
-def rows(latencies: dict[str, list[float]], axes: dict[str, dict[str, int]] | None = None,
-         statuses: dict[str, str] | None = None) -> list[dict]:
+def rows(
+    latencies: dict[str, list[float]],
+    axes: dict[str, dict[str, int]] | None = None,
+    statuses: dict[str, str] | None = None,
+) -> list[dict]:
     out = []
     for uuid, values in latencies.items():
         for j, lat in enumerate(values):
             status = (statuses or {}).get(uuid, "PASSED")
-            out.append({"uuid": uuid, "status": status, "latency_ms": lat if status == "PASSED" else None,
-                        "repeat": j, "axes": (axes or {}).get(uuid, {})})
+            out.append(
+                {
+                    "uuid": uuid,
+                    "status": status,
+                    "latency_ms": lat if status == "PASSED" else None,
+                    "repeat": j,
+                    "axes": (axes or {}).get(uuid, {}),
+                }
+            )
     return out
 
 
@@ -68,7 +78,9 @@ def test_pairs_repeat_j_with_repeat_j_else_log_of_means() -> None:
     cand[2]["repeat"] = None  # workload b: no shared repeat numbers -> log of means
     pairs, unpaired = stats.pair_workloads(base, cand)
     by = {p.uuid: p for p in pairs}
-    assert by["a"].paired_by_repeat and by["a"].log_ratio == pytest.approx((math.log(0.5) + 0.0) / 2)
+    assert by["a"].paired_by_repeat and by["a"].log_ratio == pytest.approx(
+        (math.log(0.5) + 0.0) / 2
+    )
     assert not by["b"].paired_by_repeat and by["b"].log_ratio == pytest.approx(math.log(2.0))
     assert unpaired == []
 
@@ -90,14 +102,32 @@ def test_arm_summary_means_across_repeats_and_run_to_run_variance() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _aa_trial(rng: random.Random, n: int, repeats: int, noise: float) -> tuple[list[dict], list[dict]]:
+def _aa_trial(
+    rng: random.Random, n: int, repeats: int, noise: float
+) -> tuple[list[dict], list[dict]]:
     base, cand = [], []
     for w in range(n):
         true = rng.uniform(0.002, 0.02)
         axes = {"batch_size": 2 ** (w % 6)}
         for j in range(repeats):
-            base.append({"uuid": f"w{w}", "status": "PASSED", "latency_ms": true * math.exp(rng.gauss(0, noise)), "repeat": j, "axes": axes})
-            cand.append({"uuid": f"w{w}", "status": "PASSED", "latency_ms": true * math.exp(rng.gauss(0, noise)), "repeat": j, "axes": axes})
+            base.append(
+                {
+                    "uuid": f"w{w}",
+                    "status": "PASSED",
+                    "latency_ms": true * math.exp(rng.gauss(0, noise)),
+                    "repeat": j,
+                    "axes": axes,
+                }
+            )
+            cand.append(
+                {
+                    "uuid": f"w{w}",
+                    "status": "PASSED",
+                    "latency_ms": true * math.exp(rng.gauss(0, noise)),
+                    "repeat": j,
+                    "axes": axes,
+                }
+            )
     return base, cand
 
 
@@ -123,14 +153,18 @@ def test_aa_noise_never_promotes(path: str) -> None:
         comp = stats.paired_verdict(base, cand, floor=floor)
         error_rate = comp.error_rate
         promoted += comp.verdict == stats.PROMOTE
-        promoted_no_tau += stats.paired_verdict(base, cand, settings=no_tau, floor=floor0).verdict == stats.PROMOTE
+        promoted_no_tau += (
+            stats.paired_verdict(base, cand, settings=no_tau, floor=floor0).verdict == stats.PROMOTE
+        )
         if path == "z":
             assert comp.interval is not None and comp.interval.method.startswith("z")
         else:
             assert comp.interval is not None and comp.interval.method.startswith("t across 12")
     assert error_rate == pytest.approx(0.025)
     assert promoted / trials <= error_rate
-    assert promoted_no_tau / trials <= error_rate + 3 * math.sqrt(error_rate * (1 - error_rate) / trials)
+    assert promoted_no_tau / trials <= error_rate + 3 * math.sqrt(
+        error_rate * (1 - error_rate) / trials
+    )
 
 
 def test_aa_bootstrap_path_never_promotes() -> None:
@@ -170,8 +204,11 @@ def _synthetic_results(path: Path) -> Path:
     for i in range(54):
         batch = (1, 4, 8, 16, 32, 48, 64)[i % 7]
         results[str(uuidlib.UUID(int=rng.getrandbits(128)))] = {
-            "status": "PASSED", "latency_ms": round(0.002 + 0.0002 * batch * rng.uniform(0.9, 1.1), 6),
-            "reference_latency_ms": 1.0, "speedup_factor": 300.0}
+            "status": "PASSED",
+            "latency_ms": round(0.002 + 0.0002 * batch * rng.uniform(0.9, 1.1), 6),
+            "reference_latency_ms": 1.0,
+            "speedup_factor": 300.0,
+        }
     path.write_text(json.dumps({"definition": definition, "results": {definition: results}}))
     return path
 
@@ -213,28 +250,42 @@ def _acceptance(capsys, base_file: Path, tmp_path: Path) -> None:
     cand = _scaled(base_file, tmp_path / "cand_slow_nohistory.json", 0.95, slow=slow)
     code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json")
     data = json.loads(out)
-    assert data["verdict"] == "INCONCLUSIVE" and data["blocked_by"] == [] and data["guard_judged"] is False
+    assert (
+        data["verdict"] == "INCONCLUSIVE"
+        and data["blocked_by"] == []
+        and data["guard_judged"] is False
+    )
     # an A/A session of the same key (definition, device, timing kind) gives the noise estimate
     ws = tmp_path / "ws"
     (ws / "optimize_ops").mkdir(parents=True)
     again = _jittered(base_file, tmp_path / "again.json", 0.005)
-    code, out, err = run_cli(capsys, "compare", str(base_file), str(again), "--aa", "--workspace", str(ws))
+    code, out, err = run_cli(
+        capsys, "compare", str(base_file), str(again), "--aa", "--workspace", str(ws)
+    )
     assert code == 0, err
     session = json.loads((ws / "optimize_ops" / "benchmarks" / "aa.jsonl").read_text())
-    assert session["timing_kind"] == "flashinfer-bench" and session["definition"] == table.definition
+    assert (
+        session["timing_kind"] == "flashinfer-bench" and session["definition"] == table.definition
+    )
     for factor, expect in ((0.95, "PROMOTE"), (1.00, "REJECT")):
         cand = _scaled(base_file, tmp_path / f"cand_{factor}.json", factor)
-        code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json", "--workspace", str(ws))
+        code, out, _ = run_cli(
+            capsys, "compare", str(base_file), str(cand), "--json", "--workspace", str(ws)
+        )
         data = json.loads(out)
         assert code == 0 and data["verdict"] == expect, data["recommendation"]
         assert data["workloads"] == 54 and data["complete"] and data["blocked_by"] == []
         for key in ("geomean_ratio", "ci_low", "ci_high", "tau", "tau_source", "per_band"):
             assert key in data
         assert data["geomean_ratio"] == pytest.approx(factor)
-        assert data["tau"] == pytest.approx(0.01) and data["tau_source"].startswith("default 1%; A/A history (")
+        assert data["tau"] == pytest.approx(0.01) and data["tau_source"].startswith(
+            "default 1%; A/A history ("
+        )
         assert "1 session" in data["tau_source"] and data["guard_judged"] is True
     cand = _scaled(base_file, tmp_path / "cand_slow.json", 0.95, slow=slow)
-    code, out, _ = run_cli(capsys, "compare", str(base_file), str(cand), "--json", "--workspace", str(ws))
+    code, out, _ = run_cli(
+        capsys, "compare", str(base_file), str(cand), "--json", "--workspace", str(ws)
+    )
     data = json.loads(out)
     assert data["verdict"] != "PROMOTE"
     assert data["verdict"] == "BLOCKED"
@@ -248,7 +299,11 @@ def test_54_workloads_synthetic(capsys, tmp_path: Path) -> None:
 
 @pytest.mark.shared
 def test_54_workloads_shared_retained_run(capsys, shared, tmp_path: Path) -> None:
-    _acceptance(capsys, shared("fixtures", "artifacts", "gdn_decode_qk4_v8_d128_k_last__retained_run.json"), tmp_path)
+    _acceptance(
+        capsys,
+        shared("fixtures", "artifacts", "gdn_decode_qk4_v8_d128_k_last__retained_run.json"),
+        tmp_path,
+    )
 
 
 def test_baseline_with_one_failed_workload_is_incomplete(capsys, tmp_path: Path) -> None:
@@ -273,14 +328,25 @@ def test_baseline_with_one_failed_workload_is_incomplete(capsys, tmp_path: Path)
 # --------------------------------------------------------------------------------------------
 
 
-def _banded(effects: dict[int, float], per_band: int = 6, repeats: int = 3, noise: float = 0.005, seed: int = 5):
+def _banded(
+    effects: dict[int, float],
+    per_band: int = 6,
+    repeats: int = 3,
+    noise: float = 0.005,
+    seed: int = 5,
+):
     rng = random.Random(seed)
     base, cand = [], []
     for batch, effect in effects.items():
         for i in range(per_band):
             true = 0.001 * batch + 0.002
             for j in range(repeats):
-                common = {"uuid": f"b{batch}-{i}", "status": "PASSED", "repeat": j, "axes": {"batch_size": batch}}
+                common = {
+                    "uuid": f"b{batch}-{i}",
+                    "status": "PASSED",
+                    "repeat": j,
+                    "axes": {"batch_size": batch},
+                }
                 base.append({**common, "latency_ms": true * math.exp(rng.gauss(0, noise))})
                 cand.append({**common, "latency_ms": true * effect * math.exp(rng.gauss(0, noise))})
     return base, cand
@@ -291,8 +357,13 @@ def test_per_band_breakdown_like_a_hand_summary() -> None:
     comp = stats.paired_verdict(base, cand)
     bands = {b.band: b for b in comp.per_band}
     assert set(bands) == {"batch_size=1", "batch_size=8", "batch_size=64"}
-    assert bands["batch_size=1"].wins == 6 and bands["batch_size=1"].change_pct == pytest.approx(-25, abs=1.5)
-    assert bands["batch_size=64"].ties + bands["batch_size=64"].wins + bands["batch_size=64"].losses == 6
+    assert bands["batch_size=1"].wins == 6 and bands["batch_size=1"].change_pct == pytest.approx(
+        -25, abs=1.5
+    )
+    assert (
+        bands["batch_size=64"].ties + bands["batch_size=64"].wins + bands["batch_size=64"].losses
+        == 6
+    )
     assert bands["batch_size=64"].ci_low < 1.0 < bands["batch_size=64"].ci_high
     assert comp.verdict == stats.PROMOTE and comp.dispatch_bands == []
 
@@ -320,9 +391,20 @@ def test_leaderboard_ranks_by_mean_then_p95_then_variance() -> None:
     same_mean_higher_p95 = rows({"a": [1.2, 1.2], "b": [1.2, 1.2], "c": [3.0, 3.0]})
     steady = rows({"a": [0.9, 0.9], "b": [1.8, 1.8], "c": [2.7, 2.7]})
     jittery = rows({"a": [0.8, 1.0], "b": [1.7, 1.9], "c": [2.6, 2.8]})
-    broken = rows({"a": [0.1, 0.1], "b": [0.1, 0.1], "c": [0.1, 0.1]}, statuses={"c": "INCORRECT_NUMERICAL"})
-    board = stats.leaderboard(base, {"jittery": jittery, "higher_p95": same_mean_higher_p95, "broken": broken,
-                                     "fast": fast, "lower_p95": same_mean_lower_p95, "steady": steady})
+    broken = rows(
+        {"a": [0.1, 0.1], "b": [0.1, 0.1], "c": [0.1, 0.1]}, statuses={"c": "INCORRECT_NUMERICAL"}
+    )
+    board = stats.leaderboard(
+        base,
+        {
+            "jittery": jittery,
+            "higher_p95": same_mean_higher_p95,
+            "broken": broken,
+            "fast": fast,
+            "lower_p95": same_mean_lower_p95,
+            "steady": steady,
+        },
+    )
     names = [e.name for e in board]
     assert names[0] == "fast"
     assert names.index("lower_p95") < names.index("higher_p95")
@@ -339,19 +421,28 @@ def test_leaderboard_ranks_by_mean_then_p95_then_variance() -> None:
 
 def test_tau_states_its_source() -> None:
     assert stats.noise_floor().source == "default 1%"
-    assert stats.noise_floor(stats.StatsSettings(min_gain=0.02, min_gain_source="fibtui.toml")).source == \
-        "fibtui.toml [stats] min_gain 2%"
+    assert (
+        stats.noise_floor(stats.StatsSettings(min_gain=0.02, min_gain_source="fibtui.toml")).source
+        == "fibtui.toml [stats] min_gain 2%"
+    )
     quiet = [stats.AASession("s", "paired-run", 0.001, 0.005, 50, 1)]
     floor = stats.noise_floor(sessions=quiet)
-    assert floor.tau == pytest.approx(0.01) and floor.source.startswith("default 1%; A/A history: 1 session")
-    loud = [stats.AASession(f"s{i}", "compare --aa", (-1) ** i * 0.001 * i, 0.01, 50, 3) for i in range(40)]
+    assert floor.tau == pytest.approx(0.01) and floor.source.startswith(
+        "default 1%; A/A history: 1 session"
+    )
+    loud = [
+        stats.AASession(f"s{i}", "compare --aa", (-1) ** i * 0.001 * i, 0.01, 50, 3)
+        for i in range(40)
+    ]
     floor = stats.noise_floor(sessions=loud)
     assert floor.tau > 0.03 and floor.source.startswith("A/A history: 40 sessions")
     assert floor.aa_sigma == pytest.approx(0.01)
 
 
 def test_settings_from_fibtui_toml(tmp_path: Path) -> None:
-    (tmp_path / "fibtui.toml").write_text("[stats]\nmin_gain = 0.02  # two percent\ntie_band = 0.01\n")
+    (tmp_path / "fibtui.toml").write_text(
+        "[stats]\nmin_gain = 0.02  # two percent\ntie_band = 0.01\n"
+    )
     s = stats.StatsSettings.from_workspace(tmp_path)
     assert s.min_gain == 0.02 and s.tie_band == 0.01 and s.min_gain_source == "fibtui.toml"
     (tmp_path / "fibtui.toml").write_text("[stats]\nmin_gain = 'lots'\n")
@@ -360,20 +451,30 @@ def test_settings_from_fibtui_toml(tmp_path: Path) -> None:
 
 
 def test_aa_file_round_trip(tmp_path: Path) -> None:
-    session = stats.AASession("a vs b", "compare --aa", 0.002, 0.006, 50, 1, "d", "NVIDIA H200", "REJECT", "cupti")
-    cpu = stats.AASession("c vs d", "compare --aa", 0.3, 0.2, 50, 1, "d", None, "REJECT", "cpu-interpreter")
-    other = stats.AASession("e vs f", "compare --aa", 0.001, 0.004, 50, 1, "other_def", "NVIDIA H200", "REJECT", "cupti")
+    session = stats.AASession(
+        "a vs b", "compare --aa", 0.002, 0.006, 50, 1, "d", "NVIDIA H200", "REJECT", "cupti"
+    )
+    cpu = stats.AASession(
+        "c vs d", "compare --aa", 0.3, 0.2, 50, 1, "d", None, "REJECT", "cpu-interpreter"
+    )
+    other = stats.AASession(
+        "e vs f", "compare --aa", 0.001, 0.004, 50, 1, "other_def", "NVIDIA H200", "REJECT", "cupti"
+    )
     for s in (session, cpu, other):
         stats.record_aa_session(tmp_path, s)
     assert stats.load_aa_file(tmp_path / stats.AA_FILE) == [session, cpu, other]
     # keyed by (definition, device, timing kind); CPU-interpreter sessions never count
-    assert stats.aa_sessions(tmp_path, "NVIDIA H200", definition="d", timing_kind="cupti") == [session]
+    assert stats.aa_sessions(tmp_path, "NVIDIA H200", definition="d", timing_kind="cupti") == [
+        session
+    ]
     assert stats.aa_sessions(tmp_path, "NVIDIA B200", definition="d", timing_kind="cupti") == []
     assert stats.aa_sessions(tmp_path, None, definition="d", timing_kind="cpu-interpreter") == []
     assert stats.aa_sessions(tmp_path, "NVIDIA H200") == [session, other]
     # a line written before the timing kind was recorded: a GPU session (it names a GPU)
-    (tmp_path / stats.AA_FILE).write_text('{"log_g": 0.001, "gpu": "NVIDIA H200", "definition": "d", "workloads": 5}\n'
-                                          '{"log_g": 0.002, "definition": "d", "workloads": 5}\n')
+    (tmp_path / stats.AA_FILE).write_text(
+        '{"log_g": 0.001, "gpu": "NVIDIA H200", "definition": "d", "workloads": 5}\n'
+        '{"log_g": 0.002, "definition": "d", "workloads": 5}\n'
+    )
     legacy = stats.load_aa_file(tmp_path / stats.AA_FILE)
     assert [s.timing_kind for s in legacy] == ["cupti", None]
     assert len(stats.aa_sessions(tmp_path, "NVIDIA H200", definition="d", timing_kind="cupti")) == 1
@@ -381,23 +482,39 @@ def test_aa_file_round_trip(tmp_path: Path) -> None:
 
 def test_aa_lines_with_infinite_or_wrong_counts_are_one_line_errors(tmp_path: Path) -> None:
     path = tmp_path / "aa.jsonl"
-    for line, field in (('{"log_g": 0.1, "workloads": Infinity}', "workloads"),
-                        ('{"log_g": 0.1, "repeats": 1e400}', "repeats"),
-                        ('{"log_g": 0.1, "workloads": 2.5}', "workloads"),
-                        ('{"log_g": 0.1, "sigma": -1}', "sigma"),
-                        ('{"log_g": 0.1, "gpu": 5}', "gpu")):
-        path.write_text("{\"log_g\": 0.0}\n" + line + "\n")
+    for line, field in (
+        ('{"log_g": 0.1, "workloads": Infinity}', "workloads"),
+        ('{"log_g": 0.1, "repeats": 1e400}', "repeats"),
+        ('{"log_g": 0.1, "workloads": 2.5}', "workloads"),
+        ('{"log_g": 0.1, "sigma": -1}', "sigma"),
+        ('{"log_g": 0.1, "gpu": 5}', "gpu"),
+    ):
+        path.write_text('{"log_g": 0.0}\n' + line + "\n")
         with pytest.raises(InputError) as err:
             stats.load_aa_file(path)
         assert str(err.value).startswith(f"{path}:2: field '{field}':"), str(err.value)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.text(max_size=40), st.just('{"log_g": 0.1}'), st.just('{"log_g": "x"}'),
-                          st.just("[1, 2]"), st.just('{"sigma": 1}')), max_size=5))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=40),
+            st.just('{"log_g": 0.1}'),
+            st.just('{"log_g": "x"}'),
+            st.just("[1, 2]"),
+            st.just('{"sigma": 1}'),
+        ),
+        max_size=5,
+    )
+)
 def test_aa_file_parser_never_crashes(tmp_path: Path, lines: list[str]) -> None:
     path = tmp_path / "aa.jsonl"
-    path.write_text("\n".join(line.replace("\n", " ").replace("\r", " ") for line in lines), encoding="utf-8")
+    path.write_text(
+        "\n".join(line.replace("\n", " ").replace("\r", " ") for line in lines), encoding="utf-8"
+    )
     try:
         out = stats.load_aa_file(path)
     except InputError as exc:
@@ -427,19 +544,36 @@ def test_compare_a_paired_run_id(capsys, demo_history: Path) -> None:
     assert data["baseline"] == "triton" and data["candidate"] == "v2_smallb_splitv"
     assert data["workloads"] == 50 and data["complete"]
     assert data["ci_high"] < math.exp(-data["tau"])
-    assert "A/A history (demo_gdn_decode_qk4_v8_d128_k_last, NVIDIA H200, cupti): 2 sessions" in data["tau_source"]
+    assert (
+        "A/A history (demo_gdn_decode_qk4_v8_d128_k_last, NVIDIA H200, cupti): 2 sessions"
+        in data["tau_source"]
+    )
     assert {b["band"] for b in data["per_band"]} >= {"batch_size=1", "batch_size=64"}
     code, out, _ = run_cli(capsys, "compare", GATE_RUN, "--json", "--workspace", str(demo_history))
     gate = json.loads(out)
-    assert gate["scope"] == "sample" and gate["workloads"] == 3  # the regime representatives (2-3 above 40 workloads)
+    assert (
+        gate["scope"] == "sample" and gate["workloads"] == 3
+    )  # the regime representatives (2-3 above 40 workloads)
     code, out, _ = run_cli(capsys, "compare", SWEEP_RUN, "--workspace", str(demo_history))
     assert code == 0 and "PROMOTE" in out and "batch_size=1" in out
 
 
 def test_compare_aa_records_a_session(capsys, demo_history: Path) -> None:
     runs = demo_history / "optimize_ops" / "runs"
-    code, out, _ = run_cli(capsys, "compare", str(runs / SWEEP_RUN), str(runs / SWEEP_RUN), "--solution-base", "triton",
-                           "--solution-cand", "triton", "--aa", "--json", "--workspace", str(demo_history))
+    code, out, _ = run_cli(
+        capsys,
+        "compare",
+        str(runs / SWEEP_RUN),
+        str(runs / SWEEP_RUN),
+        "--solution-base",
+        "triton",
+        "--solution-cand",
+        "triton",
+        "--aa",
+        "--json",
+        "--workspace",
+        str(demo_history),
+    )
     data = json.loads(out)
     assert code == 0 and data["verdict"] == "REJECT"
     sessions = stats.load_aa_file(demo_history / "optimize_ops" / stats.AA_FILE)
@@ -447,14 +581,24 @@ def test_compare_aa_records_a_session(capsys, demo_history: Path) -> None:
 
 
 def test_compare_bad_input_is_one_line(capsys, tmp_path: Path) -> None:
-    code, _, err = run_cli(capsys, "compare", str(tmp_path / "nope.json"), str(tmp_path / "nope2.json"))
+    code, _, err = run_cli(
+        capsys, "compare", str(tmp_path / "nope.json"), str(tmp_path / "nope2.json")
+    )
     assert code == 2 and "not a result file" in err and "Traceback" not in err
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(["min_gain", "confidence", "guard_margin", "tie_band", "other"]),
-       st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.integers(-5, 5), st.booleans(),
-                 st.text(alphabet="abc", max_size=3)))
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from(["min_gain", "confidence", "guard_margin", "tie_band", "other"]),
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False, width=32),
+        st.integers(-5, 5),
+        st.booleans(),
+        st.text(alphabet="abc", max_size=3),
+    ),
+)
 def test_stats_settings_parser(tmp_path: Path, key: str, value) -> None:
     import tomlkit
 
@@ -471,15 +615,37 @@ def test_compare_several_candidates_prints_a_leaderboard(capsys, tmp_path: Path)
     rng = random.Random(9)
     jobs = []
     for w in range(8):
-        axes = {"batch_size": 2 ** w}
+        axes = {"batch_size": 2**w}
         true = 0.001 * (w + 1)
         for j in range(2):
-            for name, role, factor in (("base", "baseline", 1.0), ("fast", "candidate", 0.8), ("slow", "candidate", 1.2)):
-                jobs.append({"uuid": f"w{w}", "axes": axes, "solution": name, "role": role, "repeat": j, "status": "PASSED",
-                             "latency_ms": true * factor * math.exp(rng.gauss(0, 0.003))})
+            for name, role, factor in (
+                ("base", "baseline", 1.0),
+                ("fast", "candidate", 0.8),
+                ("slow", "candidate", 1.2),
+            ):
+                jobs.append(
+                    {
+                        "uuid": f"w{w}",
+                        "axes": axes,
+                        "solution": name,
+                        "role": role,
+                        "repeat": j,
+                        "status": "PASSED",
+                        "latency_ms": true * factor * math.exp(rng.gauss(0, 0.003)),
+                    }
+                )
     path = tmp_path / "run.json"
-    path.write_text(json.dumps({"format": "fibtui-run", "definition": "d", "run_id": "r1", "jobs": jobs,
-                                "workload_selection": "all"}))
+    path.write_text(
+        json.dumps(
+            {
+                "format": "fibtui-run",
+                "definition": "d",
+                "run_id": "r1",
+                "jobs": jobs,
+                "workload_selection": "all",
+            }
+        )
+    )
     code, out, _ = run_cli(capsys, "compare", str(path), "--json")
     data = json.loads(out)
     assert code == 0 and [e["name"] for e in data["leaderboard"]] == ["fast", "slow"]

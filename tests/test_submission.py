@@ -27,7 +27,9 @@ def _isolated_git(tmp_path_factory, monkeypatch) -> None:
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def identity(repo: Path) -> None:
@@ -70,9 +72,18 @@ def test_pack_matches_the_sources_byte_for_byte(demo_ws: Path) -> None:
     for s in data["sources"]:
         assert s["content"].encode("utf-8") == (src / s["path"]).read_bytes()
     assert set(result.excluded) == {"__pycache__/", "stale.pyc", ".hidden.py", "fibtui.toml"}
-    assert data["spec"] == {"language": "triton", "target_hardware": ["B200"], "entry_point": "kernel.py::gdn_decode",
-                            "dependencies": [], "destination_passing_style": True}
-    assert (data["name"], data["definition"], data["author"]) == ("demo_gdn_decode_triton_v1", DEMO_DEFINITION, "fibtui")
+    assert data["spec"] == {
+        "language": "triton",
+        "target_hardware": ["B200"],
+        "entry_point": "kernel.py::gdn_decode",
+        "dependencies": [],
+        "destination_passing_style": True,
+    }
+    assert (data["name"], data["definition"], data["author"]) == (
+        "demo_gdn_decode_triton_v1",
+        DEMO_DEFINITION,
+        "fibtui",
+    )
     sol = parse_solution(data, out)
     assert sol.spec.entry_file == "kernel.py" and sol.spec.destination_passing_style is True
 
@@ -89,7 +100,11 @@ def test_pack_loads_in_flashinfer_bench(demo_ws: Path) -> None:
 
 def test_pack_takes_dps_hardware_and_binding_from_config(demo_ws: Path) -> None:
     cfg = demo_ws / "config.toml"
-    cfg.write_text(cfg.read_text().replace("destination_passing_style = true", "destination_passing_style = false"))
+    cfg.write_text(
+        cfg.read_text().replace(
+            "destination_passing_style = true", "destination_passing_style = false"
+        )
+    )
     result = sub.pack_solution(demo_ws, target_hardware=["H200", "B200"])
     assert result.solution["spec"]["destination_passing_style"] is False
     assert result.solution["spec"]["target_hardware"] == ["H200", "B200"]
@@ -98,23 +113,34 @@ def test_pack_takes_dps_hardware_and_binding_from_config(demo_ws: Path) -> None:
     # a CUDA solution gets a binding (tvm-ffi unless the config names one)
     cuda = demo_ws / "solution" / "cuda"
     cuda.mkdir()
-    (cuda / "kernel.cu").write_text("extern \"C\" void run() {}\n")
+    (cuda / "kernel.cu").write_text('extern "C" void run() {}\n')
     (cuda / "binding.py").write_text("# binding\n")
-    text = cfg.read_text().replace('language = "triton"', 'language = "cuda"').replace("kernel.py::gdn_decode", "kernel.cu::run")
+    text = (
+        cfg.read_text()
+        .replace('language = "triton"', 'language = "cuda"')
+        .replace("kernel.py::gdn_decode", "kernel.cu::run")
+    )
     cfg.write_text(text)
     spec = sub.pack_solution(demo_ws).solution["spec"]
-    assert spec["binding"] == "tvm-ffi" and spec["entry_point"] == "kernel.cu::run" and spec["language"] == "cuda"
+    assert (
+        spec["binding"] == "tvm-ffi"
+        and spec["entry_point"] == "kernel.cu::run"
+        and spec["language"] == "cuda"
+    )
     cfg.write_text(text.replace("[build]", '[build]\nbinding = "torch"'))
     assert sub.pack_solution(demo_ws).solution["spec"]["binding"] == "torch"
 
 
 def test_pack_runs_the_topology_check_first(demo_ws: Path) -> None:
     (demo_ws / "solution" / "triton" / "config.toml").write_text(
-        '[solution]\nname = "x"\ndefinition = "y"\nauthor = "z"\n[build]\nlanguage = "triton"\nentry_point = "kernel.py::f"\n')
+        '[solution]\nname = "x"\ndefinition = "y"\nauthor = "z"\n[build]\nlanguage = "triton"\nentry_point = "kernel.py::f"\n'
+    )
     with pytest.raises(CheckFailed, match="topology check failed: .*config.toml inside solution/"):
         sub.pack_solution(demo_ws)
     (demo_ws / "solution" / "triton" / "config.toml").unlink()
-    (demo_ws / "solution" / "triton" / "kernel.py").rename(demo_ws / "solution" / "triton" / "other.py")
+    (demo_ws / "solution" / "triton" / "kernel.py").rename(
+        demo_ws / "solution" / "triton" / "other.py"
+    )
     with pytest.raises(CheckFailed, match="entry point"):
         sub.pack_solution(demo_ws)
     assert not (demo_ws / "solution.json").exists()
@@ -140,7 +166,11 @@ def test_pack_cli(demo_ws: Path, tmp_path: Path, capsys) -> None:
     from fibtui.core.toolchain import bench_version
 
     # flashinfer-bench loads what was packed when it is installed (the bench extra), else it is not asked
-    assert info["output"] == str(out) and info["sources"] == ["kernel.py"] and info["flashinfer_bench"] == bench_version()
+    assert (
+        info["output"] == str(out)
+        and info["sources"] == ["kernel.py"]
+        and info["flashinfer_bench"] == bench_version()
+    )
     assert parse_solution(json.loads(out.read_text())).definition == DEMO_DEFINITION
     assert main(["pack", "--workspace", str(demo_ws)]) == 0
     assert "packed demo_gdn_decode_triton_v1" in capsys.readouterr().out
@@ -177,7 +207,11 @@ def test_next_tag_keeps_gaps_and_counts_remote_tags(repo_ws, tmp_path: Path) -> 
     plan = sub.plan_tag(ws)
     assert (plan.tag, plan.number, plan.ok) == ("submission-v4", 4, True)
     assert plan.latest is not None and plan.latest.name == "submission-v3"
-    assert plan.head == git(ws, "rev-parse", "HEAD") and plan.branch == "main" and plan.remote == "origin"
+    assert (
+        plan.head == git(ws, "rev-parse", "HEAD")
+        and plan.branch == "main"
+        and plan.remote == "origin"
+    )
     # a teammate pushed v6 from another clone: it is counted without fetching anything
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(bare), "other")
@@ -215,7 +249,11 @@ def test_refuses_a_dirty_kernel(repo_ws) -> None:
     kernel = ws / "solution" / "triton" / "kernel.py"
     kernel.write_text(kernel.read_text() + "\n# tweak\n")
     plan = sub.plan_tag(ws)
-    assert not plan.ok and "uncommitted changes" in plan.problems[0] and "solution/triton/kernel.py" in plan.problems[0]
+    assert (
+        not plan.ok
+        and "uncommitted changes" in plan.problems[0]
+        and "solution/triton/kernel.py" in plan.problems[0]
+    )
     with pytest.raises(CheckFailed, match="refusing to tag"):
         sub.create_tag(ws, plan)
     assert git(ws, "tag", "--list") == ""
@@ -255,7 +293,8 @@ def test_per_definition_layout_and_scheme(tmp_path: Path) -> None:
         (src / "kernel.py").write_text(f"def run():\n    return '{d}'\n")
         (ws / d / "config.toml").write_text(
             f'[solution]\nname = "{d}_sol"\ndefinition = "{d}"\nauthor = "me"\n[build]\nlanguage = "triton"\n'
-            'entry_point = "kernel.py::run"\n')
+            'entry_point = "kernel.py::run"\n'
+        )
     git(ws, "init", "-q", "-b", "main")
     identity(ws)
     git(ws, "add", "-A")
@@ -263,12 +302,17 @@ def test_per_definition_layout_and_scheme(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--definition"):
         sub.pack_solution(ws)
     packed = sub.pack_solution(ws, "def_b")
-    assert packed.solution["definition"] == "def_b" and "def_b" in packed.solution["sources"][0]["content"]
+    assert (
+        packed.solution["definition"] == "def_b"
+        and "def_b" in packed.solution["sources"][0]["content"]
+    )
     assert sub.write_solution_json(packed) == ws / "def_b" / "solution.json"
     git(ws, "tag", "submission-v2")
     plain = sub.plan_tag(ws, "def_a")
     assert plain.tag == "submission-v3" and any("def_b are submitted" in w for w in plain.warnings)
-    assert plain.config == "def_a/config.toml" and any("no remote 'origin'" in w for w in plain.warnings)
+    assert plain.config == "def_a/config.toml" and any(
+        "no remote 'origin'" in w for w in plain.warnings
+    )
     git(ws, "tag", "submission-def_a-v1")
     assert sub.plan_tag(ws, "def_a", scheme="per-definition").tag == "submission-def_a-v2"
     assert sub.plan_tag(ws, "def_b", scheme="per-definition").tag == "submission-def_b-v1"
@@ -294,7 +338,10 @@ def test_tag_cli(repo_ws, capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     head = git(ws, "rev-parse", "HEAD")
     assert [(s["action"], s["commit"]) for s in data["steps"]] == [
-        ("created", head), ("pushed branch", head), ("pushed tag", head)]
+        ("created", head),
+        ("pushed branch", head),
+        ("pushed tag", head),
+    ]
     assert git(bare, "rev-parse", "submission-v4^{commit}") == head
     kernel = ws / "solution" / "triton" / "kernel.py"
     kernel.write_text(kernel.read_text() + "# dirty\n")

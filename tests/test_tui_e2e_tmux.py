@@ -14,14 +14,19 @@ import pytest
 
 from tests.runner_helpers import make_candidate, make_tiny_workspace
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
 
 
 SOCKET = f"fibtui-e2e-{os.getpid()}"  # a private tmux server: nothing else's sessions or sizes
 
 
 def tmux(*args: str, socket: str = SOCKET) -> str:
-    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, check=False).stdout
+    return subprocess.run(
+        ["tmux", "-L", socket, *args], capture_output=True, text=True, check=False
+    ).stdout
 
 
 def screen(session: str, socket: str = SOCKET) -> str:
@@ -46,10 +51,28 @@ def test_gate_in_a_real_terminal(tmp_path: Path) -> None:
     # a reference repo: the first gate asks about the round's recon note
     subprocess.run(["git", "init", "-q", str(root / "reference" / "flashinfer")], check=True)
     session = f"fibtui-e2e-{os.getpid()}"
-    env_cmd = (f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
-               f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30")
+    env_cmd = (
+        f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
+        f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30"
+    )
     tmux("kill-session", "-t", session)
-    subprocess.run(["tmux", "-L", SOCKET, "new-session", "-d", "-s", session, "-x", "120", "-y", "36", env_cmd], check=True)
+    subprocess.run(
+        [
+            "tmux",
+            "-L",
+            SOCKET,
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "120",
+            "-y",
+            "36",
+            env_cmd,
+        ],
+        check=True,
+    )
     try:
         wait_for(session, "Regimes")
         wait_for(session, "tiny_scale")  # the header names the definition
@@ -79,18 +102,31 @@ def test_control_characters_from_files_are_shown_never_obeyed(tmp_path: Path) ->
     title stays as it was and no text turns red."""
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
     cfg = root / "config.toml"
-    cfg.write_text(cfg.read_text().replace('name = "tiny_v1"', 'name = "evil\\u001b]2;PWNED\\u0007\\u001b[31mRED\\rX"'))
+    cfg.write_text(
+        cfg.read_text().replace(
+            'name = "tiny_v1"', 'name = "evil\\u001b]2;PWNED\\u0007\\u001b[31mRED\\rX"'
+        )
+    )
     session = f"fibtui-ctl-{os.getpid()}"
-    env_cmd = (f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
-               f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30")
+    env_cmd = (
+        f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
+        f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30"
+    )
     # a tmux server of its own: another test's kill-server of the shared one may still be under way
     sock = f"{SOCKET}-ctl"
-    subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "30", env_cmd], check=True)
+    subprocess.run(
+        ["tmux", "-L", sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "30", env_cmd],
+        check=True,
+    )
     try:
         wait_for(session, "tiny_scale", socket=sock)
         wait_for(session, "evil␛]2;PWNED␛[31mREDX", timeout=30, socket=sock)
-        assert "PWNED" not in tmux("display-message", "-p", "-t", session, "#{pane_title}", socket=sock)
-        coloured = tmux("capture-pane", "-t", session, "-p", "-e", socket=sock)  # with the SGR codes tmux keeps
+        assert "PWNED" not in tmux(
+            "display-message", "-p", "-t", session, "#{pane_title}", socket=sock
+        )
+        coloured = tmux(
+            "capture-pane", "-t", session, "-p", "-e", socket=sock
+        )  # with the SGR codes tmux keeps
         line = next(ln for ln in coloured.splitlines() if "PWNED" in ln)
         assert "\x1b[31m" not in line and "\x1b[31mRED" not in line, repr(line)
         tmux("send-keys", "-t", session, "q", socket=sock)
@@ -113,15 +149,28 @@ def test_keys_at_80x24_in_a_real_terminal(tmp_path: Path) -> None:
     write_round(root)
     # a slow kernel for the gate that q interrupts (the demo's own gate ends in seconds on the CPU)
     kernel = root / "solution" / "triton" / "kernel.py"
-    kernel.write_text(kernel.read_text() + "\n\nimport time as _time\n_fast = gdn_decode\n\n\n"
-                      "def gdn_decode(*args, **kwargs):\n    _time.sleep(1.0)\n    return _fast(*args, **kwargs)\n")
+    kernel.write_text(
+        kernel.read_text() + "\n\nimport time as _time\n_fast = gdn_decode\n\n\n"
+        "def gdn_decode(*args, **kwargs):\n    _time.sleep(1.0)\n    return _fast(*args, **kwargs)\n"
+    )
     session = f"fibtui-80-{os.getpid()}"
     sock = f"{SOCKET}-80"
-    env_cmd = (f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
-               f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30")
-    subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", env_cmd], check=True)
-    markers = {"1": "repo(s)", "2": "representative", "3": "judged by", "4": "NCU reports",
-               "5": "verdict", "6": "round summary"}
+    env_cmd = (
+        f"FIBTUI_CONFIG_DIR={tmp_path / 'config'} TERM=xterm-256color "
+        f"{sys.executable} -m fibtui --workspace {root}; echo EXITED:$?; sleep 30"
+    )
+    subprocess.run(
+        ["tmux", "-L", sock, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", env_cmd],
+        check=True,
+    )
+    markers = {
+        "1": "repo(s)",
+        "2": "representative",
+        "3": "judged by",
+        "4": "NCU reports",
+        "5": "verdict",
+        "6": "round summary",
+    }
 
     def key(k: str) -> None:
         tmux("send-keys", "-t", session, k, socket=sock)
@@ -145,10 +194,14 @@ def test_keys_at_80x24_in_a_real_terminal(tmp_path: Path) -> None:
                         try:
                             wait_for(session, markers[k], timeout=15, socket=sock)
                         except AssertionError as exc:
-                            raise AssertionError(f"pane {source}, Tab, {target}, {source}: key {k} did not show its pane; {exc}") from None
+                            raise AssertionError(
+                                f"pane {source}, Tab, {target}, {source}: key {k} did not show its pane; {exc}"
+                            ) from None
         key("5")
         shown = wait_for(session, "batch_size=16", socket=sock)
-        assert "verdict PROMOTE" in shown and "W/T/L" in shown, shown  # the verdict and the per-band table
+        assert "verdict PROMOTE" in shown and "W/T/L" in shown, (
+            shown
+        )  # the verdict and the per-band table
         key("1")
         wait_for(session, "repo(s)", socket=sock)
         key("f")

@@ -45,8 +45,13 @@ async def test_keys_switch_panes_and_list_bindings(demo_ws: Path) -> None:
             assert tabs.active == pane.id
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpKeysScreen)
-        ids = {str(row[1]) for row in (app.screen.query_one(DataTable).get_row_at(i)
-                                       for i in range(app.screen.query_one(DataTable).row_count))}
+        ids = {
+            str(row[1])
+            for row in (
+                app.screen.query_one(DataTable).get_row_at(i)
+                for i in range(app.screen.query_one(DataTable).row_count)
+            )
+        }
         assert {"pane.runs", "run.gate", "run.sweep", "app.watch", "app.quit", "regimes.pin"} <= ids
         await pilot.press("escape")
         await pilot.press("q")
@@ -67,7 +72,9 @@ async def test_regimes_pane_counts_only_then_with_a_gpu_run_and_pins(demo_ws: Pa
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         pane = app.query_one(RegimesPane)
-        assert pane.report.has_latency and "20260101-000000_demo_local" in pane.report.latency_source
+        assert (
+            pane.report.has_latency and "20260101-000000_demo_local" in pane.report.latency_source
+        )
         shares = [b.latency_share for b in pane.report.bands]
         assert sum(shares) == pytest.approx(1.0)
         assert len(pane.query("PlotextPlot")) == 1  # the chart is drawn once there is latency
@@ -102,7 +109,9 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
     from tests.runner_helpers import make_tiny_workspace
 
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
-    subprocess.run(["git", "init", "-q", str(root / "reference" / "flashinfer")], check=True)  # a repo to take notes of
+    subprocess.run(
+        ["git", "init", "-q", str(root / "reference" / "flashinfer")], check=True
+    )  # a repo to take notes of
     events = []
     app = make_app(open_workspace(root))
     async with app.run_test(size=SIZE, message_hook=events.append) as pilot:
@@ -114,7 +123,9 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
         await settle(app, pilot)
         from fibtui.runners.events import JobFinished, RunFinished
 
-        unique = list({id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values())  # messages bubble
+        unique = list(
+            {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()
+        )  # messages bubble
         finished = [m.event for m in unique if isinstance(m.event, RunFinished)]
         assert finished and finished[0].state == "complete"
         assert sum(isinstance(m.event, JobFinished) for m in unique) == 2
@@ -144,7 +155,9 @@ async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None
         await settle(app, pilot)
         await pilot.press("g")
         deadline = time.monotonic() + 120
-        while not any(isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished) for m in events):
+        while not any(
+            isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished) for m in events
+        ):
             assert time.monotonic() < deadline, "the gate never finished"
             await pilot.pause(0.1)
         await pilot.pause(1.0)
@@ -191,8 +204,13 @@ async def test_ncu_pane_table_and_diff(demo_ws: Path) -> None:
         assert str(block["duration us"][1]) == "-18.9%"
         assert str(block["duration us"][2]) == "4.70" and str(block["duration us"][3]) == "3.81"
         wide = diff_block(rows, "batch_size=64")
-        assert [str(c) for c in wide["grid blocks"][2:]] == ["2,048", "2,048"]  # a count: no decimals
-        assert [str(c) for c in wide["regs/thread"][2:]] == ["64", "64"] and str(wide["waves/SM"][2]) == "1.94"
+        assert [str(c) for c in wide["grid blocks"][2:]] == [
+            "2,048",
+            "2,048",
+        ]  # a count: no decimals
+        assert [str(c) for c in wide["regs/thread"][2:]] == ["64", "64"] and str(
+            wide["waves/SM"][2]
+        ) == "1.94"
         assert [str(c) for c in wide["limiter"][1:]] == ["same", "registers", "registers"]
         log = log_text(pane)
         assert "bottleneck latency, limiter registers" in log and "batch_size=64" in log
@@ -209,7 +227,7 @@ def diff_block(rows: list, heading: str) -> dict[str, list]:
     """The rows of one kernel/band block of the NCU diff table, by metric label."""
     start = next(i for i, r in enumerate(rows) if str(r[0]) == heading and not str(r[1]))
     block: dict[str, list] = {}
-    for r in rows[start + 1:]:
+    for r in rows[start + 1 :]:
         if not str(r[1]):  # the next heading
             break
         block[str(r[0])] = r
@@ -226,7 +244,10 @@ def copy_long_named_reports(ws: Path) -> list[str]:
     workloads, set): two solutions, each as a CSV and a text page."""
     target = copy_ncu_reports(ws)
     names = []
-    for solution, src in (("demo_gdn_decode_triton_v1", "demo_v1_b1_b64"), ("v2_smallb_splitv", "demo_v2_b1_b64")):
+    for solution, src in (
+        ("demo_gdn_decode_triton_v1", "demo_v1_b1_b64"),
+        ("v2_smallb_splitv", "demo_v2_b1_b64"),
+    ):
         for ext in ("csv", "txt"):
             name = f"demo_gdn_decode_qk4_v8_d128_k_last_{solution}_a8efeb8a-200a3ebd_detailed_details.{ext}"
             (target / name).write_bytes((target / f"{src}_details.{ext}").read_bytes())
@@ -238,7 +259,9 @@ def copy_long_named_reports(ws: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
-async def test_ncu_pane_labels_are_distinct_and_the_diff_fits(demo_ws: Path, size: tuple[int, int]) -> None:
+async def test_ncu_pane_labels_are_distinct_and_the_diff_fits(
+    demo_ws: Path, size: tuple[int, int]
+) -> None:
     copy_long_named_reports(demo_ws)
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=size) as pilot:
@@ -250,24 +273,34 @@ async def test_ncu_pane_labels_are_distinct_and_the_diff_fits(demo_ws: Path, siz
         labels = [str(reports.get_row_at(i)[0]) for i in range(reports.row_count)]
         assert len(pane.reports) == 8 and len(set(labels)) == 8, labels
         assert labels == pane.labels
-        assert "demo_v1_b1_b64.csv" in labels and "demo_v2_b1_b64.txt" in labels  # short names stay whole
+        assert (
+            "demo_v1_b1_b64.csv" in labels and "demo_v2_b1_b64.txt" in labels
+        )  # short names stay whole
         for p, label in zip(pane.reports, labels, strict=True):
             assert label.endswith(p.suffix)  # the CSV and the text page of one profile stay apart
             if "triton_v1" in p.name or "smallb_splitv" in p.name:
                 assert ("triton_v1" if "triton_v1" in p.name else "smallb_splitv") in label
         # every column of the list is on screen
-        assert sum(c.get_render_width(reports) for c in reports.ordered_columns) <= reports.size.width
+        assert (
+            sum(c.get_render_width(reports) for c in reports.ordered_columns) <= reports.size.width
+        )
         assert pane.has_class("-narrow") == (size[0] < 100)
 
         names = [p.name for p in pane.reports]
         reports.focus()
-        reports.move_cursor(row=names.index(
-            "demo_gdn_decode_qk4_v8_d128_k_last_demo_gdn_decode_triton_v1_a8efeb8a-200a3ebd_detailed_details.csv"))
+        reports.move_cursor(
+            row=names.index(
+                "demo_gdn_decode_qk4_v8_d128_k_last_demo_gdn_decode_triton_v1_a8efeb8a-200a3ebd_detailed_details.csv"
+            )
+        )
         await settle(app, pilot)
         await pilot.press("b")
         await settle(app, pilot)
-        reports.move_cursor(row=names.index(
-            "demo_gdn_decode_qk4_v8_d128_k_last_v2_smallb_splitv_a8efeb8a-200a3ebd_detailed_details.csv"))
+        reports.move_cursor(
+            row=names.index(
+                "demo_gdn_decode_qk4_v8_d128_k_last_v2_smallb_splitv_a8efeb8a-200a3ebd_detailed_details.csv"
+            )
+        )
         await settle(app, pilot)
         table = pane.query_one("#ncu-table", DataTable)
         rows = [table.get_row_at(i) for i in range(table.row_count)]
@@ -299,9 +332,14 @@ async def test_recon_pane_refresh_search_and_note(demo_ws: Path) -> None:
     ref = demo_ws / "reference" / "kernels_ref"
     ref.mkdir(parents=True)
     (ref / "csrc").mkdir()
-    (ref / "csrc" / "gdn_decode.cu").write_text("// a gated delta rule decode kernel\nvoid gdn_decode_qk4() {}\n")
-    for cmd in (["git", "init", "-q"], ["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"],
-                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
+    (ref / "csrc" / "gdn_decode.cu").write_text(
+        "// a gated delta rule decode kernel\nvoid gdn_decode_qk4() {}\n"
+    )
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+    ):
         subprocess.run(cmd, cwd=ref, check=True)
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=SIZE) as pilot:
@@ -319,7 +357,11 @@ async def test_recon_pane_refresh_search_and_note(demo_ws: Path) -> None:
         await pilot.press("a")
         await pilot.press("ctrl+s")
         await settle(app, pilot)
-        notes = list((demo_ws / "optimize_ops" / "docs").glob("recon_*_demo_gdn_decode_qk4_v8_d128_k_last.md"))
+        notes = list(
+            (demo_ws / "optimize_ops" / "docs").glob(
+                "recon_*_demo_gdn_decode_qk4_v8_d128_k_last.md"
+            )
+        )
         assert len(notes) == 1 and "csrc/gdn_decode.cu:2" in notes[0].read_text()
 
 
@@ -445,7 +487,9 @@ async def test_promotion_pane_says_when_parity_is_missing(demo_ws: Path) -> None
         assert "official parity: none yet" in text
 
 
-async def test_keeping_a_worker_warm_without_a_backend_is_silent(demo_ws: Path, monkeypatch) -> None:
+async def test_keeping_a_worker_warm_without_a_backend_is_silent(
+    demo_ws: Path, monkeypatch
+) -> None:
     """After a Modal sweep on a machine without torch, say: nothing to keep warm, and no dialog."""
     from fibtui.core.errors import UsageError
     from fibtui.runners import session
@@ -478,7 +522,11 @@ async def test_pane_keys_work_from_every_table_and_input(demo_ws: Path) -> None:
                 await pilot.press("tab")
                 await pilot.pause()
                 focused = app.focused
-                if focused is None or app.pane(source.id) not in focused.ancestors or focused in seen:
+                if (
+                    focused is None
+                    or app.pane(source.id) not in focused.ancestors
+                    or focused in seen
+                ):
                     continue
                 seen.add(focused)
                 for target in PANES:
@@ -491,11 +539,16 @@ async def test_pane_keys_work_from_every_table_and_input(demo_ws: Path) -> None:
                     await pilot.press(target.key)
                     await pilot.pause()
                     assert app.active_pane == target.id, (source.id, focused.id, target.id)
-                    assert app.focused is None or app.pane(target.id) in app.focused.ancestors, (target.id, app.focused)
+                    assert app.focused is None or app.pane(target.id) in app.focused.ancestors, (
+                        target.id,
+                        app.focused,
+                    )
             assert seen or source.id == "promotion", f"Tab reached nothing in {source.id}"
 
 
-async def test_search_box_is_left_by_enter_or_escape_and_never_reached_by_tab(demo_ws: Path) -> None:
+async def test_search_box_is_left_by_enter_or_escape_and_never_reached_by_tab(
+    demo_ws: Path,
+) -> None:
     from textual.widgets import Input
 
     app = make_app(open_workspace(demo_ws))
@@ -542,7 +595,11 @@ async def test_q_during_a_run_asks_and_back_keeps_the_run(tmp_path: Path) -> Non
         assert run_id in str(app.screen.query_one("#choice-facts").render())
         await pilot.press("b")
         await pilot.pause()
-        assert not isinstance(app.screen, ChoiceScreen) and runs.active_run == run_id and app.is_running
+        assert (
+            not isinstance(app.screen, ChoiceScreen)
+            and runs.active_run == run_id
+            and app.is_running
+        )
         await pilot.press("q")
         await pilot.pause()
         await pilot.press("e")  # quit when it ends
@@ -556,7 +613,9 @@ async def test_q_during_a_run_asks_and_back_keeps_the_run(tmp_path: Path) -> Non
     assert record["state"] == "complete" and app.return_code == 0
 
 
-async def test_q_during_a_run_then_cancel_quits_and_the_run_reads_interrupted(tmp_path: Path) -> None:
+async def test_q_during_a_run_then_cancel_quits_and_the_run_reads_interrupted(
+    tmp_path: Path,
+) -> None:
     from fibtui.ui.screens.confirm import ChoiceScreen
     from tests.runner_helpers import make_tiny_workspace
 
@@ -579,7 +638,9 @@ async def test_q_during_a_run_then_cancel_quits_and_the_run_reads_interrupted(tm
     journal = next((root / "optimize_ops" / "runs").glob("*/journal.jsonl"))
     while '"kind": "end"' not in journal.read_text() and time.monotonic() < deadline:
         time.sleep(0.1)
-    ends = [json.loads(line) for line in journal.read_text().splitlines() if '"kind": "end"' in line]
+    ends = [
+        json.loads(line) for line in journal.read_text().splitlines() if '"kind": "end"' in line
+    ]
     assert ends and ends[-1]["state"] == "interrupted", ends
 
 
@@ -593,10 +654,14 @@ async def test_no_recon_note_question_without_reference_repos(tmp_path: Path) ->
         await pilot.press("g")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
-        assert app.query_one(RunsPane).active_run is not None or list((root / "optimize_ops" / "runs").glob("*"))
+        assert app.query_one(RunsPane).active_run is not None or list(
+            (root / "optimize_ops" / "runs").glob("*")
+        )
 
 
-async def test_a_cancelled_runs_unfinished_jobs_read_pending_and_the_detail_line_follows(tmp_path: Path) -> None:
+async def test_a_cancelled_runs_unfinished_jobs_read_pending_and_the_detail_line_follows(
+    tmp_path: Path,
+) -> None:
     from textual.widgets import RichLog
 
     from tests.runner_helpers import make_tiny_workspace
@@ -621,7 +686,9 @@ async def test_a_cancelled_runs_unfinished_jobs_read_pending_and_the_detail_line
             await pilot.pause(0.1)
         await pilot.pause(0.5)
         statuses = {str(jobs.get_row_at(i)[0]) for i in range(jobs.row_count)}
-        assert "RUNNING" not in statuses and "QUEUED" not in statuses and "PENDING" in statuses, statuses
+        assert "RUNNING" not in statuses and "QUEUED" not in statuses and "PENDING" in statuses, (
+            statuses
+        )
         first = str(jobs.get_row_at(0)[0])
         detail = "\n".join(str(line.text) for line in runs.query_one("#job-log", RichLog).lines)
         assert detail.splitlines()[0].endswith(first), (first, detail)
@@ -641,10 +708,14 @@ async def test_the_empty_palette_lists_fibtuis_commands(demo_ws: Path) -> None:
             await pilot.pause(0.1)
             if isinstance(app.screen, CommandPalette):
                 options = app.screen.query_one(OptionList)
-                shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+                shown = [
+                    str(options.get_option_at_index(i).prompt) for i in range(options.option_count)
+                ]
                 if any("Start a representative gate" in t for t in shown):
                     break
-        assert any("Show Runs pane" in t for t in shown) and any("Start a representative gate" in t for t in shown), shown
+        assert any("Show Runs pane" in t for t in shown) and any(
+            "Start a representative gate" in t for t in shown
+        ), shown
 
 
 async def test_the_candidate_picker_chooses_what_g_and_watch_mode_run(demo_ws: Path) -> None:
@@ -661,21 +732,27 @@ async def test_the_candidate_picker_chooses_what_g_and_watch_mode_run(demo_ws: P
         assert isinstance(app.screen, CandidateScreen)
         gates = app.screen.query_one("#pick-gate", OptionList)
         labels = [str(gates.get_option_at_index(i).prompt) for i in range(gates.option_count)]
-        assert "the workspace's solution" in labels[0] and any("v2_smallb_splitv" in t for t in labels[1:]), labels
+        assert "the workspace's solution" in labels[0] and any(
+            "v2_smallb_splitv" in t for t in labels[1:]
+        ), labels
         target = next(i for i, t in enumerate(labels) if "v2_smallb_splitv" in t)
         gates.highlighted = target
         await pilot.press("enter")  # to the baseline list
         await pilot.pause()
         base = app.screen.query_one("#pick-base", OptionList)
         base_labels = [str(base.get_option_at_index(i).prompt) for i in range(base.option_count)]
-        base.highlighted = next(i for i, t in enumerate(base_labels) if "the workspace's solution" in t)
+        base.highlighted = next(
+            i for i, t in enumerate(base_labels) if "the workspace's solution" in t
+        )
         await pilot.press("enter")
         await pilot.pause()
         assert not isinstance(app.screen, CandidateScreen)
         options = app._gate_options("rep")
         cand = demo_ws / "candidates" / "v2_smallb_splitv"
         assert [Path(p).resolve() for p in options.solutions] == [cand.resolve()]
-        assert options.baseline is not None and Path(options.baseline).resolve() == demo_ws.resolve()
+        assert (
+            options.baseline is not None and Path(options.baseline).resolve() == demo_ws.resolve()
+        )
         assert app.sub_title.startswith("v2_smallb_splitv vs "), app.sub_title
         assert app._watch_folder() == cand  # watch mode watches the picked candidate's sources
         # Escape keeps the choice
@@ -709,17 +786,26 @@ async def test_a_gate_runs_the_picked_candidate_against_the_picked_baseline(tmp_
         while runs.active_run is not None:
             assert time.monotonic() < deadline, "the gate did not finish"
             await pilot.pause(0.2)
-    header = json.loads((root / "optimize_ops" / "runs" / run_id / "journal.jsonl").read_text().splitlines()[0])
+    header = json.loads(
+        (root / "optimize_ops" / "runs" / run_id / "journal.jsonl").read_text().splitlines()[0]
+    )
     roles = {s["role"]: s["name"] for s in header["solutions"]}
     assert roles["baseline"] == "tiny_v1" and roles["candidate"] == "plain_py", roles
 
 
-async def test_the_eta_counts_down_between_results_and_says_when_it_has_passed(demo_ws: Path) -> None:
+async def test_the_eta_counts_down_between_results_and_says_when_it_has_passed(
+    demo_ws: Path,
+) -> None:
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         runs = app.query_one(RunsPane)
-        runs._header_info = {"run_id": "r1", "backend": "local", "timing_kind": "cupti", "l2_policy": "cold"}
+        runs._header_info = {
+            "run_id": "r1",
+            "backend": "local",
+            "timing_kind": "cupti",
+            "l2_policy": "cold",
+        }
         runs.active_run = "r1"
         runs._update_progress(1, 10, 1, 0, 6.0)
         status = runs.query_one("#runs-status")
@@ -733,7 +819,9 @@ async def test_the_eta_counts_down_between_results_and_says_when_it_has_passed(d
         runs.active_run = None
 
 
-async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full_one(demo_ws: Path, monkeypatch) -> None:
+async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full_one(
+    demo_ws: Path, monkeypatch
+) -> None:
     from fibtui.core import regimes
 
     app = make_app(open_workspace(demo_ws))
@@ -742,16 +830,22 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
         await settle(app, pilot)
         pane = app.query_one(RegimesPane)
         quick = app._gate_options("rep")
-        assert quick.representatives == regimes.smallest_per_band(pane.report) and app._quick_gate(quick.backend, quick.workloads)
+        assert quick.representatives == regimes.smallest_per_band(pane.report) and app._quick_gate(
+            quick.backend, quick.workloads
+        )
         sizes = {r["uuid"]: r["batch_size"] for r in pane.report.table.iter_rows(named=True)}
         assert sizes[quick.representatives[0]] == 1  # the smallest workload of the first band
         full = app._gate_options("rep", quick=False)
-        assert full.representatives == pane.representatives() and not app._quick_gate(full.backend, full.workloads, quick=False)
+        assert full.representatives == pane.representatives() and not app._quick_gate(
+            full.backend, full.workloads, quick=False
+        )
     gpu = make_app(open_workspace(demo_ws))
     monkeypatch.setattr(gpu, "_backend", lambda: "local")
     async with gpu.run_test(size=SIZE) as pilot:  # on a GPU, g is the representative gate
         await settle(gpu, pilot)
-        assert gpu._gate_options("rep").representatives == gpu.query_one(RegimesPane).representatives()
+        assert (
+            gpu._gate_options("rep").representatives == gpu.query_one(RegimesPane).representatives()
+        )
 
 
 async def test_the_runs_pane_names_a_quick_correctness_gate(tmp_path: Path, monkeypatch) -> None:
@@ -771,4 +865,6 @@ async def test_the_runs_pane_names_a_quick_correctness_gate(tmp_path: Path, monk
         while runs.active_run is not None:
             assert time.monotonic() < deadline
             await pilot.pause(0.1)
-        assert "correctness gate (the smallest workload of each band" in str(runs.query_one("#runs-status").render())
+        assert "correctness gate (the smallest workload of each band" in str(
+            runs.query_one("#runs-status").render()
+        )

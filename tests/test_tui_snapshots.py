@@ -63,16 +63,22 @@ def _before(*keys: str, select_ncu: bool = False):
             await pilot.press("b")
             table.move_cursor(row=names.index("demo_v2_b1_b64.csv"))
             await _settle(pilot)
+
     return run
 
 
-@pytest.mark.parametrize(("key", "name"), [("1", "recon"), ("2", "regimes"), ("3", "runs"), ("5", "promotion"), ("6", "history")])
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [("1", "recon"), ("2", "regimes"), ("3", "runs"), ("5", "promotion"), ("6", "history")],
+)
 def test_pane_snapshot(snap_compare, snap_ws: Path, key: str, name: str) -> None:
     assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before(key))
 
 
 def test_ncu_diff_snapshot(snap_compare, snap_ws: Path) -> None:
-    assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before("4", select_ncu=True))
+    assert snap_compare(
+        app_for(snap_ws), terminal_size=(110, 34), run_before=_before("4", select_ncu=True)
+    )
 
 
 def test_runs_pane_at_80x24(snap_compare, snap_ws: Path) -> None:
@@ -80,15 +86,22 @@ def test_runs_pane_at_80x24(snap_compare, snap_ws: Path) -> None:
 
 
 def test_keys_list_snapshot(snap_compare, snap_ws: Path) -> None:
-    assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before("question_mark"))
+    assert snap_compare(
+        app_for(snap_ws), terminal_size=(110, 34), run_before=_before("question_mark")
+    )
 
 
 def test_the_snapshot_run_has_every_field_a_real_run_has(snap_ws: Path) -> None:
     """The synthetic run the Runs pane is frozen with holds what a real H200 run records (the
     committed journals under optimize_ops/runs/): a field missing here would freeze the pane
     showing "None blocks" or "driver -" for data no real run lacks."""
+
     def first_result(journal: Path) -> dict:
-        return next(obj for obj in map(json.loads, journal.read_text().splitlines()) if obj.get("kind") == "result")
+        return next(
+            obj
+            for obj in map(json.loads, journal.read_text().splitlines())
+            if obj.get("kind") == "result"
+        )
 
     real_journals = sorted((REPO / "optimize_ops" / "runs").glob("*/journal.jsonl"))
     assert real_journals, "no committed real run to compare with"
@@ -97,7 +110,10 @@ def test_the_snapshot_run_has_every_field_a_real_run_has(snap_ws: Path) -> None:
         real = first_result(journal)
         where = journal.parent.name
         assert set(real) <= set(fake), (where, set(real) - set(fake))
-        assert set(real["timing"]) <= set(fake["timing"]), (where, set(real["timing"]) - set(fake["timing"]))
+        assert set(real["timing"]) <= set(fake["timing"]), (
+            where,
+            set(real["timing"]) - set(fake["timing"]),
+        )
         env_real, env_fake = real["timing"]["environment"], fake["timing"]["environment"]
         assert set(env_real) <= set(env_fake), (where, set(env_real) - set(env_fake))
     t = fake["timing"]

@@ -26,7 +26,9 @@ def _user_config(tmp_path_factory, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-async def test_only_the_pane_in_view_is_built_at_start_and_every_pane_is_once_settled(demo_ws: Path) -> None:
+async def test_only_the_pane_in_view_is_built_at_start_and_every_pane_is_once_settled(
+    demo_ws: Path,
+) -> None:
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.pane(INITIAL_PANE).built
@@ -53,13 +55,20 @@ async def test_a_pane_key_at_once_shows_that_pane_with_focus_in_it(demo_ws: Path
 def _footer_line(app) -> str:
     update = app.screen._compositor.render_update(full=True)
     out = io.StringIO()
-    Console(file=out, width=app.size.width, height=app.size.height, force_terminal=True,
-            color_system="truecolor").print(update, end="")
+    Console(
+        file=out,
+        width=app.size.width,
+        height=app.size.height,
+        force_terminal=True,
+        color_system="truecolor",
+    ).print(update, end="")
     return out.getvalue().rsplit("\n", 1)[-1]
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-async def test_the_footer_is_the_same_composed_or_shown_and_hidden(demo_ws: Path, size: tuple[int, int]) -> None:
+async def test_the_footer_is_the_same_composed_or_shown_and_hidden(
+    demo_ws: Path, size: tuple[int, int]
+) -> None:
     """The first visit of a pane recomposes the footer (a key it has not composed yet), later ones
     only show and hide keys: the footer line, colours included, is the same each time."""
     app = make_app(open_workspace(demo_ws))

@@ -30,7 +30,9 @@ def run_events(events) -> list:
     return list({id(m): m.event for m in events if isinstance(m, RunsPane.RunEvent)}.values())
 
 
-async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(tmp_path: Path, monkeypatch) -> None:
+async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
     kernel = root / "solution" / "triton" / "kernel.py"
@@ -48,7 +50,9 @@ async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(tmp_
         assert [e.result.status for e in done] == ["PASSED", "PASSED"]
         # a broken save: the gate runs and reports COMPILE_ERROR; the app keeps going
         kernel.write_text(PY_TEMPLATE.format(body=BODIES["syntax"]))
-        await wait_until(pilot, lambda: sum(isinstance(e, RunFinished) for e in run_events(events)) == 2)
+        await wait_until(
+            pilot, lambda: sum(isinstance(e, RunFinished) for e in run_events(events)) == 2
+        )
         done = [e for e in run_events(events) if isinstance(e, JobFinished)][2:]
         assert {e.result.status for e in done} == {"COMPILE_ERROR"}
         assert "SyntaxError" in done[0].result.error
@@ -69,12 +73,18 @@ async def test_a_newer_save_cancels_the_gate_in_flight(tmp_path: Path, monkeypat
         kernel.write_text(kernel.read_text() + "\n# first save\n")
         await wait_until(pilot, lambda: any(isinstance(e, JobFinished) for e in run_events(events)))
         kernel.write_text(kernel.read_text() + "\n# second save\n")
-        await wait_until(pilot, lambda: sum(isinstance(e, RunFinished) for e in run_events(events)) == 2, timeout=120)
+        await wait_until(
+            pilot,
+            lambda: sum(isinstance(e, RunFinished) for e in run_events(events)) == 2,
+            timeout=120,
+        )
         states = [e.state for e in run_events(events) if isinstance(e, RunFinished)]
         assert states == ["cancelled", "complete"]
 
 
-async def test_watch_on_a_picked_candidate_shows_its_compile_error_within_seconds(tmp_path: Path, monkeypatch) -> None:
+async def test_watch_on_a_picked_candidate_shows_its_compile_error_within_seconds(
+    tmp_path: Path, monkeypatch
+) -> None:
     """The candidate picker points watch mode at a candidate; a save with a syntax error gives
     its COMPILE_ERROR row within 3 s on the interpreter (the slow baseline is not measured first),
     and the workspace's own kernel is not what is watched."""
@@ -95,9 +105,13 @@ async def test_watch_on_a_picked_candidate_shows_its_compile_error_within_second
         await pilot.pause(0.5)  # the watcher is armed
         saved = time.monotonic()
         (cand / "kernel.py").write_text(PY_TEMPLATE.format(body=BODIES["syntax"]))
-        await wait_until(pilot, lambda: any(isinstance(e, JobFinished) for e in run_events(events)), timeout=60)
+        await wait_until(
+            pilot, lambda: any(isinstance(e, JobFinished) for e in run_events(events)), timeout=60
+        )
         first = time.monotonic() - saved
-        await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)), timeout=60)
+        await wait_until(
+            pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)), timeout=60
+        )
         done = [e.result for e in run_events(events) if isinstance(e, JobFinished)]
         assert {(r.role, r.status) for r in done} == {("candidate", "COMPILE_ERROR")}, done
         assert [e.state for e in run_events(events) if isinstance(e, RunFinished)] == ["cancelled"]

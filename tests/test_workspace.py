@@ -20,10 +20,18 @@ entry_point = "{entry}"
 """
 
 
-def make_solution(folder: Path, definition: str, *, entry: str = "kernel.py::run", source: str | None = "def run():\n    pass\n",
-                  name: str = "sol") -> Path:
+def make_solution(
+    folder: Path,
+    definition: str,
+    *,
+    entry: str = "kernel.py::run",
+    source: str | None = "def run():\n    pass\n",
+    name: str = "sol",
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.toml").write_text(CONFIG.format(name=name, definition=definition, entry=entry))
+    (folder / "config.toml").write_text(
+        CONFIG.format(name=name, definition=definition, entry=entry)
+    )
     src = folder / "solution" / "triton"
     src.mkdir(parents=True, exist_ok=True)
     if source is not None:
@@ -58,7 +66,10 @@ def test_per_definition_layout_and_active_folder(tmp_path: Path) -> None:
     ws = open_workspace(cwd=tmp_path / "def_b" / "solution")
     assert ws.root == tmp_path.resolve() and ws.active.definition == "def_b"
     ws = open_workspace(cwd=tmp_path)
-    assert ws.root == tmp_path.resolve() and {c.definition for c in ws.configs} == {"def_a", "def_b"}
+    assert ws.root == tmp_path.resolve() and {c.definition for c in ws.configs} == {
+        "def_a",
+        "def_b",
+    }
 
 
 def test_bare_entry_point_resolves_to_the_defining_file(tmp_path: Path) -> None:
@@ -84,7 +95,9 @@ INVALID = {
 def build_invalid(case: str, root: Path) -> None:
     if case == "config inside solution/":
         make_solution(root, "d")
-        (root / "solution" / "config.toml").write_text(CONFIG.format(name="x", definition="d2", entry="kernel.py::run"))
+        (root / "solution" / "config.toml").write_text(
+            CONFIG.format(name="x", definition="d2", entry="kernel.py::run")
+        )
     elif case == "root and per-definition together":
         make_solution(root, "d")
         make_solution(root / "d2", "d2")
@@ -100,10 +113,12 @@ def build_invalid(case: str, root: Path) -> None:
         (root / "solution" / "triton" / "other.py").write_text("x = 1\n")
     elif case == "bad toml":
         make_solution(root, "d")
-        (root / "config.toml").write_text("[solution]\nname = \"x\"\ndefinition = \n")
+        (root / "config.toml").write_text('[solution]\nname = "x"\ndefinition = \n')
     elif case == "missing definition":
         make_solution(root, "d")
-        (root / "config.toml").write_text('[solution]\nname = "x"\n[build]\nlanguage = "triton"\nentry_point = "kernel.py::run"\n')
+        (root / "config.toml").write_text(
+            '[solution]\nname = "x"\n[build]\nlanguage = "triton"\nentry_point = "kernel.py::run"\n'
+        )
 
 
 @pytest.mark.parametrize("case", sorted(INVALID))
@@ -123,7 +138,9 @@ def test_toml_error_names_the_line(tmp_path: Path) -> None:
     assert exc.value.line == 3
 
 
-def test_dataset_resolution_order(demo_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dataset_resolution_order(
+    demo_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = tmp_path / "other_ds"
     shutil.copytree(DEMO / "dataset", other)
     monkeypatch.setenv("FIB_DATASET_PATH", str(other))
@@ -147,7 +164,9 @@ def test_sibling_workspaces_in_a_plain_folder_are_not_one_workspace(tmp_path: Pa
     ws = open_workspace(cwd=tmp_path / "ws1")
     assert ws.root == (tmp_path / "ws1").resolve() and ws.topology.kind == "single"
     (tmp_path / "ws2" / ".git").mkdir()
-    (tmp_path / ".git").mkdir()  # even inside a repo, a folder that is its own repository stands alone
+    (
+        tmp_path / ".git"
+    ).mkdir()  # even inside a repo, a folder that is its own repository stands alone
     assert open_workspace(cwd=tmp_path / "ws2").root == (tmp_path / "ws2").resolve()
 
 

@@ -29,8 +29,12 @@ async def settle(app, pilot) -> None:
         await pilot.pause()
 
 
-def synthetic_gpu_run(ws_root: Path, run_id: str = "20260101-000000_demo_local", speedup_small: float = 0.75,
-                      aa_history: bool = True) -> Path:
+def synthetic_gpu_run(
+    ws_root: Path,
+    run_id: str = "20260101-000000_demo_local",
+    speedup_small: float = 0.75,
+    aa_history: bool = True,
+) -> Path:
     """A complete paired run (baseline = the demo kernel, candidate = v2) with made-up latencies
     following the demo's measured shape (2 us + 0.27 us per batch row), for UI tests only.
 
@@ -52,17 +56,45 @@ def synthetic_gpu_run(ws_root: Path, run_id: str = "20260101-000000_demo_local",
     refs = [snapshot(base, "baseline", folder), snapshot(cand, "candidate", folder)]
     uuids = ds.workloads(definition.name).uuids
     # the evaluator and tolerances a real run's engine settings record (fibtui.runners.session)
-    header = build_header(run_id, definition, ds, refs, uuids, 1, "local", "cupti", "cold", "all",
-                          {"note": "synthetic latencies for UI tests",
-                           "engine": {"atol": 0.01, "rtol": 0.01, "matched_ratio": None, "evaluator": "default"}})
+    header = build_header(
+        run_id,
+        definition,
+        ds,
+        refs,
+        uuids,
+        1,
+        "local",
+        "cupti",
+        "cold",
+        "all",
+        {
+            "note": "synthetic latencies for UI tests",
+            "engine": {"atol": 0.01, "rtol": 0.01, "matched_ratio": None, "evaluator": "default"},
+        },
+    )
     header.started = "2026-01-01T00:00:00+00:00"
     journal = Journal(folder)
     journal.write_header(header)
     # what fibtui.worker.env.describe records on the H200 (optimize_ops/runs/*/journal.jsonl)
-    env = {"backend": "local", "device": "cuda:0", "torch": "2.11.0+cu130", "python": "3.12.3", "host": "vm",
-           "triton_interpret": False, "triton": "3.6.0", "gpu": "NVIDIA H200", "sm_count": 132, "l2_bytes": 62914560,
-           "memory_bytes": 150109880320, "capability": "9.0", "cuda": "13.0", "driver": "580.159.04",
-           "sm_clock_mhz": 1980, "sm_clock_max_mhz": 1980, "cuda_visible_devices": "0"}
+    env = {
+        "backend": "local",
+        "device": "cuda:0",
+        "torch": "2.11.0+cu130",
+        "python": "3.12.3",
+        "host": "vm",
+        "triton_interpret": False,
+        "triton": "3.6.0",
+        "gpu": "NVIDIA H200",
+        "sm_count": 132,
+        "l2_bytes": 62914560,
+        "memory_bytes": 150109880320,
+        "capability": "9.0",
+        "cuda": "13.0",
+        "driver": "580.159.04",
+        "sm_clock_mhz": 1980,
+        "sm_clock_max_mhz": 1980,
+        "cuda_visible_devices": "0",
+    }
     blocks, calls_per_block = 6, 20
     for job in header.jobs:
         b = job.axes["batch_size"]
@@ -70,15 +102,41 @@ def synthetic_gpu_run(ws_root: Path, run_id: str = "20260101-000000_demo_local",
         if job.role == "candidate" and b <= 16:
             lat *= speedup_small
         # the timing fields of fibtui.worker.timing (Measured.to_json) plus where the runner ran it
-        timing = {"kind": "cupti", "l2_policy": "cold", "blocks": blocks, "calls_per_block": calls_per_block,
-                  "block_medians_ms": [lat] * blocks, "busy_ms": lat, "kernels_per_call": 1.0,
-                  "kernel_names": ["_gdn_decode_kernel"], "sm_clocks_mhz": [1980] * blocks, "redone_blocks": 0,
-                  "environment": env, "reference_cache": {"hits": 1, "misses": 1}, "slot": 0, "worker_device": "cuda:0"}
-        journal.append_result(JobResult(uuid=job.uuid, axes=job.axes, solution=job.solution, role=job.role,
-                                        repeat=job.repeat, status="PASSED", latency_ms=lat, reference_latency_ms=0.5,
-                                        speedup=0.5 / lat, max_abs_error=1e-3, max_rel_error=1e-3,
-                                        timing=timing, started=header.started, finished=header.started,
-                                        wall_s=0.1))
+        timing = {
+            "kind": "cupti",
+            "l2_policy": "cold",
+            "blocks": blocks,
+            "calls_per_block": calls_per_block,
+            "block_medians_ms": [lat] * blocks,
+            "busy_ms": lat,
+            "kernels_per_call": 1.0,
+            "kernel_names": ["_gdn_decode_kernel"],
+            "sm_clocks_mhz": [1980] * blocks,
+            "redone_blocks": 0,
+            "environment": env,
+            "reference_cache": {"hits": 1, "misses": 1},
+            "slot": 0,
+            "worker_device": "cuda:0",
+        }
+        journal.append_result(
+            JobResult(
+                uuid=job.uuid,
+                axes=job.axes,
+                solution=job.solution,
+                role=job.role,
+                repeat=job.repeat,
+                status="PASSED",
+                latency_ms=lat,
+                reference_latency_ms=0.5,
+                speedup=0.5 / lat,
+                max_abs_error=1e-3,
+                max_rel_error=1e-3,
+                timing=timing,
+                started=header.started,
+                finished=header.started,
+                wall_s=0.1,
+            )
+        )
     journal.append_end("finished")
     write_record(folder)
     return folder
@@ -100,5 +158,7 @@ def write_round(ws_root: Path) -> Path:
     docs = ws_root / "optimize_ops" / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     path = docs / "round_2026-01-01_smallb_splitv.md"
-    path.write_text("# Round 2026-01-01: v2_smallb_splitv\n\n| band | before | after |\n|---|---:|---:|\n| batch_size=1 | 2.27 | 1.70 |\n\n## Decision\n\nPROMOTE\n")
+    path.write_text(
+        "# Round 2026-01-01: v2_smallb_splitv\n\n| band | before | after |\n|---|---:|---:|\n| batch_size=1 | 2.27 | 1.70 |\n\n## Decision\n\nPROMOTE\n"
+    )
     return path

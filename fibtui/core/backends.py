@@ -43,17 +43,28 @@ def _gpus() -> list[tuple[str, str, str]]:
     if exe is None:
         return []
     try:
-        out = subprocess.run([exe, "--query-gpu=index,uuid,name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=5, check=False)
+        out = subprocess.run(
+            [exe, "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     if out.returncode != 0:
         return []
-    rows = [[part.strip() for part in line.split(",", 2)] for line in out.stdout.splitlines() if line.strip()]
+    rows = [
+        [part.strip() for part in line.split(",", 2)]
+        for line in out.stdout.splitlines()
+        if line.strip()
+    ]
     return [(r[0], r[1], r[2]) for r in rows if len(r) == 3]
 
 
-def visible_gpus(gpus: list[tuple[str, str, str]], env: dict[str, str] | None = None) -> list[tuple[str, str]]:
+def visible_gpus(
+    gpus: list[tuple[str, str, str]], env: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
     """(CUDA_VISIBLE_DEVICES entry, name) of each GPU this process may use. Without
     CUDA_VISIBLE_DEVICES, every GPU by index; with it, its entries in order (indices, UUIDs or
     UUID prefixes, MIG ids), stopping at the first one that names no GPU, as CUDA does."""
@@ -65,7 +76,14 @@ def visible_gpus(gpus: list[tuple[str, str, str]], env: dict[str, str] | None = 
         if entry.startswith("MIG-"):
             out.append((entry, "MIG instance"))
             continue
-        match = next((g for g in gpus if entry == g[0] or (entry.startswith("GPU-") and g[1].startswith(entry))), None)
+        match = next(
+            (
+                g
+                for g in gpus
+                if entry == g[0] or (entry.startswith("GPU-") and g[1].startswith(entry))
+            ),
+            None,
+        )
         if match is None or any(entry == e for e, _ in out):
             break
         out.append((entry, match[2]))

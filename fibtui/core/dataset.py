@@ -227,7 +227,9 @@ class _Ctx:
             raise self.fail(name, "required field is missing")
         return obj[key]
 
-    def string(self, obj: dict[str, Any], key: str, prefix: str = "", required: bool = True) -> str | None:
+    def string(
+        self, obj: dict[str, Any], key: str, prefix: str = "", required: bool = True
+    ) -> str | None:
         name = f"{prefix}{key}"
         if key not in obj or obj[key] is None:
             if required:
@@ -388,7 +390,7 @@ def find_duplicate_key(text: str) -> tuple[str, int, int] | None:
                 try:
                     key = json.loads(text[i:end])
                 except ValueError:
-                    key = text[i + 1:end - 1]
+                    key = text[i + 1 : end - 1]
                 line = text.count("\n", 0, i) + 1
                 if key in top[1]:
                     return ".".join([*path, str(key)]), line, top[1][key]
@@ -426,16 +428,28 @@ def read_json_file(path: Path, *, unique_keys: bool = False) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys if unique_keys else None)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+        raise InputError(
+            path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+        ) from None
     except _DuplicateKey as exc:
         where = find_duplicate_key(text)
         if where is None:  # not expected: the parser saw a duplicate
-            raise InputError(path, f"key {exc.key!r} appears twice in one object (two runs concatenated?)",
-                             field=exc.key) from None
+            raise InputError(
+                path,
+                f"key {exc.key!r} appears twice in one object (two runs concatenated?)",
+                field=exc.key,
+            ) from None
         dotted, line, first = where
-        raise InputError(path, f"a second entry with this key in one object (first on line {first}; "
-                               "two runs concatenated?)", line=line, field=dotted) from None
-    except ValueError:  # json refuses integers of more than 4300 digits (sys.get_int_max_str_digits)
+        raise InputError(
+            path,
+            f"a second entry with this key in one object (first on line {first}; "
+            "two runs concatenated?)",
+            line=line,
+            field=dotted,
+        ) from None
+    except (
+        ValueError
+    ):  # json refuses integers of more than 4300 digits (sys.get_int_max_str_digits)
         raise InputError(path, f"not valid JSON: {_HUGE_NUMBER}") from None
     except RecursionError:
         raise InputError(path, "not valid JSON: nested too deeply") from None
@@ -454,7 +468,9 @@ def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dic
         except UnicodeDecodeError:
             raise InputError(path, "not UTF-8 text", line=number) from None
         except json.JSONDecodeError as exc:
-            hint = " (truncated line?)" if number == len(lines) or exc.pos >= len(raw.strip()) else ""
+            hint = (
+                " (truncated line?)" if number == len(lines) or exc.pos >= len(raw.strip()) else ""
+            )
             raise InputError(path, f"not valid JSON: {exc.msg}{hint}", line=number) from None
         except ValueError:
             raise InputError(path, f"not valid JSON: {_HUGE_NUMBER}", line=number) from None
@@ -470,7 +486,9 @@ def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dic
 # --------------------------------------------------------------------------------------------
 
 
-def _tensor_specs(ctx: _Ctx, obj: dict[str, Any], key: str, axes: dict[str, Axis]) -> dict[str, TensorSpec]:
+def _tensor_specs(
+    ctx: _Ctx, obj: dict[str, Any], key: str, axes: dict[str, Axis]
+) -> dict[str, TensorSpec]:
     raw = ctx.obj(ctx.req(obj, key), key)
     specs: dict[str, TensorSpec] = {}
     for name, spec in raw.items():
@@ -496,7 +514,9 @@ def _tensor_specs(ctx: _Ctx, obj: dict[str, Any], key: str, axes: dict[str, Axis
             shape=tuple(shape) if shape is not None else None,
             dtype=dtype,  # type: ignore[arg-type]
             optional=optional,
-            description=spec.get("description") if isinstance(spec.get("description"), str) else None,
+            description=spec.get("description")
+            if isinstance(spec.get("description"), str)
+            else None,
         )
     return specs
 
@@ -517,7 +537,10 @@ def parse_definition(obj: Any, path: Path | str | None = None) -> Definition:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ctx.fail(f"{prefix}value", f"expected a non-negative integer, got {value!r}")
             if value > MAX_AXIS:
-                raise ctx.fail(f"{prefix}value", f"{_shown(value)} is too large for an axis (at most 2**63 - 1)")
+                raise ctx.fail(
+                    f"{prefix}value",
+                    f"{_shown(value)} is too large for an axis (at most 2**63 - 1)",
+                )
             axes[axis_name] = Axis(axis_name, "const", value, spec.get("description"))
         elif kind == "var":
             axes[axis_name] = Axis(axis_name, "var", None, spec.get("description"))
@@ -532,7 +555,9 @@ def parse_definition(obj: Any, path: Path | str | None = None) -> Definition:
     try:
         module = ast.parse(reference, mode="exec")
     except SyntaxError as exc:
-        raise ctx.fail("reference", f"not valid Python: {exc.msg} (reference line {exc.lineno})") from None
+        raise ctx.fail(
+            "reference", f"not valid Python: {exc.msg} (reference line {exc.lineno})"
+        ) from None
     if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in module.body):
         raise ctx.fail("reference", "must define a top-level function 'run'")
     constraints = ctx.str_list(obj, "constraints")
@@ -540,7 +565,9 @@ def parse_definition(obj: Any, path: Path | str | None = None) -> Definition:
         try:
             ast.parse(expr, mode="eval")
         except SyntaxError:
-            raise ctx.fail(f"constraints[{i}]", f"not a valid Python expression: {expr!r}") from None
+            raise ctx.fail(
+                f"constraints[{i}]", f"not a valid Python expression: {expr!r}"
+            ) from None
     description = obj.get("description")
     return Definition(
         name=name,  # type: ignore[arg-type]
@@ -576,11 +603,16 @@ def parse_workload(
     axes: dict[str, int] = {}
     for axis, value in axes_raw.items():
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ctx.fail(f"{prefix}axes.{axis}", f"expected a non-negative integer, got {_kind(value)}")
+            raise ctx.fail(
+                f"{prefix}axes.{axis}", f"expected a non-negative integer, got {_kind(value)}"
+            )
         if value < 0:
             raise ctx.fail(f"{prefix}axes.{axis}", f"expected a non-negative integer, got {value}")
         if value > MAX_AXIS:
-            raise ctx.fail(f"{prefix}axes.{axis}", f"{_shown(value)} is too large for an axis (at most 2**63 - 1)")
+            raise ctx.fail(
+                f"{prefix}axes.{axis}",
+                f"{_shown(value)} is too large for an axis (at most 2**63 - 1)",
+            )
         axes[axis] = value
     inputs_raw = ctx.obj(ctx.req(obj, "inputs", prefix), f"{prefix}inputs")
     inputs: dict[str, InputSpec] = {}
@@ -589,16 +621,22 @@ def parse_workload(
         spec = ctx.obj(spec, where)
         kind = ctx.string(spec, "type", where + ".")
         if kind not in INPUT_TYPES:
-            raise ctx.fail(f"{where}.type", f"expected one of {', '.join(INPUT_TYPES)}, got {kind!r}")
+            raise ctx.fail(
+                f"{where}.type", f"expected one of {', '.join(INPUT_TYPES)}, got {kind!r}"
+            )
         if kind == "scalar":
             if "value" not in spec:
                 raise ctx.fail(f"{where}.value", "required field is missing")
             value = spec["value"]
             if not isinstance(value, (int, float, bool)):
-                raise ctx.fail(f"{where}.value", f"expected a number or boolean, got {_kind(value)}")
+                raise ctx.fail(
+                    f"{where}.value", f"expected a number or boolean, got {_kind(value)}"
+                )
             inputs[name] = InputSpec("scalar", value=value)
         elif kind == "safetensors":
-            p = safe_relative_path(ctx, ctx.string(spec, "path", where + "."), f"{where}.path")  # inside the dataset root
+            p = safe_relative_path(
+                ctx, ctx.string(spec, "path", where + "."), f"{where}.path"
+            )  # inside the dataset root
             key = ctx.string(spec, "tensor_key", where + ".")
             inputs[name] = InputSpec("safetensors", path=p, tensor_key=key)
         else:
@@ -606,7 +644,9 @@ def parse_workload(
     if definition is not None:
         for axis in definition.var_axes:
             if axis not in axes:
-                raise ctx.fail(f"{prefix}axes.{axis}", f"missing (a variable axis of {definition.name})")
+                raise ctx.fail(
+                    f"{prefix}axes.{axis}", f"missing (a variable axis of {definition.name})"
+                )
         for name in inputs:
             if name not in definition.inputs:
                 raise ctx.fail(f"{prefix}inputs.{name}", f"not an input of {definition.name}")
@@ -666,9 +706,14 @@ class WorkloadSet:
         ctx = _Ctx(self.path, line_no)
         try:
             obj = json.loads(self._lines[line_no - 1])
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a huge number
+        except (
+            ValueError,
+            RecursionError,
+        ) as exc:  # JSONDecodeError, UnicodeDecodeError, a huge number
             raise ctx.fail(None, f"not valid JSON: {exc}") from None
-        workload = parse_workload(ctx, ctx.obj(obj.get("workload"), "workload"), self._definition_obj)
+        workload = parse_workload(
+            ctx, ctx.obj(obj.get("workload"), "workload"), self._definition_obj
+        )
         workload.definition = self.definition
         self._parsed[uuid] = workload
         return workload
@@ -700,7 +745,9 @@ def _axis_names_guess(data: bytes) -> list[str]:
 _NON_STRING_UUID = re.compile(rb'"uuid"\s*:\s*[^"\s]')
 
 
-def _fast_workloads(data: bytes, definition: Definition | None, axis_names: list[str], def_name: str) -> pl.DataFrame | None:
+def _fast_workloads(
+    data: bytes, definition: Definition | None, axis_names: list[str], def_name: str
+) -> pl.DataFrame | None:
     """Read uuid + axes with polars; None when anything looks off (the strict path takes over)."""
     if not axis_names:
         return None
@@ -727,8 +774,12 @@ def _fast_workloads(data: bytes, definition: Definition | None, axis_names: list
     # another definition's lines, duplicates, bad input types.
     bad = out.select(
         (pl.col("uuid").is_null() | (pl.col("uuid").str.len_chars() == 0)).any().alias("uuid"),
-        pl.any_horizontal([pl.col(a).is_null() | (pl.col(a) < 0) for a in axis_names]).any().alias("axes"),
-        (pl.col("definition").is_null() | (pl.col("definition") != def_name)).any().alias("definition"),
+        pl.any_horizontal([pl.col(a).is_null() | (pl.col(a) < 0) for a in axis_names])
+        .any()
+        .alias("axes"),
+        (pl.col("definition").is_null() | (pl.col("definition") != def_name))
+        .any()
+        .alias("definition"),
         pl.col("uuid").is_duplicated().any().alias("dup"),
     ).row(0)
     if any(bad):
@@ -760,7 +811,9 @@ def load_workloads(path: str | Path, definition: Definition | None = None) -> Wo
     if isinstance(def_name, str) and not blank_inside:
         frame = _fast_workloads(data, definition, axis_names, def_name)
         if frame is not None and frame.height == data.count(b"\n", 0, body_end) + 1:
-            frame = frame.with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
+            frame = frame.with_row_index("line", offset=1).with_columns(
+                pl.col("line").cast(pl.Int64)
+            )
             frame = frame.select(["uuid", "line", *axis_names])
             return WorkloadSet(def_name, frame, axis_names, path, data, definition_obj=definition)
     # Strict path: line by line, naming the first problem exactly.
@@ -776,11 +829,16 @@ def load_workloads(path: str | Path, definition: Definition | None = None) -> Wo
             raise ctx.fail("definition", f"is {name!r}, but this file holds {def_name!r}")
         workload = parse_workload(ctx, ctx.obj(ctx.req(obj, "workload"), "workload"), definition)
         if workload.uuid in seen:
-            raise ctx.fail("workload.uuid", f"duplicate uuid {workload.uuid} (first on line {seen[workload.uuid]})")
+            raise ctx.fail(
+                "workload.uuid",
+                f"duplicate uuid {workload.uuid} (first on line {seen[workload.uuid]})",
+            )
         seen[workload.uuid] = number
         workload.definition = name
         parsed[workload.uuid] = workload
-        rows.append({"uuid": workload.uuid, "line": number, **{a: workload.axes.get(a) for a in axis_names}})
+        rows.append(
+            {"uuid": workload.uuid, "line": number, **{a: workload.axes.get(a) for a in axis_names}}
+        )
     if not rows:
         raise InputError(path, "no workloads in file")
     schema = {"uuid": pl.String, "line": pl.Int64, **{a: pl.Int64 for a in axis_names}}
@@ -816,13 +874,17 @@ def parse_solution(obj: Any, path: Path | str | None = None) -> Solution:
     spec_raw = ctx.obj(ctx.req(obj, "spec"), "spec")
     language = ctx.string(spec_raw, "language", "spec.")
     if language not in SOLUTION_LANGUAGES:
-        raise ctx.fail("spec.language", f"expected one of {', '.join(SOLUTION_LANGUAGES)}, got {language!r}")
+        raise ctx.fail(
+            "spec.language", f"expected one of {', '.join(SOLUTION_LANGUAGES)}, got {language!r}"
+        )
     entry = ctx.string(spec_raw, "entry_point", "spec.")
     if entry.count("::") != 1 or not all(entry.split("::")):
         raise ctx.fail("spec.entry_point", f"expected 'file::function', got {entry!r}")
     dps = spec_raw.get("destination_passing_style", True)
     if not isinstance(dps, bool):
-        raise ctx.fail("spec.destination_passing_style", f"expected true or false, got {_kind(dps)}")
+        raise ctx.fail(
+            "spec.destination_passing_style", f"expected true or false, got {_kind(dps)}"
+        )
     binding = spec_raw.get("binding")
     if binding is not None and not isinstance(binding, str):
         raise ctx.fail("spec.binding", f"expected a string, got {_kind(binding)}")
@@ -840,9 +902,15 @@ def parse_solution(obj: Any, path: Path | str | None = None) -> Solution:
         earlier = {s.path for s in sources}
         if clean in earlier:
             raise ctx.fail(f"sources[{i}].path", f"duplicate source path {clean!r}")
-        folders = {"/".join(s.path.split("/")[:k]) for s in sources for k in range(1, s.path.count("/") + 1)}
+        folders = {
+            "/".join(s.path.split("/")[:k])
+            for s in sources
+            for k in range(1, s.path.count("/") + 1)
+        }
         if clean in folders or any(clean.startswith(e + "/") for e in earlier):
-            raise ctx.fail(f"sources[{i}].path", f"{clean!r} is both a file and a folder among the sources")
+            raise ctx.fail(
+                f"sources[{i}].path", f"{clean!r} is both a file and a folder among the sources"
+            )
         sources.append(SourceFile(clean, content))
     entry_file = entry.split("::", 1)[0]
     if entry_file not in {s.path for s in sources}:
@@ -881,7 +949,9 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     workload.definition = definition
     solution = ctx.string(obj, "solution", required=False)
     evaluation = obj.get("evaluation")
-    trace = Trace(definition=definition, workload=workload, solution=solution, status=None, line=ctx.line)  # type: ignore[arg-type]
+    trace = Trace(
+        definition=definition, workload=workload, solution=solution, status=None, line=ctx.line
+    )  # type: ignore[arg-type]
     if evaluation is None:
         return trace
     ev = ctx.obj(evaluation, "evaluation")
@@ -909,10 +979,14 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     if perf is not None:
         perf = ctx.obj(perf, "evaluation.performance")
         trace.latency_ms = ctx.positive(perf, "latency_ms", "evaluation.performance.")
-        trace.reference_latency_ms = ctx.positive(perf, "reference_latency_ms", "evaluation.performance.")
+        trace.reference_latency_ms = ctx.positive(
+            perf, "reference_latency_ms", "evaluation.performance."
+        )
         trace.speedup = ctx.positive(perf, "speedup_factor", "evaluation.performance.")
     if status == "PASSED" and trace.latency_ms is None:
-        raise ctx.fail("evaluation.performance.latency_ms", "a PASSED evaluation must carry a latency")
+        raise ctx.fail(
+            "evaluation.performance.latency_ms", "a PASSED evaluation must carry a latency"
+        )
     return trace
 
 
@@ -929,8 +1003,11 @@ def load_traces(path: str | Path) -> list[Trace]:
         if trace.status is not None:
             key = (trace.definition, trace.workload.uuid, trace.solution, trace.hardware)
             if key in first_line:
-                raise ctx.fail("workload.uuid", f"a second result for workload {trace.workload.uuid} and solution "
-                                                f"{trace.solution!r} (first on line {first_line[key]}; two runs concatenated?)")
+                raise ctx.fail(
+                    "workload.uuid",
+                    f"a second result for workload {trace.workload.uuid} and solution "
+                    f"{trace.solution!r} (first on line {first_line[key]}; two runs concatenated?)",
+                )
             first_line[key] = n
         traces.append(trace)
     if not traces:
@@ -970,7 +1047,11 @@ class Dataset:
                 raise InputError(self.root / "definitions", f"no definition named {name!r}")
             definition = load_definition(path)
             if definition.name != name:
-                raise InputError(path, f"declares name {definition.name!r}, but the file is named {name}.json", field="name")
+                raise InputError(
+                    path,
+                    f"declares name {definition.name!r}, but the file is named {name}.json",
+                    field="name",
+                )
             self._definitions[name] = definition
         return self._definitions[name]
 

@@ -44,7 +44,9 @@ def axes_lookup(ws: Workspace | None):
     return lookup
 
 
-def band_map(ws: Workspace | None, definition: str | None, rows) -> tuple[dict[str, str] | None, int | None]:
+def band_map(
+    ws: Workspace | None, definition: str | None, rows
+) -> tuple[dict[str, str] | None, int | None]:
     """(uuid -> band, workload count) from the workspace's regimes, or (None, None)."""
     from fibtui.core import regimes
 
@@ -62,8 +64,14 @@ def band_map(ws: Workspace | None, definition: str | None, rows) -> tuple[dict[s
     return dict(report.table.select("uuid", "band").iter_rows()), len(workloads)
 
 
-def compare(ws: Workspace | None, base_spec: str, cand_spec: str | None = None, *, solution_base: str | None = None,
-            solution_cand: str | None = None) -> stats.CompareOutcome:
+def compare(
+    ws: Workspace | None,
+    base_spec: str,
+    cand_spec: str | None = None,
+    *,
+    solution_base: str | None = None,
+    solution_cand: str | None = None,
+) -> stats.CompareOutcome:
     archive_root = ws.archive_root if ws is not None else None
     lookup = axes_lookup(ws)
     base = stats.load_source(base_spec, archive_root, lookup)
@@ -71,8 +79,16 @@ def compare(ws: Workspace | None, base_spec: str, cand_spec: str | None = None, 
     settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
     definition = base.table.definition or (cand.table.definition if cand else None)
     band_of, total = band_map(ws, definition, base.table.rows)
-    return stats.compare_sources(base, cand, solution_base=solution_base, solution_cand=solution_cand,
-                                 settings=settings, archive_root=archive_root, band_of=band_of, total_workloads=total)
+    return stats.compare_sources(
+        base,
+        cand,
+        solution_base=solution_base,
+        solution_cand=solution_cand,
+        settings=settings,
+        archive_root=archive_root,
+        band_of=band_of,
+        total_workloads=total,
+    )
 
 
 def latest_paired_run(ws: Workspace) -> str | None:
@@ -99,8 +115,14 @@ class Gathered:
     workloads: Any
 
 
-def gather(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *, required: bool = True,
-           candidate_hash: str | None = None) -> Gathered | None:
+def gather(
+    ws: Workspace,
+    run_ids: list[str] | None = None,
+    candidate: str | None = None,
+    *,
+    required: bool = True,
+    candidate_hash: str | None = None,
+) -> Gathered | None:
     settings = stats.StatsSettings.from_workspace(ws.root)
     root = ws.archive_root
     try:
@@ -111,8 +133,15 @@ def gather(ws: Workspace, run_ids: list[str] | None = None, candidate: str | Non
         return None
     definition = runs[-1].record.get("definition")
     d, workloads = dataset_for(ws, definition)
-    inputs = archive.gather_round(root, run_ids=[r.run_id for r in runs], candidate=candidate, settings=settings,
-                                  definition_obj=d, workloads=workloads, candidate_hash=candidate_hash)
+    inputs = archive.gather_round(
+        root,
+        run_ids=[r.run_id for r in runs],
+        candidate=candidate,
+        settings=settings,
+        definition_obj=d,
+        workloads=workloads,
+        candidate_hash=candidate_hash,
+    )
     return Gathered(inputs, d, workloads)
 
 
@@ -123,18 +152,38 @@ def config_for(ws: Workspace, definition: str) -> SolutionConfig:
         return ws.config_for(None)
 
 
-def promote(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *, topic: str | None = None,
-            force: bool = False, new_name: str | None = None, commit: bool = True) -> archive.DecisionResult:
+def promote(
+    ws: Workspace,
+    run_ids: list[str] | None = None,
+    candidate: str | None = None,
+    *,
+    topic: str | None = None,
+    force: bool = False,
+    new_name: str | None = None,
+    commit: bool = True,
+) -> archive.DecisionResult:
     g = gather(ws, run_ids, candidate)
     assert g is not None
     cfg = config_for(ws, g.inputs.deciding.record.get("definition", ""))
     lang = g.inputs.candidate.get("language") or cfg.language
     if lang != cfg.language:
-        raise UsageError(f"the candidate is {lang} but {cfg.path} builds {cfg.language}: change [build] language first")
+        raise UsageError(
+            f"the candidate is {lang} but {cfg.path} builds {cfg.language}: change [build] language first"
+        )
     return archive.promote(
-        g.inputs, workspace_root=ws.root, source_dir=cfg.source_dir, config_path=cfg.path, topic=topic,
-        force=force, new_name=new_name, operator=get_setting(ws.root, "archive.operator"),
-        model=get_setting(ws.root, "archive.model"), commit=commit, definition_obj=g.definition, workloads=g.workloads)
+        g.inputs,
+        workspace_root=ws.root,
+        source_dir=cfg.source_dir,
+        config_path=cfg.path,
+        topic=topic,
+        force=force,
+        new_name=new_name,
+        operator=get_setting(ws.root, "archive.operator"),
+        model=get_setting(ws.root, "archive.model"),
+        commit=commit,
+        definition_obj=g.definition,
+        workloads=g.workloads,
+    )
 
 
 def _workspace_hash(cfg: SolutionConfig) -> str | None:
@@ -146,8 +195,14 @@ def _workspace_hash(cfg: SolutionConfig) -> str | None:
         return None
 
 
-def reject(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *, topic: str | None = None,
-           reason: str | None = None) -> archive.DecisionResult:
+def reject(
+    ws: Workspace,
+    run_ids: list[str] | None = None,
+    candidate: str | None = None,
+    *,
+    topic: str | None = None,
+    reason: str | None = None,
+) -> archive.DecisionResult:
     """Archive the rejected candidate first, then restore the checked-in kernel."""
     cfg = ws.config_for(None)
     if run_ids:
@@ -162,15 +217,34 @@ def reject(ws: Workspace, run_ids: list[str] | None = None, candidate: str | Non
         if g is not None:
             done = archive.decided_round(ws.archive_root, [r.run_id for r in g.inputs.runs])
             if done is not None:
-                raise UsageError(f"the newest round ({done.round}) was already decided ({done.decision}) and the checked-in "
-                                 "kernel has no edits to reject; name the runs to decide that round again")
-    return archive.reject(g.inputs if g else None, workspace_root=ws.root, source_dir=cfg.source_dir,
-                          archive_root=ws.archive_root, language=cfg.language, candidate_name=candidate, topic=topic,
-                          reason=reason, definition_obj=g.definition if g else None, workloads=g.workloads if g else None)
+                raise UsageError(
+                    f"the newest round ({done.round}) was already decided ({done.decision}) and the checked-in "
+                    "kernel has no edits to reject; name the runs to decide that round again"
+                )
+    return archive.reject(
+        g.inputs if g else None,
+        workspace_root=ws.root,
+        source_dir=cfg.source_dir,
+        archive_root=ws.archive_root,
+        language=cfg.language,
+        candidate_name=candidate,
+        topic=topic,
+        reason=reason,
+        definition_obj=g.definition if g else None,
+        workloads=g.workloads if g else None,
+    )
 
 
-def archive_round(ws: Workspace, run_ids: list[str] | None = None, candidate: str | None = None, *,
-                  topic: str | None = None, reason: str | None = None) -> archive.DecisionResult:
+def archive_round(
+    ws: Workspace,
+    run_ids: list[str] | None = None,
+    candidate: str | None = None,
+    *,
+    topic: str | None = None,
+    reason: str | None = None,
+) -> archive.DecisionResult:
     g = gather(ws, run_ids, candidate)
     assert g is not None
-    return archive.archive_only(g.inputs, topic=topic, reason=reason, definition_obj=g.definition, workloads=g.workloads)
+    return archive.archive_only(
+        g.inputs, topic=topic, reason=reason, definition_obj=g.definition, workloads=g.workloads
+    )

@@ -17,8 +17,13 @@ from fibtui.resources import DEMOS, bundled, demo_source
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
-def create_demo_workspace(target: str | Path, *, with_history: bool = True, git_init: bool = True,
-                          operator: str = "gdn_decode") -> Path:
+def create_demo_workspace(
+    target: str | Path,
+    *,
+    with_history: bool = True,
+    git_init: bool = True,
+    operator: str = "gdn_decode",
+) -> Path:
     """Create a demo workspace in ``target`` (which must be missing or empty).
 
     The workspace holds config.toml, solution/triton/kernel.py, the demo dataset and its candidate
@@ -30,9 +35,15 @@ def create_demo_workspace(target: str | Path, *, with_history: bool = True, git_
     if target.exists() and not target.is_dir():
         raise InputError(target, "exists and is not a folder", field="DIR")
     if target.is_dir() and any(target.iterdir()):
-        raise InputError(target, "folder is not empty; the demo is only copied into a new or empty folder", field="DIR")
+        raise InputError(
+            target,
+            "folder is not empty; the demo is only copied into a new or empty folder",
+            field="DIR",
+        )
     if operator not in DEMOS:
-        raise InputError(None, f"unknown demo {operator!r} (choose from {', '.join(DEMOS)})", field="--operator")
+        raise InputError(
+            None, f"unknown demo {operator!r} (choose from {', '.join(DEMOS)})", field="--operator"
+        )
     target.mkdir(parents=True, exist_ok=True)
     src = demo_source(operator)
     with_history = with_history and DEMOS[operator][1]

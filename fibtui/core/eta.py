@@ -58,15 +58,18 @@ def _loo_error(pts: list[tuple[float, float]]) -> float:
     """Leave-one-out squared relative error of the cost line over (x, wall) points."""
     err = 0.0
     for i, (x, w) in enumerate(pts):
-        a, b = fit_cost(pts[:i] + pts[i + 1:])
+        a, b = fit_cost(pts[:i] + pts[i + 1 :])
         err += ((a + b * x - w) / max(w, 1e-9)) ** 2
     return err
 
 
 def _measures(axes: Mapping[str, object]) -> dict[str, float]:
     """The candidate x of a job: each positive integer axis, and their product."""
-    out = {name: float(v) for name, v in axes.items()
-           if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    out = {
+        name: float(v)
+        for name, v in axes.items()
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0
+    }
     out["*"] = workload_size(axes)
     return out
 
@@ -90,7 +93,7 @@ class EtaModel:
 
     def measure(self) -> str | None:
         """The x that predicts the finished jobs best (None: every job costs the same)."""
-        recent = self._samples[-self.WINDOW:]
+        recent = self._samples[-self.WINDOW :]
         if len(recent) < 3:
             return None
         best, best_err = None, _loo_error([(0.0, w) for _, w in recent])

@@ -69,8 +69,12 @@ def make_dirs(path: str | Path) -> Path:
     return path
 
 
-_FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def _not_regular(path: Path, mode: int, folder_message: str):
@@ -79,11 +83,17 @@ def _not_regular(path: Path, mode: int, folder_message: str):
     if stat.S_ISDIR(mode):
         return InputError(path, folder_message)
     kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-    return InputError(path, f"is {kind}, not a regular file; give a file" if kind != "not a regular file"
-                      else "not a regular file; give a file")
+    return InputError(
+        path,
+        f"is {kind}, not a regular file; give a file"
+        if kind != "not a regular file"
+        else "not a regular file; give a file",
+    )
 
 
-def check_input_file(path: str | Path, folder_message: str = "is a folder, not a file") -> os.stat_result:
+def check_input_file(
+    path: str | Path, folder_message: str = "is a folder, not a file"
+) -> os.stat_result:
     """Refuse, before anything opens it, what is not a regular file: a missing path, a folder, a
     FIFO (opening one blocks until a writer comes), a socket, a device. One InputError naming it."""
     from fibtui.core.errors import InputError
@@ -100,8 +110,13 @@ def check_input_file(path: str | Path, folder_message: str = "is a folder, not a
     return st
 
 
-def read_input(path: str | Path, *, folder_message: str = "is a folder, not a file", limit: int | None = None,
-               keep_bom: bool = False) -> bytes:
+def read_input(
+    path: str | Path,
+    *,
+    folder_message: str = "is a folder, not a file",
+    limit: int | None = None,
+    keep_bom: bool = False,
+) -> bytes:
     """The bytes of a file a user gave us (the first ``limit`` bytes when given); a missing,
     unreadable, folder or non-regular path (FIFO, socket, device) is one clean InputError naming it,
     never an OSError traceback and never a read that blocks. A UTF-8 byte-order mark at the start
@@ -141,11 +156,13 @@ def read_input(path: str | Path, *, folder_message: str = "is a folder, not a fi
     finally:
         os.close(fd)
     if not keep_bom and data.startswith(BOM_BYTES):
-        data = data[len(BOM_BYTES):]
+        data = data[len(BOM_BYTES) :]
     return data
 
 
-def read_input_text(path: str | Path, *, folder_message: str = "is a folder, not a file", errors: str = "strict") -> str:
+def read_input_text(
+    path: str | Path, *, folder_message: str = "is a folder, not a file", errors: str = "strict"
+) -> str:
     """The text of a file a user gave us (UTF-8; a leading byte-order mark dropped). With the
     default ``errors="strict"``, bytes that are not UTF-8 are one InputError."""
     from fibtui.core.errors import InputError

@@ -44,7 +44,12 @@ class HostView:
     def host_gaps(self) -> HostGaps | None:
         if self.busy_us is None or self.gap_us is None:
             return None
-        return HostGaps(gap_us=self.gap_us, busy_us=self.busy_us, launches=round(self.kernels_per_call), source="host view")
+        return HostGaps(
+            gap_us=self.gap_us,
+            busy_us=self.busy_us,
+            launches=round(self.kernels_per_call),
+            source="host view",
+        )
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -61,11 +66,15 @@ PROFILER_NOISE = ("Activity Buffer Request", "cudaDeviceSynchronize", "cudaStrea
 def summarize_workload(w: dict[str, Any]) -> HostView:
     calls = w.get("calls") or []
     # the call range shows on the GPU timeline too (a user annotation): it is not a kernel
-    kernels = sorted((k for k in w.get("kernels") or [] if k["name"] != CALL_RANGE), key=lambda k: k["start_ns"])
+    kernels = sorted(
+        (k for k in w.get("kernels") or [] if k["name"] != CALL_RANGE), key=lambda k: k["start_ns"]
+    )
     per_call: list[list[dict[str, Any]]] = []
     for c in calls:
         lo, hi = c["start_ns"], c["start_ns"] + c["dur_ns"]
-        per_call.append([k for k in kernels if lo <= k["start_ns"] <= hi])  # the call range ends after a synchronize
+        per_call.append(
+            [k for k in kernels if lo <= k["start_ns"] <= hi]
+        )  # the call range ends after a synchronize
     busy, span, gaps, counts = [], [], [], []
     for ks in per_call:
         counts.append(len(ks))
@@ -73,25 +82,41 @@ def summarize_workload(w: dict[str, Any]) -> HostView:
             continue
         busy.append(sum(k["dur_ns"] for k in ks) / 1e3)
         span.append((max(k["start_ns"] + k["dur_ns"] for k in ks) - ks[0]["start_ns"]) / 1e3)
-        gaps.append(sum(max(0, b["start_ns"] - (a["start_ns"] + a["dur_ns"])) for a, b in zip(ks, ks[1:], strict=False)) / 1e3)
+        gaps.append(
+            sum(
+                max(0, b["start_ns"] - (a["start_ns"] + a["dur_ns"]))
+                for a, b in zip(ks, ks[1:], strict=False)
+            )
+            / 1e3
+        )
     by_name: dict[str, list[float]] = {}
     for ks in per_call:
         for k in ks:
             by_name.setdefault(k["name"], []).append(k["dur_ns"] / 1e3)
     n = max(len(calls), 1)
-    lines = sorted((KernelLine(name, len(v) / n, statistics.mean(v), sum(v) / n) for name, v in by_name.items()),
-                   key=lambda k: -k.total_us)
+    lines = sorted(
+        (
+            KernelLine(name, len(v) / n, statistics.mean(v), sum(v) / n)
+            for name, v in by_name.items()
+        ),
+        key=lambda k: -k.total_us,
+    )
     cpu: dict[str, float] = {}
     for op in w.get("cpu_ops") or []:
         if op["name"].startswith(PROFILER_NOISE):
             continue
         cpu[op["name"]] = cpu.get(op["name"], 0.0) + op["dur_ns"] / 1e3 / n
     view = HostView(
-        uuid=str(w.get("uuid")), axes=dict(w.get("axes") or {}), calls=len(calls),
+        uuid=str(w.get("uuid")),
+        axes=dict(w.get("axes") or {}),
+        calls=len(calls),
         host_us=statistics.median(w["host_wall_us"]) if w.get("host_wall_us") else None,
-        busy_us=statistics.median(busy) if busy else None, span_us=statistics.median(span) if span else None,
-        gap_us=statistics.median(gaps) if gaps else None, kernels_per_call=statistics.mean(counts) if counts else 0.0,
-        kernels=lines, top_cpu_ops=sorted(cpu.items(), key=lambda kv: -kv[1])[:8],
+        busy_us=statistics.median(busy) if busy else None,
+        span_us=statistics.median(span) if span else None,
+        gap_us=statistics.median(gaps) if gaps else None,
+        kernels_per_call=statistics.mean(counts) if counts else 0.0,
+        kernels=lines,
+        top_cpu_ops=sorted(cpu.items(), key=lambda kv: -kv[1])[:8],
     )
     view.verdict = verdict(view)
     return view
@@ -103,12 +128,16 @@ def verdict(v: HostView) -> str:
     gaps = v.host_gaps()
     share = gaps.gap_share if gaps else None
     if share is not None and v.kernels_per_call > 1 and share >= LAUNCH_BOUND_GAP_SHARE:
-        return (f"launch-bound: {v.kernels_per_call:.0f} kernels per call, gaps {v.gap_us:.2f} us are {share:.0%} of the "
-                f"{v.span_us:.2f} us span: fuse kernels, or overlap launches (CUDA graphs, programmatic dependent launch)")
+        return (
+            f"launch-bound: {v.kernels_per_call:.0f} kernels per call, gaps {v.gap_us:.2f} us are {share:.0%} of the "
+            f"{v.span_us:.2f} us span: fuse kernels, or overlap launches (CUDA graphs, programmatic dependent launch)"
+        )
     if v.kernels_per_call <= 1:
         return f"one kernel per call ({v.busy_us:.2f} us on the device): the kernel itself is the time; profile it with ncu"
-    return (f"{v.kernels_per_call:.0f} kernels per call, gaps {share:.0%} of the span: the kernels dominate; "
-            "profile the slowest with ncu")
+    return (
+        f"{v.kernels_per_call:.0f} kernels per call, gaps {share:.0%} of the span: the kernels dominate; "
+        "profile the slowest with ncu"
+    )
 
 
 def summarize(payload: dict[str, Any]) -> list[HostView]:

@@ -42,13 +42,23 @@ class SolutionSource:
         return h.hexdigest()[:16]
 
     def to_solution_json(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {"language": self.language, "target_hardware": ["B200", "H200", "H100"],
-                                "entry_point": self.entry_point, "dependencies": [],
-                                "destination_passing_style": self.dps}
+        spec: dict[str, Any] = {
+            "language": self.language,
+            "target_hardware": ["B200", "H200", "H100"],
+            "entry_point": self.entry_point,
+            "dependencies": [],
+            "destination_passing_style": self.dps,
+        }
         if self.binding:
             spec["binding"] = self.binding
-        return {"name": self.name, "definition": self.definition, "author": self.author or "unknown",
-                "description": f"snapshot of {self.origin}", "spec": spec, "sources": self.sources}
+        return {
+            "name": self.name,
+            "definition": self.definition,
+            "author": self.author or "unknown",
+            "description": f"snapshot of {self.origin}",
+            "spec": spec,
+            "sources": self.sources,
+        }
 
 
 def _read_sources(folder: Path) -> list[dict[str, str]]:
@@ -56,7 +66,9 @@ def _read_sources(folder: Path) -> list[dict[str, str]]:
     total = 0
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder)
-        if not p.is_file() or any(part in IGNORED_SOURCE_PARTS or part.startswith(".") for part in rel.parts):
+        if not p.is_file() or any(
+            part in IGNORED_SOURCE_PARTS or part.startswith(".") for part in rel.parts
+        ):
             continue
         if p.name == CONFIG_NAME or p.suffix in (".pyc", ".so", ".o"):
             continue
@@ -75,13 +87,29 @@ def _read_sources(folder: Path) -> list[dict[str, str]]:
 
 def solution_from_config(cfg: SolutionConfig) -> SolutionSource:
     if cfg.entry_file is None:
-        raise InputError(cfg.path, f"entry point {cfg.entry_point_raw!r} resolves to no file", field="build.entry_point")
+        raise InputError(
+            cfg.path,
+            f"entry point {cfg.entry_point_raw!r} resolves to no file",
+            field="build.entry_point",
+        )
     sources = _read_sources(cfg.source_dir)
     if cfg.entry_file not in {s["path"] for s in sources}:
-        raise InputError(cfg.path, f"entry point file {cfg.entry_file} is not in {cfg.source_dir}", field="build.entry_point")
-    return SolutionSource(name=cfg.name, language=cfg.language, entry_point=cfg.entry_point, dps=cfg.dps,
-                          sources=sources, origin=str(cfg.folder), binding=cfg.binding, author=cfg.author,
-                          definition=cfg.definition)
+        raise InputError(
+            cfg.path,
+            f"entry point file {cfg.entry_file} is not in {cfg.source_dir}",
+            field="build.entry_point",
+        )
+    return SolutionSource(
+        name=cfg.name,
+        language=cfg.language,
+        entry_point=cfg.entry_point,
+        dps=cfg.dps,
+        sources=sources,
+        origin=str(cfg.folder),
+        binding=cfg.binding,
+        author=cfg.author,
+        definition=cfg.definition,
+    )
 
 
 def solution_from_path(path: str | Path, active: SolutionConfig | None) -> SolutionSource:
@@ -90,22 +118,43 @@ def solution_from_path(path: str | Path, active: SolutionConfig | None) -> Solut
     path = Path(path).expanduser()
     if path.is_file() and path.suffix == ".json":
         sol = load_solution(path)
-        return SolutionSource(name=sol.name, language=sol.spec.language, entry_point=sol.spec.entry_point,
-                              dps=sol.spec.destination_passing_style,
-                              sources=[{"path": s.path, "content": s.content} for s in sol.sources],
-                              origin=str(path), binding=sol.spec.binding, author=sol.author, definition=sol.definition)
+        return SolutionSource(
+            name=sol.name,
+            language=sol.spec.language,
+            entry_point=sol.spec.entry_point,
+            dps=sol.spec.destination_passing_style,
+            sources=[{"path": s.path, "content": s.content} for s in sol.sources],
+            origin=str(path),
+            binding=sol.spec.binding,
+            author=sol.author,
+            definition=sol.definition,
+        )
     if not path.is_dir():
         raise InputError(path, "not a solution folder or solution.json", field="--solution")
     if (path / CONFIG_NAME).is_file():
         return solution_from_config(load_config(path / CONFIG_NAME))
     if active is None:
-        raise UsageError(f"{path} has no config.toml and the workspace has no active config to take the entry point from")
+        raise UsageError(
+            f"{path} has no config.toml and the workspace has no active config to take the entry point from"
+        )
     sources = _read_sources(path)
     if active.entry_file not in {s["path"] for s in sources}:
-        raise InputError(path, f"has no {active.entry_file} (the entry point file of {active.name})", field="--solution")
-    return SolutionSource(name=path.name, language=active.language, entry_point=active.entry_point, dps=active.dps,
-                          sources=sources, origin=str(path), binding=active.binding, author=active.author,
-                          definition=active.definition)
+        raise InputError(
+            path,
+            f"has no {active.entry_file} (the entry point file of {active.name})",
+            field="--solution",
+        )
+    return SolutionSource(
+        name=path.name,
+        language=active.language,
+        entry_point=active.entry_point,
+        dps=active.dps,
+        sources=sources,
+        origin=str(path),
+        binding=active.binding,
+        author=active.author,
+        definition=active.definition,
+    )
 
 
 def snapshot(sol: SolutionSource, role: str, run_folder: Path, index: int = 0) -> SolutionRef:
@@ -116,8 +165,15 @@ def snapshot(sol: SolutionSource, role: str, run_folder: Path, index: int = 0) -
     for s in sol.sources:
         atomic_write_text(folder / "sources" / s["path"], s["content"])
     atomic_write_json(folder / "solution.json", sol.to_solution_json())
-    return SolutionRef(name=sol.name, role=role, snapshot=rel, language=sol.language, entry_point=sol.entry_point,
-                       source_hash=sol.source_hash, origin=sol.origin)
+    return SolutionRef(
+        name=sol.name,
+        role=role,
+        snapshot=rel,
+        language=sol.language,
+        entry_point=sol.entry_point,
+        source_hash=sol.source_hash,
+        origin=sol.origin,
+    )
 
 
 def load_snapshot(run_folder: Path, ref: SolutionRef) -> dict[str, Any]:
@@ -126,10 +182,16 @@ def load_snapshot(run_folder: Path, ref: SolutionRef) -> dict[str, Any]:
     from fibtui.core.dataset import read_json_file
 
     sol = parse_solution(read_json_file(path), path)
-    return {"name": sol.name, "spec": {"language": sol.spec.language, "entry_point": sol.spec.entry_point,
-                                       "destination_passing_style": sol.spec.destination_passing_style,
-                                       "binding": sol.spec.binding},
-            "sources": [{"path": s.path, "content": s.content} for s in sol.sources]}
+    return {
+        "name": sol.name,
+        "spec": {
+            "language": sol.spec.language,
+            "entry_point": sol.spec.entry_point,
+            "destination_passing_style": sol.spec.destination_passing_style,
+            "binding": sol.spec.binding,
+        },
+        "sources": [{"path": s.path, "content": s.content} for s in sol.sources],
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -144,28 +206,46 @@ def simple_representatives(definition: Definition, dataset: Dataset) -> list[str
         return workloads.uuids[:1]
     axis = workloads.axis_names[0]
     seen: dict[int, str] = {}
-    for uuid, value in zip(workloads.uuids, workloads.frame.get_column(axis).to_list(), strict=True):
+    for uuid, value in zip(
+        workloads.uuids, workloads.frame.get_column(axis).to_list(), strict=True
+    ):
         seen.setdefault(value, uuid)
     return [seen[v] for v in sorted(seen)]
 
 
-def select_workloads(selection: str, definition: Definition, dataset: Dataset,
-                     representatives: list[str] | None = None) -> list[str]:
+def select_workloads(
+    selection: str,
+    definition: Definition,
+    dataset: Dataset,
+    representatives: list[str] | None = None,
+) -> list[str]:
     """``rep`` | ``all`` | comma-separated uuids (unique prefixes allowed)."""
     workloads = dataset.workloads(definition.name)
     if selection == "all":
         return list(workloads.uuids)
     if selection == "rep":
-        return list(representatives) if representatives else simple_representatives(definition, dataset)
+        return (
+            list(representatives)
+            if representatives
+            else simple_representatives(definition, dataset)
+        )
     chosen: list[str] = []
     for token in (t.strip() for t in selection.split(",")):
         if not token:
             continue
-        matches = [u for u in workloads.uuids if u == token] or [u for u in workloads.uuids if u.startswith(token)]
+        matches = [u for u in workloads.uuids if u == token] or [
+            u for u in workloads.uuids if u.startswith(token)
+        ]
         if not matches:
-            raise InputError(None, f"no workload {token!r} in {definition.name}", field="--workloads")
+            raise InputError(
+                None, f"no workload {token!r} in {definition.name}", field="--workloads"
+            )
         if len(matches) > 1:
-            raise InputError(None, f"{token!r} matches {len(matches)} workloads; give more of the uuid", field="--workloads")
+            raise InputError(
+                None,
+                f"{token!r} matches {len(matches)} workloads; give more of the uuid",
+                field="--workloads",
+            )
         if matches[0] not in chosen:
             chosen.append(matches[0])
     if not chosen:
@@ -173,19 +253,41 @@ def select_workloads(selection: str, definition: Definition, dataset: Dataset,
     return chosen
 
 
-def build_header(run_id: str, definition: Definition, dataset: Dataset, solutions: list[SolutionRef], uuids: list[str],
-                 repeats: int, backend: str, timing_kind: str, l2_policy: str, selection: str,
-                 settings: dict[str, Any]) -> RunHeader:
+def build_header(
+    run_id: str,
+    definition: Definition,
+    dataset: Dataset,
+    solutions: list[SolutionRef],
+    uuids: list[str],
+    repeats: int,
+    backend: str,
+    timing_kind: str,
+    l2_policy: str,
+    selection: str,
+    settings: dict[str, Any],
+) -> RunHeader:
     workloads = dataset.workloads(definition.name)
     jobs = []
     for r in range(repeats):
         for uuid in uuids:
             axes = workloads.axes_of(uuid)
             for ref in solutions:
-                jobs.append(JobSpec(uuid=uuid, axes=axes, solution=ref.name, role=ref.role, repeat=r))
-    return RunHeader(run_id=run_id, definition=definition.name, backend=backend, timing_kind=timing_kind,
-                     l2_policy=l2_policy, solutions=solutions, jobs=jobs, repeats=repeats,
-                     workload_selection=selection, started=now_iso(), settings=settings)
+                jobs.append(
+                    JobSpec(uuid=uuid, axes=axes, solution=ref.name, role=ref.role, repeat=r)
+                )
+    return RunHeader(
+        run_id=run_id,
+        definition=definition.name,
+        backend=backend,
+        timing_kind=timing_kind,
+        l2_policy=l2_policy,
+        solutions=solutions,
+        jobs=jobs,
+        repeats=repeats,
+        workload_selection=selection,
+        started=now_iso(),
+        settings=settings,
+    )
 
 
 def check_workers(workers: int | None) -> None:
@@ -226,7 +328,9 @@ def resolve_run(ws: Any, options: Any) -> ResolvedRun:
     cfg = ws.config_for(options.definition)
     dataset = ws.dataset()
     definition = dataset.definition(cfg.definition)
-    candidates = [solution_from_path(_in_workspace(p, ws), cfg) for p in options.solutions] or [solution_from_config(cfg)]
+    candidates = [solution_from_path(_in_workspace(p, ws), cfg) for p in options.solutions] or [
+        solution_from_config(cfg)
+    ]
     baseline = None
     if options.baseline:
         baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg)

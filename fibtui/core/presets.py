@@ -30,10 +30,12 @@ from typing import Any
 EVALUATORS = ("sampling", "lowbit", "dsa_sparse_attention", "dsa_topk_indexer", "default")
 
 #: flashinfer-bench's sparse-attention evaluator matches these names exactly
-DSA_SPARSE_ATTENTION_NAMES = frozenset({
-    "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1",
-    "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",
-})
+DSA_SPARSE_ATTENTION_NAMES = frozenset(
+    {
+        "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1",
+        "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",
+    }
+)
 
 #: what each evaluator is, in one line (``fibtui status``, the Runs pane, docs/evaluators.md)
 EVALUATOR_SUMMARY = {
@@ -46,9 +48,13 @@ EVALUATOR_SUMMARY = {
 
 
 #: flashinfer-bench's evaluator classes by fibtui's names for them
-EVALUATOR_CLASSES = {"DefaultEvaluator": "default", "LowBitEvaluator": "lowbit", "SamplingEvaluator": "sampling",
-                     "DsaTopkIndexerEvaluator": "dsa_topk_indexer",
-                     "DsaSparseAttentionEvaluator": "dsa_sparse_attention"}
+EVALUATOR_CLASSES = {
+    "DefaultEvaluator": "default",
+    "LowBitEvaluator": "lowbit",
+    "SamplingEvaluator": "sampling",
+    "DsaTopkIndexerEvaluator": "dsa_topk_indexer",
+    "DsaSparseAttentionEvaluator": "dsa_sparse_attention",
+}
 
 
 class EvaluatorConflict(ValueError):
@@ -73,7 +79,9 @@ def evaluator_for(definition: Any) -> str:
     }
     matches = [e for e in EVALUATORS if claims.get(e)]
     if len(matches) > 1:
-        raise EvaluatorConflict(f"definition {name!r} is claimed by several evaluators: {', '.join(matches)}")
+        raise EvaluatorConflict(
+            f"definition {name!r} is claimed by several evaluators: {', '.join(matches)}"
+        )
     return matches[0] if matches else "default"
 
 
@@ -113,8 +121,10 @@ class EvalPreset:
     def describe(self) -> str:
         """One line: evaluator, tolerances, flags (``fibtui status``, the Runs pane)."""
         flags = f"; parity flags {' '.join(self.parity_flags)}" if self.parity_flags else ""
-        return (f"{self.evaluator} evaluator, atol {self.atol:g} rtol {self.rtol:g} matched ratio "
-                f"{self.required_ratio:g} ({self.source}{flags})")
+        return (
+            f"{self.evaluator} evaluator, atol {self.atol:g} rtol {self.rtol:g} matched ratio "
+            f"{self.required_ratio:g} ({self.source}{flags})"
+        )
 
 
 def is_moe(definition: Any) -> bool:
@@ -126,17 +136,28 @@ def is_gdn_prefill(definition: Any) -> bool:
     name = str(_field(definition, "name") or "").lower()
     op_type = str(_field(definition, "op_type") or "").lower()
     tags = _field(definition, "tags", ()) or ()
-    return (op_type == "gdn" or name.startswith("gdn")) and ("prefill" in name or "stage:prefill" in tags)
+    return (op_type == "gdn" or name.startswith("gdn")) and (
+        "prefill" in name or "stage:prefill" in tags
+    )
 
 
 def preset_for(definition: Any) -> EvalPreset:
     evaluator = evaluator_for(definition)
     if is_moe(definition):
-        return EvalPreset(1.0, 0.3, 0.9, ("--atol", "1", "--rtol", "0.3", "--required-matched-ratio", "0.9"),
-                          "contest preset for MoE", evaluator)
+        return EvalPreset(
+            1.0,
+            0.3,
+            0.9,
+            ("--atol", "1", "--rtol", "0.3", "--required-matched-ratio", "0.9"),
+            "contest preset for MoE",
+            evaluator,
+        )
     if is_gdn_prefill(definition):
-        return EvalPreset(parity_flags=("--warmup-runs", "1", "--iterations", "5", "--num-trials", "3"),
-                          source="contest preset for GDN prefill", evaluator=evaluator)
+        return EvalPreset(
+            parity_flags=("--warmup-runs", "1", "--iterations", "5", "--num-trials", "3"),
+            source="contest preset for GDN prefill",
+            evaluator=evaluator,
+        )
     return EvalPreset(evaluator=evaluator)
 
 
@@ -147,5 +168,7 @@ def describe_judging(engine: dict[str, Any] | None) -> str | None:
     if not isinstance(engine, dict) or not isinstance(engine.get("evaluator"), str):
         return None
     preset = EvalPreset.from_json(engine)
-    return (f"{preset.evaluator} evaluator, atol {preset.atol:g} rtol {preset.rtol:g} "
-            f"matched ratio {preset.required_ratio:g}")
+    return (
+        f"{preset.evaluator} evaluator, atol {preset.atol:g} rtol {preset.rtol:g} "
+        f"matched ratio {preset.required_ratio:g}"
+    )

@@ -94,7 +94,12 @@ def discover_repos(workspace: str | Path) -> list[RefRepo]:
     ref_dir = root / REFERENCE_DIR
     if ref_dir.is_dir() and _inside(ref_dir, root):
         for child in sorted(ref_dir.iterdir()):
-            if child.is_dir() and not child.name.startswith(".") and _inside(child, root) and _is_git_checkout(child):
+            if (
+                child.is_dir()
+                and not child.name.startswith(".")
+                and _inside(child, root)
+                and _is_git_checkout(child)
+            ):
                 found.append(RefRepo(child.name, child, "reference"))
     for child in sorted(root.iterdir()):
         if child.name == REFERENCE_DIR or child.name.startswith("."):
@@ -171,13 +176,23 @@ def _refresh_into(res: RefreshResult, timeout_s: float) -> None:
         tracking = repo.active_branch.tracking_branch() if res.branch else None
         if tracking is not None and tracking.remote_name not in {r.name for r in repo.remotes}:
             tracking = None  # an upstream on "." (a local branch) is nothing to fetch
-        remote_name = tracking.remote_name if tracking is not None else (repo.remotes[0].name if repo.remotes else None)
+        remote_name = (
+            tracking.remote_name
+            if tracking is not None
+            else (repo.remotes[0].name if repo.remotes else None)
+        )
         if remote_name is None:
             res.state = "no remote"
             res.error = "no remote configured"
             return
         try:
-            g.fetch("--prune", "--quiet", remote_name, kill_after_timeout=timeout_s, env=_network_env(repo))
+            g.fetch(
+                "--prune",
+                "--quiet",
+                remote_name,
+                kill_after_timeout=timeout_s,
+                env=_network_env(repo),
+            )
             res.fetched = True
         except git.GitCommandError as exc:
             res.state = "error"
@@ -185,8 +200,11 @@ def _refresh_into(res: RefreshResult, timeout_s: float) -> None:
             return
         if tracking is None:
             res.state = "no upstream"
-            res.error = (f"detached HEAD at {res.head[:12]}: fetched only" if res.branch is None
-                         else f"branch {res.branch} has no upstream: fetched only")
+            res.error = (
+                f"detached HEAD at {res.head[:12]}: fetched only"
+                if res.branch is None
+                else f"branch {res.branch} has no upstream: fetched only"
+            )
             return
         res.upstream = tracking.name
         try:
@@ -228,7 +246,9 @@ def _ahead_behind(g: git.Git, upstream_ref: str) -> tuple[int, int]:
 
 def refresh_repo(repo: RefRepo, timeout_s: float = DEFAULT_TIMEOUT_S) -> RefreshResult:
     """Refresh one repo; never raises for a problem of that repo (it lands in ``error``)."""
-    res = RefreshResult(name=repo.name, path=str(repo.path), kind=repo.kind, refreshed_at=_now_iso())
+    res = RefreshResult(
+        name=repo.name, path=str(repo.path), kind=repo.kind, refreshed_at=_now_iso()
+    )
     started = time.monotonic()
     try:
         _refresh_into(res, timeout_s)
@@ -271,9 +291,13 @@ def refresh_record_path(workspace: str | Path) -> Path:
 
 def save_refresh(workspace: str | Path, results: Sequence[RefreshResult]) -> Path:
     """Keep the last refresh (commits inspected, time) for the Recon pane."""
-    return atomic_write_json(refresh_record_path(workspace), {
-        "refreshed_at": _now_iso(), "repos": [r.to_json() for r in results],
-    })
+    return atomic_write_json(
+        refresh_record_path(workspace),
+        {
+            "refreshed_at": _now_iso(),
+            "repos": [r.to_json() for r in results],
+        },
+    )
 
 
 def last_refresh(workspace: str | Path) -> list[RefreshResult] | None:
@@ -293,13 +317,40 @@ def last_refresh(workspace: str | Path) -> list[RefreshResult] | None:
 
 #: Operator-family keywords. Editable per workspace: ``[recon.keywords] <op_type or family> = [...]``.
 DEFAULT_KEYWORDS: dict[str, list[str]] = {
-    "sparse_attention": ["sparse attention", "topk", "indexer", "gather", "paged", "ragged", "decode",
-                         "page table", "kv cache", "ckv"],
-    "attention": ["attention", "paged", "ragged", "decode", "prefill", "kv cache", "page table",
-                  "online softmax", "split kv"],
+    "sparse_attention": [
+        "sparse attention",
+        "topk",
+        "indexer",
+        "gather",
+        "paged",
+        "ragged",
+        "decode",
+        "page table",
+        "kv cache",
+        "ckv",
+    ],
+    "attention": [
+        "attention",
+        "paged",
+        "ragged",
+        "decode",
+        "prefill",
+        "kv cache",
+        "page table",
+        "online softmax",
+        "split kv",
+    ],
     "moe": ["moe", "routing", "expert", "grouped gemm", "topk", "permute", "block scale", "swiglu"],
-    "recurrence": ["delta rule", "gated delta", "chunk", "scan", "state", "recurrent",
-                   "linear attention", "mamba"],
+    "recurrence": [
+        "delta rule",
+        "gated delta",
+        "chunk",
+        "scan",
+        "state",
+        "recurrent",
+        "linear attention",
+        "mamba",
+    ],
     "gemm": ["gemm", "matmul", "wgmma", "tcgen05", "split k", "epilogue", "block scale"],
     "norm": ["rmsnorm", "layernorm", "rsqrt", "reduction"],
     "sampling": ["sampling", "top p", "top k", "multinomial", "softmax"],
@@ -309,8 +360,20 @@ DEFAULT_KEYWORDS: dict[str, list[str]] = {
 FAMILY_MARKERS: list[tuple[str, tuple[str, ...]]] = [
     ("sparse_attention", ("dsa", "sparse", "indexer", "nsa")),
     ("moe", ("moe", "expert")),
-    ("recurrence", ("gdn", "delta", "mamba", "ssm", "linear_attn", "linear_attention", "rwkv",
-                    "retention", "recurrent")),
+    (
+        "recurrence",
+        (
+            "gdn",
+            "delta",
+            "mamba",
+            "ssm",
+            "linear_attn",
+            "linear_attention",
+            "rwkv",
+            "retention",
+            "recurrent",
+        ),
+    ),
     ("attention", ("gqa", "mla", "mha", "mqa", "attention", "attn")),
     ("gemm", ("gemm", "matmul")),
     ("norm", ("norm",)),
@@ -345,13 +408,16 @@ def keyword_table(workspace: str | Path | None = None) -> dict[str, list[str]]:
         raise InputError(where, "expected a table of lists of strings", field="recon.keywords")
     for key, words in override.items():
         if not isinstance(words, list) or not all(isinstance(w, str) and w.strip() for w in words):
-            raise InputError(where, "expected a list of non-empty strings", field=f"recon.keywords.{key}")
+            raise InputError(
+                where, "expected a list of non-empty strings", field=f"recon.keywords.{key}"
+            )
         table[str(key)] = [w.strip() for w in words]
     return table
 
 
-def operator_keywords(op_type: str | None, definition: str | None,
-                      table: dict[str, list[str]] | None = None) -> list[str]:
+def operator_keywords(
+    op_type: str | None, definition: str | None, table: dict[str, list[str]] | None = None
+) -> list[str]:
     table = DEFAULT_KEYWORDS if table is None else table
     if op_type and op_type in table:
         return list(table[op_type])
@@ -397,12 +463,17 @@ class SearchTerm:
 
     @property
     def weight(self) -> int:
-        return {"name": 100, "prefix": 40, "user": 30, "token": 30, "keyword": 12}.get(self.kind, 10) + self.rank
+        return {"name": 100, "prefix": 40, "user": 30, "token": 30, "keyword": 12}.get(
+            self.kind, 10
+        ) + self.rank
 
 
-def search_terms(definition: str | None, op_type: str | None = None,
-                 table: dict[str, list[str]] | None = None,
-                 extra: Iterable[str] = ()) -> list[SearchTerm]:
+def search_terms(
+    definition: str | None,
+    op_type: str | None = None,
+    table: dict[str, list[str]] | None = None,
+    extra: Iterable[str] = (),
+) -> list[SearchTerm]:
     """Terms for a definition: its full name, its tokens, then the family keywords."""
     terms: list[SearchTerm] = []
     seen: set[str] = set()
@@ -445,8 +516,22 @@ def _variants(term: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 #: Folders where reusable implementations and their tests live (ranked first).
-IMPL_DIRS = ("csrc", "include", "kernels", "kernel", "src", "ops", "tests", "test", "benchmarks",
-             "benchmark", "bench", "cuda", "triton", "python")
+IMPL_DIRS = (
+    "csrc",
+    "include",
+    "kernels",
+    "kernel",
+    "src",
+    "ops",
+    "tests",
+    "test",
+    "benchmarks",
+    "benchmark",
+    "bench",
+    "cuda",
+    "triton",
+    "python",
+)
 _DOC_SUFFIXES = (".md", ".rst", ".txt", ".html", ".ipynb")
 _DATA_SUFFIXES = (".jsonl", ".csv", ".log", ".tsv")
 _GREP_MAX_PER_FILE = 200
@@ -506,7 +591,9 @@ def _ere_escape(text: str) -> str:
     return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
 
 
-def _grep_repo(repo: RefRepo, terms: Sequence[SearchTerm], timeout_s: float) -> tuple[str | None, list[tuple[str, int, str]]]:
+def _grep_repo(
+    repo: RefRepo, terms: Sequence[SearchTerm], timeout_s: float
+) -> tuple[str | None, list[tuple[str, int, str]]]:
     """(HEAD commit, [(path, line, text)]) of every line matching any term (any variant)."""
     r = git.Repo(repo.path)
     try:
@@ -514,20 +601,43 @@ def _grep_repo(repo: RefRepo, terms: Sequence[SearchTerm], timeout_s: float) -> 
         # One alternation of escaped literals: git grep tests each -e pattern on each line in turn,
         # so 15 patterns over a large repo cost ~10 s where one alternation costs under a second.
         pattern = "|".join(_ere_escape(v) for t in terms for v in _variants(t.text))
-        cmd = ["git", "-c", "grep.lineNumber=true", "-c", "grep.column=false", "-c", "grep.fullName=false",
-               "-c", "core.quotePath=false", "grep", "-n", "-I", "-i", "-E", "-z", "--no-color"]
+        cmd = [
+            "git",
+            "-c",
+            "grep.lineNumber=true",
+            "-c",
+            "grep.column=false",
+            "-c",
+            "grep.fullName=false",
+            "-c",
+            "core.quotePath=false",
+            "grep",
+            "-n",
+            "-I",
+            "-i",
+            "-E",
+            "-z",
+            "--no-color",
+        ]
         if r.git.version_info >= (2, 38):
             cmd += ["-m", str(_GREP_MAX_PER_FILE)]
         cmd += ["-e", pattern]
-        status, out, err = r.git.execute(cmd, with_extended_output=True, with_exceptions=False,
-                                         stdout_as_string=False, kill_after_timeout=timeout_s)
+        status, out, err = r.git.execute(
+            cmd,
+            with_extended_output=True,
+            with_exceptions=False,
+            stdout_as_string=False,
+            kill_after_timeout=timeout_s,
+        )
     finally:
         r.close()
     if status == 1 and not err:
         return commit, []
     if status != 0:
         message = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
-        raise git.GitCommandError(cmd[:1] + ["grep"], status, " ".join(message.split()) or f"status {status}")
+        raise git.GitCommandError(
+            cmd[:1] + ["grep"], status, " ".join(message.split()) or f"status {status}"
+        )
     rows: list[tuple[str, int, str]] = []
     for raw in out.split(b"\n"):
         if not raw:
@@ -535,7 +645,13 @@ def _grep_repo(repo: RefRepo, terms: Sequence[SearchTerm], timeout_s: float) -> 
         fields = raw.split(b"\0", 2)
         if len(fields) != 3 or not fields[1].isdigit():
             continue
-        rows.append((fields[0].decode("utf-8", "replace"), int(fields[1]), fields[2].decode("utf-8", "replace")))
+        rows.append(
+            (
+                fields[0].decode("utf-8", "replace"),
+                int(fields[1]),
+                fields[2].decode("utf-8", "replace"),
+            )
+        )
     return commit, rows
 
 
@@ -551,13 +667,25 @@ def search_repos(
     tokens = [t.text.lower() for t in terms if t.kind in ("name", "token", "user")]
     repo_rows: list[dict[str, Any]] = []
     if not terms:
-        return SearchResult([], [], [{"name": r.name, "path": str(r.path), "commit": None, "matches": 0,
-                                      "error": None} for r in repos])
+        return SearchResult(
+            [],
+            [],
+            [
+                {"name": r.name, "path": str(r.path), "commit": None, "matches": 0, "error": None}
+                for r in repos
+            ],
+        )
     flat = [(v, i) for i, t in enumerate(terms) for v in _variants(t.text)]
     order = {i: (t.weight, len(t.text)) for i, t in enumerate(terms)}
     ranked: list[tuple[int, str, str, int, str, str | None, list[int], int]] = []
     for repo in repos:
-        info: dict[str, Any] = {"name": repo.name, "path": str(repo.path), "commit": None, "matches": 0, "error": None}
+        info: dict[str, Any] = {
+            "name": repo.name,
+            "path": str(repo.path),
+            "commit": None,
+            "matches": 0,
+            "error": None,
+        }
         repo_rows.append(info)
         try:
             commit, rows = _grep_repo(repo, terms, timeout_s)
@@ -576,7 +704,9 @@ def search_repos(
             if not matched:
                 continue  # a -i match the Python lower() does not see (exotic case folding)
             best = max(matched, key=order.__getitem__)
-            others = sum(1 for i in matched if terms[i].kind != "prefix") - (terms[best].kind != "prefix")
+            others = sum(1 for i in matched if terms[i].kind != "prefix") - (
+                terms[best].kind != "prefix"
+            )
             if path not in path_scores:
                 path_scores[path] = _path_score(path, tokens)
             score = terms[best].weight + 8 * min(max(others, 0), 3) + path_scores[path]
@@ -598,9 +728,20 @@ def search_repos(
     if limit is not None and limit > 0 and len(ranked) > limit:
         ranked = ranked[:limit]
         truncated = True
-    hits = [SearchHit(repo=name, path=path, line=line, text=text.strip()[:240], term=terms[best].text,
-                      commit=commit, terms=[terms[i].text for i in matched], kind=terms[best].kind, score=-neg)
-            for neg, name, path, line, text, commit, matched, best in ranked]
+    hits = [
+        SearchHit(
+            repo=name,
+            path=path,
+            line=line,
+            text=text.strip()[:240],
+            term=terms[best].text,
+            commit=commit,
+            terms=[terms[i].text for i in matched],
+            kind=terms[best].kind,
+            score=-neg,
+        )
+        for neg, name, path, line, text, commit, matched, best in ranked
+    ]
     return SearchResult(hits, list(terms), repo_rows, total_matches=total, truncated=truncated)
 
 
@@ -637,8 +778,14 @@ class NoteRow:
         return [self.repo, self.commit, self.path, self.relevance, self.piece, self.next_action]
 
     def to_json(self) -> dict[str, Any]:
-        return {"repo": self.repo, "commit": self.commit, "path": self.path, "relevance": self.relevance,
-                "piece": self.piece, "next_action": self.next_action}
+        return {
+            "repo": self.repo,
+            "commit": self.commit,
+            "path": self.path,
+            "relevance": self.relevance,
+            "piece": self.piece,
+            "next_action": self.next_action,
+        }
 
 
 @dataclass
@@ -652,9 +799,15 @@ class ReconNote:
     path: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"definition": self.definition, "date": self.date, "updated": self.updated,
-                "meta": dict(self.meta), "path": str(self.path) if self.path else None,
-                "rows": [r.to_json() for r in self.rows], "notes": self.notes}
+        return {
+            "definition": self.definition,
+            "date": self.date,
+            "updated": self.updated,
+            "meta": dict(self.meta),
+            "path": str(self.path) if self.path else None,
+            "rows": [r.to_json() for r in self.rows],
+            "notes": self.notes,
+        }
 
 
 def notes_dir(workspace: str | Path) -> Path:
@@ -678,7 +831,9 @@ def _day(value: date | datetime | str | None) -> str:
         raise InputError(None, f"expected a date YYYY-MM-DD, got {value!r}", field="date") from None
 
 
-def note_path(workspace: str | Path, definition: str, day: date | datetime | str | None = None) -> Path:
+def note_path(
+    workspace: str | Path, definition: str, day: date | datetime | str | None = None
+) -> Path:
     return notes_dir(workspace) / f"recon_{_day(day)}_{_safe_name(definition)}.md"
 
 
@@ -701,8 +856,12 @@ def _meta_value(text: str) -> str:
 
 
 def render_note(note: ReconNote) -> str:
-    lines = [f"# Recon note: {_meta_value(note.definition)}", "",
-             f"- definition: {_meta_value(note.definition)}", f"- date: {note.date}"]
+    lines = [
+        f"# Recon note: {_meta_value(note.definition)}",
+        "",
+        f"- definition: {_meta_value(note.definition)}",
+        f"- date: {note.date}",
+    ]
     if note.updated:
         lines.append(f"- updated: {note.updated}")
     for key, value in note.meta.items():
@@ -748,12 +907,21 @@ def _split_row(line: str, path: str | Path | None, number: int) -> list[str]:
     return cells
 
 
-_HEADER_ALIASES = {"piece": "reusable piece", "reusable": "reusable piece", "next": "next action",
-                   "action": "next action", "sha": "commit"}
+_HEADER_ALIASES = {
+    "piece": "reusable piece",
+    "reusable": "reusable piece",
+    "next": "next action",
+    "action": "next action",
+    "sha": "commit",
+}
 
 
-def parse_note(text: str, path: str | Path | None = None, definition_hint: str | None = None,
-               date_hint: str | None = None) -> ReconNote:
+def parse_note(
+    text: str,
+    path: str | Path | None = None,
+    definition_hint: str | None = None,
+    date_hint: str | None = None,
+) -> ReconNote:
     """Parse a recon note; any problem is an InputError naming the line and the field."""
     if not isinstance(text, str):
         raise InputError(path, "expected text")
@@ -772,68 +940,121 @@ def parse_note(text: str, path: str | Path | None = None, definition_hint: str |
             meta[key] = m.group(2).strip()
             meta_lines[key] = n
     if header_at is None:
-        raise InputError(path, "no recon table (expected a header row '| " + " | ".join(NOTE_COLUMNS) + " |')",
-                         field="table")
-    header = [_HEADER_ALIASES.get(" ".join(c.lower().split()), " ".join(c.lower().split()))
-              for c in _split_row(lines[header_at - 1], path, header_at)]
+        raise InputError(
+            path,
+            "no recon table (expected a header row '| " + " | ".join(NOTE_COLUMNS) + " |')",
+            field="table",
+        )
+    header = [
+        _HEADER_ALIASES.get(" ".join(c.lower().split()), " ".join(c.lower().split()))
+        for c in _split_row(lines[header_at - 1], path, header_at)
+    ]
     if tuple(header) != NOTE_COLUMNS:
-        raise InputError(path, f"table header must be: {', '.join(NOTE_COLUMNS)}; got: {', '.join(header) or 'nothing'}",
-                         line=header_at, field="header")
+        raise InputError(
+            path,
+            f"table header must be: {', '.join(NOTE_COLUMNS)}; got: {', '.join(header) or 'nothing'}",
+            line=header_at,
+            field="header",
+        )
     sep_at = header_at + 1
     if sep_at > len(lines):
-        raise InputError(path, "table header without its '|---|' separator row", line=header_at, field="header")
+        raise InputError(
+            path, "table header without its '|---|' separator row", line=header_at, field="header"
+        )
     sep = _split_row(lines[sep_at - 1], path, sep_at)
-    if len(sep) != len(NOTE_COLUMNS) or not all(_SEPARATOR_CELL.fullmatch(c.replace(" ", "")) for c in sep):
-        raise InputError(path, f"expected the separator row with {len(NOTE_COLUMNS)} '---' cells", line=sep_at,
-                         field="separator")
+    if len(sep) != len(NOTE_COLUMNS) or not all(
+        _SEPARATOR_CELL.fullmatch(c.replace(" ", "")) for c in sep
+    ):
+        raise InputError(
+            path,
+            f"expected the separator row with {len(NOTE_COLUMNS)} '---' cells",
+            line=sep_at,
+            field="separator",
+        )
     rows: list[NoteRow] = []
     n = sep_at + 1
     while n <= len(lines) and lines[n - 1].strip().startswith("|"):
         rows.append(_parse_row(lines[n - 1], path, n))
         n += 1
-    notes = notes_text("\n".join(lines[n - 1:]))
+    notes = notes_text("\n".join(lines[n - 1 :]))
 
     definition = meta.pop("definition", None) or definition_hint
     if not definition:
-        raise InputError(path, "names no definition (a '- definition: NAME' line)", field="definition")
+        raise InputError(
+            path, "names no definition (a '- definition: NAME' line)", field="definition"
+        )
     if definition_hint and _safe_name(definition) != _safe_name(definition_hint):
-        raise InputError(path, f"names definition {definition!r} but the file is for {definition_hint!r}",
-                         line=meta_lines.get("definition"), field="definition")
+        raise InputError(
+            path,
+            f"names definition {definition!r} but the file is for {definition_hint!r}",
+            line=meta_lines.get("definition"),
+            field="definition",
+        )
     day = meta.pop("date", None) or date_hint
     if not day:
         raise InputError(path, "has no date (a '- date: YYYY-MM-DD' line)", field="date")
     try:
         day = date.fromisoformat(day).isoformat()
     except ValueError:
-        raise InputError(path, f"expected a date YYYY-MM-DD, got {day!r}", line=meta_lines.get("date"), field="date") from None
+        raise InputError(
+            path,
+            f"expected a date YYYY-MM-DD, got {day!r}",
+            line=meta_lines.get("date"),
+            field="date",
+        ) from None
     updated = meta.pop("updated", None) or None
     if updated is not None:
         try:
             datetime.fromisoformat(updated.replace("Z", "+00:00"))
         except ValueError:
-            raise InputError(path, f"expected an ISO time, got {updated!r}", line=meta_lines.get("updated"),
-                             field="updated") from None
-    return ReconNote(definition=definition, date=day, rows=rows, updated=updated, meta=meta, notes=notes,
-                     path=Path(path) if path is not None else None)
+            raise InputError(
+                path,
+                f"expected an ISO time, got {updated!r}",
+                line=meta_lines.get("updated"),
+                field="updated",
+            ) from None
+    return ReconNote(
+        definition=definition,
+        date=day,
+        rows=rows,
+        updated=updated,
+        meta=meta,
+        notes=notes,
+        path=Path(path) if path is not None else None,
+    )
 
 
 def _parse_row(line: str, path: str | Path | None, n: int) -> NoteRow:
     cells = _split_row(line, path, n)
     if len(cells) != len(NOTE_COLUMNS):
-        raise InputError(path, f"expected {len(NOTE_COLUMNS)} cells ({', '.join(NOTE_COLUMNS)}), got {len(cells)}",
-                         line=n, field="row")
+        raise InputError(
+            path,
+            f"expected {len(NOTE_COLUMNS)} cells ({', '.join(NOTE_COLUMNS)}), got {len(cells)}",
+            line=n,
+            field="row",
+        )
     repo, commit, rel, relevance, piece, next_action = cells
     if not repo:
         raise InputError(path, "must not be empty", line=n, field="repo")
     if commit in ("-", "?"):
         commit = ""
     if commit and not _COMMIT.fullmatch(commit):
-        raise InputError(path, f"expected a commit hash (4-40 hex digits) or '-', got {commit!r}", line=n, field="commit")
+        raise InputError(
+            path,
+            f"expected a commit hash (4-40 hex digits) or '-', got {commit!r}",
+            line=n,
+            field="commit",
+        )
     if not rel:
         raise InputError(path, "must not be empty", line=n, field="path")
     rel_low = relevance.lower()
     if rel_low not in RELEVANCE:
-        raise InputError(path, f"expected one of {', '.join(RELEVANCE)}, got {relevance!r}", line=n, field="relevance")
+        raise InputError(
+            path,
+            f"expected one of {', '.join(RELEVANCE)}, got {relevance!r}",
+            line=n,
+            field="relevance",
+        )
     return NoteRow(repo, commit.lower(), rel, rel_low, piece, next_action)
 
 
@@ -845,7 +1066,9 @@ def load_note(path: str | Path) -> ReconNote:
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
     m = _NOTE_NAME.fullmatch(path.name)
-    return parse_note(text, path, definition_hint=m.group(2) if m else None, date_hint=m.group(1) if m else None)
+    return parse_note(
+        text, path, definition_hint=m.group(2) if m else None, date_hint=m.group(1) if m else None
+    )
 
 
 def save_note(workspace: str | Path, note: ReconNote) -> Path:
@@ -879,8 +1102,9 @@ def latest_note(workspace: str | Path, definition: str) -> ReconNote | None:
     return load_note(notes[-1][1]) if notes else None
 
 
-def note_exists_for_round(workspace: str | Path, definition: str,
-                          since: date | datetime | str | None = None) -> bool:
+def note_exists_for_round(
+    workspace: str | Path, definition: str, since: date | datetime | str | None = None
+) -> bool:
     """Whether a recon note exists for the definition, dated on or after ``since`` (a round's start).
 
     Notes are dated by day (their file name), so ``since`` is compared by day. None: any note."""
@@ -891,16 +1115,22 @@ def note_exists_for_round(workspace: str | Path, definition: str,
     return any(day >= floor for day, _ in notes)
 
 
-def new_note(definition: str, day: date | datetime | str | None = None,
-             meta: dict[str, str] | None = None) -> ReconNote:
+def new_note(
+    definition: str, day: date | datetime | str | None = None, meta: dict[str, str] | None = None
+) -> ReconNote:
     return ReconNote(definition=definition, date=_day(day), meta=dict(meta or {}))
 
 
-def add_note_row(workspace: str | Path, definition: str, row: NoteRow,
-                 day: date | datetime | str | None = None) -> ReconNote:
+def add_note_row(
+    workspace: str | Path, definition: str, row: NoteRow, day: date | datetime | str | None = None
+) -> ReconNote:
     """Append a row to the day's note (created when missing) and save it."""
     if row.relevance not in RELEVANCE:
-        raise InputError(None, f"expected one of {', '.join(RELEVANCE)}, got {row.relevance!r}", field="relevance")
+        raise InputError(
+            None,
+            f"expected one of {', '.join(RELEVANCE)}, got {row.relevance!r}",
+            field="relevance",
+        )
     if not row.repo.strip() or not row.path.strip():
         raise InputError(None, "repo and path must not be empty", field="row")
     if row.commit and not _COMMIT.fullmatch(row.commit):
@@ -912,9 +1142,17 @@ def add_note_row(workspace: str | Path, definition: str, row: NoteRow,
     return note
 
 
-def row_from_hit(hit: SearchHit, relevance: str | None = None, piece: str = "", next_action: str = "") -> NoteRow:
-    return NoteRow(repo=hit.repo, commit=(hit.commit or "")[:12], path=f"{hit.path}:{hit.line}",
-                   relevance=relevance or suggested_relevance(hit), piece=piece, next_action=next_action)
+def row_from_hit(
+    hit: SearchHit, relevance: str | None = None, piece: str = "", next_action: str = ""
+) -> NoteRow:
+    return NoteRow(
+        repo=hit.repo,
+        commit=(hit.commit or "")[:12],
+        path=f"{hit.path}:{hit.line}",
+        relevance=relevance or suggested_relevance(hit),
+        piece=piece,
+        next_action=next_action,
+    )
 
 
 def repo_commit(workspace: str | Path, name: str) -> str | None:

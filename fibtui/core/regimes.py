@@ -64,8 +64,21 @@ OUTLIER_SHARE = 0.30
 SPEED_OF_LIGHT_CONVENTION = "100 * floor / latency: 100 = at the floor, 25 = 4x the floor"
 MANY_WORKLOADS = 40
 #: Columns of the per-workload table besides the axes (an axis may not take these names).
-RESERVED_COLUMNS = frozenset({"uuid", "line", "band", "runs", "passed_runs", "latency_ms", "floor_bytes",
-                              "floor_flops", "floor_us", "floor_bound", "speed_of_light_pct"})
+RESERVED_COLUMNS = frozenset(
+    {
+        "uuid",
+        "line",
+        "band",
+        "runs",
+        "passed_runs",
+        "latency_ms",
+        "floor_bytes",
+        "floor_flops",
+        "floor_us",
+        "floor_bound",
+        "speed_of_light_pct",
+    }
+)
 
 # --------------------------------------------------------------------------------------------
 # Model
@@ -165,19 +178,21 @@ class RegimeReport:
         axes = self.varying_axes
         out = []
         for r in self.table.iter_rows(named=True):
-            out.append({
-                "uuid": r["uuid"],
-                "axes": {a: r[a] for a in axes},
-                "band": r["band"],
-                "runs": r["runs"],
-                "passed": None if r["runs"] == 0 else r["passed_runs"] == r["runs"],
-                "latency_ms": r["latency_ms"],
-                "floor_bytes": r["floor_bytes"],
-                "floor_flops": r["floor_flops"],
-                "floor_us": r["floor_us"],
-                "floor_bound": r["floor_bound"],
-                "speed_of_light_pct": r["speed_of_light_pct"],
-            })
+            out.append(
+                {
+                    "uuid": r["uuid"],
+                    "axes": {a: r[a] for a in axes},
+                    "band": r["band"],
+                    "runs": r["runs"],
+                    "passed": None if r["runs"] == 0 else r["passed_runs"] == r["runs"],
+                    "latency_ms": r["latency_ms"],
+                    "floor_bytes": r["floor_bytes"],
+                    "floor_flops": r["floor_flops"],
+                    "floor_us": r["floor_us"],
+                    "floor_bound": r["floor_bound"],
+                    "speed_of_light_pct": r["speed_of_light_pct"],
+                }
+            )
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -213,7 +228,9 @@ class RegimeReport:
 # --------------------------------------------------------------------------------------------
 
 
-def axis_bins(values: Sequence[int], counts: Sequence[int], max_bins: int) -> tuple[list[tuple[int, int]], str]:
+def axis_bins(
+    values: Sequence[int], counts: Sequence[int], max_bins: int
+) -> tuple[list[tuple[int, int]], str]:
     """Bins ``[(lo, hi), ...]`` (inclusive, ascending) over sorted distinct ``values`` with their
     workload ``counts``, and the method used: ``values``, ``log2`` (power-of-two bins, widened
     by powers of two as needed) or ``quantile``."""
@@ -228,7 +245,9 @@ def axis_bins(values: Sequence[int], counts: Sequence[int], max_bins: int) -> tu
                 break
             step += 1
         if len(keys) >= 3:
-            bins = [(0, 0) if k < 0 else (1 << (k * step), (1 << ((k + 1) * step)) - 1) for k in keys]
+            bins = [
+                (0, 0) if k < 0 else (1 << (k * step), (1 << ((k + 1) * step)) - 1) for k in keys
+            ]
             return bins, "log2" if step == 1 else f"log2 (x{1 << step} wide)"
     target = min(max_bins, QUANTILE_BINS)
     total = float(sum(counts))
@@ -274,8 +293,10 @@ def _rows_frame(rows: Iterable[Any]) -> pl.DataFrame:
             uuids.append(r.uuid)
             statuses.append(r.status)
             lats.append(r.latency_ms)
-    return pl.DataFrame({"uuid": uuids, "status": statuses, "latency_ms": lats},
-                        schema={"uuid": pl.String, "status": pl.String, "latency_ms": pl.Float64})
+    return pl.DataFrame(
+        {"uuid": uuids, "status": statuses, "latency_ms": lats},
+        schema={"uuid": pl.String, "status": pl.String, "latency_ms": pl.Float64},
+    )
 
 
 def per_workload_latency(rows: Iterable[Any]) -> pl.DataFrame:
@@ -285,7 +306,10 @@ def per_workload_latency(rows: Iterable[Any]) -> pl.DataFrame:
     return df.group_by("uuid", maintain_order=True).agg(
         pl.len().cast(pl.Int64).alias("runs"),
         ok.sum().cast(pl.Int64).alias("passed_runs"),
-        pl.col("latency_ms").filter(ok & pl.col("latency_ms").is_not_null()).mean().alias("latency_ms"),
+        pl.col("latency_ms")
+        .filter(ok & pl.col("latency_ms").is_not_null())
+        .mean()
+        .alias("latency_ms"),
     )
 
 
@@ -329,26 +353,42 @@ def analyze(
     declared = list(definition.var_axes)
     clash = [a for a in declared if a in RESERVED_COLUMNS or a.startswith("_fib")]
     if clash:
-        raise InputError(definition.path, f"axis name {clash[0]!r} is reserved by fibtui's regime table "
-                         f"({', '.join(sorted(RESERVED_COLUMNS))}, _fib*)", field=f"axes.{clash[0]}")
+        raise InputError(
+            definition.path,
+            f"axis name {clash[0]!r} is reserved by fibtui's regime table "
+            f"({', '.join(sorted(RESERVED_COLUMNS))}, _fib*)",
+            field=f"axes.{clash[0]}",
+        )
     missing = [a for a in declared if a not in workloads.frame.columns]
     if missing:
-        raise InputError(workloads.path, f"workloads lack variable axes {', '.join(missing)}", field="workload.axes")
+        raise InputError(
+            workloads.path,
+            f"workloads lack variable axes {', '.join(missing)}",
+            field="workload.axes",
+        )
     frame = workloads.frame.select(["uuid", "line", *declared])
     if frame.height == 0:
         raise InputError(workloads.path, "no workloads")
     n = frame.height
 
     # Which declared-variable axes actually vary.
-    uniques = frame.select([pl.col(a).n_unique().alias(a) for a in declared]).row(0, named=True) if declared else {}
+    uniques = (
+        frame.select([pl.col(a).n_unique().alias(a) for a in declared]).row(0, named=True)
+        if declared
+        else {}
+    )
     varying = [a for a in declared if uniques[a] > 1]
     # an axis the definition's constraints fix from other axes (``len_cu_seqlens == num_seqs + 1``)
     # and that every workload obeys is not a dimension of its own: no band is cut along it
-    derived = {a: expr for a, expr in derived_axes(definition, frame, varying).items() if a in varying}
+    derived = {
+        a: expr for a, expr in derived_axes(definition, frame, varying).items() if a in varying
+    }
     for a, expr in derived.items():
         varying.remove(a)
-        notes.append(f"{a} follows from the other axes ({a} == {expr}, a constraint every workload obeys): "
-                     "not a band axis")
+        notes.append(
+            f"{a} follows from the other axes ({a} == {expr}, a constraint every workload obeys): "
+            "not a band axis"
+        )
     const_axes = dict(definition.const_axes)
     for a in declared:
         if a not in varying and a not in derived:
@@ -362,9 +402,12 @@ def analyze(
         known = lat.join(frame.select("uuid"), on="uuid", how="semi")
         stray = lat.height - known.height
         if stray:
-            notes.append(f"{stray} result workload(s) not among this definition's workloads were ignored")
+            notes.append(
+                f"{stray} result workload(s) not among this definition's workloads were ignored"
+            )
         frame = frame.join(known, on="uuid", how="left").with_columns(
-            pl.col("runs").fill_null(0), pl.col("passed_runs").fill_null(0))
+            pl.col("runs").fill_null(0), pl.col("passed_runs").fill_null(0)
+        )
         has_latency = known.get_column("latency_ms").drop_nulls().len() > 0
         no_rows = frame.filter(pl.col("runs") == 0).height
         if no_rows:
@@ -372,42 +415,62 @@ def analyze(
         if not has_latency:
             notes.append("the results carry no PASSED latency for these workloads: counts only")
     else:
-        frame = frame.with_columns(pl.lit(0, dtype=pl.Int64).alias("runs"), pl.lit(0, dtype=pl.Int64).alias("passed_runs"),
-                                   pl.lit(None, dtype=pl.Float64).alias("latency_ms"))
+        frame = frame.with_columns(
+            pl.lit(0, dtype=pl.Int64).alias("runs"),
+            pl.lit(0, dtype=pl.Int64).alias("passed_runs"),
+            pl.lit(None, dtype=pl.Float64).alias("latency_ms"),
+        )
     if not has_latency:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("latency_ms"))
     total_latency = float(frame.get_column("latency_ms").sum()) if has_latency else None
     with_latency = frame.get_column("latency_ms").drop_nulls().len() if has_latency else 0
     if has_latency and with_latency < n:
-        notes.append(f"latency shares are over the {with_latency} of {n} workloads with a PASSED latency")
+        notes.append(
+            f"latency shares are over the {with_latency} of {n} workloads with a PASSED latency"
+        )
 
     # Floors.
     dev = device
-    floors, floor_notes = roofline.floor_frame(definition, workloads, dev) if dev is not None else (None, [])
+    floors, floor_notes = (
+        roofline.floor_frame(definition, workloads, dev) if dev is not None else (None, [])
+    )
     notes += floor_notes
     if floors is not None:
         frame = frame.join(floors, on="uuid", how="left")
     else:
         bytes_only = roofline.floor_frame(definition, workloads, _UNIT_DEVICE)[0].select(
-            "uuid", "floor_bytes", "floor_flops")
+            "uuid", "floor_bytes", "floor_flops"
+        )
         frame = frame.join(bytes_only, on="uuid", how="left").with_columns(
-            pl.lit(None, dtype=pl.Float64).alias("floor_us"), pl.lit(None, dtype=pl.String).alias("floor_bound"))
+            pl.lit(None, dtype=pl.Float64).alias("floor_us"),
+            pl.lit(None, dtype=pl.String).alias("floor_bound"),
+        )
     # speed of light: the share of the latency the floor accounts for (null without both)
     frame = frame.with_columns(
         pl.when((pl.col("latency_ms") > 0) & (pl.col("floor_us") > 0))
         .then(100.0 * pl.col("floor_us") / (pl.col("latency_ms") * 1000.0))
-        .otherwise(None).alias("speed_of_light_pct"))
+        .otherwise(None)
+        .alias("speed_of_light_pct")
+    )
 
     # Workload outliers leave their band.
     outlier_uuids: list[str] = []
     outlier_details: list[dict[str, Any]] = []
     if has_latency and total_latency and with_latency >= 2:
         thr = max(OUTLIER_SHARE, 2.0 / with_latency) * total_latency
-        heavy = frame.filter(pl.col("latency_ms") >= thr).sort(["latency_ms", "line"], descending=[True, False])
+        heavy = frame.filter(pl.col("latency_ms") >= thr).sort(
+            ["latency_ms", "line"], descending=[True, False]
+        )
         for r in heavy.iter_rows(named=True):
             outlier_uuids.append(r["uuid"])
-            outlier_details.append({"kind": "workload", "uuid": r["uuid"], "name": f"outlier {r['uuid']}",
-                                    "latency_share": r["latency_ms"] / total_latency})
+            outlier_details.append(
+                {
+                    "kind": "workload",
+                    "uuid": r["uuid"],
+                    "name": f"outlier {r['uuid']}",
+                    "latency_share": r["latency_ms"] / total_latency,
+                }
+            )
     regular = frame.filter(~pl.col("uuid").is_in(outlier_uuids)) if outlier_uuids else frame
 
     # Bin each varying axis, then group the combinations that occur.
@@ -429,14 +492,32 @@ def analyze(
         keyed = keyed.with_columns((pl.Series(index) - 1).cast(pl.Int32).alias(f"_fib_bin:{a}"))
     bin_cols = [f"_fib_bin:{a}" for a in varying]
     if bin_cols:
-        combos = keyed.group_by(bin_cols).agg(pl.len().alias("count"), pl.col("latency_ms").sum().alias("lat")).sort(bin_cols)
+        combos = (
+            keyed.group_by(bin_cols)
+            .agg(pl.len().alias("count"), pl.col("latency_ms").sum().alias("lat"))
+            .sort(bin_cols)
+        )
         protos = [
-            _Proto([tuple(int(x) for x in r[:-2])], int(r[-2]), float(r[-1] or 0.0),
-                   "combo" if len(varying) > 1 else ("value" if bins_of[varying[0]][r[0]][0] == bins_of[varying[0]][r[0]][1] else "range"))
+            _Proto(
+                [tuple(int(x) for x in r[:-2])],
+                int(r[-2]),
+                float(r[-1] or 0.0),
+                "combo"
+                if len(varying) > 1
+                else (
+                    "value"
+                    if bins_of[varying[0]][r[0]][0] == bins_of[varying[0]][r[0]][1]
+                    else "range"
+                ),
+            )
             for r in combos.iter_rows()
         ]
     else:
-        protos = [_Proto([()], keyed.height, float(keyed.get_column("latency_ms").sum() or 0.0), "all")] if keyed.height else []
+        protos = (
+            [_Proto([()], keyed.height, float(keyed.get_column("latency_ms").sum() or 0.0), "all")]
+            if keyed.height
+            else []
+        )
 
     if len(varying) > 1:
         protos = _merge_tiny(protos, n, total_latency if has_latency else None)
@@ -446,7 +527,9 @@ def analyze(
     key_to_band: dict[tuple[int, ...], int] = {}
     bands: list[Band] = []
     for i, p in enumerate(protos):
-        member_filters = [{a: _bin_filter(*bins_of[a][k[j]]) for j, a in enumerate(varying)} for k in p.keys]
+        member_filters = [
+            {a: _bin_filter(*bins_of[a][k[j]]) for j, a in enumerate(varying)} for k in p.keys
+        ]
         if not varying:
             name, filt = "all", {}
         else:
@@ -463,19 +546,37 @@ def analyze(
         names.append(name)
         for k in p.keys:
             key_to_band[k] = i
-        bands.append(Band(name=name, filter=filt, workloads=p.count, kind="merged" if len(p.keys) > 1 else p.kind,
-                          members=member_filters if len(p.keys) > 1 else []))
+        bands.append(
+            Band(
+                name=name,
+                filter=filt,
+                workloads=p.count,
+                kind="merged" if len(p.keys) > 1 else p.kind,
+                members=member_filters if len(p.keys) > 1 else [],
+            )
+        )
     if bin_cols:
-        mapping = pl.DataFrame({**{c: [k[j] for k in key_to_band] for j, c in enumerate(bin_cols)},
-                                "band": [names[i] for i in key_to_band.values()]},
-                               schema={**{c: pl.Int32 for c in bin_cols}, "band": pl.String})
+        mapping = pl.DataFrame(
+            {
+                **{c: [k[j] for k in key_to_band] for j, c in enumerate(bin_cols)},
+                "band": [names[i] for i in key_to_band.values()],
+            },
+            schema={**{c: pl.Int32 for c in bin_cols}, "band": pl.String},
+        )
         keyed = keyed.join(mapping, on=bin_cols, how="left").drop(bin_cols)
     else:
         keyed = keyed.with_columns(pl.lit("all").alias("band"))
     outlier_rows = frame.filter(pl.col("uuid").is_in(outlier_uuids))
     for r in outlier_rows.sort("line").iter_rows(named=True):
-        bands.append(Band(name=f"outlier {r['uuid']}", filter={a: int(r[a]) for a in varying}, workloads=1, kind="outlier",
-                          outlier=True))
+        bands.append(
+            Band(
+                name=f"outlier {r['uuid']}",
+                filter={a: int(r[a]) for a in varying},
+                workloads=1,
+                kind="outlier",
+                outlier=True,
+            )
+        )
     if outlier_uuids:
         outlier_rows = outlier_rows.with_columns(("outlier " + pl.col("uuid")).alias("band"))
         table = pl.concat([keyed, outlier_rows.select(keyed.columns)])
@@ -509,24 +610,45 @@ def analyze(
     outliers = list(outlier_uuids)
     if has_latency and len(bands) > 1:
         for b in bands:
-            if b.kind != "outlier" and (b.latency_share or 0.0) >= max(OUTLIER_SHARE, 2.0 * b.workload_share):
+            if b.kind != "outlier" and (b.latency_share or 0.0) >= max(
+                OUTLIER_SHARE, 2.0 * b.workload_share
+            ):
                 b.outlier = True
                 outliers.append(b.name)
-                outlier_details.append({"kind": "band", "name": b.name, "latency_share": b.latency_share,
-                                        "workload_share": b.workload_share})
+                outlier_details.append(
+                    {
+                        "kind": "band",
+                        "name": b.name,
+                        "latency_share": b.latency_share,
+                        "workload_share": b.workload_share,
+                    }
+                )
 
     dominant = _dominant_axis(table, varying, bins_of, has_latency)
     dev_json = None
     if dev is not None:
         dev_json = dev.to_json()
     report = RegimeReport(
-        definition=definition.name, op_type=definition.op_type, varying_axes=varying, const_axes=const_axes,
+        definition=definition.name,
+        op_type=definition.op_type,
+        varying_axes=varying,
+        const_axes=const_axes,
         derived_axes=derived,
-        dominant_axis=dominant, binning=binning, has_latency=has_latency,
+        dominant_axis=dominant,
+        binning=binning,
+        has_latency=has_latency,
         latency_source=latency_source or ("results" if has_latency else "none: counts only"),
-        bands=bands, outliers=outliers, outlier_details=outlier_details, representatives=[], shape_matrix=[],
-        table=table, total_latency_ms=total_latency, device=dev_json, notes=notes,
-        pinned=list(pinned), unpinned=list(unpinned),
+        bands=bands,
+        outliers=outliers,
+        outlier_details=outlier_details,
+        representatives=[],
+        shape_matrix=[],
+        table=table,
+        total_latency_ms=total_latency,
+        device=dev_json,
+        notes=notes,
+        pinned=list(pinned),
+        unpinned=list(unpinned),
         target_representatives=(2, 3) if n > MANY_WORKLOADS else (3, 4),
     )
     report.representatives = representatives(report, pinned, unpinned)
@@ -561,10 +683,14 @@ def _merge_tiny(protos: list[_Proto], n: int, total_latency: float | None) -> li
         return few and light
 
     def protected(p: _Proto) -> bool:
-        return bool(total_latency) and p.lat_sum / total_latency >= max(OUTLIER_SHARE, 2.0 * p.count / n)  # type: ignore[operator]
+        return bool(total_latency) and p.lat_sum / total_latency >= max(
+            OUTLIER_SHARE, 2.0 * p.count / n
+        )  # type: ignore[operator]
 
     def distance(a: _Proto, b: _Proto) -> int:
-        return min(sum(abs(x - y) for x, y in zip(ka, kb, strict=True)) for ka in a.keys for kb in b.keys)
+        return min(
+            sum(abs(x - y) for x, y in zip(ka, kb, strict=True)) for ka in a.keys for kb in b.keys
+        )
 
     protos = list(protos)
     while len(protos) > 1:
@@ -582,7 +708,9 @@ def _merge_tiny(protos: list[_Proto], n: int, total_latency: float | None) -> li
             break
         unprotected = [p for p in targets if not protected(p)]
         targets = unprotected or targets
-        target = min(targets, key=lambda p: (distance(victim, p), -weight(p), -p.lat_sum, -p.count, p.base))
+        target = min(
+            targets, key=lambda p: (distance(victim, p), -weight(p), -p.lat_sum, -p.count, p.base)
+        )
         target.keys = sorted(target.keys + victim.keys)
         target.count += victim.count
         target.lat_sum += victim.lat_sum
@@ -590,7 +718,12 @@ def _merge_tiny(protos: list[_Proto], n: int, total_latency: float | None) -> li
     return sorted(protos, key=lambda p: p.base)
 
 
-def _dominant_axis(table: pl.DataFrame, varying: list[str], bins_of: dict[str, list[tuple[int, int]]], has_latency: bool) -> str | None:
+def _dominant_axis(
+    table: pl.DataFrame,
+    varying: list[str],
+    bins_of: dict[str, list[tuple[int, int]]],
+    has_latency: bool,
+) -> str | None:
     """The varying axis that explains most of the latency's spread (the between-bin share of its
     variance, over each axis's own bins); without latency, the axis with the most bins. Ties go
     to definition order."""
@@ -608,8 +741,19 @@ def _dominant_axis(table: pl.DataFrame, varying: list[str], bins_of: dict[str, l
                 for a in varying:
                     lows = pl.Series([lo for lo, _ in bins_of[a]], dtype=pl.Int64)
                     index = lows.search_sorted(data.get_column(a).cast(pl.Int64), side="right")
-                    g = data.with_columns(pl.Series("_fib_bin", index)).group_by("_fib_bin").agg(pl.len().alias("_fib_n"), pl.col("latency_ms").mean().alias("_fib_m"))
-                    score = float(g.select((pl.col("_fib_n") * (pl.col("_fib_m") - mean) ** 2).sum()).item()) / total_ss
+                    g = (
+                        data.with_columns(pl.Series("_fib_bin", index))
+                        .group_by("_fib_bin")
+                        .agg(pl.len().alias("_fib_n"), pl.col("latency_ms").mean().alias("_fib_m"))
+                    )
+                    score = (
+                        float(
+                            g.select(
+                                (pl.col("_fib_n") * (pl.col("_fib_m") - mean) ** 2).sum()
+                            ).item()
+                        )
+                        / total_ss
+                    )
                     if score > best_score + 1e-12:
                         best, best_score = a, score
                 return best
@@ -635,15 +779,23 @@ def smallest_per_band(report: RegimeReport) -> list[str]:
     size = pl.lit(1.0)
     for a in report.varying_axes:
         size = size * pl.col(a).cast(pl.Float64)
-    t = table.with_columns(size.alias("_fib_size")).select("uuid", "line", "band", "_fib_size").sort(["_fib_size", "line"])
+    t = (
+        table.with_columns(size.alias("_fib_size"))
+        .select("uuid", "line", "band", "_fib_size")
+        .sort(["_fib_size", "line"])
+    )
     first = {}
     for r in t.iter_rows(named=True):
         first.setdefault(r["band"], r["uuid"])
     order = [b.name for b in report.bands]
-    return [first[name] for name in order if name in first] + [u for name, u in first.items() if name not in order]
+    return [first[name] for name in order if name in first] + [
+        u for name, u in first.items() if name not in order
+    ]
 
 
-def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: Sequence[str] = ()) -> list[Representative]:
+def representatives(
+    report: RegimeReport, pinned: Sequence[str] = (), unpinned: Sequence[str] = ()
+) -> list[Representative]:
     """Pick the representative workloads of a report (see the module docstring for the order)."""
     table = report.table
     axes = report.varying_axes
@@ -653,7 +805,9 @@ def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: 
     size = pl.lit(1.0)
     for a in axes:
         size = size * pl.col(a).cast(pl.Float64)
-    t = table.select("uuid", "line", "band", "latency_ms", *axes).with_columns(size.alias("_fib_size"))
+    t = table.select("uuid", "line", "band", "latency_ms", *axes).with_columns(
+        size.alias("_fib_size")
+    )
     allowed = t.filter(~pl.col("uuid").is_in(list(unpinned_set))) if unpinned_set else t
     info = {r["uuid"]: r for r in t.iter_rows(named=True)} if t.height <= 5000 else None
 
@@ -670,13 +824,17 @@ def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: 
             picked[uuid].reason += f"; {reason}"
             return
         r = row(uuid)
-        picked[uuid] = Representative(uuid, r["band"], reason, {a: int(r[a]) for a in axes}, pin, r["latency_ms"])
+        picked[uuid] = Representative(
+            uuid, r["band"], reason, {a: int(r[a]) for a in axes}, pin, r["latency_ms"]
+        )
         band_taken.add(r["band"])
 
     for uuid in pinned:
         if uuid in picked:
             continue
-        if (info is not None and uuid in info) or (info is None and t.filter(pl.col("uuid") == uuid).height):
+        if (info is not None and uuid in info) or (
+            info is None and t.filter(pl.col("uuid") == uuid).height
+        ):
             add(uuid, "pinned by the user", pin=True)
         elif f"pinned workload {uuid} is not among this definition's workloads" not in report.notes:
             report.notes.append(f"pinned workload {uuid} is not among this definition's workloads")
@@ -697,7 +855,11 @@ def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: 
         if report.has_latency and sub.get_column("latency_ms").drop_nulls().len():
             sub = sub.filter(pl.col("latency_ms").is_not_null())
             med = sub.get_column("latency_ms").median()
-            return sub.with_columns((pl.col("latency_ms") - med).abs().alias("_fib_d")).sort(["_fib_d", "line"]).get_column("uuid")[0]
+            return (
+                sub.with_columns((pl.col("latency_ms") - med).abs().alias("_fib_d"))
+                .sort(["_fib_d", "line"])
+                .get_column("uuid")[0]
+            )
         ordered = sub.sort(["_fib_size", "line"])
         return ordered.get_column("uuid")[ordered.height // 2]
 
@@ -718,7 +880,10 @@ def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: 
     def band_weight(b: Band) -> tuple[float, int]:
         return ((b.latency_share or 0.0) if report.has_latency else b.workload_share, b.workloads)
 
-    ranked = sorted([b for b in report.bands if b.kind != "outlier"], key=lambda b: (-band_weight(b)[0], -band_weight(b)[1]))
+    ranked = sorted(
+        [b for b in report.bands if b.kind != "outlier"],
+        key=lambda b: (-band_weight(b)[0], -band_weight(b)[1]),
+    )
 
     def band_reason(b: Band, rank: int) -> str:
         what = "heaviest band" if rank == 0 else f"{_ordinal(rank)} heaviest band"
@@ -736,7 +901,10 @@ def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: 
                 return
         uuid = typical(b.name)
         if uuid is not None:
-            add(uuid, band_reason(b, rank) + (" - its typical workload" if report.has_latency else ""))
+            add(
+                uuid,
+                band_reason(b, rank) + (" - its typical workload" if report.has_latency else ""),
+            )
 
     if ranked and not full():
         pick_band(ranked[0], 0)
@@ -754,7 +922,15 @@ def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: 
         def spread(b: Band, taken: list[int] = taken) -> int:
             return min((abs(position[b.name] - i) for i in taken), default=0)
 
-        b = min(left, key=lambda b: (-round(band_weight(b)[0], 9), -band_weight(b)[1], -spread(b), position[b.name]))
+        b = min(
+            left,
+            key=lambda b: (
+                -round(band_weight(b)[0], 9),
+                -band_weight(b)[1],
+                -spread(b),
+                position[b.name],
+            ),
+        )
         left.remove(b)
         pick_band(b, rank_of[b.name])
     # Fewer bands than the minimum: another shape of the heaviest bands, while one is left.
@@ -765,7 +941,11 @@ def representatives(report: RegimeReport, pinned: Sequence[str] = (), unpinned: 
         for rank, b in enumerate(ranked):
             sub = allowed.filter((pl.col("band") == b.name) & ~pl.col("uuid").is_in(list(picked)))
             if sub.height:
-                shapes = sub.select(pl.concat_list(shape_cols).alias("_fib_shape")).get_column("_fib_shape").to_list()
+                shapes = (
+                    sub.select(pl.concat_list(shape_cols).alias("_fib_shape"))
+                    .get_column("_fib_shape")
+                    .to_list()
+                )
                 sub = sub.filter(pl.Series([tuple(x) not in seen for x in shapes]))
             if sub.height == 0:
                 continue
@@ -789,9 +969,16 @@ def shape_matrix(report: RegimeReport) -> list[ShapeMatrixRow]:
     return [ShapeMatrixRow(b.name, rep_of.get(b.name, first_of.get(b.name))) for b in report.bands]
 
 
-def attach_kernel_evidence(matrix: list[ShapeMatrixRow], band: str, *, dominant_kernel: str | None,
-                           bottleneck: str | None, limiter: str | None, uuid: str | None = None,
-                           source: str | None = None) -> ShapeMatrixRow:
+def attach_kernel_evidence(
+    matrix: list[ShapeMatrixRow],
+    band: str,
+    *,
+    dominant_kernel: str | None,
+    bottleneck: str | None,
+    limiter: str | None,
+    uuid: str | None = None,
+    source: str | None = None,
+) -> ShapeMatrixRow:
     """Fill one band's kernel columns from NCU evidence (the row is updated in place)."""
     for row in matrix:
         if row.band == band:
@@ -802,7 +989,11 @@ def attach_kernel_evidence(matrix: list[ShapeMatrixRow], band: str, *, dominant_
                 row.uuid = uuid
             row.source = source
             return row
-    raise InputError(source, f"no band named {band!r} in the shape matrix ({', '.join(r.band for r in matrix)})", field="band")
+    raise InputError(
+        source,
+        f"no band named {band!r} in the shape matrix ({', '.join(r.band for r in matrix)})",
+        field="band",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -815,7 +1006,11 @@ def _uuid_list(root: str | Path, key: str) -> list[str]:
 
     value = get_setting(root, f"regimes.{key}", [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise InputError(settings_path(root), "expected a list of workload uuids (strings)", field=f"regimes.{key}")
+        raise InputError(
+            settings_path(root),
+            "expected a list of workload uuids (strings)",
+            field=f"regimes.{key}",
+        )
     return list(dict.fromkeys(value))
 
 
@@ -876,11 +1071,17 @@ def _axis_expression(node: ast.AST, axes: set[str]) -> bool:
     """Integer arithmetic over axis names only (no calls, indexing or attributes)."""
     if isinstance(node, ast.Expression):
         return _axis_expression(node.body, axes)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+    if isinstance(node, ast.BinOp) and isinstance(
+        node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
+    ):
         return _axis_expression(node.left, axes) and _axis_expression(node.right, axes)
     if isinstance(node, ast.Name):
         return node.id in axes
-    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
+    )
 
 
 def _evaluate(node: ast.AST, values: dict[str, int]) -> int:
@@ -923,7 +1124,10 @@ def derived_axes(definition: Definition, frame: pl.DataFrame, varying: list[str]
         if not names & (set(varying) - {axis}):
             continue  # fixed by consts alone: it would not vary
         cols = [c for c in sorted(names | {axis}) if c in frame.columns]
-        holds = all(_evaluate(tree, {**consts, **row}) == row[axis] for row in frame.select(cols).iter_rows(named=True))
+        holds = all(
+            _evaluate(tree, {**consts, **row}) == row[axis]
+            for row in frame.select(cols).iter_rows(named=True)
+        )
         if holds:
             out[axis] = expr
     return out

@@ -88,12 +88,27 @@ class Device:
 #: Spec sheets (dense rates, no sparsity). H200's bandwidth measured on the lent H200 by a
 #: device-to-device copy was 4.3 TB/s (docs/measurement.md, "Roofline floors"); set it in fibtui.toml to use it.
 DEVICES: dict[str, Device] = {
-    "B200": Device("B200", 8.0, 148, 2250.0, 4500.0, 9000.0,
-                   note="HBM3e ~8 TB/s, 148 SMs, dense bf16 ~2.25 PFLOP/s"),
-    "H200": Device("H200", 4.8, 132, 989.0, 1979.0, None,
-                   note="HBM3e 4.8 TB/s spec (4.3 TB/s measured by a device copy), 132 SMs"),
-    "H100": Device("H100", 3.35, 132, 989.0, 1979.0, None,
-                   note="H100 SXM: HBM3 3.35 TB/s, 132 SMs"),
+    "B200": Device(
+        "B200",
+        8.0,
+        148,
+        2250.0,
+        4500.0,
+        9000.0,
+        note="HBM3e ~8 TB/s, 148 SMs, dense bf16 ~2.25 PFLOP/s",
+    ),
+    "H200": Device(
+        "H200",
+        4.8,
+        132,
+        989.0,
+        1979.0,
+        None,
+        note="HBM3e 4.8 TB/s spec (4.3 TB/s measured by a device copy), 132 SMs",
+    ),
+    "H100": Device(
+        "H100", 3.35, 132, 989.0, 1979.0, None, note="H100 SXM: HBM3 3.35 TB/s, 132 SMs"
+    ),
 }
 
 _OVERRIDABLE = ("bandwidth_tbs", "bf16_tflops", "fp8_tflops", "fp4_tflops", "sms")
@@ -139,8 +154,12 @@ def get_device(name: str, root: str | Path | None = None) -> Device:
             override = {"_name": raw_name, **values}
     base = DEVICES.get(key)
     if base is None and override is None:
-        raise InputError(None, f"unknown device {name!r}; known: {', '.join(device_names(root))} "
-                         "(add one as [devices.NAME] bandwidth_tbs = ... in fibtui.toml)", field="--device")
+        raise InputError(
+            None,
+            f"unknown device {name!r}; known: {', '.join(device_names(root))} "
+            "(add one as [devices.NAME] bandwidth_tbs = ... in fibtui.toml)",
+            field="--device",
+        )
     if override is None:
         assert base is not None
         return base
@@ -155,8 +174,11 @@ def get_device(name: str, root: str | Path | None = None) -> Device:
         changes[k] = int(v) if k == "sms" else float(v)
     if base is None:
         if "bandwidth_tbs" not in changes:
-            raise InputError(path, "a device not in the built-in table needs bandwidth_tbs",
-                             field=f"devices.{override['_name']}.bandwidth_tbs")
+            raise InputError(
+                path,
+                "a device not in the built-in table needs bandwidth_tbs",
+                field=f"devices.{override['_name']}.bandwidth_tbs",
+            )
         base = Device(key, changes.pop("bandwidth_tbs"), None, None, note="defined in fibtui.toml")
     if not changes:
         return base
@@ -236,8 +258,9 @@ def _depth(tree: ast.AST) -> int:
     return deepest
 
 
-def parse_flops_expression(value: Any, definition: Definition, source: str = "definition",
-                           path: Path | str | None = None) -> FlopsFormula:
+def parse_flops_expression(
+    value: Any, definition: Definition, source: str = "definition", path: Path | str | None = None
+) -> FlopsFormula:
     """Check a FLOP count (a number or an expression over the definition's axes).
 
     Rejections are :class:`InputError` naming the definition file and the ``flops`` field.
@@ -247,16 +270,22 @@ def parse_flops_expression(value: Any, definition: Definition, source: str = "de
         raise InputError(where, "expected a number or an expression over the axes", field="flops")
     if not isinstance(value, str):
         if not math.isfinite(value) or value < 0:
-            raise InputError(where, f"expected a non-negative finite number, got {value!r}", field="flops")
+            raise InputError(
+                where, f"expected a non-negative finite number, got {value!r}", field="flops"
+            )
         text = repr(float(value))
     else:
         text = value.strip()
     if not text or len(text) > _MAX_EXPR:
-        raise InputError(where, f"expected an expression of 1 to {_MAX_EXPR} characters", field="flops")
+        raise InputError(
+            where, f"expected an expression of 1 to {_MAX_EXPR} characters", field="flops"
+        )
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        raise InputError(where, f"not an arithmetic expression: {text[:80]!r}", field="flops") from None
+        raise InputError(
+            where, f"not an arithmetic expression: {text[:80]!r}", field="flops"
+        ) from None
     if _depth(tree) > _MAX_DEPTH:
         raise InputError(where, f"expression nested deeper than {_MAX_DEPTH} levels", field="flops")
     axes = set(definition.axes)
@@ -265,11 +294,17 @@ def parse_flops_expression(value: Any, definition: Definition, source: str = "de
             continue
         if isinstance(node, (ast.BinOp, ast.UnaryOp)):
             if isinstance(node, ast.UnaryOp) and not isinstance(node.op, (ast.USub, ast.UAdd)):
-                raise InputError(where, "only + - * / // % ** and parentheses are allowed", field="flops")
+                raise InputError(
+                    where, "only + - * / // % ** and parentheses are allowed", field="flops"
+                )
             continue
         if isinstance(node, (ast.USub, ast.UAdd)):
             continue
-        if isinstance(node, ast.Constant) and not isinstance(node.value, bool) and isinstance(node.value, (int, float)):
+        if (
+            isinstance(node, ast.Constant)
+            and not isinstance(node.value, bool)
+            and isinstance(node.value, (int, float))
+        ):
             try:
                 number = float(node.value)
             except OverflowError:
@@ -279,9 +314,15 @@ def parse_flops_expression(value: Any, definition: Definition, source: str = "de
             continue
         if isinstance(node, ast.Name):
             if node.id not in axes:
-                raise InputError(where, f"unknown axis {node.id!r} (axes: {', '.join(definition.axes)})", field="flops")
+                raise InputError(
+                    where,
+                    f"unknown axis {node.id!r} (axes: {', '.join(definition.axes)})",
+                    field="flops",
+                )
             continue
-        raise InputError(where, f"not allowed in a FLOP expression: {type(node).__name__}", field="flops")
+        raise InputError(
+            where, f"not allowed in a FLOP expression: {type(node).__name__}", field="flops"
+        )
     return FlopsFormula(text, source, tree)
 
 
@@ -345,7 +386,9 @@ def _dtype_size(definition: Definition, spec: TensorSpec) -> float:
     try:
         return float(DTYPE_BYTES[spec.dtype])
     except KeyError:
-        raise InputError(definition.path, f"unknown dtype {spec.dtype!r}", field=f"{spec.name}.dtype") from None
+        raise InputError(
+            definition.path, f"unknown dtype {spec.dtype!r}", field=f"{spec.name}.dtype"
+        ) from None
 
 
 def tensor_bytes(definition: Definition, spec: TensorSpec, axes: Mapping[str, int]) -> float:
@@ -354,7 +397,9 @@ def tensor_bytes(definition: Definition, spec: TensorSpec, axes: Mapping[str, in
     return float(math.prod(shape)) * _dtype_size(definition, spec)
 
 
-def workload_bytes(definition: Definition, axes: Mapping[str, int], present: Iterable[str] | None = None) -> float:
+def workload_bytes(
+    definition: Definition, axes: Mapping[str, int], present: Iterable[str] | None = None
+) -> float:
     """Every input read once and every output written once. ``present``: the workload's input
     names (an optional input not among them is not counted); None counts every input."""
     names = None if present is None else set(present)
@@ -373,7 +418,9 @@ def _tensor_bytes_expr(definition: Definition, spec: TensorSpec) -> pl.Expr:
     size = _dtype_size(definition, spec)
     expr: pl.Expr = pl.lit(size)
     for axis in spec.shape or ():
-        expr = expr * (pl.lit(float(consts[axis])) if axis in consts else pl.col(axis).cast(pl.Float64))
+        expr = expr * (
+            pl.lit(float(consts[axis])) if axis in consts else pl.col(axis).cast(pl.Float64)
+        )
     return expr
 
 
@@ -387,21 +434,42 @@ def optional_presence(definition: Definition, workloads: WorkloadSet) -> pl.Data
     parsed: dict[str, Any] = getattr(workloads, "_parsed", {}) or {}
     uuids = workloads.uuids
     if parsed and all(u in parsed for u in uuids):
-        return pl.DataFrame({"uuid": uuids, **{f"has:{n}": [n in parsed[u].inputs for u in uuids] for n in names}})
+        return pl.DataFrame(
+            {"uuid": uuids, **{f"has:{n}": [n in parsed[u].inputs for u in uuids] for n in names}}
+        )
     if not data:
         return None
     import io
 
-    schema = {"workload": pl.Struct({"uuid": pl.String, "inputs": pl.Struct({n: pl.Struct({"type": pl.String}) for n in names})})}
+    schema = {
+        "workload": pl.Struct(
+            {
+                "uuid": pl.String,
+                "inputs": pl.Struct({n: pl.Struct({"type": pl.String}) for n in names}),
+            }
+        )
+    }
     try:
         raw = pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=False)
         w = pl.col("workload")
-        frame = raw.select(
-            w.struct.field("uuid").alias("uuid"),
-            *[w.struct.field("inputs").struct.field(n).is_not_null().alias(f"has:{n}") for n in names],
-        ).filter(pl.col("uuid").is_not_null()).unique("uuid", keep="first", maintain_order=True)
+        frame = (
+            raw.select(
+                w.struct.field("uuid").alias("uuid"),
+                *[
+                    w.struct.field("inputs").struct.field(n).is_not_null().alias(f"has:{n}")
+                    for n in names
+                ],
+            )
+            .filter(pl.col("uuid").is_not_null())
+            .unique("uuid", keep="first", maintain_order=True)
+        )
     except Exception:  # a line polars cannot read: fall back to the strict per-line reader
-        frame = pl.DataFrame({"uuid": uuids, **{f"has:{n}": [n in workloads.get(u).inputs for u in uuids] for n in names}})
+        frame = pl.DataFrame(
+            {
+                "uuid": uuids,
+                **{f"has:{n}": [n in workloads.get(u).inputs for u in uuids] for n in names},
+            }
+        )
     return frame
 
 
@@ -418,7 +486,12 @@ class Floor:
         return asdict(self)
 
 
-def floor(definition: Definition, axes: Mapping[str, int], device: Device, present: Iterable[str] | None = None) -> Floor:
+def floor(
+    definition: Definition,
+    axes: Mapping[str, int],
+    device: Device,
+    present: Iterable[str] | None = None,
+) -> Floor:
     """The floor of one workload on ``device``."""
     nbytes = workload_bytes(definition, axes, present)
     formula = flops_formula(definition)
@@ -431,7 +504,9 @@ def floor(definition: Definition, axes: Mapping[str, int], device: Device, prese
     return Floor(nbytes, flops, memory_us, compute_us, memory_us, "memory")
 
 
-def floor_frame(definition: Definition, workloads: WorkloadSet, device: Device) -> tuple[pl.DataFrame, list[str]]:
+def floor_frame(
+    definition: Definition, workloads: WorkloadSet, device: Device
+) -> tuple[pl.DataFrame, list[str]]:
     """Floors of every workload, vectorized: (frame, notes).
 
     Frame columns: uuid, floor_bytes, floor_flops (null without a formula), floor_us, floor_bound.
@@ -441,7 +516,9 @@ def floor_frame(definition: Definition, workloads: WorkloadSet, device: Device) 
     presence = optional_presence(definition, workloads)
     optional = [n for n, s in definition.inputs.items() if s.optional]
     if optional and presence is None:
-        notes.append(f"optional input(s) {', '.join(optional)} counted as present (the workloads' input specs are not at hand)")
+        notes.append(
+            f"optional input(s) {', '.join(optional)} counted as present (the workloads' input specs are not at hand)"
+        )
     if presence is not None:
         frame = frame.join(presence, on="uuid", how="left")
     terms: list[pl.Expr] = []
@@ -457,7 +534,12 @@ def floor_frame(definition: Definition, workloads: WorkloadSet, device: Device) 
     cols = [pl.col("uuid"), bytes_expr.alias("floor_bytes")]
     if formula is not None:
         flops = formula.expr(definition)
-        cols.append(pl.when(flops.is_finite() & (flops >= 0)).then(flops).otherwise(None).alias("floor_flops"))
+        cols.append(
+            pl.when(flops.is_finite() & (flops >= 0))
+            .then(flops)
+            .otherwise(None)
+            .alias("floor_flops")
+        )
     else:
         cols.append(pl.lit(None, dtype=pl.Float64).alias("floor_flops"))
     out = frame.select(cols)
@@ -465,7 +547,10 @@ def floor_frame(definition: Definition, workloads: WorkloadSet, device: Device) 
     comp = pl.col("floor_flops") / (rate * 1e6) if rate else pl.lit(None, dtype=pl.Float64)
     out = out.with_columns(
         pl.max_horizontal(mem, comp.fill_null(0.0)).alias("floor_us"),
-        pl.when(comp.fill_null(0.0) > mem).then(pl.lit("compute")).otherwise(pl.lit("memory")).alias("floor_bound"),
+        pl.when(comp.fill_null(0.0) > mem)
+        .then(pl.lit("compute"))
+        .otherwise(pl.lit("memory"))
+        .alias("floor_bound"),
     )
     if formula is not None:
         notes.append(f"FLOPs = {formula.expression} ({formula.source}); rate {rate} TFLOP/s")
@@ -499,9 +584,13 @@ def pct_of_floor(latency_ms: float | None, floor_us: float | None) -> float | No
     return 100.0 * latency_ms * 1000.0 / floor_us
 
 
-def annotate_rows(definition: Definition, rows: Iterable[Any], device: Device,
-                  axes_of: Callable[[str], Mapping[str, int] | None] | None = None,
-                  present_of: Callable[[str], Iterable[str] | None] | None = None) -> list[dict[str, Any]]:
+def annotate_rows(
+    definition: Definition,
+    rows: Iterable[Any],
+    device: Device,
+    axes_of: Callable[[str], Mapping[str, int] | None] | None = None,
+    present_of: Callable[[str], Iterable[str] | None] | None = None,
+) -> list[dict[str, Any]]:
     """Each result row as a dict plus ``floor_bytes``, ``floor_us``, ``floor_bound`` and
     ``speed_of_light_pct`` (100 * floor / latency; null when the row's axes are unknown or it has
     no latency)."""

@@ -121,15 +121,25 @@ class JobResult:
     def from_journal(cls, obj: dict[str, Any]) -> JobResult | None:
         """A result line of a journal, or None when any field has the wrong type (a corrupt line
         is never accepted: a number that is not a number would poison every statistic)."""
-        if not (_is_text(obj.get("uuid")) and _is_text(obj.get("solution")) and _is_text(obj.get("role"))
-                and _is_int(obj.get("repeat")) and obj.get("status") in ALL_STATUSES):
+        if not (
+            _is_text(obj.get("uuid"))
+            and _is_text(obj.get("solution"))
+            and _is_text(obj.get("role"))
+            and _is_int(obj.get("repeat"))
+            and obj.get("status") in ALL_STATUSES
+        ):
             return None
-        if not isinstance(obj.get("axes"), dict) or not all(_is_int(v) for v in obj["axes"].values()):
+        if not isinstance(obj.get("axes"), dict) or not all(
+            _is_int(v) for v in obj["axes"].values()
+        ):
             return None
         for key in ("latency_ms", "reference_latency_ms", "speedup"):  # finite, positive, normal
             if obj.get(key) is not None and positive_number_problem(obj[key], key) is not None:
                 return None
-        for key in ("max_abs_error", "max_rel_error"):  # a wrong output's error may be NaN or infinite
+        for key in (
+            "max_abs_error",
+            "max_rel_error",
+        ):  # a wrong output's error may be NaN or infinite
             if obj.get(key) is not None and not _is_float(obj[key]):
                 return None
         wall = obj.get("wall_s")
@@ -141,7 +151,9 @@ class JobResult:
         if not isinstance(obj.get("timing", {}), dict) or not _is_int(obj.get("attempt", 1)):
             return None
         correctness = obj.get("correctness", {})
-        if not isinstance(correctness, dict) or not isinstance(correctness.get("evaluator", ""), str):
+        if not isinstance(correctness, dict) or not isinstance(
+            correctness.get("evaluator", ""), str
+        ):
             return None
         return cls.from_json(obj)
 
@@ -203,23 +215,38 @@ class RunHeader:
         jobs, sols = obj.get("jobs"), obj.get("solutions")
         problem = None
         if not isinstance(jobs, list) or not all(
-                isinstance(j, dict) and _is_text(j.get("uuid")) and _is_text(j.get("solution"))
-                and _is_text(j.get("role")) and _is_int(j.get("repeat")) and isinstance(j.get("axes"), dict)
-                and all(_is_int(v) for v in j["axes"].values())
-                for j in jobs):
+            isinstance(j, dict)
+            and _is_text(j.get("uuid"))
+            and _is_text(j.get("solution"))
+            and _is_text(j.get("role"))
+            and _is_int(j.get("repeat"))
+            and isinstance(j.get("axes"), dict)
+            and all(_is_int(v) for v in j["axes"].values())
+            for j in jobs
+        ):
             problem = "jobs"
         elif not isinstance(sols, list) or not all(
-                isinstance(s, dict) and _is_text(s.get("name")) and _is_text(s.get("role"))
-                and _inside_run(s.get("snapshot")) for s in sols):
+            isinstance(s, dict)
+            and _is_text(s.get("name"))
+            and _is_text(s.get("role"))
+            and _inside_run(s.get("snapshot"))
+            for s in sols
+        ):
             problem = "solutions"
-        elif not all(_is_text(obj.get(k)) for k in ("run_id", "definition", "backend", "timing_kind")):
+        elif not all(
+            _is_text(obj.get(k)) for k in ("run_id", "definition", "backend", "timing_kind")
+        ):
             problem = "run_id, definition, backend, timing_kind"
-        elif not all(isinstance(obj.get(k, ""), str) for k in ("l2_policy", "workload_selection", "started")):
+        elif not all(
+            isinstance(obj.get(k, ""), str) for k in ("l2_policy", "workload_selection", "started")
+        ):
             problem = "l2_policy, workload_selection, started"
         elif not _is_int(obj.get("repeats", 1)) or not isinstance(obj.get("settings") or {}, dict):
             problem = "repeats, settings"
         if problem is not None:
-            raise InputError(path, f"journal header is malformed: bad {problem}", line=1, field="header")
+            raise InputError(
+                path, f"journal header is malformed: bad {problem}", line=1, field="header"
+            )
         try:
             return cls(
                 run_id=obj["run_id"],
@@ -235,7 +262,9 @@ class RunHeader:
                 settings=dict(obj.get("settings") or {}),
             )
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise InputError(path, f"journal header is malformed: {exc}", line=1, field="header") from None
+            raise InputError(
+                path, f"journal header is malformed: {exc}", line=1, field="header"
+            ) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,13 +279,21 @@ def runs_root(archive_root: Path) -> Path:
 def new_run_dir(archive_root: Path, definition: str, backend: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     short = definition.split("_")[0] if definition else "run"
-    return reserve_unique_path(runs_root(archive_root) / f"{stamp}_{short}_{backend}", directory=True)
+    return reserve_unique_path(
+        runs_root(archive_root) / f"{stamp}_{short}_{backend}", directory=True
+    )
 
 
 def run_dir(archive_root: Path, run_id: str) -> Path:
     path = runs_root(archive_root) / run_id
     if not (path / "journal.jsonl").is_file():
-        known = sorted(p.name for p in runs_root(archive_root).glob("*") if (p / "journal.jsonl").is_file()) if runs_root(archive_root).is_dir() else []
+        known = (
+            sorted(
+                p.name for p in runs_root(archive_root).glob("*") if (p / "journal.jsonl").is_file()
+            )
+            if runs_root(archive_root).is_dir()
+            else []
+        )
         hint = f" (known: {', '.join(known[-5:])})" if known else ""
         raise UsageError(f"no run {run_id!r} under {runs_root(archive_root)}{hint}")
     return path
@@ -380,8 +417,11 @@ def read_journal(path: Path) -> JournalContents:
                 header = RunHeader.from_json(obj, path)
             continue
         if kind == "end":
-            if not isinstance(obj.get("state"), str) or not isinstance(obj.get("at", ""), str) \
-                    or not isinstance(obj.get("reason", ""), str):
+            if (
+                not isinstance(obj.get("state"), str)
+                or not isinstance(obj.get("at", ""), str)
+                or not isinstance(obj.get("reason", ""), str)
+            ):
                 corrupt.append(number)
                 continue
             end = obj
@@ -407,7 +447,9 @@ def read_journal(path: Path) -> JournalContents:
             continue
         results[result.key] = result
     if header is None:
-        raise InputError(path, "journal has no header line (the run never started)", line=1, field="header")
+        raise InputError(
+            path, "journal has no header line (the run never started)", line=1, field="header"
+        )
     known = {j.key for j in header.jobs}
     stray = [k for k in results if k not in known]
     for k in stray:
@@ -467,7 +509,11 @@ def run_state(folder: Path, contents: JournalContents | None = None) -> str:
     done = len(contents.results)
     total = len(contents.header.jobs)
     if done < total:
-        return "interrupted" if contents.end is None or contents.end.get("state") != "cancelled" else "cancelled"
+        return (
+            "interrupted"
+            if contents.end is None or contents.end.get("state") != "cancelled"
+            else "cancelled"
+        )
     failed = any(r.status in INFRA_STATUSES for r in contents.results.values())
     return "failed" if failed else "complete"
 
@@ -489,10 +535,13 @@ def build_record(folder: Path, contents: JournalContents | None = None) -> dict[
         mine = [r for r in results if r.solution == ref.name and r.role == ref.role]
         lat = [r.latency_ms for r in mine if r.status == PASSED and r.latency_ms is not None]
         per_solution[ref.key] = {
-            "name": ref.name, "role": ref.role,
+            "name": ref.name,
+            "role": ref.role,
             "jobs": sum(1 for j in h.jobs if j.solution == ref.name and j.role == ref.role),
-            "done": len(mine), "passed": sum(1 for r in mine if r.status == PASSED),
-            "mean_latency_ms": numbers.mean(lat), "p95_latency_ms": numbers.p95(lat),
+            "done": len(mine),
+            "passed": sum(1 for r in mine if r.status == PASSED),
+            "mean_latency_ms": numbers.mean(lat),
+            "p95_latency_ms": numbers.p95(lat),
         }
     state = run_state(folder, contents)
     return {
@@ -520,7 +569,10 @@ def build_record(folder: Path, contents: JournalContents | None = None) -> dict[
             "complete": passed == total and total > 0,
             "per_solution": per_solution,
         },
-        "journal": {"corrupt_lines": contents.corrupt_lines, "duplicate_lines": contents.duplicate_lines},
+        "journal": {
+            "corrupt_lines": contents.corrupt_lines,
+            "duplicate_lines": contents.duplicate_lines,
+        },
     }
 
 
@@ -570,16 +622,25 @@ def list_runs(archive_root: Path) -> list[RunListing]:
         except InputError:
             continue
         h = contents.header
-        out.append(RunListing(
-            run_id=h.run_id, state=run_state(folder, contents), jobs_done=len(contents.results),
-            jobs_total=len(h.jobs), backend=h.backend, started=h.started, definition=h.definition,
-            path=folder, passed=sum(1 for r in contents.results.values() if r.status == PASSED),
-        ))
+        out.append(
+            RunListing(
+                run_id=h.run_id,
+                state=run_state(folder, contents),
+                jobs_done=len(contents.results),
+                jobs_total=len(h.jobs),
+                backend=h.backend,
+                started=h.started,
+                definition=h.definition,
+                path=folder,
+                passed=sum(1 for r in contents.results.values() if r.status == PASSED),
+            )
+        )
     return out
 
 
-def history_seconds_per_job(archive_root: Path, definition: str, timing_kind: str = "cupti",
-                            last_runs: int = 5) -> tuple[float, str] | None:
+def history_seconds_per_job(
+    archive_root: Path, definition: str, timing_kind: str = "cupti", last_runs: int = 5
+) -> tuple[float, str] | None:
     """Median wall seconds per solution job over the newest runs of ``definition`` with this
     timing kind (a paired group's wall time is shared by its solutions), with where it came from.
     GPU and CPU-interpreter runs are never mixed: one says nothing about the other's wall time."""
@@ -612,15 +673,22 @@ def history_seconds_per_job(archive_root: Path, definition: str, timing_kind: st
     median = numbers.median(per_job)
     assert median is not None
     where = "GPU" if timing_kind == "cupti" else timing_kind
-    return median, f"median of {len(per_job)} job(s) in {used} past {where} run(s) of this definition"
+    return (
+        median,
+        f"median of {len(per_job)} job(s) in {used} past {where} run(s) of this definition",
+    )
 
 
 def failed_keys(contents: JournalContents) -> list[str]:
     return [k for k, r in contents.results.items() if r.status != PASSED]
 
 
-def latest_rows(archive_root: Path, definition: str, timing_kinds: tuple[str, ...] = ("cupti",),
-                workloads: int | None = None):
+def latest_rows(
+    archive_root: Path,
+    definition: str,
+    timing_kinds: tuple[str, ...] = ("cupti",),
+    workloads: int | None = None,
+):
     """Result rows of the newest run of ``definition`` measured on a GPU, as
     ``(rows, label, hardware)``, or None. With ``workloads`` (the definition's count), the newest
     run that covered every workload wins over newer partial ones (a gate). Rows are the first

@@ -71,6 +71,8 @@ def set_setting(root: str | Path, dotted: str, value: Any) -> Path:
                 node[part] = tomlkit.table()
             node = node[part]
             if not isinstance(node, dict):
-                raise InputError(path, "expected a table", field=".".join(parts[: parts.index(part) + 1]))
+                raise InputError(
+                    path, "expected a table", field=".".join(parts[: parts.index(part) + 1])
+                )
         node[parts[-1]] = value
         return atomic_write_text(path, tomlkit.dumps(doc))

@@ -143,7 +143,9 @@ def timing_key_of_rows(rows: Sequence[Any]) -> TimingKey | None:
     for r in rows:
         timing = _get(r, "timing")
         if isinstance(timing, Mapping) and isinstance(timing.get("kind"), str):
-            env = timing.get("environment") if isinstance(timing.get("environment"), Mapping) else {}
+            env = (
+                timing.get("environment") if isinstance(timing.get("environment"), Mapping) else {}
+            )
             device = env.get("gpu") if env.get("backend") != "interpreter" else None
             return TimingKey(str(timing["kind"]), str(device) if device else None)
     return None
@@ -177,8 +179,10 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > tiny else tiny)
     h = d
     for m in range(1, 400):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1.0 + num * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + num / c
@@ -195,7 +199,11 @@ def incomplete_beta(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    log_front = a * math.log(x) + b * math.log1p(-x) - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+    log_front = (
+        a * math.log(x)
+        + b * math.log1p(-x)
+        - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+    )
     front = math.exp(log_front)
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _beta_fraction(a, b, x) / a
@@ -276,15 +284,26 @@ class StatsSettings:
         table = get_setting(root, "stats", {})
         if not isinstance(table, dict):
             raise InputError(settings_path(root), "expected a table", field="stats")
-        limits = {"min_gain": (0.0, 0.5), "confidence": (0.5, 0.9999), "guard_margin": (0.0, 10.0),
-                  "tie_band": (0.0, 0.5)}
+        limits = {
+            "min_gain": (0.0, 0.5),
+            "confidence": (0.5, 0.9999),
+            "guard_margin": (0.0, 10.0),
+            "tie_band": (0.0, 0.5),
+        }
         for key, (lo, hi) in limits.items():
             if key not in table:
                 continue
             value = table[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= float(value) <= hi:
-                raise InputError(settings_path(root), f"expected a number within [{lo}, {hi}], got {value!r}",
-                                 field=f"stats.{key}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not lo <= float(value) <= hi
+            ):
+                raise InputError(
+                    settings_path(root),
+                    f"expected a number within [{lo}, {hi}], got {value!r}",
+                    field=f"stats.{key}",
+                )
             setattr(out, key, float(value))
             if key == "min_gain":
                 out.min_gain_source = "fibtui.toml"
@@ -318,7 +337,9 @@ class NoiseFloor:
     aa_sessions: int = 0
     aa_p99_abs_log_g: float | None = None
     aa_sigma: float | None = None
-    aa_promotions: int = 0  # A/A sessions that were promoted when recorded: the real false-positive count
+    aa_promotions: int = (
+        0  # A/A sessions that were promoted when recorded: the real false-positive count
+    )
     sessions: list[AASession] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -332,8 +353,11 @@ def _pct(x: float) -> str:
     return f"{text}%"
 
 
-def noise_floor(settings: StatsSettings | None = None, sessions: Sequence[AASession] = (),
-                key: str | None = None) -> NoiseFloor:
+def noise_floor(
+    settings: StatsSettings | None = None,
+    sessions: Sequence[AASession] = (),
+    key: str | None = None,
+) -> NoiseFloor:
     """tau = max(min_gain, p99 |log G| over the A/A sessions), with where it came from; ``key``
     names the (definition, device, timing kind) the sessions were chosen by."""
     settings = settings or StatsSettings()
@@ -345,7 +369,11 @@ def noise_floor(settings: StatsSettings | None = None, sessions: Sequence[AASess
     if not sessions:
         return NoiseFloor(settings.min_gain, gain_text, settings.min_gain)
     p99 = numbers.percentile([abs(s.log_g) for s in sessions], 0.99) or 0.0
-    sigmas = [(s.sigma, max(s.workloads * s.repeats - 1, 1)) for s in sessions if s.sigma is not None and s.sigma > 0]
+    sigmas = [
+        (s.sigma, max(s.workloads * s.repeats - 1, 1))
+        for s in sessions
+        if s.sigma is not None and s.sigma > 0
+    ]
     sigma = None
     if sigmas:
         dof = sum(w for _, w in sigmas)
@@ -423,7 +451,9 @@ def _repeat_key(row: Any) -> int:
     return int(rep) if isinstance(rep, int) and not isinstance(rep, bool) else 0
 
 
-def summarize_arm(name: str, rows: Sequence[Any], role: str = "", source_hash: str | None = None) -> ArmSummary:
+def summarize_arm(
+    name: str, rows: Sequence[Any], role: str = "", source_hash: str | None = None
+) -> ArmSummary:
     failures: list[Failure] = []
     by_repeat: dict[int, list[float]] = {}
     uuids: dict[str, None] = {}
@@ -445,8 +475,15 @@ def summarize_arm(name: str, rows: Sequence[Any], role: str = "", source_hash: s
             if isinstance(spd, (int, float)):
                 speedups.append(float(spd))
         else:
-            failures.append(Failure(uuid, str(status) if status != PASSED else "PASSED without a latency",
-                                    _get(r, "repeat"), _get(r, "error"), dict(_get(r, "axes") or {})))
+            failures.append(
+                Failure(
+                    uuid,
+                    str(status) if status != PASSED else "PASSED without a latency",
+                    _get(r, "repeat"),
+                    _get(r, "error"),
+                    dict(_get(r, "axes") or {}),
+                )
+            )
     means = [numbers.mean(v) for _, v in sorted(by_repeat.items())]
     p95s = [numbers.p95(v) for _, v in sorted(by_repeat.items())]
     means_f = [float(m) for m in means if m is not None]
@@ -455,13 +492,24 @@ def summarize_arm(name: str, rows: Sequence[Any], role: str = "", source_hash: s
     mean = numbers.mean(means_f)
     sd = numbers.stdev(means_f)
     return ArmSummary(
-        name=name, role=role, rows=len(rows), passed=passed, workloads=len(uuids), repeats=len(by_repeat),
-        complete=bool(rows) and not failures, failures=failures, mean_latency_ms=mean,
-        p95_latency_ms=numbers.mean(p95s_f), median_latency_ms=numbers.median(all_lat),
+        name=name,
+        role=role,
+        rows=len(rows),
+        passed=passed,
+        workloads=len(uuids),
+        repeats=len(by_repeat),
+        complete=bool(rows) and not failures,
+        failures=failures,
+        mean_latency_ms=mean,
+        p95_latency_ms=numbers.mean(p95s_f),
+        median_latency_ms=numbers.median(all_lat),
         best_repeat_mean_ms=min(means_f) if means_f else None,
         run_to_run_cv=(sd / mean) if sd is not None and mean else None,
-        repeat_means_ms=means_f, repeat_p95s_ms=p95s_f,
-        mean_reference_latency_ms=numbers.mean(refs), mean_speedup=numbers.mean(speedups), source_hash=source_hash,
+        repeat_means_ms=means_f,
+        repeat_p95s_ms=p95s_f,
+        mean_reference_latency_ms=numbers.mean(refs),
+        mean_speedup=numbers.mean(speedups),
+        source_hash=source_hash,
     )
 
 
@@ -489,10 +537,19 @@ class WorkloadPair:
         return math.exp(self.log_ratio)
 
     def to_json(self) -> dict[str, Any]:
-        return {"uuid": self.uuid, "axes": self.axes, "band": self.band, "base_mean_ms": self.base_mean_ms,
-                "cand_mean_ms": self.cand_mean_ms, "ratio": self.ratio, "log_ratio": self.log_ratio,
-                "pairs": self.pairs, "paired_by_repeat": self.paired_by_repeat, "outcome": self.outcome,
-                "weight": self.weight}
+        return {
+            "uuid": self.uuid,
+            "axes": self.axes,
+            "band": self.band,
+            "base_mean_ms": self.base_mean_ms,
+            "cand_mean_ms": self.cand_mean_ms,
+            "ratio": self.ratio,
+            "log_ratio": self.log_ratio,
+            "pairs": self.pairs,
+            "paired_by_repeat": self.paired_by_repeat,
+            "outcome": self.outcome,
+            "weight": self.weight,
+        }
 
 
 def _passed_by_repeat(rows: Iterable[Any]) -> dict[str, dict[int | None, list[float]]]:
@@ -507,10 +564,13 @@ def _passed_by_repeat(rows: Iterable[Any]) -> dict[str, dict[int | None, list[fl
     return out
 
 
-def pair_workloads(base_rows: Sequence[Any], cand_rows: Sequence[Any],
-                   band_of: Mapping[str, str] | None = None,
-                   weights: Mapping[str, float] | None = None,
-                   tie_band: float = DEFAULT_TIE_BAND) -> tuple[list[WorkloadPair], list[str]]:
+def pair_workloads(
+    base_rows: Sequence[Any],
+    cand_rows: Sequence[Any],
+    band_of: Mapping[str, str] | None = None,
+    weights: Mapping[str, float] | None = None,
+    tie_band: float = DEFAULT_TIE_BAND,
+) -> tuple[list[WorkloadPair], list[str]]:
     """Per-workload paired log ratios, in the baseline's workload order, and the workloads that
     appear in one arm only (or without a PASSED latency in an arm)."""
     base = _passed_by_repeat(base_rows)
@@ -531,7 +591,9 @@ def pair_workloads(base_rows: Sequence[Any], cand_rows: Sequence[Any],
         if not b or not c:
             unpaired.append(uuid)
             continue
-        common = sorted(k for k in set(b) & set(c) if k is not None and len(b[k]) == 1 and len(c[k]) == 1)
+        common = sorted(
+            k for k in set(b) & set(c) if k is not None and len(b[k]) == 1 and len(c[k]) == 1
+        )
         b_all = [x for v in b.values() for x in v]
         c_all = [x for v in c.values() for x in v]
         if common:
@@ -546,8 +608,21 @@ def pair_workloads(base_rows: Sequence[Any], cand_rows: Sequence[Any],
             by_repeat = False
         outcome = "win" if d < lo_tie else ("loss" if d > hi_tie else "tie")
         w = 1.0 if weights is None else float(weights.get(uuid, 0.0))
-        pairs.append(WorkloadPair(uuid, axes_of.get(uuid, {}), band_of.get(uuid, "all"), sum(b_all) / len(b_all),
-                                  sum(c_all) / len(c_all), d, n_pairs, by_repeat, logs, outcome, w))
+        pairs.append(
+            WorkloadPair(
+                uuid,
+                axes_of.get(uuid, {}),
+                band_of.get(uuid, "all"),
+                sum(b_all) / len(b_all),
+                sum(c_all) / len(c_all),
+                d,
+                n_pairs,
+                by_repeat,
+                logs,
+                outcome,
+                w,
+            )
+        )
     return pairs, unpaired
 
 
@@ -561,7 +636,9 @@ def bands_from_axes(rows: Iterable[Any]) -> dict[str, str]:
         ax = _get(r, "axes") or {}
         uuid = str(_get(r, "uuid"))
         if uuid not in axes_of:
-            axes_of[uuid] = {k: int(v) for k, v in ax.items() if isinstance(v, int) and not isinstance(v, bool)}
+            axes_of[uuid] = {
+                k: int(v) for k, v in ax.items() if isinstance(v, int) and not isinstance(v, bool)
+            }
     names = sorted({a for ax in axes_of.values() for a in ax})
     varying = [a for a in names if len({ax.get(a) for ax in axes_of.values()}) > 1]
     if not varying:
@@ -614,7 +691,9 @@ def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> 
     within = math.sqrt(ss / dof) if dof >= 2 else None
     options: list[PairNoise] = []
     if within is not None:
-        options.append(PairNoise(within, float(dof), f"repeat-to-repeat spread in this run, {dof} df"))
+        options.append(
+            PairNoise(within, float(dof), f"repeat-to-repeat spread in this run, {dof} df")
+        )
     if aa_sigma is not None and aa_sigma > 0:
         options.append(PairNoise(aa_sigma, None, "A/A history"))
     if options:
@@ -636,13 +715,21 @@ def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> 
         dof = len(scale) - groups
         if dof >= 2:
             sigma = math.sqrt(ss / dof) * math.sqrt(sum(scale) / len(scale))
-            best = PairNoise(sigma, float(dof),
-                             "spread of the per-workload ratios around their band's mean (no repeats, no A/A history; "
-                             "real differences inside a band count as noise)", estimated=False)
+            best = PairNoise(
+                sigma,
+                float(dof),
+                "spread of the per-workload ratios around their band's mean (no repeats, no A/A history; "
+                "real differences inside a band count as noise)",
+                estimated=False,
+            )
         else:
-            best = PairNoise(DEFAULT_NOISE, None, "the default (nothing to estimate it from)", estimated=False)
+            best = PairNoise(
+                DEFAULT_NOISE, None, "the default (nothing to estimate it from)", estimated=False
+            )
     if best.sigma < MIN_NOISE:
-        best = PairNoise(MIN_NOISE, best.df, f"{best.source}, floored at {_pct(MIN_NOISE)}", best.estimated)
+        best = PairNoise(
+            MIN_NOISE, best.df, f"{best.source}, floored at {_pct(MIN_NOISE)}", best.estimated
+        )
     return best
 
 
@@ -740,35 +827,61 @@ class Comparison:
 
     @property
     def wins(self) -> tuple[int, int, int]:
-        return (sum(p.outcome == "win" for p in self.pairs), sum(p.outcome == "tie" for p in self.pairs),
-                sum(p.outcome == "loss" for p in self.pairs))
+        return (
+            sum(p.outcome == "win" for p in self.pairs),
+            sum(p.outcome == "tie" for p in self.pairs),
+            sum(p.outcome == "loss" for p in self.pairs),
+        )
 
     def recommendation(self) -> str:
         """One sentence: what to do with this candidate."""
         if self.verdict == NOT_JUDGED:
-            reasons = sorted({f.error or f.status for arm in (self.baseline, self.candidate)
-                              for f in arm.failures if is_tool_limit(f.status)})
-            return ("not judged here: this machine cannot build or run " + ("; ".join(reasons[:2]) or "a solution")
-                    + " (not a kernel failure: run it where it can, a GPU host or --backend modal)")
+            reasons = sorted(
+                {
+                    f.error or f.status
+                    for arm in (self.baseline, self.candidate)
+                    for f in arm.failures
+                    if is_tool_limit(f.status)
+                }
+            )
+            return (
+                "not judged here: this machine cannot build or run "
+                + ("; ".join(reasons[:2]) or "a solution")
+                + " (not a kernel failure: run it where it can, a GPU host or --backend modal)"
+            )
         if self.no_speed_reason is not None and self.verdict != NOT_JUDGED:
-            correct = (f"correctness: baseline {self.baseline.passed}/{self.baseline.rows}, candidate "
-                       f"{self.candidate.passed}/{self.candidate.rows} PASSED")
+            correct = (
+                f"correctness: baseline {self.baseline.passed}/{self.baseline.rows}, candidate "
+                f"{self.candidate.passed}/{self.candidate.rows} PASSED"
+            )
             if self.verdict == INCOMPLETE:
                 correct += " (fix or retry the failures)"
-            return (f"no speed verdict: {self.no_speed_reason}; {correct}; measure both on one GPU "
-                    "(--backend local or modal) to decide")
+            return (
+                f"no speed verdict: {self.no_speed_reason}; {correct}; measure both on one GPU "
+                "(--backend local or modal) to decide"
+            )
         if self.verdict == INCOMPLETE:
-            return "incomplete: only runs with every workload PASSED count; fix or retry the failures"
+            return (
+                "incomplete: only runs with every workload PASSED count; fix or retry the failures"
+            )
         if self.verdict == PROMOTE:
             return "promote: faster beyond the noise floor, no regression beyond the guard"
         extra = ""
         if self.dispatch_bands:
             extra = "; archive as a dispatch candidate for band " + ", ".join(self.dispatch_bands)
         if self.verdict == BLOCKED:
-            return "do not promote: the guard found a regression (" + "; ".join(self.blocked_by) + ")" + extra
+            return (
+                "do not promote: the guard found a regression ("
+                + "; ".join(self.blocked_by)
+                + ")"
+                + extra
+            )
         if self.verdict == REJECT:
             return "reject: not faster by the noise floor" + extra
-        return "inconclusive: measure more (more repeats or workloads), or reject when the budget is spent" + extra
+        return (
+            "inconclusive: measure more (more repeats or workloads), or reject when the budget is spent"
+            + extra
+        )
 
     def to_json(self) -> dict[str, Any]:
         wins, ties, losses = self.wins
@@ -793,7 +906,10 @@ class Comparison:
             "pair_noise": asdict(self.noise) if self.noise else None,
             "workloads": self.workloads,
             "unpaired": list(self.unpaired),
-            "wins": wins, "ties": ties, "losses": losses, "tie_band": self.tie_band,
+            "wins": wins,
+            "ties": ties,
+            "losses": losses,
+            "tie_band": self.tie_band,
             "weighted": self.weighted,
             "scope": self.scope,
             "per_band": [b.to_json() for b in self.per_band],
@@ -803,8 +919,10 @@ class Comparison:
             "guard_margin": self.guard_margin,
             "complete": self.complete,
             "failures": list(self.failures),
-            "threshold": {"baseline_mean_ms": self.baseline.mean_latency_ms,
-                          "rule": "the baseline's mean across repeats, never its best single run"},
+            "threshold": {
+                "baseline_mean_ms": self.baseline.mean_latency_ms,
+                "rule": "the baseline's mean across repeats, never its best single run",
+            },
             "arms": {"baseline": self.baseline.to_json(), "candidate": self.candidate.to_json()},
             "per_workload": [p.to_json() for p in self.pairs],
             "notes": list(self.notes),
@@ -822,25 +940,34 @@ def _t_interval(d: Sequence[float], w: Sequence[float], confidence: float) -> In
     n = len(d)
     mean = _weighted_mean(d, w)
     total = sum(w)
-    var = sum(wi * wi * (di - mean) ** 2 for di, wi in zip(d, w, strict=True)) / (total * total) * n / (n - 1)
+    var = (
+        sum(wi * wi * (di - mean) ** 2 for di, wi in zip(d, w, strict=True))
+        / (total * total)
+        * n
+        / (n - 1)
+    )
     se = math.sqrt(var)
     q = t_quantile(0.5 + confidence / 2.0, float(n - 1))
-    return Interval(mean - q * se, mean + q * se, f"t across {n} workloads, {n - 1} df", float(n - 1))
+    return Interval(
+        mean - q * se, mean + q * se, f"t across {n} workloads, {n - 1} df", float(n - 1)
+    )
 
 
-def _bootstrap(d: Sequence[float], w: Sequence[float], confidence: float, resamples: int, seed: int) -> tuple[float, float]:
+def _bootstrap(
+    d: Sequence[float], w: Sequence[float], confidence: float, resamples: int, seed: int
+) -> tuple[float, float]:
     """Percentile interval of the (weighted) mean over workloads resampled with replacement."""
     rng = random.Random(seed)
     n = len(d)
     means: list[float] = []
     if len(set(w)) == 1:
         draws = rng.choices(d, k=n * resamples)
-        means = [sum(draws[b * n:(b + 1) * n]) / n for b in range(resamples)]
+        means = [sum(draws[b * n : (b + 1) * n]) / n for b in range(resamples)]
     else:
         idx = rng.choices(range(n), k=n * resamples)
         wd = [wi * di for wi, di in zip(w, d, strict=True)]
         for b in range(resamples):
-            chunk = idx[b * n:(b + 1) * n]
+            chunk = idx[b * n : (b + 1) * n]
             tw = sum(map(w.__getitem__, chunk))
             means.append(sum(map(wd.__getitem__, chunk)) / tw if tw > 0 else 0.0)
     alpha = 1.0 - confidence
@@ -850,22 +977,34 @@ def _bootstrap(d: Sequence[float], w: Sequence[float], confidence: float, resamp
     return lo, hi
 
 
-def _z_interval(pairs: Sequence[WorkloadPair], sigma: float, confidence: float, source: str) -> Interval:
+def _z_interval(
+    pairs: Sequence[WorkloadPair], sigma: float, confidence: float, source: str
+) -> Interval:
     total = sum(p.weight for p in pairs)
     mean = sum(p.weight * p.log_ratio for p in pairs) / total
-    se = math.sqrt(sum(p.weight ** 2 * sigma ** 2 / max(p.pairs, 1) for p in pairs)) / total
+    se = math.sqrt(sum(p.weight**2 * sigma**2 / max(p.pairs, 1) for p in pairs)) / total
     q = _NORMAL.inv_cdf(0.5 + confidence / 2.0)
     return Interval(mean - q * se, mean + q * se, f"z, A/A-calibrated noise {source}", None)
 
 
-def interval_for(pairs: Sequence[WorkloadPair], confidence: float, aa_noise: PairNoise | None,
-                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, scope: str = "full") -> Interval | None:
+def interval_for(
+    pairs: Sequence[WorkloadPair],
+    confidence: float,
+    aa_noise: PairNoise | None,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    scope: str = "full",
+) -> Interval | None:
     """The interval for log G (see the module docstring for which one)."""
     pairs = [p for p in pairs if p.weight > 0]
     n = len(pairs)
     if n == 0:
         return None
-    z = _z_interval(pairs, aa_noise.sigma, confidence, _pct(aa_noise.sigma)) if aa_noise is not None else None
+    z = (
+        _z_interval(pairs, aa_noise.sigma, confidence, _pct(aa_noise.sigma))
+        if aa_noise is not None
+        else None
+    )
     if z is not None and (scope == "full" or n < T_MIN_WORKLOADS):
         return z
     if n < T_MIN_WORKLOADS:
@@ -875,17 +1014,25 @@ def interval_for(pairs: Sequence[WorkloadPair], confidence: float, aa_noise: Pai
     across = _t_interval(d, w, confidence)
     if n >= BOOTSTRAP_MIN_WORKLOADS:
         lo, hi = _bootstrap(d, w, confidence, resamples, seed)
-        across = Interval(min(lo, across.log_low), max(hi, across.log_high),
-                          f"bootstrap over {n} workloads, {resamples} resamples, seed {seed}, widened to the t-interval",
-                          across.df)
+        across = Interval(
+            min(lo, across.log_low),
+            max(hi, across.log_high),
+            f"bootstrap over {n} workloads, {resamples} resamples, seed {seed}, widened to the t-interval",
+            across.df,
+        )
     if z is not None:
-        return Interval(min(z.log_low, across.log_low), max(z.log_high, across.log_high),
-                        f"the wider of ({across.method}) and ({z.method})", across.df)
+        return Interval(
+            min(z.log_low, across.log_low),
+            max(z.log_high, across.log_high),
+            f"the wider of ({across.method}) and ({z.method})",
+            across.df,
+        )
     return across
 
 
-def _guard(pairs: Sequence[WorkloadPair], noise: PairNoise, margin: float, tau: float,
-           confidence: float) -> tuple[list[GuardHit], list[BandResult]]:
+def _guard(
+    pairs: Sequence[WorkloadPair], noise: PairNoise, margin: float, tau: float, confidence: float
+) -> tuple[list[GuardHit], list[BandResult]]:
     limit = math.log1p(margin)
     hits: list[GuardHit] = []
     # Workloads
@@ -896,9 +1043,16 @@ def _guard(pairs: Sequence[WorkloadPair], noise: PairNoise, margin: float, tau: 
     for p, flag, pv in zip(pairs, holm(p_values), p_values, strict=True):
         if flag:
             axes = ", ".join(f"{k}={v}" for k, v in p.axes.items())
-            hits.append(GuardHit("workload", p.uuid + (f" ({axes})" if axes else ""), p.ratio, pv,
-                                 f"{(p.ratio - 1) * 100:+.1f}% (ratio {p.ratio:.3f}, beyond +{_pct(margin)} "
-                                 f"with confidence, Holm p={pv:.2g})"))
+            hits.append(
+                GuardHit(
+                    "workload",
+                    p.uuid + (f" ({axes})" if axes else ""),
+                    p.ratio,
+                    pv,
+                    f"{(p.ratio - 1) * 100:+.1f}% (ratio {p.ratio:.3f}, beyond +{_pct(margin)} "
+                    f"with confidence, Holm p={pv:.2g})",
+                )
+            )
     # Bands
     groups: dict[str, list[WorkloadPair]] = {}
     for p in pairs:
@@ -912,32 +1066,56 @@ def _guard(pairs: Sequence[WorkloadPair], noise: PairNoise, margin: float, tau: 
         se = noise.sigma * math.sqrt(sum(1.0 / max(p.pairs, 1) for p in group)) / n
         base_mean = sum(p.base_mean_ms for p in group) / n
         cand_mean = sum(p.cand_mean_ms for p in group) / n
-        bands.append(BandResult(
-            band=name, workloads=n, base_mean_ms=base_mean, cand_mean_ms=cand_mean,
-            change_pct=100.0 * (cand_mean / base_mean - 1.0), geomean_ratio=math.exp(log_g),
-            ci_low=math.exp(log_g - z * se), ci_high=math.exp(log_g + z * se),
-            wins=sum(p.outcome == "win" for p in group), ties=sum(p.outcome == "tie" for p in group),
-            losses=sum(p.outcome == "loss" for p in group),
-            dispatch_candidate=(log_g + z * se) < -tau,  # cleared below when the global verdict is PROMOTE
-        ))
+        bands.append(
+            BandResult(
+                band=name,
+                workloads=n,
+                base_mean_ms=base_mean,
+                cand_mean_ms=cand_mean,
+                change_pct=100.0 * (cand_mean / base_mean - 1.0),
+                geomean_ratio=math.exp(log_g),
+                ci_low=math.exp(log_g - z * se),
+                ci_high=math.exp(log_g + z * se),
+                wins=sum(p.outcome == "win" for p in group),
+                ties=sum(p.outcome == "tie" for p in group),
+                losses=sum(p.outcome == "loss" for p in group),
+                dispatch_candidate=(log_g + z * se)
+                < -tau,  # cleared below when the global verdict is PROMOTE
+            )
+        )
         band_p.append(1.0 - t_cdf((log_g - limit) / se, noise.df))
     if len(bands) > 1:
         for b, flag, pv in zip(bands, holm(band_p), band_p, strict=True):
             if flag:
                 b.regression = True
-                hits.append(GuardHit("band", b.band, b.geomean_ratio, pv,
-                                     f"{(b.geomean_ratio - 1) * 100:+.1f}% (geomean ratio {b.geomean_ratio:.3f}, beyond "
-                                     f"+{_pct(margin)} with confidence, Holm p={pv:.2g})"))
+                hits.append(
+                    GuardHit(
+                        "band",
+                        b.band,
+                        b.geomean_ratio,
+                        pv,
+                        f"{(b.geomean_ratio - 1) * 100:+.1f}% (geomean ratio {b.geomean_ratio:.3f}, beyond "
+                        f"+{_pct(margin)} with confidence, Holm p={pv:.2g})",
+                    )
+                )
     return hits, bands
 
 
-def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], *,
-                   baseline_name: str = "baseline", candidate_name: str = "candidate",
-                   band_of: Mapping[str, str] | None = None, weights: Mapping[str, float] | None = None,
-                   settings: StatsSettings | None = None, floor: NoiseFloor | None = None,
-                   baseline_hash: str | None = None, candidate_hash: str | None = None,
-                   scope: str = "full",
-                   timing: tuple[TimingKey | None, TimingKey | None] | None = None) -> Comparison:
+def paired_verdict(
+    baseline_rows: Sequence[Any],
+    candidate_rows: Sequence[Any],
+    *,
+    baseline_name: str = "baseline",
+    candidate_name: str = "candidate",
+    band_of: Mapping[str, str] | None = None,
+    weights: Mapping[str, float] | None = None,
+    settings: StatsSettings | None = None,
+    floor: NoiseFloor | None = None,
+    baseline_hash: str | None = None,
+    candidate_hash: str | None = None,
+    scope: str = "full",
+    timing: tuple[TimingKey | None, TimingKey | None] | None = None,
+) -> Comparison:
     """Compare a candidate's rows with the baseline's (see the module docstring).
 
     ``scope``: ``full`` when the workloads are the whole set the decision is about (a full
@@ -953,14 +1131,18 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
         band_of = bands_from_axes(list(baseline_rows) + list(candidate_rows))
     base = summarize_arm(baseline_name, baseline_rows, "baseline", baseline_hash)
     cand = summarize_arm(candidate_name, candidate_rows, "candidate", candidate_hash)
-    pairs, unpaired = pair_workloads(baseline_rows, candidate_rows, band_of, weights, settings.tie_band)
+    pairs, unpaired = pair_workloads(
+        baseline_rows, candidate_rows, band_of, weights, settings.tie_band
+    )
     notes: list[str] = []
     if weights is not None:
         dropped = [p for p in pairs if p.weight <= 0]
         if dropped:
             notes.append(f"{len(dropped)} workload(s) have no positive weight and do not count")
         pairs = [p for p in pairs if p.weight > 0]
-    failures = [f"baseline {f.describe()}" for f in base.failures] + [f"candidate {f.describe()}" for f in cand.failures]
+    failures = [f"baseline {f.describe()}" for f in base.failures] + [
+        f"candidate {f.describe()}" for f in cand.failures
+    ]
     base_uuids = {str(_get(r, "uuid")) for r in baseline_rows}
     cand_uuids = {str(_get(r, "uuid")) for r in candidate_rows}
     for uuid in unpaired:
@@ -973,19 +1155,36 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
         timing = (timing_key_of_rows(baseline_rows), timing_key_of_rows(candidate_rows))
     no_speed = speed_blocker(*timing)
     if no_speed is not None:
-        return _correctness_only(base, cand, pairs, unpaired, failures, notes, floor, settings, scope,
-                                 weights is not None, no_speed)
+        return _correctness_only(
+            base,
+            cand,
+            pairs,
+            unpaired,
+            failures,
+            notes,
+            floor,
+            settings,
+            scope,
+            weights is not None,
+            no_speed,
+        )
     if not pairs:
         notes.append("no workload has a PASSED latency in both arms")
-    log_g = _weighted_mean([p.log_ratio for p in pairs], [p.weight for p in pairs]) if pairs else None
+    log_g = (
+        _weighted_mean([p.log_ratio for p in pairs], [p.weight for p in pairs]) if pairs else None
+    )
     noise = pair_noise(pairs, floor.aa_sigma) if pairs else None
     aa_noise = noise if (noise is not None and floor.aa_sigma is not None) else None
-    interval = interval_for(pairs, settings.confidence, aa_noise, settings.bootstrap_resamples, settings.seed, scope)
+    interval = interval_for(
+        pairs, settings.confidence, aa_noise, settings.bootstrap_resamples, settings.seed, scope
+    )
     tau = floor.tau
     if interval is None:
         interval_verdict = INCONCLUSIVE
         if pairs:
-            notes.append(f"{len(pairs)} paired workload(s): an interval needs {T_MIN_WORKLOADS}+ workloads or A/A history")
+            notes.append(
+                f"{len(pairs)} paired workload(s): an interval needs {T_MIN_WORKLOADS}+ workloads or A/A history"
+            )
     elif interval.log_high < -tau:
         interval_verdict = PROMOTE
     elif interval.log_low > -tau:
@@ -999,9 +1198,11 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
         assert noise is not None
         hits, bands = _guard(pairs, noise, settings.guard_margin, tau, settings.confidence)
     elif noise is not None:
-        notes.append("the regression guard and the per-band intervals cannot be judged: no noise estimate for these "
-                     "rows (one value per workload and no A/A history of this definition, device and timing); "
-                     "measure with --repeats 2 or more, or record an A/A session (fibtui compare --aa)")
+        notes.append(
+            "the regression guard and the per-band intervals cannot be judged: no noise estimate for these "
+            "rows (one value per workload and no A/A history of this definition, device and timing); "
+            "measure with --repeats 2 or more, or record an A/A session (fibtui compare --aa)"
+        )
     if any(is_tool_limit(f.status) for f in base.failures + cand.failures):
         verdict = NOT_JUDGED
     elif not complete:
@@ -1016,18 +1217,44 @@ def paired_verdict(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any], 
         for b in bands:
             b.dispatch_candidate = False
     return Comparison(
-        baseline=base, candidate=cand, verdict=verdict, interval_verdict=interval_verdict,
-        geomean_ratio=math.exp(log_g) if log_g is not None else None, log_g=log_g, interval=interval,
-        tau=floor, confidence=settings.confidence, noise=noise, workloads=len(pairs), pairs=pairs,
-        unpaired=unpaired, per_band=bands, guard=hits, guard_margin=settings.guard_margin,
-        tie_band=settings.tie_band, complete=complete, failures=failures, notes=notes, weighted=weights is not None,
+        baseline=base,
+        candidate=cand,
+        verdict=verdict,
+        interval_verdict=interval_verdict,
+        geomean_ratio=math.exp(log_g) if log_g is not None else None,
+        log_g=log_g,
+        interval=interval,
+        tau=floor,
+        confidence=settings.confidence,
+        noise=noise,
+        workloads=len(pairs),
+        pairs=pairs,
+        unpaired=unpaired,
+        per_band=bands,
+        guard=hits,
+        guard_margin=settings.guard_margin,
+        tie_band=settings.tie_band,
+        complete=complete,
+        failures=failures,
+        notes=notes,
+        weighted=weights is not None,
         scope=scope,
     )
 
 
-def _correctness_only(base: ArmSummary, cand: ArmSummary, pairs: list[WorkloadPair], unpaired: list[str],
-                      failures: list[str], notes: list[str], floor: NoiseFloor, settings: StatsSettings, scope: str,
-                      weighted: bool, reason: str) -> Comparison:
+def _correctness_only(
+    base: ArmSummary,
+    cand: ArmSummary,
+    pairs: list[WorkloadPair],
+    unpaired: list[str],
+    failures: list[str],
+    notes: list[str],
+    floor: NoiseFloor,
+    settings: StatsSettings,
+    scope: str,
+    weighted: bool,
+    reason: str,
+) -> Comparison:
     """A comparison that states correctness only: no G, no interval, no guard, no bands."""
     if any(is_tool_limit(f.status) for f in base.failures + cand.failures):
         verdict = NOT_JUDGED
@@ -1037,11 +1264,29 @@ def _correctness_only(base: ArmSummary, cand: ArmSummary, pairs: list[WorkloadPa
         verdict = NO_SPEED_VERDICT
     notes = [*notes, f"no speed verdict: {reason}"]
     return Comparison(
-        baseline=base, candidate=cand, verdict=verdict, interval_verdict=NO_SPEED_VERDICT, geomean_ratio=None,
-        log_g=None, interval=None, tau=floor, confidence=settings.confidence, noise=None, workloads=len(pairs),
-        pairs=[], unpaired=unpaired, per_band=[], guard=[], guard_margin=settings.guard_margin,
-        tie_band=settings.tie_band, complete=not failures and bool(pairs), failures=failures, notes=notes,
-        weighted=weighted, scope=scope, no_speed_reason=reason,
+        baseline=base,
+        candidate=cand,
+        verdict=verdict,
+        interval_verdict=NO_SPEED_VERDICT,
+        geomean_ratio=None,
+        log_g=None,
+        interval=None,
+        tau=floor,
+        confidence=settings.confidence,
+        noise=None,
+        workloads=len(pairs),
+        pairs=[],
+        unpaired=unpaired,
+        per_band=[],
+        guard=[],
+        guard_margin=settings.guard_margin,
+        tie_band=settings.tie_band,
+        complete=not failures and bool(pairs),
+        failures=failures,
+        notes=notes,
+        weighted=weighted,
+        scope=scope,
+        no_speed_reason=reason,
     )
 
 
@@ -1065,31 +1310,60 @@ class LeaderboardEntry:
         c = self.comparison
         assert c is not None
         a = c.candidate
-        return {"rank": self.rank, "name": self.name, "mean_latency_ms": a.mean_latency_ms,
-                "p95_latency_ms": a.p95_latency_ms, "run_to_run_cv": a.run_to_run_cv, "complete": a.complete,
-                "verdict": c.verdict, "geomean_ratio": c.geomean_ratio,
-                "ci_low": c.interval.low if c.interval else None, "ci_high": c.interval.high if c.interval else None,
-                "blocked_by": c.blocked_by, "dispatch_bands": c.dispatch_bands}
+        return {
+            "rank": self.rank,
+            "name": self.name,
+            "mean_latency_ms": a.mean_latency_ms,
+            "p95_latency_ms": a.p95_latency_ms,
+            "run_to_run_cv": a.run_to_run_cv,
+            "complete": a.complete,
+            "verdict": c.verdict,
+            "geomean_ratio": c.geomean_ratio,
+            "ci_low": c.interval.low if c.interval else None,
+            "ci_high": c.interval.high if c.interval else None,
+            "blocked_by": c.blocked_by,
+            "dispatch_bands": c.dispatch_bands,
+        }
 
 
 def _rank_key(a: ArmSummary) -> tuple[int, float, float, float]:
     """Complete first; then mean, p95, run-to-run CV, each compared to 9 significant digits (equal
     means are equal, whatever order the floating-point sums ran in)."""
+
     def key(x: float | None) -> float:
         return float("inf") if x is None else float(f"{x:.9g}")
 
-    return (0 if a.complete else 1, key(a.mean_latency_ms), key(a.p95_latency_ms), key(a.run_to_run_cv))
+    return (
+        0 if a.complete else 1,
+        key(a.mean_latency_ms),
+        key(a.p95_latency_ms),
+        key(a.run_to_run_cv),
+    )
 
 
-def leaderboard(baseline_rows: Sequence[Any], candidates: Mapping[str, Sequence[Any]], *,
-                baseline_name: str = "baseline", hashes: Mapping[str, str] | None = None,
-                **kwargs: Any) -> list[LeaderboardEntry]:
+def leaderboard(
+    baseline_rows: Sequence[Any],
+    candidates: Mapping[str, Sequence[Any]],
+    *,
+    baseline_name: str = "baseline",
+    hashes: Mapping[str, str] | None = None,
+    **kwargs: Any,
+) -> list[LeaderboardEntry]:
     """Every candidate against the baseline, ranked by mean latency, then p95, then run-to-run
     variance (complete candidates first)."""
     hashes = hashes or {}
-    comps = [paired_verdict(baseline_rows, rows, baseline_name=baseline_name, candidate_name=name,
-                            candidate_hash=hashes.get(name), baseline_hash=hashes.get(baseline_name), **kwargs)
-             for name, rows in candidates.items()]
+    comps = [
+        paired_verdict(
+            baseline_rows,
+            rows,
+            baseline_name=baseline_name,
+            candidate_name=name,
+            candidate_hash=hashes.get(name),
+            baseline_hash=hashes.get(baseline_name),
+            **kwargs,
+        )
+        for name, rows in candidates.items()
+    ]
     comps.sort(key=lambda c: (_rank_key(c.candidate), c.candidate.name))
     return [LeaderboardEntry(i + 1, c.candidate.name, c) for i, c in enumerate(comps)]
 
@@ -1099,8 +1373,14 @@ def leaderboard(baseline_rows: Sequence[Any], candidates: Mapping[str, Sequence[
 # --------------------------------------------------------------------------------------------
 
 
-def aa_session_from(comparison: Comparison, source: str, kind: str, definition: str | None = None,
-                    gpu: str | None = None, timing_kind: str | None = None) -> AASession:
+def aa_session_from(
+    comparison: Comparison,
+    source: str,
+    kind: str,
+    definition: str | None = None,
+    gpu: str | None = None,
+    timing_kind: str | None = None,
+) -> AASession:
     """An A/A session from a comparison of the same code with itself."""
     sigma = None
     logs = [x for p in comparison.pairs if p.paired_by_repeat for x in p.pair_logs]
@@ -1111,9 +1391,18 @@ def aa_session_from(comparison: Comparison, source: str, kind: str, definition: 
         reps = sum(p.pairs for p in comparison.pairs) / len(comparison.pairs)
         sigma = spread * math.sqrt(reps) if spread is not None else None
     repeats = max((p.pairs for p in comparison.pairs), default=0)
-    return AASession(source=source, kind=kind, log_g=comparison.log_g or 0.0, sigma=sigma,
-                     workloads=comparison.workloads, repeats=repeats, definition=definition, gpu=gpu,
-                     verdict=comparison.verdict, timing_kind=timing_kind)
+    return AASession(
+        source=source,
+        kind=kind,
+        log_g=comparison.log_g or 0.0,
+        sigma=sigma,
+        workloads=comparison.workloads,
+        repeats=repeats,
+        definition=definition,
+        gpu=gpu,
+        verdict=comparison.verdict,
+        timing_kind=timing_kind,
+    )
 
 
 class _BadField(Exception):
@@ -1155,13 +1444,25 @@ def load_aa_file(path: Path) -> list[AASession]:
             gpu = obj.get("gpu")
             timing_kind = obj.get("timing_kind")
             if timing_kind is None and gpu:
-                timing_kind = "cupti"  # sessions recorded before the timing kind was: GPU runs had a gpu
-            session = AASession(source=str(obj.get("source", "")), kind=str(obj.get("kind", "compare --aa")),
-                                log_g=log_g, sigma=sigma, workloads=_count(obj, "workloads", 0),
-                                repeats=_count(obj, "repeats", 1), definition=_text(obj, "definition"),
-                                gpu=_text(obj, "gpu"), verdict=_text(obj, "verdict"), timing_kind=_text_value(timing_kind))
+                timing_kind = (
+                    "cupti"  # sessions recorded before the timing kind was: GPU runs had a gpu
+                )
+            session = AASession(
+                source=str(obj.get("source", "")),
+                kind=str(obj.get("kind", "compare --aa")),
+                log_g=log_g,
+                sigma=sigma,
+                workloads=_count(obj, "workloads", 0),
+                repeats=_count(obj, "repeats", 1),
+                definition=_text(obj, "definition"),
+                gpu=_text(obj, "gpu"),
+                verdict=_text(obj, "verdict"),
+                timing_kind=_text_value(timing_kind),
+            )
         except KeyError as exc:
-            raise InputError(path, "required field is missing", line=number, field=str(exc.args[0])) from None
+            raise InputError(
+                path, "required field is missing", line=number, field=str(exc.args[0])
+            ) from None
         except _BadField as exc:
             raise InputError(path, exc.args[1], line=number, field=exc.args[0]) from None
         except (TypeError, ValueError, OverflowError) as exc:
@@ -1174,8 +1475,14 @@ def load_aa_file(path: Path) -> list[AASession]:
     return out
 
 
-def aa_sessions(archive_root: Path, gpu: str | None = None, exclude_runs: Iterable[str] = (), *,
-                definition: str | None = None, timing_kind: str | None = None) -> list[AASession]:
+def aa_sessions(
+    archive_root: Path,
+    gpu: str | None = None,
+    exclude_runs: Iterable[str] = (),
+    *,
+    definition: str | None = None,
+    timing_kind: str | None = None,
+) -> list[AASession]:
     """The A/A sessions of an archive (same-code paired runs plus ``benchmarks/aa.jsonl``) of one
     key: with ``timing_kind``, sessions of that (definition, device, timing kind) only; without
     it, sessions on another GPU than ``gpu`` are left out when both are known. CPU-interpreter
@@ -1206,33 +1513,65 @@ def aa_sessions(archive_root: Path, gpu: str | None = None, exclude_runs: Iterab
                 continue
             jobs = record.get("jobs") or []
             b_rows = [j for j in jobs if j.get("role") == "baseline"]
-            c_rows = [j for j in jobs if j.get("role") == "candidate" and j.get("solution") == c.get("name")]
-            comp = paired_verdict(b_rows, c_rows, baseline_name=base[0].get("name", ""), candidate_name=c.get("name", ""))
+            c_rows = [
+                j
+                for j in jobs
+                if j.get("role") == "candidate" and j.get("solution") == c.get("name")
+            ]
+            comp = paired_verdict(
+                b_rows,
+                c_rows,
+                baseline_name=base[0].get("name", ""),
+                candidate_name=c.get("name", ""),
+            )
             if not comp.pairs:
                 continue
             run_kind = record.get("timing_kind")
-            run_gpu = (record.get("environment") or {}).get("gpu") if run_kind != CPU_INTERPRETER else None
-            sessions.append(aa_session_from(comp, listing.run_id, "paired-run", record.get("definition"), run_gpu,
-                                            run_kind if isinstance(run_kind, str) else None))
+            run_gpu = (
+                (record.get("environment") or {}).get("gpu")
+                if run_kind != CPU_INTERPRETER
+                else None
+            )
+            sessions.append(
+                aa_session_from(
+                    comp,
+                    listing.run_id,
+                    "paired-run",
+                    record.get("definition"),
+                    run_gpu,
+                    run_kind if isinstance(run_kind, str) else None,
+                )
+            )
     sessions += load_aa_file(archive_root / AA_FILE)
     sessions = [s for s in sessions if s.timing_kind != CPU_INTERPRETER]
     if timing_kind is not None:
-        return [s for s in sessions if s.timing_kind == timing_kind and s.gpu == gpu
-                and (definition is None or s.definition == definition)]
+        return [
+            s
+            for s in sessions
+            if s.timing_kind == timing_kind
+            and s.gpu == gpu
+            and (definition is None or s.definition == definition)
+        ]
     if gpu:
         sessions = [s for s in sessions if not s.gpu or s.gpu == gpu]
     return sessions
 
 
 def aa_key_label(definition: str | None, key: TimingKey) -> str:
-    return f"{definition or 'definition not stated'}, {key.device or 'device not stated'}, {key.kind}"
+    return (
+        f"{definition or 'definition not stated'}, {key.device or 'device not stated'}, {key.kind}"
+    )
 
 
 def timing_key_of_source(src: Source) -> TimingKey:
     """How a compared file's latencies were measured: fibtui runs say it (cupti or
     cpu-interpreter, and the GPU); every other result format is flashinfer-bench's timing (its
     traces, or the hand workflow's files written from it)."""
-    kind = src.table.meta.get("timing_kind") if src.table.source_format == "fibtui-run" else "flashinfer-bench"
+    kind = (
+        src.table.meta.get("timing_kind")
+        if src.table.source_format == "fibtui-run"
+        else "flashinfer-bench"
+    )
     kind = kind if isinstance(kind, str) and kind else "unknown"
     return TimingKey(kind, src.gpu if kind != CPU_INTERPRETER else None)
 
@@ -1281,7 +1620,11 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
     folder: Path | None = None
     if p.is_dir():
         folder = p
-    elif not p.exists() and archive_root is not None and (archive_root / "runs" / spec / "journal.jsonl").is_file():
+    elif (
+        not p.exists()
+        and archive_root is not None
+        and (archive_root / "runs" / spec / "journal.jsonl").is_file()
+    ):
         folder = archive_root / "runs" / spec
     if folder is not None:
         if (folder / "run.json").is_file():
@@ -1297,14 +1640,22 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
     else:
         hint = ""
         if archive_root is not None and (archive_root / "runs").is_dir():
-            known = sorted(x.name for x in (archive_root / "runs").iterdir() if (x / "journal.jsonl").is_file())
+            known = sorted(
+                x.name for x in (archive_root / "runs").iterdir() if (x / "journal.jsonl").is_file()
+            )
             hint = f" (runs here: {', '.join(known[-5:])})" if known else ""
-        raise InputError(spec, f"not a result file, a run folder, or a run id under optimize_ops/runs{hint}")
+        raise InputError(
+            spec, f"not a result file, a run folder, or a run id under optimize_ops/runs{hint}"
+        )
     src = Source(spec=spec, path=path, table=table)
     if table.source_format == "fibtui-run":
         src.run_id = table.meta.get("run_id")
         try:
-            record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else build_record(folder)  # type: ignore[arg-type]
+            record = (
+                json.loads(path.read_text(encoding="utf-8"))
+                if path.is_file()
+                else build_record(folder)
+            )  # type: ignore[arg-type]
         except (OSError, json.JSONDecodeError):
             record = {}
         src.selection = record.get("workload_selection")
@@ -1315,7 +1666,10 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
     if isinstance(env, dict):
         src.gpu = env.get("gpu") or env.get("hardware")
     if not has_workload_latencies(table.source_format):
-        raise InputError(path, f"a {table.source_format} file has no per-workload latencies to pair; give a result file with them")
+        raise InputError(
+            path,
+            f"a {table.source_format} file has no per-workload latencies to pair; give a result file with them",
+        )
     return src
 
 
@@ -1330,17 +1684,24 @@ def _group(rows: Sequence[Any]) -> dict[str, list[Any]]:
     return out
 
 
-def select_arms(base: Source, cand: Source | None, solution_base: str | None = None,
-                solution_cand: str | None = None) -> tuple[str, list[Any], dict[str, list[Any]]]:
+def select_arms(
+    base: Source,
+    cand: Source | None,
+    solution_base: str | None = None,
+    solution_cand: str | None = None,
+) -> tuple[str, list[Any], dict[str, list[Any]]]:
     """(baseline name, baseline rows, {candidate name: rows}) from the two sources (see
     ``fibtui compare --help``)."""
+
     def pick(src: Source, role: str, name: str | None, flag: str) -> dict[str, list[Any]]:
         rows = list(src.table.rows)
         if name is not None:
             mine = [r for r in rows if _get(r, "solution") == name]
             if not mine:
-                names = ", ".join(sorted({str(_get(r, 'solution')) for r in rows})) or "none"
-                raise InputError(src.path, f"no rows for solution {name!r}; solutions here: {names}", field=flag)
+                names = ", ".join(sorted({str(_get(r, "solution")) for r in rows})) or "none"
+                raise InputError(
+                    src.path, f"no rows for solution {name!r}; solutions here: {names}", field=flag
+                )
             roled = [r for r in mine if _get(r, "role") == role]
             return {name: roled or mine}
         roled = [r for r in rows if _get(r, "role") == role]
@@ -1352,10 +1713,18 @@ def select_arms(base: Source, cand: Source | None, solution_base: str | None = N
 
     base_groups = pick(base, "baseline", solution_base, "--solution-base")
     if not base_groups:
-        raise InputError(base.path, "has no baseline rows: name the baseline solution with --solution-base", field="BASE")
+        raise InputError(
+            base.path,
+            "has no baseline rows: name the baseline solution with --solution-base",
+            field="BASE",
+        )
     if len(base_groups) > 1:
-        raise InputError(base.path, f"holds {len(base_groups)} solutions ({', '.join(n or '(unnamed)' for n in base_groups)}); "
-                         "pick the baseline with --solution-base", field="--solution-base")
+        raise InputError(
+            base.path,
+            f"holds {len(base_groups)} solutions ({', '.join(n or '(unnamed)' for n in base_groups)}); "
+            "pick the baseline with --solution-base",
+            field="--solution-base",
+        )
     base_name, base_rows = next(iter(base_groups.items()))
     other = cand if cand is not None else base
     if cand is None:
@@ -1364,17 +1733,31 @@ def select_arms(base: Source, cand: Source | None, solution_base: str | None = N
         if solution_cand is not None:
             rest = [r for r in rest if _get(r, "solution") == solution_cand]
             if not rest:
-                raise InputError(base.path, f"no candidate rows for solution {solution_cand!r}", field="--solution-cand")
+                raise InputError(
+                    base.path,
+                    f"no candidate rows for solution {solution_cand!r}",
+                    field="--solution-cand",
+                )
         groups = _group([r for r in rest if _get(r, "role") in (None, "candidate")])
         if not groups:
-            raise InputError(base.path, "holds only one solution: give CAND too (another result file or run id)", field="CAND")
+            raise InputError(
+                base.path,
+                "holds only one solution: give CAND too (another result file or run id)",
+                field="CAND",
+            )
     else:
         groups = pick(other, "candidate", solution_cand, "--solution-cand")
-        if other.path.resolve() == base.path.resolve() and solution_cand is None and len(groups) > 1:
+        if (
+            other.path.resolve() == base.path.resolve()
+            and solution_cand is None
+            and len(groups) > 1
+        ):
             groups = {n: rows for n, rows in groups.items() if n != base_name}
         if not groups:
             raise InputError(other.path, "has no candidate rows", field="CAND")
-    cands = {(_arm_name(other, n) if n else _arm_name(other, None)): rows for n, rows in groups.items()}
+    cands = {
+        (_arm_name(other, n) if n else _arm_name(other, None)): rows for n, rows in groups.items()
+    }
     return _arm_name(base, base_name or None), base_rows, cands
 
 
@@ -1392,17 +1775,35 @@ class CompareOutcome:
         return self.entries[0].comparison if len(self.entries) == 1 else None
 
     def to_json(self) -> dict[str, Any]:
-        common = {"base": self.base.spec, "cand": self.cand.spec, "scope": self.scope, "compare_notes": list(self.notes)}
+        common = {
+            "base": self.base.spec,
+            "cand": self.cand.spec,
+            "scope": self.scope,
+            "compare_notes": list(self.notes),
+        }
         if self.single is not None:
             return {**self.single.to_json(), **common}
-        return {"baseline": self.baseline, **common, "leaderboard": [e.to_json() for e in self.entries],
-                "comparisons": [e.comparison.to_json() for e in self.entries if e.comparison is not None]}
+        return {
+            "baseline": self.baseline,
+            **common,
+            "leaderboard": [e.to_json() for e in self.entries],
+            "comparisons": [
+                e.comparison.to_json() for e in self.entries if e.comparison is not None
+            ],
+        }
 
 
-def compare_sources(base: Source, cand: Source | None, *, solution_base: str | None = None,
-                    solution_cand: str | None = None, settings: StatsSettings | None = None,
-                    archive_root: Path | None = None, band_of: Mapping[str, str] | None = None,
-                    total_workloads: int | None = None) -> CompareOutcome:
+def compare_sources(
+    base: Source,
+    cand: Source | None,
+    *,
+    solution_base: str | None = None,
+    solution_cand: str | None = None,
+    settings: StatsSettings | None = None,
+    archive_root: Path | None = None,
+    band_of: Mapping[str, str] | None = None,
+    total_workloads: int | None = None,
+) -> CompareOutcome:
     """Pair the baseline with every candidate of the two sources, each with its own verdict."""
     settings = settings or StatsSettings()
     base_name, base_rows, cands = select_arms(base, cand, solution_base, solution_cand)
@@ -1413,8 +1814,13 @@ def compare_sources(base: Source, cand: Source | None, *, solution_base: str | N
     sessions: list[AASession] = []
     key_label = aa_key_label(definition, key_base)
     if archive_root is not None and speed_blocker(key_base, key_cand) is None:
-        sessions = aa_sessions(archive_root, key_base.device, exclude_runs=runs, definition=definition,
-                               timing_kind=key_base.kind)
+        sessions = aa_sessions(
+            archive_root,
+            key_base.device,
+            exclude_runs=runs,
+            definition=definition,
+            timing_kind=key_base.kind,
+        )
     floor = noise_floor(settings, sessions, key_label)
     uuids = {str(_get(r, "uuid")) for r in base_rows}
     if total_workloads is not None:
@@ -1427,9 +1833,20 @@ def compare_sources(base: Source, cand: Source | None, *, solution_base: str | N
     for src in (base, other):
         for (_role, name), h in src.hashes.items():
             hashes.setdefault(name, h)
-    entries = leaderboard(base_rows, cands, baseline_name=base_name, hashes=hashes, band_of=band_of,
-                          settings=settings, floor=floor, scope=scope, timing=(key_base, key_cand))
+    entries = leaderboard(
+        base_rows,
+        cands,
+        baseline_name=base_name,
+        hashes=hashes,
+        band_of=band_of,
+        settings=settings,
+        floor=floor,
+        scope=scope,
+        timing=(key_base, key_cand),
+    )
     notes = []
     if scope == "sample":
-        notes.append(f"{len(uuids)} workloads stand in for the whole set (a gate or a selection): promotion needs the full set")
+        notes.append(
+            f"{len(uuids)} workloads stand in for the whole set (a gate or a selection): promotion needs the full set"
+        )
     return CompareOutcome(base_name, base, other, scope, entries, notes)

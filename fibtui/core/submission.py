@@ -73,8 +73,11 @@ def select_config(workspace: str | Path, definition: str | None = None) -> Solut
     topo = topology_or_refuse(workspace)
     if definition is None:
         if len(topo.configs) > 1:
-            raise UsageError("several definitions here (" + ", ".join(c.definition for c in topo.configs)
-                             + "); name one with --definition")
+            raise UsageError(
+                "several definitions here ("
+                + ", ".join(c.definition for c in topo.configs)
+                + "); name one with --definition"
+            )
         return topo.configs[0]
     for c in topo.configs:
         if c.definition == definition:
@@ -99,7 +102,12 @@ def packable_files(cfg: SolutionConfig) -> tuple[list[Path], list[str]]:
         for name in sorted(filenames):
             p = here / name
             rel = p.relative_to(root).as_posix()
-            if name.startswith(".") or name in EXCLUDED_FILES or name.endswith(EXCLUDED_SUFFIXES) or not p.is_file():
+            if (
+                name.startswith(".")
+                or name in EXCLUDED_FILES
+                or name.endswith(EXCLUDED_SUFFIXES)
+                or not p.is_file()
+            ):
                 excluded.append(rel)
             else:
                 files.append(p)
@@ -115,7 +123,10 @@ def _read_source(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text (sources are packed as text; move binaries out of the source folder)") from None
+        raise InputError(
+            path,
+            "not UTF-8 text (sources are packed as text; move binaries out of the source folder)",
+        ) from None
 
 
 def _str_list(cfg: SolutionConfig, key: str) -> list[str] | None:
@@ -165,13 +176,23 @@ def pack_solution(
         raise InputError(cfg.path, f"nothing to pack in {cfg.source_dir}", field="build.language")
     rels = [p.relative_to(cfg.source_dir).as_posix() for p in files]
     if cfg.entry_file is None or cfg.entry_file not in rels:
-        raise InputError(cfg.path, f"entry point file {cfg.entry_file!r} is not among the packed sources "
-                         f"({', '.join(rels)})", field="build.entry_point")
+        raise InputError(
+            cfg.path,
+            f"entry point file {cfg.entry_file!r} is not among the packed sources "
+            f"({', '.join(rels)})",
+            field="build.entry_point",
+        )
     hardware = target_hardware or _str_list(cfg, "target_hardware")
     if not hardware:
         setting = get_setting(workspace, "submission.target_hardware", None)
-        if setting is not None and (not isinstance(setting, list) or not all(isinstance(h, str) and h for h in setting)):
-            raise InputError(Path(workspace) / "fibtui.toml", "expected a list of strings", field="submission.target_hardware")
+        if setting is not None and (
+            not isinstance(setting, list) or not all(isinstance(h, str) and h for h in setting)
+        ):
+            raise InputError(
+                Path(workspace) / "fibtui.toml",
+                "expected a list of strings",
+                field="submission.target_hardware",
+            )
         hardware = list(setting) if setting else list(DEFAULT_TARGET_HARDWARE)
     spec: dict[str, Any] = {
         "language": cfg.language,
@@ -190,7 +211,9 @@ def pack_solution(
         "definition": cfg.definition,
         "author": cfg.author,
         "spec": spec,
-        "sources": [{"path": rel, "content": _read_source(p)} for rel, p in zip(rels, files, strict=True)],
+        "sources": [
+            {"path": rel, "content": _read_source(p)} for rel, p in zip(rels, files, strict=True)
+        ],
         "description": description,
     }
     parse_solution(obj, cfg.path)  # our own reader must accept what we write
@@ -214,7 +237,9 @@ def validate_with_flashinfer_bench(obj: dict[str, Any]) -> str | None:
         else:  # pragma: no cover - older releases without pydantic
             return None
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
-        raise CheckFailed(f"flashinfer-bench {version} rejects the packed solution: {' '.join(str(exc).split())}") from None
+        raise CheckFailed(
+            f"flashinfer-bench {version} rejects the packed solution: {' '.join(str(exc).split())}"
+        ) from None
     return version
 
 
@@ -241,7 +266,11 @@ def _tag_definition_part(definition: str) -> str:
 
 
 def tag_name(number: int, definition: str | None = None) -> str:
-    return f"submission-v{number}" if definition is None else f"submission-{_tag_definition_part(definition)}-v{number}"
+    return (
+        f"submission-v{number}"
+        if definition is None
+        else f"submission-{_tag_definition_part(definition)}-v{number}"
+    )
 
 
 def parse_tag(name: str) -> tuple[str | None, int] | None:
@@ -299,7 +328,9 @@ def _open_repo(workspace: str | Path) -> git.Repo:
     try:
         return git.Repo(Path(workspace), search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise UsageError(f"{workspace} is not inside a git repository (submission tags need one)") from None
+        raise UsageError(
+            f"{workspace} is not inside a git repository (submission tags need one)"
+        ) from None
 
 
 def _rel(repo: git.Repo, path: Path) -> str:
@@ -311,13 +342,17 @@ def _scheme(workspace: str | Path, scheme: str | None) -> str:
     if scheme is None:
         scheme = get_setting(workspace, "submission.tag_scheme", "plain")
     if scheme not in SCHEMES:
-        raise InputError(Path(workspace) / "fibtui.toml", f"expected one of {', '.join(SCHEMES)}, got {scheme!r}",
-                         field="submission.tag_scheme")
+        raise InputError(
+            Path(workspace) / "fibtui.toml",
+            f"expected one of {', '.join(SCHEMES)}, got {scheme!r}",
+            field="submission.tag_scheme",
+        )
     return str(scheme)
 
 
-def existing_submission_tags(repo: git.Repo, remote: str | None = "origin", timeout_s: float = 30.0
-                             ) -> tuple[list[SubmissionTag], str | None]:
+def existing_submission_tags(
+    repo: git.Repo, remote: str | None = "origin", timeout_s: float = 30.0
+) -> tuple[list[SubmissionTag], str | None]:
     """Every submission tag, local and on ``remote``; (tags, the remote's error or None)."""
     tags: dict[str, SubmissionTag] = {}
     for ref in repo.tags:
@@ -332,9 +367,13 @@ def existing_submission_tags(repo: git.Repo, remote: str | None = "origin", time
     remote_error = None
     if remote is not None:
         try:
-            out = repo.git.ls_remote("--tags", remote, kill_after_timeout=timeout_s, env=_NETWORK_ENV)
+            out = repo.git.ls_remote(
+                "--tags", remote, kill_after_timeout=timeout_s, env=_NETWORK_ENV
+            )
         except git.GitCommandError as exc:
-            remote_error = " ".join(str(exc.stderr or exc).replace("stderr:", "").split()).strip(" '")
+            remote_error = " ".join(str(exc.stderr or exc).replace("stderr:", "").split()).strip(
+                " '"
+            )
             out = ""
         peeled: dict[str, str] = {}
         plain: dict[str, str] = {}
@@ -342,7 +381,7 @@ def existing_submission_tags(repo: git.Repo, remote: str | None = "origin", time
             sha, _, ref = line.partition("\t")
             if not ref.startswith("refs/tags/"):
                 continue
-            name = ref[len("refs/tags/"):]
+            name = ref[len("refs/tags/") :]
             if name.endswith("^{}"):
                 peeled[name[:-3]] = sha
             else:
@@ -390,13 +429,22 @@ def _local_problems(repo: git.Repo, cfg: SolutionConfig, head: str) -> list[str]
     problems: list[str] = []
     cfg_rel = _rel(repo, cfg.path)
     src_rel = _rel(repo, cfg.source_dir)
-    status = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", src_rel, cfg_rel,
-                             strip_newline_in_stdout=False)
+    status = repo.git.status(
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--",
+        src_rel,
+        cfg_rel,
+        strip_newline_in_stdout=False,
+    )
     dirty = _porcelain_paths(status)
     if dirty:
         shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
-        problems.append(f"uncommitted changes under {src_rel}/ or in {cfg_rel}: {shown} (commit them first: "
-                        "the tag must hold what was measured)")
+        problems.append(
+            f"uncommitted changes under {src_rel}/ or in {cfg_rel}: {shown} (commit them first: "
+            "the tag must hold what was measured)"
+        )
     try:
         committed = repo.git.show(f"{head}:{cfg_rel}")
     except git.GitCommandError:
@@ -409,12 +457,16 @@ def _local_problems(repo: git.Repo, cfg: SolutionConfig, head: str) -> list[str]
         problems.append(f"{cfg_rel} at {head[:12]} is not valid TOML")
         return problems
     if committed_def != cfg.definition:
-        problems.append(f"{cfg_rel} at {head[:12]} names definition {committed_def!r}, not the active {cfg.definition!r}")
+        problems.append(
+            f"{cfg_rel} at {head[:12]} names definition {committed_def!r}, not the active {cfg.definition!r}"
+        )
     if cfg.entry_file:
         try:
             repo.git.cat_file("-e", f"{head}:{src_rel}/{cfg.entry_file}")
         except git.GitCommandError:
-            problems.append(f"entry point file {src_rel}/{cfg.entry_file} is not committed at {head[:12]}")
+            problems.append(
+                f"entry point file {src_rel}/{cfg.entry_file} is not committed at {head[:12]}"
+            )
     return problems
 
 
@@ -434,16 +486,29 @@ def plan_tag(
         branch = None if repo.head.is_detached else repo.active_branch.name
         if remote is None:
             tracking = repo.active_branch.tracking_branch() if branch else None
-            remote = tracking.remote_name if tracking is not None and tracking.remote_name != "." else "origin"
+            remote = (
+                tracking.remote_name
+                if tracking is not None and tracking.remote_name != "."
+                else "origin"
+            )
         head = repo.head.commit.hexsha if repo.head.is_valid() else None
         remote_known = remote in {r.name for r in repo.remotes}
-        tags, remote_error = existing_submission_tags(repo, remote if (check_remote and remote_known) else None, timeout_s)
+        tags, remote_error = existing_submission_tags(
+            repo, remote if (check_remote and remote_known) else None, timeout_s
+        )
         number = next_tag_number(tags, scheme, cfg.definition)
         plan = TagPlan(
-            definition=cfg.definition, scheme=scheme,
-            tag=tag_name(number, None if scheme == "plain" else cfg.definition), number=number,
-            head=head, branch=branch, remote=remote, remote_checked=check_remote and remote_known and remote_error is None,
-            repo_root=str(repo.working_tree_dir), config=_rel(repo, cfg.path), source_dir=_rel(repo, cfg.source_dir),
+            definition=cfg.definition,
+            scheme=scheme,
+            tag=tag_name(number, None if scheme == "plain" else cfg.definition),
+            number=number,
+            head=head,
+            branch=branch,
+            remote=remote,
+            remote_checked=check_remote and remote_known and remote_error is None,
+            repo_root=str(repo.working_tree_dir),
+            config=_rel(repo, cfg.path),
+            source_dir=_rel(repo, cfg.source_dir),
             existing=tags,
         )
         mine = _relevant(tags, scheme, cfg.definition)
@@ -453,21 +518,32 @@ def plan_tag(
             return plan
         plan.problems += _local_problems(repo, cfg, head)
         if not remote_known:
-            plan.warnings.append(f"no remote {remote!r}: tags on a remote were not counted and nothing can be pushed")
+            plan.warnings.append(
+                f"no remote {remote!r}: tags on a remote were not counted and nothing can be pushed"
+            )
         elif not check_remote:
             plan.warnings.append(f"tags on {remote} were not checked")
         elif remote_error:
-            plan.warnings.append(f"could not read tags on {remote} ({remote_error}); numbered from local tags only")
+            plan.warnings.append(
+                f"could not read tags on {remote} ({remote_error}); numbered from local tags only"
+            )
         if branch is None:
-            plan.warnings.append("detached HEAD: the tag can be created and pushed, the branch cannot")
+            plan.warnings.append(
+                "detached HEAD: the tag can be created and pushed, the branch cannot"
+            )
         on_head = [t.name for t in mine if t.commit == head]
         if on_head:
-            plan.warnings.append(f"HEAD is already tagged {', '.join(on_head)}: a new tag re-submits the same commit")
+            plan.warnings.append(
+                f"HEAD is already tagged {', '.join(on_head)}: a new tag re-submits the same commit"
+            )
         topo = check_topology(workspace)
         others = [c.definition for c in topo.configs if c.definition != cfg.definition]
         if others and scheme == "plain":
-            plan.warnings.append("a plain tag covers the whole repo: " + ", ".join(others)
-                                 + " are submitted as they are at this commit too")
+            plan.warnings.append(
+                "a plain tag covers the whole repo: "
+                + ", ".join(others)
+                + " are submitted as they are at this commit too"
+            )
         return plan
     finally:
         repo.close()
@@ -491,11 +567,15 @@ def create_tag(workspace: str | Path, plan: TagPlan, message: str | None = None)
     """Create the planned tag on HEAD (annotated). The local checks run again first."""
     if plan.problems:
         raise CheckFailed("refusing to tag: " + "; ".join(plan.problems))
-    fresh = plan_tag(workspace, plan.definition, remote=plan.remote, scheme=plan.scheme, check_remote=False)
+    fresh = plan_tag(
+        workspace, plan.definition, remote=plan.remote, scheme=plan.scheme, check_remote=False
+    )
     if fresh.problems:
         raise CheckFailed("refusing to tag: " + "; ".join(fresh.problems))
     if fresh.head != plan.head:
-        raise CheckFailed(f"HEAD moved since the plan ({(plan.head or '-')[:12]} -> {(fresh.head or '-')[:12]}); plan again")
+        raise CheckFailed(
+            f"HEAD moved since the plan ({(plan.head or '-')[:12]} -> {(fresh.head or '-')[:12]}); plan again"
+        )
     if any(t.name == plan.tag and t.local for t in fresh.existing) or fresh.number > plan.number:
         raise CheckFailed(f"tag {plan.tag} (or a later one) exists already; plan again")
     assert plan.head is not None
@@ -505,7 +585,9 @@ def create_tag(workspace: str | Path, plan: TagPlan, message: str | None = None)
         try:
             repo.create_tag(plan.tag, ref=plan.head, message=msg)
         except git.GitCommandError as exc:
-            raise CheckFailed(f"git tag {plan.tag} failed: {' '.join(str(exc.stderr).split())}") from None
+            raise CheckFailed(
+                f"git tag {plan.tag} failed: {' '.join(str(exc.stderr).split())}"
+            ) from None
         return TagStep(plan.tag, plan.head, "created")
     finally:
         repo.close()
@@ -517,9 +599,13 @@ def _push(workspace: str | Path, remote: str, refspec: str, timeout_s: float) ->
         if remote not in {r.name for r in repo.remotes}:
             raise UsageError(f"no remote {remote!r} in {repo.working_tree_dir}")
         try:
-            return repo.git.push("--porcelain", remote, refspec, kill_after_timeout=timeout_s, env=_NETWORK_ENV)
+            return repo.git.push(
+                "--porcelain", remote, refspec, kill_after_timeout=timeout_s, env=_NETWORK_ENV
+            )
         except git.GitCommandError as exc:
-            raise CheckFailed(f"git push {remote} {refspec} failed: {' '.join(str(exc.stderr).split())}") from None
+            raise CheckFailed(
+                f"git push {remote} {refspec} failed: {' '.join(str(exc.stderr).split())}"
+            ) from None
     finally:
         repo.close()
 

@@ -45,10 +45,18 @@ INSTALL_HINT = {"cutlass": "nvidia-cutlass-dsl", "tvm_ffi": "apache-tvm-ffi", "c
 #: What torch, CUDA and the build tools say when the machine has no GPU or no CUDA toolkit: a
 #: failure with one of these, on a machine without a GPU, is a limit of the machine.
 NO_GPU_MARKERS = (
-    "Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "no CUDA-capable device",
-    "CUDA driver initialization failed", "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "libcuda.so",
-    "Cannot access accelerator device when none is available", "Could not detect CUDA compute_cap",
-    "Could not find CUDA installation", "CUDA_HOME environment variable is not set", "nvidia-smi",
+    "Torch not compiled with CUDA enabled",
+    "Found no NVIDIA driver",
+    "no CUDA-capable device",
+    "CUDA driver initialization failed",
+    "cudaErrorNoDevice",
+    "CUDA_ERROR_NO_DEVICE",
+    "libcuda.so",
+    "Cannot access accelerator device when none is available",
+    "Could not detect CUDA compute_cap",
+    "Could not find CUDA installation",
+    "CUDA_HOME environment variable is not set",
+    "nvidia-smi",
     "0 active drivers",  # Triton's autotuner (it benchmarks on a GPU) under the CPU interpreter
 )
 
@@ -129,7 +137,9 @@ def find_ninja() -> str | None:
 def tool_version(exe: str) -> str | None:
     """The last line of ``exe --version`` that names a version (nvcc: 'release 13.0, V13.0.88')."""
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     text = out.stdout or out.stderr
@@ -156,11 +166,13 @@ class Toolchain:
         return asdict(self)
 
     def describe(self) -> str:
-        parts = [f"nvcc {self.nvcc_version or 'found'}" if self.nvcc else "no nvcc",
-                 "tvm-ffi" if self.tvm_ffi else "no tvm-ffi",
-                 "ninja" if self.ninja else "no ninja",
-                 "CuTe DSL" if self.cutlass_dsl else "no CuTe DSL",
-                 "TileLang" if self.tilelang else "no TileLang"]
+        parts = [
+            f"nvcc {self.nvcc_version or 'found'}" if self.nvcc else "no nvcc",
+            "tvm-ffi" if self.tvm_ffi else "no tvm-ffi",
+            "ninja" if self.ninja else "no ninja",
+            "CuTe DSL" if self.cutlass_dsl else "no CuTe DSL",
+            "TileLang" if self.tilelang else "no TileLang",
+        ]
         return ", ".join(parts)
 
 
@@ -177,8 +189,14 @@ def detect(versions: bool = True) -> Toolchain:
     )
 
 
-def limits(language: str, binding: str | None, sources: list[dict[str, str]], backend: str,
-           gpu: bool, tools: Toolchain | None = None) -> str | None:
+def limits(
+    language: str,
+    binding: str | None,
+    sources: list[dict[str, str]],
+    backend: str,
+    gpu: bool,
+    tools: Toolchain | None = None,
+) -> str | None:
     """Why this machine cannot build or run the solution on ``backend`` (local | interpreter), or
     None. Modal's image decides for itself: its worker reports what it lacks."""
     try:
@@ -192,14 +210,18 @@ def limits(language: str, binding: str | None, sources: list[dict[str, str]], ba
             return "TileLang solutions need an NVIDIA GPU; this run would use the CPU (Triton's interpreter)"
         for mod in sorted(unconditional_imports(sources)):
             if mod in GPU_ONLY_MODULES and not on_gpu:
-                return (f"imports {mod} ({GPU_ONLY_MODULES[mod]}), which needs an NVIDIA GPU; this run "
-                        "would use the CPU (Triton's interpreter)")
+                return (
+                    f"imports {mod} ({GPU_ONLY_MODULES[mod]}), which needs an NVIDIA GPU; this run "
+                    "would use the CPU (Triton's interpreter)"
+                )
             if not has_module(mod):
                 return f"imports {mod}, which is not installed in {sys.executable} (pip install {INSTALL_HINT.get(mod, mod)})"
         return None
     tools = tools or detect(versions=False)
     if has_cu and not on_gpu:
-        return "CUDA solutions need an NVIDIA GPU; this run would use the CPU (Triton's interpreter)"
+        return (
+            "CUDA solutions need an NVIDIA GPU; this run would use the CPU (Triton's interpreter)"
+        )
     if builder == "tvm-ffi" and not tools.tvm_ffi:
         return f"the tvm-ffi binding needs apache-tvm-ffi in {sys.executable} (pip install 'fibtui[cuda]')"
     if has_cu and tools.nvcc is None:

@@ -29,8 +29,20 @@ ARCHIVE_DIR = "optimize_ops"
 STATE_DIR = ".fibtui"
 #: Folders never searched for solution configs.
 SKIP_DIRS = {
-    ".git", ".venv", "venv", "node_modules", "__pycache__", ARCHIVE_DIR, "reference",
-    "dataset", "build", "dist", STATE_DIR, ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".git",
+    ".venv",
+    "venv",
+    "node_modules",
+    "__pycache__",
+    ARCHIVE_DIR,
+    "reference",
+    "dataset",
+    "build",
+    "dist",
+    STATE_DIR,
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
     "candidates",
 }
 #: Where a solution's candidates live (beside its config.toml, or at the workspace root): each
@@ -47,7 +59,12 @@ LANGUAGE_SUFFIXES = {
     "cuda": (".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc"),
     "cpp": (".cpp", ".cc", ".h", ".hpp", ".cu"),
 }
-DEFAULT_ENTRY_FILE = {"triton": "kernel.py", "python": "kernel.py", "cuda": "kernel.cu", "cpp": "kernel.cpp"}
+DEFAULT_ENTRY_FILE = {
+    "triton": "kernel.py",
+    "python": "kernel.py",
+    "cuda": "kernel.cu",
+    "cpp": "kernel.cpp",
+}
 
 
 @dataclass
@@ -128,7 +145,11 @@ def _resolve_bare_entry(source_dir: Path, language: str, function: str) -> str |
     if default and (source_dir / default).is_file():
         return default
     suffixes = LANGUAGE_SUFFIXES.get(language, (".py",))
-    pattern = re.compile(rf"\bdef\s+{re.escape(function)}\s*\(" if ".py" in suffixes else rf"\b{re.escape(function)}\s*\(")
+    pattern = re.compile(
+        rf"\bdef\s+{re.escape(function)}\s*\("
+        if ".py" in suffixes
+        else rf"\b{re.escape(function)}\s*\("
+    )
     hits = []
     if source_dir.is_dir():
         for p in sorted(source_dir.rglob("*")):
@@ -158,7 +179,9 @@ def load_config(path: str | Path) -> SolutionConfig:
                 raise InputError(path, "required field is missing", field=f"{section}.{key}")
             return None
         if not isinstance(value, str) or (required and not value.strip()):
-            raise InputError(path, f"expected a non-empty string, got {value!r}", field=f"{section}.{key}")
+            raise InputError(
+                path, f"expected a non-empty string, got {value!r}", field=f"{section}.{key}"
+            )
         return value
 
     name = text(sol, "name", "solution")
@@ -166,24 +189,42 @@ def load_config(path: str | Path) -> SolutionConfig:
     author = text(sol, "author", "solution", required=False) or ""
     language = text(build, "language", "build")
     if language not in LANGUAGE_SUFFIXES:
-        raise InputError(path, f"expected one of {', '.join(LANGUAGE_SUFFIXES)}, got {language!r}", field="build.language")
+        raise InputError(
+            path,
+            f"expected one of {', '.join(LANGUAGE_SUFFIXES)}, got {language!r}",
+            field="build.language",
+        )
     entry = text(build, "entry_point", "build")
     assert entry is not None and language is not None
     if "::" in entry:
         entry_file, _, function = entry.partition("::")
         if not entry_file or not function:
-            raise InputError(path, f"expected 'file.py::function' or a function name, got {entry!r}", field="build.entry_point")
+            raise InputError(
+                path,
+                f"expected 'file.py::function' or a function name, got {entry!r}",
+                field="build.entry_point",
+            )
         parts = entry_file.replace("\\", "/").split("/")
-        if entry_file.startswith(("/", "\\")) or ".." in parts or "\0" in entry_file or len(entry_file) > 255:
-            raise InputError(path, f"the entry point file must be a path inside solution/{language}/, got {entry_file!r}",
-                             field="build.entry_point")
+        if (
+            entry_file.startswith(("/", "\\"))
+            or ".." in parts
+            or "\0" in entry_file
+            or len(entry_file) > 255
+        ):
+            raise InputError(
+                path,
+                f"the entry point file must be a path inside solution/{language}/, got {entry_file!r}",
+                field="build.entry_point",
+            )
     else:
         function = entry
         entry_file = _resolve_bare_entry(path.parent / "solution" / language, language, function)
     binding = text(build, "binding", "build", required=False)
     dps = build.get("destination_passing_style")
     if dps is not None and not isinstance(dps, bool):
-        raise InputError(path, f"expected true or false, got {dps!r}", field="build.destination_passing_style")
+        raise InputError(
+            path, f"expected true or false, got {dps!r}", field="build.destination_passing_style"
+        )
     return SolutionConfig(
         path=path,
         name=name,  # type: ignore[arg-type]
@@ -235,9 +276,16 @@ class Candidate:
         return (self.config or self.owner).entry_point
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.folder), "kind": self.kind, "definition": self.owner.definition,
-                "language": self.language, "entry_point": self.entry_point,
-                "binding": (self.config or self.owner).binding, "problems": [str(p) for p in self.problems]}
+        return {
+            "name": self.name,
+            "path": str(self.folder),
+            "kind": self.kind,
+            "definition": self.owner.definition,
+            "language": self.language,
+            "entry_point": self.entry_point,
+            "binding": (self.config or self.owner).binding,
+            "problems": [str(p) for p in self.problems],
+        }
 
 
 @dataclass
@@ -275,11 +323,17 @@ def check_topology(root: str | Path) -> Topology:
     configs: list[SolutionConfig] = []
     paths = find_config_files(root)
     if not paths:
-        return Topology("empty", [], [Problem(root, f"no {CONFIG_NAME} with a [solution] table here or in its subfolders")])
+        return Topology(
+            "empty",
+            [],
+            [Problem(root, f"no {CONFIG_NAME} with a [solution] table here or in its subfolders")],
+        )
     for p in paths:
         rel = p.relative_to(root)
         if "solution" in rel.parts[:-1]:
-            problems.append(Problem(p, "config.toml inside solution/ (it belongs next to solution/, not in it)"))
+            problems.append(
+                Problem(p, "config.toml inside solution/ (it belongs next to solution/, not in it)")
+            )
             continue
         try:
             configs.append(load_config(p))
@@ -288,34 +342,42 @@ def check_topology(root: str | Path) -> Topology:
     root_cfg = [c for c in configs if c.folder == root]
     sub_cfg = [c for c in configs if c.folder != root]
     if root_cfg and sub_cfg:
-        problems.append(Problem(
-            root / CONFIG_NAME,
-            "root and per-definition configs together: "
-            + ", ".join(str(c.path.relative_to(root)) for c in sub_cfg)
-            + " (keep one layout)",
-        ))
+        problems.append(
+            Problem(
+                root / CONFIG_NAME,
+                "root and per-definition configs together: "
+                + ", ".join(str(c.path.relative_to(root)) for c in sub_cfg)
+                + " (keep one layout)",
+            )
+        )
     for c in sub_cfg:
         depth = len(c.folder.relative_to(root).parts)
         if depth > 1:
-            problems.append(Problem(c.path, "per-definition configs belong one folder below the workspace root"))
+            problems.append(
+                Problem(c.path, "per-definition configs belong one folder below the workspace root")
+            )
     by_def: dict[str, list[SolutionConfig]] = {}
     for c in configs:
         by_def.setdefault(c.definition, []).append(c)
     for definition, group in by_def.items():
         if len(group) > 1:
-            problems.append(Problem(
-                group[1].path,
-                f"two configs for one definition {definition!r}: "
-                + ", ".join(str(c.path.relative_to(root)) for c in group),
-                field="solution.definition",
-            ))
+            problems.append(
+                Problem(
+                    group[1].path,
+                    f"two configs for one definition {definition!r}: "
+                    + ", ".join(str(c.path.relative_to(root)) for c in group),
+                    field="solution.definition",
+                )
+            )
     for c in configs:
         problems.extend(check_sources(c))
     kind = "invalid" if problems else ("single" if root_cfg else "per-definition")
     return Topology(kind, configs, problems, find_candidates(root, configs))
 
 
-def _candidate_folders(root: Path, configs: list[SolutionConfig]) -> list[tuple[Path, SolutionConfig]]:
+def _candidate_folders(
+    root: Path, configs: list[SolutionConfig]
+) -> list[tuple[Path, SolutionConfig]]:
     """(candidate folder, the config it belongs to): ``<config folder>/candidates/*``, and for the
     per-definition layout ``<root>/candidates/*`` too when there is one config."""
     owners: list[tuple[Path, SolutionConfig]] = [(c.folder / CANDIDATES_DIR, c) for c in configs]
@@ -325,7 +387,9 @@ def _candidate_folders(root: Path, configs: list[SolutionConfig]) -> list[tuple[
     seen: set[Path] = set()
     for parent, owner in owners:
         try:
-            children = sorted(d for d in parent.iterdir() if d.is_dir() and not d.name.startswith((".", "_")))
+            children = sorted(
+                d for d in parent.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))
+            )
         except OSError:
             continue
         for d in children:
@@ -350,8 +414,14 @@ def find_candidates(root: Path, configs: list[SolutionConfig]) -> list[Candidate
                 out.append(cand)
                 continue
             if cand.config.definition != owner.definition:
-                cand.problems.append(Problem(cfg_path, f"is for {cand.config.definition!r}, but {owner.path.parent.name or '.'}/"
-                                            f"{CONFIG_NAME} is for {owner.definition!r}", field="solution.definition"))
+                cand.problems.append(
+                    Problem(
+                        cfg_path,
+                        f"is for {cand.config.definition!r}, but {owner.path.parent.name or '.'}/"
+                        f"{CONFIG_NAME} is for {owner.definition!r}",
+                        field="solution.definition",
+                    )
+                )
             cand.problems.extend(check_sources(cand.config))
             out.append(cand)
             continue
@@ -360,7 +430,12 @@ def find_candidates(root: Path, configs: list[SolutionConfig]) -> list[Candidate
         cand = Candidate(folder.name, folder, "sources", owner)
         entry = owner.entry_file
         if entry is not None and not (folder / entry).is_file():
-            cand.problems.append(Problem(folder, f"has no {entry} (the entry point file of {owner.name}) and no {CONFIG_NAME}"))
+            cand.problems.append(
+                Problem(
+                    folder,
+                    f"has no {entry} (the entry point file of {owner.name}) and no {CONFIG_NAME}",
+                )
+            )
         out.append(cand)
     return out
 
@@ -368,19 +443,43 @@ def find_candidates(root: Path, configs: list[SolutionConfig]) -> list[Candidate
 def check_sources(c: SolutionConfig) -> list[Problem]:
     out: list[Problem] = []
     if not c.source_dir.is_dir():
-        out.append(Problem(c.path, f"source folder {c.source_dir.relative_to(c.folder)}/ does not exist", field="build.language"))
+        out.append(
+            Problem(
+                c.path,
+                f"source folder {c.source_dir.relative_to(c.folder)}/ does not exist",
+                field="build.language",
+            )
+        )
         return out
     if not c.source_files():
-        out.append(Problem(c.path, f"source folder {c.source_dir.relative_to(c.folder)}/ is empty", field="build.language"))
+        out.append(
+            Problem(
+                c.path,
+                f"source folder {c.source_dir.relative_to(c.folder)}/ is empty",
+                field="build.language",
+            )
+        )
         return out
     try:
         entry_exists = c.entry_file is not None and (c.source_dir / c.entry_file).is_file()
     except (OSError, ValueError):
         entry_exists = False
     if c.entry_file is None:
-        out.append(Problem(c.path, f"entry point {c.entry_point_raw!r}: no file in {c.source_dir.relative_to(c.folder)}/ defines it", field="build.entry_point"))
+        out.append(
+            Problem(
+                c.path,
+                f"entry point {c.entry_point_raw!r}: no file in {c.source_dir.relative_to(c.folder)}/ defines it",
+                field="build.entry_point",
+            )
+        )
     elif not entry_exists:
-        out.append(Problem(c.path, f"entry point file {c.source_dir.relative_to(c.folder) / c.entry_file} does not exist", field="build.entry_point"))
+        out.append(
+            Problem(
+                c.path,
+                f"entry point file {c.source_dir.relative_to(c.folder) / c.entry_file} does not exist",
+                field="build.entry_point",
+            )
+        )
     return out
 
 
@@ -405,7 +504,9 @@ class Workspace:
     topology: Topology
     active: SolutionConfig | None
     dataset_root: Path | None
-    dataset_source: str  # "--dataset" | "FIB_DATASET_PATH" | "dataset/" | "embedded:<folder>" | "none"
+    dataset_source: (
+        str  # "--dataset" | "FIB_DATASET_PATH" | "dataset/" | "embedded:<folder>" | "none"
+    )
 
     @property
     def configs(self) -> list[SolutionConfig]:
@@ -456,13 +557,18 @@ def _is_per_definition_root(parent: Path, child: Path) -> bool:
     """
     if (child / ".git").exists() or (parent / CONFIG_NAME).is_file():
         return False
-    if not any((parent / marker).exists() for marker in (".git", "fibtui.toml", ARCHIVE_DIR, "dataset", "reference")):
+    if not any(
+        (parent / marker).exists()
+        for marker in (".git", "fibtui.toml", ARCHIVE_DIR, "dataset", "reference")
+    ):
         return False
     try:
         siblings = [d for d in parent.iterdir() if d.is_dir() and d != child]
     except OSError:
         return False
-    return any((d / CONFIG_NAME).is_file() and has_solution_table(d / CONFIG_NAME) for d in siblings)
+    return any(
+        (d / CONFIG_NAME).is_file() and has_solution_table(d / CONFIG_NAME) for d in siblings
+    )
 
 
 def _owns_candidates(folder: Path) -> bool:
@@ -470,7 +576,9 @@ def _owns_candidates(folder: Path) -> bool:
     cfg = folder / CONFIG_NAME
     if cfg.is_file() and has_solution_table(cfg):
         return True
-    return any((folder / marker).exists() for marker in (".git", "fibtui.toml", ARCHIVE_DIR, "dataset"))
+    return any(
+        (folder / marker).exists() for marker in (".git", "fibtui.toml", ARCHIVE_DIR, "dataset")
+    )
 
 
 def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
@@ -495,8 +603,11 @@ def find_workspace_root(start: Path) -> tuple[Path, Path | None] | None:
             return folder, cfg
     # Not inside a solution folder: the start may be the root of a per-definition layout (a child
     # that is a repository of its own, a demo workspace say, is a workspace beside it, not part of it).
-    children = [d / CONFIG_NAME for d in sorted(start.iterdir())
-                if d.is_dir() and d.name not in SKIP_DIRS and not (d / ".git").exists()]
+    children = [
+        d / CONFIG_NAME
+        for d in sorted(start.iterdir())
+        if d.is_dir() and d.name not in SKIP_DIRS and not (d / ".git").exists()
+    ]
     if any(p.is_file() and has_solution_table(p) for p in children):
         return start, None
     return None
@@ -512,20 +623,28 @@ def resolve_dataset(root: Path, explicit: str | Path | None) -> tuple[Path | Non
         if not path.is_dir():
             raise InputError(path, "dataset folder does not exist", field="--dataset")
         if not _looks_like_dataset(path):
-            raise InputError(path, "not a FlashInfer-Trace folder (no definitions/ inside)", field="--dataset")
+            raise InputError(
+                path, "not a FlashInfer-Trace folder (no definitions/ inside)", field="--dataset"
+            )
         return path.resolve(), "--dataset"
     env = os.environ.get("FIB_DATASET_PATH")
     if env:
         path = Path(env).expanduser()
         if not path.is_dir() or not _looks_like_dataset(path):
-            raise InputError(path, "FIB_DATASET_PATH does not point at a FlashInfer-Trace folder (no definitions/ inside)", field="FIB_DATASET_PATH")
+            raise InputError(
+                path,
+                "FIB_DATASET_PATH does not point at a FlashInfer-Trace folder (no definitions/ inside)",
+                field="FIB_DATASET_PATH",
+            )
         return path.resolve(), "FIB_DATASET_PATH"
     if _looks_like_dataset(root / "dataset"):
         return (root / "dataset").resolve(), "dataset/"
     candidates: list[Path] = []
     for parent in (root, root / "reference"):
         if parent.is_dir():
-            candidates += [d for d in sorted(parent.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+            candidates += [
+                d for d in sorted(parent.iterdir()) if d.is_dir() and not d.name.startswith(".")
+            ]
     for d in candidates:
         if _looks_like_dataset(d):
             return d.resolve(), f"embedded:{d.relative_to(root)}"
@@ -557,7 +676,10 @@ def open_workspace(
     topology = check_topology(root)
     active = None
     if active_cfg is not None:
-        active = next((c for c in topology.configs if c.path == active_cfg.resolve() or c.path == active_cfg), None)
+        active = next(
+            (c for c in topology.configs if c.path == active_cfg.resolve() or c.path == active_cfg),
+            None,
+        )
     if active is None and topology.configs:
         active = topology.configs[0]
     dataset_root, source = resolve_dataset(root, dataset)

@@ -29,10 +29,20 @@ def check_builds(solutions: list[Any], gpu: bool, timeout_s: float = 900.0) -> l
     request = {
         "device_type": "cuda" if gpu else "cpu",
         "build_cache_dir": default_build_cache_dir(),
-        "solutions": [{"id": sid, "name": sol.name,
-                       "spec": {"language": sol.language, "entry_point": sol.entry_point,
-                                "destination_passing_style": sol.dps, "binding": sol.binding},
-                       "sources": sol.sources} for sid, sol in ids.items()],
+        "solutions": [
+            {
+                "id": sid,
+                "name": sol.name,
+                "spec": {
+                    "language": sol.language,
+                    "entry_point": sol.entry_point,
+                    "destination_passing_style": sol.dps,
+                    "binding": sol.binding,
+                },
+                "sources": sol.sources,
+            }
+            for sid, sol in ids.items()
+        ],
     }
     env = scrubbed_environment(dict(os.environ))
     pkg_root = str(Path(__file__).resolve().parents[2])
@@ -45,11 +55,20 @@ def check_builds(solutions: list[Any], gpu: bool, timeout_s: float = 900.0) -> l
         path = Path(tmp) / "request.json"
         path.write_text(json.dumps(request), encoding="utf-8")
         try:
-            proc = subprocess.run([sys.executable, "-m", "fibtui.worker", "buildcheck", "--request", str(path)],
-                                  capture_output=True, text=True, timeout=timeout_s, env=env, cwd=tmp, check=False)
+            proc = subprocess.run(
+                [sys.executable, "-m", "fibtui.worker", "buildcheck", "--request", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=env,
+                cwd=tmp,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
-            return [{"ok": False, "status": "TIMEOUT", "error": f"building took over {timeout_s:.0f} s"}
-                    for _ in solutions]
+            return [
+                {"ok": False, "status": "TIMEOUT", "error": f"building took over {timeout_s:.0f} s"}
+                for _ in solutions
+            ]
     event = None
     for line in proc.stdout.splitlines():
         try:
@@ -63,4 +82,7 @@ def check_builds(solutions: list[Any], gpu: bool, timeout_s: float = 900.0) -> l
         why = f"the worker could not check the builds (exit {proc.returncode}): {tail[:400]}"
         return [{"ok": False, "status": "UNSUPPORTED_HERE", "error": why} for _ in solutions]
     results = event.get("results") or {}
-    return [results.get(sid, {"ok": False, "status": "UNSUPPORTED_HERE", "error": "no result"}) for sid in ids]
+    return [
+        results.get(sid, {"ok": False, "status": "UNSUPPORTED_HERE", "error": "no result"})
+        for sid in ids
+    ]

@@ -18,8 +18,14 @@ class HostViewFailed(FibError):
     """The worker could not record the host view (the reason is its last words)."""
 
 
-def host_view(ws, uuids: list[str], solution: str | None = None, backend: str = "local", calls: int = 5,
-              timeout_s: float = 600.0) -> dict[str, Any]:
+def host_view(
+    ws,
+    uuids: list[str],
+    solution: str | None = None,
+    backend: str = "local",
+    calls: int = 5,
+    timeout_s: float = 600.0,
+) -> dict[str, Any]:
     from fibtui.runners.session import check_backend, profile_request
 
     check_backend(backend)
@@ -34,8 +40,14 @@ def host_view(ws, uuids: list[str], solution: str | None = None, backend: str = 
         path = Path(tmp) / "request.json"
         atomic_write_json(path, request)
         try:
-            proc = subprocess.run([sys.executable, "-m", "fibtui.worker", "host", "--request", str(path)],
-                                  capture_output=True, text=True, timeout=timeout_s, env=env, cwd=tmp)
+            proc = subprocess.run(
+                [sys.executable, "-m", "fibtui.worker", "host", "--request", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=env,
+                cwd=tmp,
+            )
         except subprocess.TimeoutExpired:
             raise HostViewFailed(f"the host view did not finish within {timeout_s:g} s") from None
     events = []
@@ -50,7 +62,9 @@ def host_view(ws, uuids: list[str], solution: str | None = None, backend: str = 
         if ev.get("event") == "error":
             raise HostViewFailed(str(ev.get("message")))
     tail = " | ".join(proc.stderr.strip().splitlines()[-2:])
-    raise HostViewFailed(f"the worker exited with {proc.returncode} and no host view: {tail or 'no output'}")
+    raise HostViewFailed(
+        f"the worker exited with {proc.returncode} and no host view: {tail or 'no output'}"
+    )
 
 
 def require_uuids(selection: str, ws) -> list[str]:

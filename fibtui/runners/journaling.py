@@ -33,8 +33,10 @@ from fibtui.core.runs import (
 from fibtui.core.status import PASSED
 from fibtui.runners.events import EventSink, JobFinished, LogLine, RunFinished
 
-_RESTORED = ("the run's journal was changed by another process (a kernel writing into the run folder?); "
-             "it was restored from what the runner wrote")
+_RESTORED = (
+    "the run's journal was changed by another process (a kernel writing into the run folder?); "
+    "it was restored from what the runner wrote"
+)
 
 
 class SolutionIds:
@@ -52,7 +54,9 @@ class SolutionIds:
             self.solutions.append({"id": sid, **solutions[ref.key]})
 
 
-def pending_groups(header: RunHeader, done_keys: set[str], sid_of: dict[tuple[str, str], str]) -> dict[tuple[str, int], list[str]]:
+def pending_groups(
+    header: RunHeader, done_keys: set[str], sid_of: dict[tuple[str, str], str]
+) -> dict[tuple[str, int], list[str]]:
     """Jobs not yet in the journal, grouped by (workload, repeat): the solutions of one group are
     timed together (the paired baseline and candidate of a workload never run apart)."""
     groups: dict[tuple[str, int], list[str]] = {}
@@ -124,20 +128,39 @@ class JobRecorder:
         self._eta = EtaModel()
         return done_keys
 
-    def record(self, sid: str, uuid: str, repeat: int, attempt: int, r: dict[str, Any], on_event: EventSink,
-               where: dict[str, Any] | None = None) -> JobResult:
+    def record(
+        self,
+        sid: str,
+        uuid: str,
+        repeat: int,
+        attempt: int,
+        r: dict[str, Any],
+        on_event: EventSink,
+        where: dict[str, Any] | None = None,
+    ) -> JobResult:
         """``where``: which worker ran it (``slot``, ``worker_device``), added to the timing."""
         role, name = self.ref_of[sid]
         timing = dict(r.get("timing") or {})
         if where:
             timing.update(where)
         result = JobResult(
-            uuid=uuid, axes=dict(self.axes.get(uuid, {})), solution=name, role=role, repeat=repeat,
-            status=str(r.get("status")), latency_ms=r.get("latency_ms"),
-            reference_latency_ms=r.get("reference_latency_ms"), speedup=r.get("speedup"),
-            max_abs_error=as_float(r.get("max_abs_error")), max_rel_error=as_float(r.get("max_rel_error")),
-            error=r.get("error"), timing=timing, attempt=attempt,
-            started=r.get("started"), finished=now_iso(), wall_s=r.get("wall_s"),
+            uuid=uuid,
+            axes=dict(self.axes.get(uuid, {})),
+            solution=name,
+            role=role,
+            repeat=repeat,
+            status=str(r.get("status")),
+            latency_ms=r.get("latency_ms"),
+            reference_latency_ms=r.get("reference_latency_ms"),
+            speedup=r.get("speedup"),
+            max_abs_error=as_float(r.get("max_abs_error")),
+            max_rel_error=as_float(r.get("max_rel_error")),
+            error=r.get("error"),
+            timing=timing,
+            attempt=attempt,
+            started=r.get("started"),
+            finished=now_iso(),
+            wall_s=r.get("wall_s"),
             correctness=dict(r["correctness"]) if isinstance(r.get("correctness"), dict) else {},
         )
         with self._lock:
@@ -158,14 +181,26 @@ class JobRecorder:
             if self._t_first is None:
                 self._t_first = now
             # the results of a pair (or of several workers) land together: no ETA from an instant
-            eta = (0.0 if remaining <= 0 else self._eta.seconds_left(self._left.values(), now - self._t_first)) \
-                if now - self._t_first >= ETA_SETTLE_S or remaining <= 0 else None
+            eta = (
+                (
+                    0.0
+                    if remaining <= 0
+                    else self._eta.seconds_left(self._left.values(), now - self._t_first)
+                )
+                if now - self._t_first >= ETA_SETTLE_S or remaining <= 0
+                else None
+            )
             event = JobFinished(result, self.done, total, self.passed, self.failed, eta)
         on_event(event)
         return result
 
-    def finish(self, cancelled: bool, on_event: EventSink, interrupted: str | None = None,
-               reason: str | None = None) -> dict[str, Any]:
+    def finish(
+        self,
+        cancelled: bool,
+        on_event: EventSink,
+        interrupted: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
         """The journal's end line, run.json regenerated from the journal, RunFinished.
 
         ``interrupted`` (or :attr:`interrupted`): why the run was interrupted (a signal, the app
@@ -185,7 +220,9 @@ class JobRecorder:
         return record
 
 
-def report_builds(folder: Path, ref_of: dict[str, tuple[str, str]], report: dict[str, Any], on_event: EventSink) -> None:
+def report_builds(
+    folder: Path, ref_of: dict[str, tuple[str, str]], report: dict[str, Any], on_event: EventSink
+) -> None:
     """Say how each solution built (a worker's ``loaded`` report) and keep the compiler's output
     in ``<run>/builds/<role>-<name>.log``: a failed build is the kernel's COMPILE_ERROR with its
     first compiler error line, or UNSUPPORTED_HERE when this machine lacks what it needs."""
@@ -202,12 +239,26 @@ def report_builds(folder: Path, ref_of: dict[str, tuple[str, str]], report: dict
                 pass  # the log is a convenience: the result row holds the first error line
         if not rep.get("ok"):
             status = rep.get("status") or "COMPILE_ERROR"
-            on_event(LogLine(f"{name}: {status}: {rep.get('error')}", "warning" if status == "UNSUPPORTED_HERE" else "error"))
+            on_event(
+                LogLine(
+                    f"{name}: {status}: {rep.get('error')}",
+                    "warning" if status == "UNSUPPORTED_HERE" else "error",
+                )
+            )
             continue
         build = rep.get("build") or {}
         if build.get("builder") in ("tvm-ffi", "torch"):
-            how = "from the build cache" if build.get("cached") else f"compiled in {build.get('compile_s', 0):.1f} s"
-            on_event(LogLine(f"{name}: {build['builder']} build {how} (loaded in {build.get('build_s', 0):.2f} s)", "info"))
+            how = (
+                "from the build cache"
+                if build.get("cached")
+                else f"compiled in {build.get('compile_s', 0):.1f} s"
+            )
+            on_event(
+                LogLine(
+                    f"{name}: {build['builder']} build {how} (loaded in {build.get('build_s', 0):.2f} s)",
+                    "info",
+                )
+            )
 
 
 def take_job_fields(r: dict[str, Any], job: dict[str, Any], started: str | None) -> dict[str, Any]:

@@ -58,7 +58,9 @@ _STOP_JOIN_S = 15.0
 
 #: Environment variables a kernel never gets: tokens, secrets, passwords, keys (a kernel's prints and
 #: errors land in logs and journals that are archived and committed).
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL", re.IGNORECASE
+)
 
 
 def scrubbed_environment(env: dict[str, str]) -> dict[str, str]:
@@ -89,7 +91,9 @@ class WorkerPool:
             env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
         # the worker must import this very fibtui, wherever it is installed
         pkg_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["PYTHONPATH"] = pkg_root + (
+            os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+        )
         return env
 
     def config_for(self, slot: int) -> dict[str, Any]:
@@ -113,7 +117,7 @@ def sweep_stale_scratch(tmp: str | None = None) -> int:
     except OSError:
         return 0
     for folder in folders:
-        pid = folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        pid = folder.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed += 1
@@ -141,7 +145,11 @@ class WorkerProcess:
         self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fibtui.worker", "serve"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(cwd),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(cwd),
             start_new_session=True,
         )
         self.events: queue.Queue[Any] = queue.Queue()
@@ -162,7 +170,11 @@ class WorkerProcess:
     def _drain(self) -> None:
         assert self.proc.stderr is not None
         while True:
-            chunk = self.proc.stderr.read1(65536) if hasattr(self.proc.stderr, "read1") else self.proc.stderr.read(65536)
+            chunk = (
+                self.proc.stderr.read1(65536)
+                if hasattr(self.proc.stderr, "read1")
+                else self.proc.stderr.read(65536)
+            )
             if not chunk:
                 break
             with self._log_lock:
@@ -307,8 +319,15 @@ class Task:
 
 
 class LocalRunner:
-    def __init__(self, folder: Path, header: RunHeader, definition: dict[str, Any],
-                 solutions: dict[str, dict[str, Any]], workloads: dict[str, dict[str, Any]], pool: WorkerPool) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        header: RunHeader,
+        definition: dict[str, Any],
+        solutions: dict[str, dict[str, Any]],
+        workloads: dict[str, dict[str, Any]],
+        pool: WorkerPool,
+    ) -> None:
         self.folder = folder
         self.header = header
         self.definition = definition
@@ -381,8 +400,15 @@ class LocalRunner:
             on_event(RunStarted(self.header, str(self.folder), resumed=done > 0, done_before=done))
             for (uuid, repeat), sids in pending_groups(self.header, done_keys, self.sid_of).items():
                 self._push(Task(uuid, repeat, sids))
-            threads = [threading.Thread(target=self._slot, args=(slot, on_event, cancel), daemon=True, name=f"fibtui-slot-{slot}")
-                       for slot in range(len(self.pool.devices))]
+            threads = [
+                threading.Thread(
+                    target=self._slot,
+                    args=(slot, on_event, cancel),
+                    daemon=True,
+                    name=f"fibtui-slot-{slot}",
+                )
+                for slot in range(len(self.pool.devices))
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -390,10 +416,17 @@ class LocalRunner:
                     t.join(timeout=0.2)
             closing = True
             if self._write_failed is not None:
-                raise WriteFailed(self._write_failed.path, self._write_failed,
-                                  f"; the run stopped: free some space, then fibtui run --resume {self.header.run_id}")
-            return self.recorder.finish(cancel.is_set(), on_event, interrupted=interrupted_by(cancel),
-                                        reason=self._stop_reason)
+                raise WriteFailed(
+                    self._write_failed.path,
+                    self._write_failed,
+                    f"; the run stopped: free some space, then fibtui run --resume {self.header.run_id}",
+                )
+            return self.recorder.finish(
+                cancel.is_set(),
+                on_event,
+                interrupted=interrupted_by(cancel),
+                reason=self._stop_reason,
+            )
         except BaseException as exc:
             if closing:
                 raise  # every slot thread had ended: nothing is left to stop
@@ -450,7 +483,9 @@ class LocalRunner:
                 self._workers[slot] = w
         return old if old is not w else None
 
-    def _start_worker(self, slot: int, on_event: EventSink, cancel: threading.Event) -> WorkerProcess | None:
+    def _start_worker(
+        self, slot: int, on_event: EventSink, cancel: threading.Event
+    ) -> WorkerProcess | None:
         old = self._set_worker(slot, None)
         if old is not None:
             old.kill()
@@ -476,14 +511,25 @@ class LocalRunner:
                 return None
         cfg = self.pool.config_for(slot)
         cfg["workdir"] = str(w.cwd / "build")  # the built sources go away with the worker
-        w.send({"op": "load", "config": cfg, "definition": self.definition, "solutions": self.solutions,
-                "prefetch": self._next_workloads(slot)})
+        w.send(
+            {
+                "op": "load",
+                "config": cfg,
+                "definition": self.definition,
+                "solutions": self.solutions,
+                "prefetch": self._next_workloads(slot),
+            }
+        )
         ev = self._next(w, time.monotonic() + self.pool.load_timeout_s, cancel)
         if ev is _HALT:
             w.kill()
             return None
         if not isinstance(ev, dict) or ev.get("event") != "loaded":
-            on_event(LogLine(f"worker {slot} failed to load the solutions: {self._describe(ev, w)}", "error"))
+            on_event(
+                LogLine(
+                    f"worker {slot} failed to load the solutions: {self._describe(ev, w)}", "error"
+                )
+            )
             return None
         report = ev.get("solutions") or {}
         report_builds(self.folder, self.ref_of, report, on_event)
@@ -491,8 +537,14 @@ class LocalRunner:
         if "baseline" in roles.values():
             with self._lock:
                 for sid, rep in report.items():
-                    if roles.get(sid) == "candidate" and not rep.get("ok") and (rep.get("status") or "COMPILE_ERROR") == "COMPILE_ERROR":
-                        self._unbuilt.setdefault(sid, str(rep.get("error") or "the candidate does not build"))
+                    if (
+                        roles.get(sid) == "candidate"
+                        and not rep.get("ok")
+                        and (rep.get("status") or "COMPILE_ERROR") == "COMPILE_ERROR"
+                    ):
+                        self._unbuilt.setdefault(
+                            sid, str(rep.get("error") or "the candidate does not build")
+                        )
         return w
 
     def _stop_pair(self, task: Task, on_event: EventSink, cancel: threading.Event) -> None:
@@ -506,11 +558,15 @@ class LocalRunner:
             first = self._stop_reason is None
             if first:
                 names = ", ".join(self.ref_of[sid][1] for sid in unbuilt)
-                self._stop_reason = f"{names}: COMPILE_ERROR; the pair was stopped before its baseline was measured"
+                self._stop_reason = (
+                    f"{names}: COMPILE_ERROR; the pair was stopped before its baseline was measured"
+                )
         for t in tasks:
             for sid in t.sids:
                 if sid in unbuilt:
-                    self._record(sid, t, {"status": "COMPILE_ERROR", "error": unbuilt[sid]}, on_event)
+                    self._record(
+                        sid, t, {"status": "COMPILE_ERROR", "error": unbuilt[sid]}, on_event
+                    )
         if first:
             on_event(LogLine(self._stop_reason, "error"))
         cancel.set()
@@ -535,7 +591,13 @@ class LocalRunner:
     def _log_tail(self, w: WorkerProcess, lines: int = 3) -> str:
         try:
             time.sleep(0.05)
-            data = Path(w.log_path).read_bytes()[-4000:].decode("utf-8", "replace").strip().splitlines()
+            data = (
+                Path(w.log_path)
+                .read_bytes()[-4000:]
+                .decode("utf-8", "replace")
+                .strip()
+                .splitlines()
+            )
         except OSError:
             return ""
         tail = " | ".join(line.strip() for line in data[-lines:] if line.strip())
@@ -551,7 +613,12 @@ class LocalRunner:
                 if worker is None or worker.proc.poll() is not None:
                     worker = self._start_worker(slot, on_event, cancel)
                     if worker is None:
-                        self._infra(task, "the worker could not start or load the solutions", on_event, cancel)
+                        self._infra(
+                            task,
+                            "the worker could not start or load the solutions",
+                            on_event,
+                            cancel,
+                        )
                         continue
                 if self._unbuilt:
                     self._stop_pair(task, on_event, cancel)
@@ -573,22 +640,42 @@ class LocalRunner:
         if self._halted(cancel):
             return  # the run is stopping (the runner stopped this worker): the job stays pending
         if task.attempt <= self.pool.max_infra_retries:
-            on_event(LogLine(f"retrying {task.uuid[:8]} (attempt {task.attempt + 1}): {reason}", "warning"))
-            self._push(Task(task.uuid, task.repeat, task.sids, task.attempt + 1, slot=task.slot), front=True)
+            on_event(
+                LogLine(
+                    f"retrying {task.uuid[:8]} (attempt {task.attempt + 1}): {reason}", "warning"
+                )
+            )
+            self._push(
+                Task(task.uuid, task.repeat, task.sids, task.attempt + 1, slot=task.slot),
+                front=True,
+            )
             return
         for sid in task.sids:
             self._record(sid, task, {"status": "INFRA_ERROR", "error": reason}, on_event)
 
-    def _run_task(self, slot: int, worker: WorkerProcess, task: Task, on_event: EventSink,
-                  cancel: threading.Event) -> WorkerProcess | None:
+    def _run_task(
+        self,
+        slot: int,
+        worker: WorkerProcess,
+        task: Task,
+        on_event: EventSink,
+        cancel: threading.Event,
+    ) -> WorkerProcess | None:
         if self._halted(cancel):
             return worker  # stopped before this job began: it stays pending
         on_event(JobStarted(task.uuid, task.repeat, [self.ref_of[s][1] for s in task.sids], slot))
         started_at = now_iso()
-        job = {"op": "job", "job_id": f"{task.repeat}|{task.uuid}", "workload": self.workloads[task.uuid],
-               "repeat": task.repeat, "solutions": task.sids}
+        job = {
+            "op": "job",
+            "job_id": f"{task.repeat}|{task.uuid}",
+            "workload": self.workloads[task.uuid],
+            "repeat": task.repeat,
+            "solutions": task.sids,
+        }
         if not worker.send(job):
-            self._infra(task, f"worker {worker.exit_description()} before the job", on_event, cancel)
+            self._infra(
+                task, f"worker {worker.exit_description()} before the job", on_event, cancel
+            )
             worker.kill()
             return None
         deadline = time.monotonic() + self.pool.job_timeout_s
@@ -601,8 +688,20 @@ class LocalRunner:
                 return None
             if ev is None:
                 worker.kill()
-                on_event(WorkerRestarted(slot, f"job {task.uuid[:8]} passed its {self.pool.job_timeout_s:.0f} s timeout"))
-                self._blame(task, "TIMEOUT", f"no result within {self.pool.job_timeout_s:.0f} s", on_event, slot, cancel)
+                on_event(
+                    WorkerRestarted(
+                        slot,
+                        f"job {task.uuid[:8]} passed its {self.pool.job_timeout_s:.0f} s timeout",
+                    )
+                )
+                self._blame(
+                    task,
+                    "TIMEOUT",
+                    f"no result within {self.pool.job_timeout_s:.0f} s",
+                    on_event,
+                    slot,
+                    cancel,
+                )
                 return None
             if ev is _EOF:
                 # the worker ended while the run was going on: it died by itself (the runner sets
@@ -613,7 +712,14 @@ class LocalRunner:
                     return None  # an interrupt came meanwhile: not judged, the job stays pending
                 on_event(WorkerRestarted(slot, f"worker {why}"))
                 if began:
-                    self._blame(task, "RUNTIME_ERROR", f"the worker process died during the job: {why}", on_event, slot, cancel)
+                    self._blame(
+                        task,
+                        "RUNTIME_ERROR",
+                        f"the worker process died during the job: {why}",
+                        on_event,
+                        slot,
+                        cancel,
+                    )
                 else:
                     self._infra(task, f"worker {why} before the job began", on_event, cancel)
                 return None
@@ -626,32 +732,58 @@ class LocalRunner:
                     if sid not in task.sids:
                         continue
                     take_job_fields(r, ev, started_at)
-                    if r.get("status") in INFRA_STATUSES and task.attempt <= self.pool.max_infra_retries:
-                        self._infra(Task(task.uuid, task.repeat, [sid], task.attempt), str(r.get("error")), on_event, cancel)
+                    if (
+                        r.get("status") in INFRA_STATUSES
+                        and task.attempt <= self.pool.max_infra_retries
+                    ):
+                        self._infra(
+                            Task(task.uuid, task.repeat, [sid], task.attempt),
+                            str(r.get("error")),
+                            on_event,
+                            cancel,
+                        )
                         continue
                     self._record(sid, task, r, on_event, slot)
                 if ev.get("restart"):
                     worker.kill()
-                    on_event(WorkerRestarted(slot, "the CUDA context was lost; starting a fresh worker"))
+                    on_event(
+                        WorkerRestarted(slot, "the CUDA context was lost; starting a fresh worker")
+                    )
                     return None
                 return worker
             elif kind == "error":
                 on_event(LogLine(f"worker {slot}: {ev.get('message')}", "error"))
 
-    def _blame(self, task: Task, status: str, reason: str, on_event: EventSink, slot: int,
-               cancel: threading.Event) -> None:
+    def _blame(
+        self,
+        task: Task,
+        status: str,
+        reason: str,
+        on_event: EventSink,
+        slot: int,
+        cancel: threading.Event,
+    ) -> None:
         """A job took the worker down: run each solution alone (on the same GPU) to find which."""
         if self._halted(cancel):
             return  # the run is stopping: the job stays pending, nobody is blamed
         if len(task.sids) > 1:
-            on_event(LogLine(f"{task.uuid[:8]}: {reason}; rerunning each solution alone to attribute it", "warning"))
+            on_event(
+                LogLine(
+                    f"{task.uuid[:8]}: {reason}; rerunning each solution alone to attribute it",
+                    "warning",
+                )
+            )
             for sid in reversed(task.sids):
                 self._push(Task(task.uuid, task.repeat, [sid], task.attempt, slot=slot), front=True)
             return
         self._record(task.sids[0], task, {"status": status, "error": reason}, on_event, slot)
 
-    def _record(self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink, slot: int | None = None) -> None:
-        where = {"slot": slot, "worker_device": self.pool.devices[slot]} if slot is not None else None
+    def _record(
+        self, sid: str, task: Task, r: dict[str, Any], on_event: EventSink, slot: int | None = None
+    ) -> None:
+        where = (
+            {"slot": slot, "worker_device": self.pool.devices[slot]} if slot is not None else None
+        )
         self.recorder.record(sid, task.uuid, task.repeat, task.attempt, r, on_event, where)
 
 
@@ -669,4 +801,6 @@ def worker_pool(backend: str, found: Any, config: dict[str, Any], options: Any) 
         n = min(options.workers or len(ids), len(ids))
         devices = [f"cuda:{ids[i]}" for i in range(max(1, n))]
         timeout = options.job_timeout_s or 300.0
-    return WorkerPool(devices=devices, engine_config=config, interpreter=interpreter, job_timeout_s=timeout)
+    return WorkerPool(
+        devices=devices, engine_config=config, interpreter=interpreter, job_timeout_s=timeout
+    )

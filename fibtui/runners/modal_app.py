@@ -36,7 +36,12 @@ from modal.exception import NotFoundError
 from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
 
 #: What the container needs from fibtui (see the module docstring).
-CONTAINER_MODULES = ("fibtui.worker", "fibtui.core.toolchain", "fibtui.core.presets", "fibtui.runners.modal_app")
+CONTAINER_MODULES = (
+    "fibtui.worker",
+    "fibtui.core.toolchain",
+    "fibtui.core.presets",
+    "fibtui.runners.modal_app",
+)
 
 
 def _now_iso() -> str:
@@ -45,8 +50,9 @@ def _now_iso() -> str:
 
 #: Set by whatever runs :func:`run_slice` outside Modal (a test's fake container): called instead of
 #: Modal's ``stop_fetching_inputs`` when the container must take no more inputs.
-STOP_HOOK: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("fibtui_stop_hook", default=None)
-
+STOP_HOOK: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "fibtui_stop_hook", default=None
+)
 
 
 def stop_taking_inputs() -> bool:
@@ -91,7 +97,14 @@ def run_slice(request: dict[str, Any]) -> dict[str, Any]:
 
     started: dict[Any, str] = {}
     lock = threading.Lock()
-    state: dict[str, Any] = {"job": None, "since": None, "calling": None, "results": [], "load": None, "environment": None}
+    state: dict[str, Any] = {
+        "job": None,
+        "since": None,
+        "calling": None,
+        "results": [],
+        "load": None,
+        "environment": None,
+    }
 
     def emit(event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -127,8 +140,14 @@ def run_slice(request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _watched(request: dict[str, Any], emit: Callable[[dict[str, Any]], None], state: dict[str, Any],
-             lock: threading.Lock, job_timeout: float, execute: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+def _watched(
+    request: dict[str, Any],
+    emit: Callable[[dict[str, Any]], None],
+    state: dict[str, Any],
+    lock: threading.Lock,
+    job_timeout: float,
+    execute: Callable[..., dict[str, Any]],
+) -> dict[str, Any]:
     """Run ``execute`` in a thread; return its result, or the partial one when a job hangs."""
     box: dict[str, Any] = {}
 
@@ -147,13 +166,19 @@ def _watched(request: dict[str, Any], emit: Callable[[dict[str, Any]], None], st
                 raise box["error"]
             return box["out"]
         with lock:
-            hung = state["job"] if state["since"] is not None and time.monotonic() - state["since"] > job_timeout else None
+            hung = (
+                state["job"]
+                if state["since"] is not None and time.monotonic() - state["since"] > job_timeout
+                else None
+            )
             if hung is None:
                 continue
             return _hung_result(request, state, hung, job_timeout)
 
 
-def _hung_result(request: dict[str, Any], state: dict[str, Any], hung: Any, job_timeout: float) -> dict[str, Any]:
+def _hung_result(
+    request: dict[str, Any], state: dict[str, Any], hung: Any, job_timeout: float
+) -> dict[str, Any]:
     """The slice's result after job ``hung`` passed its timeout: the finished jobs as they are; in
     the hung job, the solution whose call never returned is TIMEOUT (when a call of one solution
     was in flight) and the others were not run; when no single solution can be blamed (the
@@ -169,24 +194,60 @@ def _hung_result(request: dict[str, Any], state: dict[str, Any], hung: Any, job_
         results = []
         for sid in sids:
             if job.get("job_id") != hung:
-                results.append({"solution_id": sid, "status": "INFRA_ERROR", "not_run": True,
-                                "error": "not run: an earlier job of its slice hung and the container stopped"})
+                results.append(
+                    {
+                        "solution_id": sid,
+                        "status": "INFRA_ERROR",
+                        "not_run": True,
+                        "error": "not run: an earlier job of its slice hung and the container stopped",
+                    }
+                )
             elif sid == culprit:
-                results.append({"solution_id": sid, "status": "TIMEOUT",
-                                "error": f"no result within the {job_timeout:.0f} s job timeout ({calling.get('phase')} call "
-                                         "never returned)"})
+                results.append(
+                    {
+                        "solution_id": sid,
+                        "status": "TIMEOUT",
+                        "error": f"no result within the {job_timeout:.0f} s job timeout ({calling.get('phase')} call "
+                        "never returned)",
+                    }
+                )
             elif culprit is not None:
-                results.append({"solution_id": sid, "status": "INFRA_ERROR", "not_run": True,
-                                "error": f"not measured: {culprit} hung in the same job"})
+                results.append(
+                    {
+                        "solution_id": sid,
+                        "status": "INFRA_ERROR",
+                        "not_run": True,
+                        "error": f"not measured: {culprit} hung in the same job",
+                    }
+                )
             else:
                 where = calling.get("phase") or "outside a solution's call"
-                results.append({"solution_id": sid, "status": "INFRA_ERROR", "isolate": True,
-                                "error": f"the job passed its {job_timeout:.0f} s timeout in its {where} phase, "
-                                         "not in one solution's own call: each solution is retried alone"})
-        jobs.append({"job_id": job.get("job_id"), "uuid": job["workload"]["uuid"], "repeat": job.get("repeat", 0),
-                     "results": results, "restart": True})
-    return {"environment": state.get("environment"), "load": state.get("load") or {}, "jobs": jobs,
-            "timing_kind": None, "poisoned": False, "hung": hung}
+                results.append(
+                    {
+                        "solution_id": sid,
+                        "status": "INFRA_ERROR",
+                        "isolate": True,
+                        "error": f"the job passed its {job_timeout:.0f} s timeout in its {where} phase, "
+                        "not in one solution's own call: each solution is retried alone",
+                    }
+                )
+        jobs.append(
+            {
+                "job_id": job.get("job_id"),
+                "uuid": job["workload"]["uuid"],
+                "repeat": job.get("repeat", 0),
+                "results": results,
+                "restart": True,
+            }
+        )
+    return {
+        "environment": state.get("environment"),
+        "load": state.get("load") or {},
+        "jobs": jobs,
+        "timing_kind": None,
+        "poisoned": False,
+        "hung": hung,
+    }
 
 
 @dataclass
@@ -324,7 +385,9 @@ def modal_output(sink: Callable[[str], None] | None):
         for attr in ("_console", "_stderr_console"):
             if not hasattr(manager, attr):
                 raise AttributeError(attr)
-            setattr(manager, attr, Console(file=stream, width=120, highlight=False, color_system=None))
+            setattr(
+                manager, attr, Console(file=stream, width=120, highlight=False, color_system=None)
+            )
     except (ImportError, AttributeError):  # another client version: its output is not shown
         yield
         return

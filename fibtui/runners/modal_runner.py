@@ -128,8 +128,17 @@ class ModalSettings:
 
 
 _STR_KEYS = ("gpu", "image", "image_tag", "volume", "volume_dir", "app_name", "add_python")
-_NUM_KEYS = ("timeout_s", "timeout", "startup_timeout_s", "price_per_gpu_hour_usd", "container_overhead_s",
-             "default_job_seconds", "job_timeout_s", "cpu", "confirm_above_usd")
+_NUM_KEYS = (
+    "timeout_s",
+    "timeout",
+    "startup_timeout_s",
+    "price_per_gpu_hour_usd",
+    "container_overhead_s",
+    "default_job_seconds",
+    "job_timeout_s",
+    "cpu",
+    "confirm_above_usd",
+)
 _INT_KEYS = ("workers", "max_retries", "memory_mb")
 
 
@@ -155,20 +164,35 @@ def modal_settings(workspace_root: str | Path) -> ModalSettings:
             else:
                 setattr(s, key, value)
         elif key in _NUM_KEYS:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise InputError(path, f"expected a non-negative number, got {value!r}", field=where)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise InputError(
+                    path, f"expected a non-negative number, got {value!r}", field=where
+                )
             if key in ("timeout_s", "timeout") and value < 10:
-                raise InputError(path, f"a per-call timeout under 10 s cannot start a container, got {value!r}", field=where)
+                raise InputError(
+                    path,
+                    f"a per-call timeout under 10 s cannot start a container, got {value!r}",
+                    field=where,
+                )
             if key in ("job_timeout_s", "cpu") and value <= 0:
                 raise InputError(path, f"expected a positive number, got {value!r}", field=where)
             setattr(s, "timeout_s" if key == "timeout" else key, float(value))
         elif key in _INT_KEYS:
             least = {"workers": 1, "memory_mb": 128}.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise InputError(path, f"expected a whole number >= {least}, got {value!r}", field=where)
+                raise InputError(
+                    path, f"expected a whole number >= {least}, got {value!r}", field=where
+                )
             setattr(s, key, int(value))
         elif key == "pip":
-            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            if not isinstance(value, list) or not all(
+                isinstance(v, str) and v.strip() for v in value
+            ):
                 raise InputError(path, "expected a list of package specs", field=where)
             s.pip = [v.strip() for v in value]
         else:
@@ -220,7 +244,9 @@ def make_slices(tasks: list[Task], workers: int, first_number: int = 1) -> list[
         k = min(range(n), key=lambda j: (loads[j], j))
         members[k].append(i)
         loads[k] += len(tasks[i].sids)
-    return [Slice(first_number + k, [tasks[i] for i in sorted(m)]) for k, m in enumerate(members) if m]
+    return [
+        Slice(first_number + k, [tasks[i] for i in sorted(m)]) for k, m in enumerate(members) if m
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,24 +335,45 @@ class ModalPlan:
         ]
         if self.volume_needed:
             size = _fmt_bytes(sum(f.size or 0 for f in self.volume_files))
-            out.append(f"  volume {self.volume}: {len(self.volume_files)} safetensors file(s), {size}, "
-                       f"mounted at {self.container_dataset_root}; missing ones are uploaded before the run, or by hand:")
+            out.append(
+                f"  volume {self.volume}: {len(self.volume_files)} safetensors file(s), {size}, "
+                f"mounted at {self.container_dataset_root}; missing ones are uploaded before the run, or by hand:"
+            )
             out.extend(f"    {c}" for c in self.upload_commands)
         else:
-            out.append(f"  volume {self.volume}: not needed (these workloads have no safetensors inputs)")
-        out.append(f"  estimate: {self.per_job_seconds:.2f} s per job ({self.per_job_source}) + "
-                   f"{self.container_overhead_s:.0f} s start-up per container")
-        out.append(f"    = {self.estimated_gpu_seconds:.0f} GPU-seconds, about ${self.estimated_cost_usd:.2f} at "
-                   f"${self.price_per_gpu_hour_usd:.2f} per GPU-hour; wall time about {_fmt_duration(self.estimated_wall_seconds)}")
-        creds = {"env": "MODAL_TOKEN_ID/MODAL_TOKEN_SECRET in the environment", None: "none found (run `modal setup`)"}.get(
-            self.credentials, self.credentials)
-        out.append(f"  worst case: every job hangs until its {self.job_timeout_s:.0f} s job timeout, each in a fresh "
-                   f"container = {self.worst_case_gpu_seconds:.0f} GPU-seconds, about ${self.worst_case_cost_usd:.2f}"
-                   + (f" (above [modal] confirm_above_usd = ${self.confirm_above_usd:.2f}: asks first)"
-                      if self.needs_confirmation else ""))
+            out.append(
+                f"  volume {self.volume}: not needed (these workloads have no safetensors inputs)"
+            )
+        out.append(
+            f"  estimate: {self.per_job_seconds:.2f} s per job ({self.per_job_source}) + "
+            f"{self.container_overhead_s:.0f} s start-up per container"
+        )
+        out.append(
+            f"    = {self.estimated_gpu_seconds:.0f} GPU-seconds, about ${self.estimated_cost_usd:.2f} at "
+            f"${self.price_per_gpu_hour_usd:.2f} per GPU-hour; wall time about {_fmt_duration(self.estimated_wall_seconds)}"
+        )
+        creds = {
+            "env": "MODAL_TOKEN_ID/MODAL_TOKEN_SECRET in the environment",
+            None: "none found (run `modal setup`)",
+        }.get(self.credentials, self.credentials)
+        out.append(
+            f"  worst case: every job hangs until its {self.job_timeout_s:.0f} s job timeout, each in a fresh "
+            f"container = {self.worst_case_gpu_seconds:.0f} GPU-seconds, about ${self.worst_case_cost_usd:.2f}"
+            + (
+                f" (above [modal] confirm_above_usd = ${self.confirm_above_usd:.2f}: asks first)"
+                if self.needs_confirmation
+                else ""
+            )
+        )
         out.append(f"  each container reserves {self.cpu:g} CPU and {self.memory_mb} MiB")
-        out.append(f"  per-call timeout {self.timeout_s:.0f} s; Modal credentials: {creds}"
-                   + ("" if self.modal_installed else "; the modal package is not installed (pip install modal)"))
+        out.append(
+            f"  per-call timeout {self.timeout_s:.0f} s; Modal credentials: {creds}"
+            + (
+                ""
+                if self.modal_installed
+                else "; the modal package is not installed (pip install modal)"
+            )
+        )
         out.extend(f"  note: {n}" for n in self.notes)
         return out
 
@@ -348,7 +395,9 @@ def _fmt_duration(seconds: float) -> str:
     return f"{s // 3600} h {s // 60 % 60:02d} min"
 
 
-def volume_files_for(dataset_root: Path, workloads: dict[str, dict[str, Any]], volume_dir: str) -> list[VolumeFile]:
+def volume_files_for(
+    dataset_root: Path, workloads: dict[str, dict[str, Any]], volume_dir: str
+) -> list[VolumeFile]:
     """Every safetensors file the selected workloads read, with its place in the volume."""
     seen: dict[str, VolumeFile] = {}
     for wl in workloads.values():
@@ -360,21 +409,32 @@ def volume_files_for(dataset_root: Path, workloads: dict[str, dict[str, Any]], v
                 continue
             local = dataset_root / rel
             size = local.stat().st_size if local.is_file() else None
-            seen[rel] = VolumeFile(str(local), f"/{volume_dir}/{Path(rel).as_posix().lstrip('/')}", size)
+            seen[rel] = VolumeFile(
+                str(local), f"/{volume_dir}/{Path(rel).as_posix().lstrip('/')}", size
+            )
     return list(seen.values())
 
 
-def upload_commands(volume: str, dataset_root: Path, files: list[VolumeFile], volume_dir: str) -> list[str]:
+def upload_commands(
+    volume: str, dataset_root: Path, files: list[VolumeFile], volume_dir: str
+) -> list[str]:
     """``modal volume put`` per top folder of the blobs (``modal volume put`` uploads a folder
     recursively)."""
-    tops = sorted({Path(f.local).relative_to(dataset_root).parts[0] for f in files
-                   if Path(f.local).is_relative_to(dataset_root)})
+    tops = sorted(
+        {
+            Path(f.local).relative_to(dataset_root).parts[0]
+            for f in files
+            if Path(f.local).is_relative_to(dataset_root)
+        }
+    )
     cmds = []
     for top in tops:
         local = dataset_root / top
         remote = f"/{volume_dir}/{top}"
         # --force: a file already there (of another size, say) is replaced, as the runner's own upload does
-        cmds.append(f"modal volume put --force {shlex.quote(volume)} {shlex.quote(str(local))} {shlex.quote(remote)}")
+        cmds.append(
+            f"modal volume put --force {shlex.quote(volume)} {shlex.quote(str(local))} {shlex.quote(remote)}"
+        )
     return cmds
 
 
@@ -397,9 +457,15 @@ def plan_modal(ws, options) -> ModalPlan:
 
     settings = modal_settings(ws.root)
     resolved = resolve_run(ws, options)
-    names = [s.name for s in ([resolved.baseline] if resolved.baseline else []) + resolved.candidates]
+    names = [
+        s.name for s in ([resolved.baseline] if resolved.baseline else []) + resolved.candidates
+    ]
     per_group = len(names)
-    groups = [Task(u, r, [str(i) for i in range(per_group)]) for r in range(options.repeats) for u in resolved.uuids]
+    groups = [
+        Task(u, r, [str(i) for i in range(per_group)])
+        for r in range(options.repeats)
+        for u in resolved.uuids
+    ]
     workers = options.workers or settings.workers
     slices = make_slices(groups, workers)
     jobs_per = [s.jobs for s in slices]
@@ -415,34 +481,64 @@ def plan_modal(ws, options) -> ModalPlan:
     wall_s = max((settings.container_overhead_s + n * per_job for n in jobs_per), default=0.0)
     dataset_root = resolved.dataset.root
     volume_dir = settings.volume_dir or dataset_root.name
-    workloads = {u: resolved.dataset.workloads(resolved.definition.name).get(u).to_json() for u in resolved.uuids}
+    workloads = {
+        u: resolved.dataset.workloads(resolved.definition.name).get(u).to_json()
+        for u in resolved.uuids
+    }
     files = volume_files_for(dataset_root, workloads, volume_dir)
     found = backends.detect(probe_gpu=False)
     notes = []
     missing = [f for f in files if f.size is None]
     if missing:
-        notes.append(f"{len(missing)} safetensors file(s) are missing on this machine, e.g. {missing[0].local}")
+        notes.append(
+            f"{len(missing)} safetensors file(s) are missing on this machine, e.g. {missing[0].local}"
+        )
     timeout = float(settings.timeout_s)
     job_timeout = float(options.job_timeout_s or settings.job_timeout_s)
     if jobs_per and max(jobs_per) * per_job > timeout:
-        notes.append(f"the largest slice may need more than the {timeout:.0f} s per-call timeout: "
-                     "use more --workers or raise [modal] timeout_s")
+        notes.append(
+            f"the largest slice may need more than the {timeout:.0f} s per-call timeout: "
+            "use more --workers or raise [modal] timeout_s"
+        )
     worst_s = worst_case_gpu_seconds(sum(jobs_per), job_timeout, settings.container_overhead_s)
     return ModalPlan(
-        definition=resolved.definition.name, gpu=settings.gpu, image=settings.image, app_name=settings.app_name,
-        volume=settings.volume, mount_path=MOUNT_PATH, volume_dir=volume_dir, containers=len(slices),
-        jobs=sum(jobs_per), groups=len(groups), workloads=len(resolved.uuids), repeats=options.repeats,
-        solutions=names, jobs_per_container=jobs_per, per_job_seconds=per_job, per_job_source=source,
-        container_overhead_s=settings.container_overhead_s, estimated_gpu_seconds=gpu_s, estimated_wall_seconds=wall_s,
+        definition=resolved.definition.name,
+        gpu=settings.gpu,
+        image=settings.image,
+        app_name=settings.app_name,
+        volume=settings.volume,
+        mount_path=MOUNT_PATH,
+        volume_dir=volume_dir,
+        containers=len(slices),
+        jobs=sum(jobs_per),
+        groups=len(groups),
+        workloads=len(resolved.uuids),
+        repeats=options.repeats,
+        solutions=names,
+        jobs_per_container=jobs_per,
+        per_job_seconds=per_job,
+        per_job_source=source,
+        container_overhead_s=settings.container_overhead_s,
+        estimated_gpu_seconds=gpu_s,
+        estimated_wall_seconds=wall_s,
         price_per_gpu_hour_usd=settings.price_per_gpu_hour_usd,
-        estimated_cost_usd=gpu_s / 3600.0 * settings.price_per_gpu_hour_usd, timeout_s=timeout,
-        job_timeout_s=job_timeout, worst_case_gpu_seconds=worst_s,
+        estimated_cost_usd=gpu_s / 3600.0 * settings.price_per_gpu_hour_usd,
+        timeout_s=timeout,
+        job_timeout_s=job_timeout,
+        worst_case_gpu_seconds=worst_s,
         worst_case_cost_usd=worst_s / 3600.0 * settings.price_per_gpu_hour_usd,
-        confirm_above_usd=settings.confirm_above_usd, cpu=settings.cpu, memory_mb=settings.memory_mb,
-        volume_needed=bool(files), volume_files=files,
-        upload_commands=upload_commands(settings.volume, dataset_root, files, volume_dir) if files else [],
-        credentials=found.modal_credentials, modal_installed=found.modal_installed,
-        settings_from_file=list(settings.from_file), notes=notes,
+        confirm_above_usd=settings.confirm_above_usd,
+        cpu=settings.cpu,
+        memory_mb=settings.memory_mb,
+        volume_needed=bool(files),
+        volume_files=files,
+        upload_commands=upload_commands(settings.volume, dataset_root, files, volume_dir)
+        if files
+        else [],
+        credentials=found.modal_credentials,
+        modal_installed=found.modal_installed,
+        settings_from_file=list(settings.from_file),
+        notes=notes,
     )
 
 
@@ -460,7 +556,9 @@ def modal_header_settings(ws, options, engine_config: dict[str, Any]) -> dict[st
     if options.workers:
         s.workers = int(options.workers)
     if options.job_timeout_s:
-        s.job_timeout_s = float(options.job_timeout_s)  # --timeout: per job, as for the local runner
+        s.job_timeout_s = float(
+            options.job_timeout_s
+        )  # --timeout: per job, as for the local runner
     dataset_root = Path(engine_config.get("dataset_root") or ws.dataset().root)
     s.volume_dir = s.volume_dir or dataset_root.name
     out = s.to_json()
@@ -473,15 +571,36 @@ def modal_header_settings(ws, options, engine_config: dict[str, Any]) -> dict[st
     return out
 
 
-def modal_runner_for(ws, folder: Path, header: RunHeader, definition, solutions: dict[str, Any],
-                     workloads: dict[str, dict[str, Any]], engine_config: dict[str, Any]) -> ModalRunner:
+def modal_runner_for(
+    ws,
+    folder: Path,
+    header: RunHeader,
+    definition,
+    solutions: dict[str, Any],
+    workloads: dict[str, dict[str, Any]],
+    engine_config: dict[str, Any],
+) -> ModalRunner:
     info = dict(header.settings.get("modal") or {})
     settings = ModalSettings.from_json(info)
     in_process = bool(info.get("in_process"))
     local_root = Path(info.get("local_dataset_root") or ws.dataset_root or ws.dataset().root)
-    files = [] if in_process else volume_files_for(local_root, workloads, settings.volume_dir or local_root.name)
-    return ModalRunner(folder, header, definition.raw, solutions, workloads, engine_config, settings, settings.workers,
-                       in_process=in_process, volume_files=files)
+    files = (
+        []
+        if in_process
+        else volume_files_for(local_root, workloads, settings.volume_dir or local_root.name)
+    )
+    return ModalRunner(
+        folder,
+        header,
+        definition.raw,
+        solutions,
+        workloads,
+        engine_config,
+        settings,
+        settings.workers,
+        in_process=in_process,
+        volume_files=files,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -520,11 +639,20 @@ class ModalRunner:
     """Runs a prepared run's pending jobs as slices on Modal (or in-process), journaling every
     result the way the local runner does."""
 
-    def __init__(self, folder: Path, header: RunHeader, definition: dict[str, Any],
-                 solutions: dict[str, dict[str, Any]], workloads: dict[str, dict[str, Any]],
-                 engine_config: dict[str, Any], settings: ModalSettings, workers: int,
-                 caller: Any = None, in_process: bool = False,
-                 volume_files: list[VolumeFile] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        header: RunHeader,
+        definition: dict[str, Any],
+        solutions: dict[str, dict[str, Any]],
+        workloads: dict[str, dict[str, Any]],
+        engine_config: dict[str, Any],
+        settings: ModalSettings,
+        workers: int,
+        caller: Any = None,
+        in_process: bool = False,
+        volume_files: list[VolumeFile] | None = None,
+    ) -> None:
         self.folder = folder
         self.header = header
         self.definition = definition
@@ -553,14 +681,25 @@ class ModalRunner:
 
         s = self.settings
         handles = modal_app.build_app(
-            app_name=s.app_name, gpu=s.gpu, image_ref=s.image, timeout_s=s.timeout_s,
+            app_name=s.app_name,
+            gpu=s.gpu,
+            image_ref=s.image,
+            timeout_s=s.timeout_s,
             volume_name=None if self.in_process or not self.volume_files else s.volume,
-            mount_path=MOUNT_PATH, add_python=s.add_python, pip=s.pip, max_containers=self.workers,
-            cpu=s.cpu, memory_mb=s.memory_mb, startup_timeout_s=s.startup_timeout_s,
+            mount_path=MOUNT_PATH,
+            add_python=s.add_python,
+            pip=s.pip,
+            max_containers=self.workers,
+            cpu=s.cpu,
+            memory_mb=s.memory_mb,
+            startup_timeout_s=s.startup_timeout_s,
         )
         if self.in_process:
-            return modal_app.InProcessCaller(handles.function, parallel=1,
-                                             interpreter=self.engine_config.get("backend") == "interpreter")
+            return modal_app.InProcessCaller(
+                handles.function,
+                parallel=1,
+                interpreter=self.engine_config.get("backend") == "interpreter",
+            )
         self.volume = handles.volume
         return modal_app.ModalCaller(handles, output=self._modal_output)
 
@@ -585,16 +724,29 @@ class ModalRunner:
 
         missing_here = [f for f in self.volume_files if f.size is None]
         if missing_here:
-            raise InputError(missing_here[0].local, "safetensors file referenced by a workload is missing")
+            raise InputError(
+                missing_here[0].local, "safetensors file referenced by a workload is missing"
+            )
         dirs = sorted({"/" + f.remote.strip("/").split("/")[0] for f in self.volume_files})
         present = modal_app.volume_listing(self.volume, dirs)
         todo = [f for f in self.volume_files if present.get(f.remote) != f.size]
         if not todo:
-            on_event(LogLine(f"volume {self.settings.volume}: all {len(self.volume_files)} dataset file(s) present"))
+            on_event(
+                LogLine(
+                    f"volume {self.settings.volume}: all {len(self.volume_files)} dataset file(s) present"
+                )
+            )
             return 0
-        on_event(LogLine(f"volume {self.settings.volume}: uploading {len(todo)} of {len(self.volume_files)} dataset file(s)"))
-        return modal_app.upload_files(self.volume, [(Path(f.local), f.remote) for f in todo],
-                                      lambda text: on_event(LogLine(text)))
+        on_event(
+            LogLine(
+                f"volume {self.settings.volume}: uploading {len(todo)} of {len(self.volume_files)} dataset file(s)"
+            )
+        )
+        return modal_app.upload_files(
+            self.volume,
+            [(Path(f.local), f.remote) for f in todo],
+            lambda text: on_event(LogLine(text)),
+        )
 
     # -- running --------------------------------------------------------------------------------
 
@@ -605,14 +757,24 @@ class ModalRunner:
             done_keys = self.recorder.resume()
             done = self.recorder.done
             on_event(RunStarted(self.header, str(self.folder), resumed=done > 0, done_before=done))
-            tasks = [Task(u, r, sids) for (u, r), sids in pending_groups(self.header, done_keys, self.sid_of).items()]
+            tasks = [
+                Task(u, r, sids)
+                for (u, r), sids in pending_groups(self.header, done_keys, self.sid_of).items()
+            ]
             if tasks and not cancel.is_set():
                 if self.caller is None:
                     self.caller = self._default_caller()
-                where = "in this process (Function.local())" if getattr(self.caller, "in_process", False) else \
-                    f"on Modal ({self.settings.gpu}, {self.settings.image})"
+                where = (
+                    "in this process (Function.local())"
+                    if getattr(self.caller, "in_process", False)
+                    else f"on Modal ({self.settings.gpu}, {self.settings.image})"
+                )
                 slices = make_slices(tasks, self.workers, first_number=self._numbers + 1)
-                on_event(LogLine(f"{sum(s.jobs for s in slices)} job(s) in {len(slices)} slice(s) {where}"))
+                on_event(
+                    LogLine(
+                        f"{sum(s.jobs for s in slices)} job(s) in {len(slices)} slice(s) {where}"
+                    )
+                )
                 self._sink = on_event
                 try:
                     with self._session(cancel, on_event) as live:
@@ -623,8 +785,10 @@ class ModalRunner:
                 except FibError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - Modal unreachable, refused, or the app failed
-                    raise ModalUnavailable(f"Modal: {describe_failure(exc)}; the {self.recorder.done} finished job(s) are "
-                                           f"kept: fibtui run --resume {self.header.run_id}") from None
+                    raise ModalUnavailable(
+                        f"Modal: {describe_failure(exc)}; the {self.recorder.done} finished job(s) are "
+                        f"kept: fibtui run --resume {self.header.run_id}"
+                    ) from None
             return self.recorder.finish(cancel.is_set(), on_event)
         finally:
             release_lock(self.folder)
@@ -652,8 +816,13 @@ class ModalRunner:
         holder.start()
         while not entered.wait(0.2):
             if cancel.is_set():
-                on_event(LogLine("cancelled while the Modal app was starting (the image build or pull): "
-                                 "nothing was launched", "warning"))
+                on_event(
+                    LogLine(
+                        "cancelled while the Modal app was starting (the image build or pull): "
+                        "nothing was launched",
+                        "warning",
+                    )
+                )
                 leave.set()
                 yield False
                 return
@@ -669,17 +838,31 @@ class ModalRunner:
 
     def _record_app(self, on_event: EventSink) -> None:
         """The app's and the image's ids, once the app runs: in the run folder (modal.json) and said."""
-        app_id, image_id = getattr(self.caller, "app_id", None), getattr(self.caller, "image_id", None)
+        app_id, image_id = (
+            getattr(self.caller, "app_id", None),
+            getattr(self.caller, "image_id", None),
+        )
         if not (app_id or image_id):
             return
         from fibtui.core.fsio import atomic_write_json
 
         try:
-            atomic_write_json(self.folder / "modal.json", {"app_id": app_id, "image_id": image_id,
-                                                           "image": self.settings.image, "gpu": self.settings.gpu})
+            atomic_write_json(
+                self.folder / "modal.json",
+                {
+                    "app_id": app_id,
+                    "image_id": image_id,
+                    "image": self.settings.image,
+                    "gpu": self.settings.gpu,
+                },
+            )
         except OSError:
             pass
-        on_event(LogLine(f"Modal app {app_id or '?'} (image {image_id or '?'} from {self.settings.image})"))
+        on_event(
+            LogLine(
+                f"Modal app {app_id or '?'} (image {image_id or '?'} from {self.settings.image})"
+            )
+        )
 
     def _new_slice(self, tasks: list[Task], attempt: int, isolated: bool = False) -> Slice:
         self._numbers += 1
@@ -693,13 +876,24 @@ class ModalRunner:
             "config": self.engine_config,
             "definition": self.definition,
             "solutions": [s for s in self.solutions if s["id"] in used],
-            "jobs": [{"job_id": f"{t.repeat}|{t.uuid}", "workload": self.workloads[t.uuid], "repeat": t.repeat,
-                      "solutions": list(t.sids)} for t in sl.tasks],
+            "jobs": [
+                {
+                    "job_id": f"{t.repeat}|{t.uuid}",
+                    "workload": self.workloads[t.uuid],
+                    "repeat": t.repeat,
+                    "solutions": list(t.sids),
+                }
+                for t in sl.tasks
+            ],
         }
 
     def _where(self, sl: Slice, container: dict[str, Any] | None = None) -> dict[str, Any]:
         """Which slice and container ran a job (added to its timing, like the local runner's slot)."""
-        device = "in-process" if getattr(self.caller, "in_process", False) else f"modal {self.settings.gpu}"
+        device = (
+            "in-process"
+            if getattr(self.caller, "in_process", False)
+            else f"modal {self.settings.gpu}"
+        )
         out: dict[str, Any] = {"slot": sl.number, "worker_device": device}
         if container and (container.get("task_id") or container.get("host")):
             out["container"] = container.get("task_id") or container.get("host")
@@ -739,14 +933,18 @@ class ModalRunner:
         finally:
             self._cancel_active(active, cancel, on_event)
 
-    def _cancel_active(self, active: dict[int, tuple[Slice, Any]], cancel: threading.Event, on_event: EventSink) -> None:
+    def _cancel_active(
+        self, active: dict[int, tuple[Slice, Any]], cancel: threading.Event, on_event: EventSink
+    ) -> None:
         if cancel.is_set():
             for _sl, call in active.values():
                 if call is not None:
                     try:
                         call.cancel()
                     except Exception as exc:  # noqa: BLE001 - say it; the app's end stops its containers too
-                        on_event(LogLine(f"could not cancel a call: {describe_failure(exc)}", "warning"))
+                        on_event(
+                            LogLine(f"could not cancel a call: {describe_failure(exc)}", "warning")
+                        )
             if active:
                 on_event(LogLine(f"cancelled {len(active)} call(s) in flight", "warning"))
 
@@ -754,8 +952,14 @@ class ModalRunner:
         self.calls += 1
         for t in sl.tasks:
             on_event(JobStarted(t.uuid, t.repeat, [self.ref_of[s][1] for s in t.sids], sl.number))
-        label = "isolated retry" if sl.isolated else (f"attempt {sl.attempt}" if sl.attempt > 1 else "")
-        on_event(LogLine(f"slice {sl.number}: {sl.jobs} job(s) submitted" + (f" ({label})" if label else "")))
+        label = (
+            "isolated retry" if sl.isolated else (f"attempt {sl.attempt}" if sl.attempt > 1 else "")
+        )
+        on_event(
+            LogLine(
+                f"slice {sl.number}: {sl.jobs} job(s) submitted" + (f" ({label})" if label else "")
+            )
+        )
         submitted_at = now_iso()
         try:
             call = self.caller.submit(self.request_for(sl))
@@ -773,21 +977,37 @@ class ModalRunner:
             except BaseException as exc:  # noqa: BLE001 - every failure of a call is reported
                 finished.put((sl.number, exc))
 
-        threading.Thread(target=wait_for_it, daemon=True, name=f"fibtui-modal-slice-{sl.number}").start()
+        threading.Thread(
+            target=wait_for_it, daemon=True, name=f"fibtui-modal-slice-{sl.number}"
+        ).start()
         return call
 
     # -- outcomes -------------------------------------------------------------------------------
 
     def _returned(self, sl: Slice, out: Any, on_event: EventSink) -> list[Slice]:
         if not isinstance(out, dict) or not isinstance(out.get("jobs"), list):
-            return self._failed(sl, ValueError(f"malformed result from the container ({type(out).__name__})"), on_event)
+            return self._failed(
+                sl,
+                ValueError(f"malformed result from the container ({type(out).__name__})"),
+                on_event,
+            )
         container = out.get("container") or {}
         if container:
-            on_event(LogLine(f"slice {sl.number} returned from {container.get('task_id') or container.get('host') or 'a container'}"
-                             f" after {float(container.get('wall_s') or 0):.1f} s"))
-        fresh = {sid: {**rep, "error": scrub(str(rep.get("error")))[:600], "log": scrub(str(rep.get("log") or ""))}
-                 for sid, rep in (out.get("load") or {}).items()
-                 if isinstance(rep, dict) and sid in self.ref_of and sid not in self._compile_logged}
+            on_event(
+                LogLine(
+                    f"slice {sl.number} returned from {container.get('task_id') or container.get('host') or 'a container'}"
+                    f" after {float(container.get('wall_s') or 0):.1f} s"
+                )
+            )
+        fresh = {
+            sid: {
+                **rep,
+                "error": scrub(str(rep.get("error")))[:600],
+                "log": scrub(str(rep.get("log") or "")),
+            }
+            for sid, rep in (out.get("load") or {}).items()
+            if isinstance(rep, dict) and sid in self.ref_of and sid not in self._compile_logged
+        }
         self._compile_logged.update(fresh)
         report_builds(self.folder, self.ref_of, fresh, on_event)
         by_key = {(t.uuid, t.repeat): t for t in sl.tasks}
@@ -810,33 +1030,73 @@ class ModalRunner:
                     requeue.append(Task(task.uuid, task.repeat, [sid], task.attempt))
                     continue
                 if r.get("status") in INFRA_STATUSES and task.attempt <= self.max_retries:
-                    on_event(LogLine(f"retrying {task.uuid[:8]} {self.ref_of[sid][1]} (attempt {task.attempt + 1}): "
-                                     f"{scrub(str(r.get('error')))[:300]}", "warning"))
+                    on_event(
+                        LogLine(
+                            f"retrying {task.uuid[:8]} {self.ref_of[sid][1]} (attempt {task.attempt + 1}): "
+                            f"{scrub(str(r.get('error')))[:300]}",
+                            "warning",
+                        )
+                    )
                     retry.append(Task(task.uuid, task.repeat, [sid], task.attempt + 1))
                     continue
-                self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), r, on_event,
-                                     self._where(sl, container))
-        lost = [Task(t.uuid, t.repeat, [s], t.attempt) for t in sl.tasks for s in t.sids if (t.uuid, t.repeat, s) not in seen]
+                self.recorder.record(
+                    sid,
+                    task.uuid,
+                    task.repeat,
+                    max(task.attempt, sl.attempt),
+                    r,
+                    on_event,
+                    self._where(sl, container),
+                )
+        lost = [
+            Task(t.uuid, t.repeat, [s], t.attempt)
+            for t in sl.tasks
+            for s in t.sids
+            if (t.uuid, t.repeat, s) not in seen
+        ]
         if lost:
-            retry.extend(self._infra_or_final(sl, lost, "the container returned no result for it", on_event))
+            retry.extend(
+                self._infra_or_final(sl, lost, "the container returned no result for it", on_event)
+            )
         if out.get("poisoned") or out.get("hung"):
-            why = "a kernel lost the CUDA context" if out.get("poisoned") else f"job {str(out.get('hung'))[:40]} hung"
-            stopped = "it stops taking inputs" if out.get("stopped_taking_inputs") else "it is sent nothing more"
-            on_event(WorkerRestarted(sl.number, f"{why}: {stopped}; the jobs it did not run go to a fresh container"))
+            why = (
+                "a kernel lost the CUDA context"
+                if out.get("poisoned")
+                else f"job {str(out.get('hung'))[:40]} hung"
+            )
+            stopped = (
+                "it stops taking inputs"
+                if out.get("stopped_taking_inputs")
+                else "it is sent nothing more"
+            )
+            on_event(
+                WorkerRestarted(
+                    sl.number, f"{why}: {stopped}; the jobs it did not run go to a fresh container"
+                )
+            )
         retry += requeue
         if not retry:
             return []
         return [self._new_slice(retry, max(t.attempt for t in retry))]
 
-    def _infra_or_final(self, sl: Slice, tasks: list[Task], reason: str, on_event: EventSink) -> list[Task]:
+    def _infra_or_final(
+        self, sl: Slice, tasks: list[Task], reason: str, on_event: EventSink
+    ) -> list[Task]:
         again = []
         for t in tasks:
             if t.attempt <= self.max_retries:
                 again.append(Task(t.uuid, t.repeat, t.sids, t.attempt + 1))
             else:
                 for sid in t.sids:
-                    self.recorder.record(sid, t.uuid, t.repeat, t.attempt, {"status": "INFRA_ERROR", "error": reason}, on_event,
-                                         self._where(sl))
+                    self.recorder.record(
+                        sid,
+                        t.uuid,
+                        t.repeat,
+                        t.attempt,
+                        {"status": "INFRA_ERROR", "error": reason},
+                        on_event,
+                        self._where(sl),
+                    )
         return again
 
     def _failed(self, sl: Slice, exc: BaseException, on_event: EventSink) -> list[Slice]:
@@ -844,26 +1104,53 @@ class ModalRunner:
         solution alone; then record the failure."""
         reason = describe_failure(exc)
         timeout = is_timeout(exc)
-        on_event(WorkerRestarted(sl.number, f"slice {sl.number} ({sl.jobs} job(s)) failed: {reason}"))
+        on_event(
+            WorkerRestarted(sl.number, f"slice {sl.number} ({sl.jobs} job(s)) failed: {reason}")
+        )
         # a call that ran out of Modal's execution timeout is not run again whole (it would cost the
         # whole timeout again): its work is split at once
         if not sl.isolated and sl.attempt <= self.max_retries and not timeout:
-            on_event(LogLine(f"retrying slice {sl.number} alone (attempt {sl.attempt + 1})", "warning"))
+            on_event(
+                LogLine(f"retrying slice {sl.number} alone (attempt {sl.attempt + 1})", "warning")
+            )
             return [self._new_slice(sl.tasks, sl.attempt + 1)]
         if len(sl.tasks) > 1:
-            on_event(LogLine(f"slice {sl.number} keeps failing: one workload per container to find the cause", "warning"))
+            on_event(
+                LogLine(
+                    f"slice {sl.number} keeps failing: one workload per container to find the cause",
+                    "warning",
+                )
+            )
             return [self._new_slice([t], sl.attempt, isolated=True) for t in sl.tasks]
         task = sl.tasks[0]
         if len(task.sids) > 1:
             on_event(LogLine(f"{task.uuid[:8]} keeps failing: each solution alone", "warning"))
-            return [self._new_slice([Task(task.uuid, task.repeat, [s], task.attempt)], sl.attempt, isolated=True)
-                    for s in task.sids]
+            return [
+                self._new_slice(
+                    [Task(task.uuid, task.repeat, [s], task.attempt)], sl.attempt, isolated=True
+                )
+                for s in task.sids
+            ]
         sid = task.sids[0]
         if timeout:
-            result = {"status": "TIMEOUT", "error": f"no result within the per-call timeout, alone in its container: {reason}"}
+            result = {
+                "status": "TIMEOUT",
+                "error": f"no result within the per-call timeout, alone in its container: {reason}",
+            }
         else:
-            result = {"status": "INFRA_ERROR", "error": f"the container failed running this solution alone "
-                      f"({sl.attempt} attempt(s) and an isolated retry): {reason}. If it repeats, the kernel may be "
-                      "crashing its process: run it with --backend local or interpreter to see"}
-        self.recorder.record(sid, task.uuid, task.repeat, max(task.attempt, sl.attempt), result, on_event, self._where(sl))
+            result = {
+                "status": "INFRA_ERROR",
+                "error": f"the container failed running this solution alone "
+                f"({sl.attempt} attempt(s) and an isolated retry): {reason}. If it repeats, the kernel may be "
+                "crashing its process: run it with --backend local or interpreter to see",
+            }
+        self.recorder.record(
+            sid,
+            task.uuid,
+            task.repeat,
+            max(task.attempt, sl.attempt),
+            result,
+            on_event,
+            self._where(sl),
+        )
         return []

@@ -30,7 +30,9 @@ from fibtui.core.ncu import NcuFailed, NcuNotFound, NcuReport, NcuTimeout
 
 SETS = ("basic", "detailed", "full")
 DEFAULT_SET = "detailed"
-DEFAULT_CLOCK_CONTROL = "none"  # shared machines: leave the clocks alone (ncu's own default locks them)
+DEFAULT_CLOCK_CONTROL = (
+    "none"  # shared machines: leave the clocks alone (ncu's own default locks them)
+)
 DEFAULT_LAUNCH_SKIP = 0
 DEFAULT_LAUNCH_COUNT = 1
 DEFAULT_TIMEOUT_S = 600.0
@@ -48,8 +50,14 @@ def find_ncu(ncu: str | None = None) -> str:
     return found
 
 
-def export_page(rep: str | Path, page: str, *, csv_format: bool = True, ncu: str | None = None,
-                timeout_s: float = 300.0) -> str:
+def export_page(
+    rep: str | Path,
+    page: str,
+    *,
+    csv_format: bool = True,
+    ncu: str | None = None,
+    timeout_s: float = 300.0,
+) -> str:
     """``ncu --import REP [--csv] --page PAGE`` and its standard output (list args, no shell)."""
     exe = find_ncu(ncu)
     cmd = [exe, "--import", str(rep)]
@@ -57,15 +65,25 @@ def export_page(rep: str | Path, page: str, *, csv_format: bool = True, ncu: str
         cmd.append("--csv")
     cmd += ["--page", page]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",  # noqa: S603
-                              timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            errors="replace",  # noqa: S603
+            timeout=timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise NcuTimeout(f"'ncu --import {rep} --page {page}' did not finish within {timeout_s:g} s") from None
+        raise NcuTimeout(
+            f"'ncu --import {rep} --page {page}' did not finish within {timeout_s:g} s"
+        ) from None
     except OSError as exc:
         raise NcuFailed(f"cannot run {exe}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise NcuFailed(f"'ncu --import {rep} --page {page}' exited with {proc.returncode}: {tail or 'no output'}")
+        raise NcuFailed(
+            f"'ncu --import {rep} --page {page}' exited with {proc.returncode}: {tail or 'no output'}"
+        )
     return proc.stdout
 
 
@@ -102,7 +120,9 @@ def build_ncu_command(
     if launch_count is not None and (not isinstance(launch_count, int) or launch_count < 1):
         raise UsageError(f"--launch-count must be a whole number >= 1, not {launch_count!r}")
     if not re.fullmatch(r"[A-Za-z0-9_]+", clock_control or ""):
-        raise UsageError(f"--clock-control takes a word such as none or base, not {clock_control!r}")
+        raise UsageError(
+            f"--clock-control takes a word such as none or base, not {clock_control!r}"
+        )
     cmd = [ncu]
     if not profile_from_start:
         # only the program's cudaProfilerStart/Stop ranges: warm-up launches are never profiled
@@ -112,9 +132,17 @@ def build_ncu_command(
     cmd += ["--launch-skip", str(launch_skip)]
     if launch_count is not None:
         cmd += ["--launch-count", str(launch_count)]
-    cmd += ["--set", section_set, "--clock-control", clock_control,
-            "--target-processes", target_processes,
-            "--export", str(export), "--force-overwrite"]
+    cmd += [
+        "--set",
+        section_set,
+        "--clock-control",
+        clock_control,
+        "--target-processes",
+        target_processes,
+        "--export",
+        str(export),
+        "--force-overwrite",
+    ]
     return cmd + list(profiled_argv)
 
 
@@ -128,23 +156,45 @@ class ProfileResult:
     command: list[str]
 
     def to_json(self) -> dict:
-        return {"report": str(self.report), "details_csv": str(self.details_csv), "raw_csv": str(self.raw_csv),
-                "details_txt": str(self.details_txt), "log": str(self.log), "command": self.command}
+        return {
+            "report": str(self.report),
+            "details_csv": str(self.details_csv),
+            "raw_csv": str(self.raw_csv),
+            "details_txt": str(self.details_txt),
+            "log": str(self.log),
+            "command": self.command,
+        }
 
 
 def sibling_paths(report: str | Path) -> dict[str, Path]:
     """``X.ncu-rep`` -> the paths of its exported pages and log."""
     rep = Path(report)
     stem = rep.name[: -len(".ncu-rep")] if rep.name.endswith(".ncu-rep") else rep.name
-    return {name: rep.with_name(f"{stem}{suffix}") for name, suffix in
-            (("details_csv", "_details.csv"), ("raw_csv", "_raw.csv"), ("details_txt", "_details.txt"),
-             ("log", "_ncu.log"))}
+    return {
+        name: rep.with_name(f"{stem}{suffix}")
+        for name, suffix in (
+            ("details_csv", "_details.csv"),
+            ("raw_csv", "_raw.csv"),
+            ("details_txt", "_details.txt"),
+            ("log", "_ncu.log"),
+        )
+    }
 
 
-def _run(cmd: list[str], timeout_s: float, env: dict[str, str] | None, cwd: str | Path | None) -> tuple[int, str]:
+def _run(
+    cmd: list[str], timeout_s: float, env: dict[str, str] | None, cwd: str | Path | None
+) -> tuple[int, str]:
     """Run in its own process group; on timeout stop that whole group (ncu forks the target)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # noqa: S603
-                            errors="replace", env=env, cwd=cwd, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,  # noqa: S603
+        errors="replace",
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -153,8 +203,10 @@ def _run(cmd: list[str], timeout_s: float, env: dict[str, str] | None, cwd: str 
         except ProcessLookupError:
             pass
         proc.communicate()
-        raise NcuTimeout(f"ncu did not finish within {timeout_s:g} s and was stopped (raise --timeout, "
-                         "filter with --kernel, or use a smaller --set)") from None
+        raise NcuTimeout(
+            f"ncu did not finish within {timeout_s:g} s and was stopped (raise --timeout, "
+            "filter with --kernel, or use a smaller --set)"
+        ) from None
     return proc.returncode, out or ""
 
 
@@ -181,9 +233,17 @@ def profile(
     if not rep.name.endswith(".ncu-rep"):
         rep = rep.with_name(rep.name + ".ncu-rep")
     exe = find_ncu(ncu)
-    cmd = build_ncu_command(profiled_argv, rep, kernel_regex=kernel_regex, launch_skip=launch_skip,
-                            launch_count=launch_count, section_set=section_set, clock_control=clock_control, ncu=exe,
-                            profile_from_start=profile_from_start)
+    cmd = build_ncu_command(
+        profiled_argv,
+        rep,
+        kernel_regex=kernel_regex,
+        launch_skip=launch_skip,
+        launch_count=launch_count,
+        section_set=section_set,
+        clock_control=clock_control,
+        ncu=exe,
+        profile_from_start=profile_from_start,
+    )
     make_dirs(rep.parent)
     paths = sibling_paths(rep)
     if log is not None:
@@ -198,13 +258,24 @@ def profile(
         tail = " | ".join(line for line in out.strip().splitlines()[-3:])
         raise NcuFailed(f"ncu exited with {code} (log: {paths['log']}): {tail or 'no output'}")
     if not rep.is_file() or rep.stat().st_size == 0:
-        hint = " (no kernel matched: check --kernel and --launch-skip)" if "No kernels were profiled" in out else ""
+        hint = (
+            " (no kernel matched: check --kernel and --launch-skip)"
+            if "No kernels were profiled" in out
+            else ""
+        )
         raise NcuFailed(f"ncu finished but wrote no report at {rep}{hint}; log: {paths['log']}")
     page_timeout = max(60.0, timeout_s / 2)
-    atomic_write_text(paths["details_csv"], export_page(rep, "details", ncu=exe, timeout_s=page_timeout))
+    atomic_write_text(
+        paths["details_csv"], export_page(rep, "details", ncu=exe, timeout_s=page_timeout)
+    )
     atomic_write_text(paths["raw_csv"], export_page(rep, "raw", ncu=exe, timeout_s=page_timeout))
-    atomic_write_text(paths["details_txt"], export_page(rep, "details", csv_format=False, ncu=exe, timeout_s=page_timeout))
-    return ProfileResult(rep, paths["details_csv"], paths["raw_csv"], paths["details_txt"], paths["log"], cmd)
+    atomic_write_text(
+        paths["details_txt"],
+        export_page(rep, "details", csv_format=False, ncu=exe, timeout_s=page_timeout),
+    )
+    return ProfileResult(
+        rep, paths["details_csv"], paths["raw_csv"], paths["details_txt"], paths["log"], cmd
+    )
 
 
 def worker_profile_argv(request: str | Path, *, python: str | None = None) -> list[str]:

@@ -89,12 +89,27 @@ def flashinfer_bench_launcher() -> tuple[list[str], str]:
     return [sys.executable, "-c", LAUNCHER_CODE], "python -c"
 
 
-def parity_command(dataset_dir: str | Path, definition: str, solution: str, preset: EvalPreset,
-                   launcher: list[str] | None = None) -> list[str]:
+def parity_command(
+    dataset_dir: str | Path,
+    definition: str,
+    solution: str,
+    preset: EvalPreset,
+    launcher: list[str] | None = None,
+) -> list[str]:
     """The official-shape argv for one definition and one solution."""
     prefix = list(launcher) if launcher is not None else flashinfer_bench_launcher()[0]
-    return [*prefix, "run", "--local", str(dataset_dir), "--definitions", definition, "--solutions", solution,
-            *OFFICIAL_FLAGS, *preset.parity_flags]
+    return [
+        *prefix,
+        "run",
+        "--local",
+        str(dataset_dir),
+        "--definitions",
+        definition,
+        "--solutions",
+        solution,
+        *OFFICIAL_FLAGS,
+        *preset.parity_flags,
+    ]
 
 
 _RESOLVE_CODE = (
@@ -106,19 +121,27 @@ _RESOLVE_CODE = (
 )
 
 
-def official_evaluator(definition_json: str | Path, python: str | None = None, timeout_s: float = 120.0) -> str | None:
+def official_evaluator(
+    definition_json: str | Path, python: str | None = None, timeout_s: float = 120.0
+) -> str | None:
     """The evaluator the installed flashinfer-bench picks for this definition (fibtui's name for it,
     or its class name when fibtui has none), asked in a subprocess of the Python that runs it; None
     when that cannot be told (not installed, an error)."""
     from fibtui.runners.local import scrubbed_environment
 
     try:
-        proc = subprocess.run([python or sys.executable, "-c", _RESOLVE_CODE, str(definition_json)],  # noqa: S603
-                              capture_output=True, text=True, timeout=timeout_s,
-                              env=scrubbed_environment(dict(os.environ)))
+        proc = subprocess.run(
+            [python or sys.executable, "-c", _RESOLVE_CODE, str(definition_json)],  # noqa: S603
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=scrubbed_environment(dict(os.environ)),
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    name = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else ""
+    name = (
+        proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else ""
+    )
     return EVALUATOR_CLASSES.get(name, name) or None
 
 
@@ -159,8 +182,13 @@ def _new_id(definition: str) -> str:
     return f"{stamp}_{definition.split('_')[0] or 'parity'}"
 
 
-def plan_parity(ws, selection: str = "rep", definition: str | None = None,
-                representatives: list[str] | None = None, solution: str | None = None) -> ParityPlan:
+def plan_parity(
+    ws,
+    selection: str = "rep",
+    definition: str | None = None,
+    representatives: list[str] | None = None,
+    solution: str | None = None,
+) -> ParityPlan:
     """What ``fibtui parity`` would run (nothing is written). ``solution``: a candidate folder or
     solution.json to run instead of the workspace's own solution."""
     cfg = ws.config_for(definition)
@@ -175,8 +203,20 @@ def plan_parity(ws, selection: str = "rep", definition: str | None = None,
     if solution is not None:
         name = str(solution_json_for(ws, cfg, solution)["name"])
     argv = parity_command(dataset_dir, defn.name, name, preset, launcher)
-    return ParityPlan(defn.name, name, selection, uuids, archive, dataset_dir, argv, how,
-                      [*OFFICIAL_FLAGS, *preset.parity_flags], preset.source, _bench_installed(), solution)
+    return ParityPlan(
+        defn.name,
+        name,
+        selection,
+        uuids,
+        archive,
+        dataset_dir,
+        argv,
+        how,
+        [*OFFICIAL_FLAGS, *preset.parity_flags],
+        preset.source,
+        _bench_installed(),
+        solution,
+    )
 
 
 def solution_json_for(ws, cfg, solution: str | None) -> dict[str, Any]:
@@ -201,7 +241,11 @@ def solution_json_for(ws, cfg, solution: str | None) -> dict[str, Any]:
         if packed["spec"]["language"] in ("cuda", "cpp"):
             packed["spec"].setdefault("binding", "tvm-ffi")
     if packed.get("definition") != cfg.definition:
-        raise InputError(path, f"is a solution for {packed.get('definition')!r}, not {cfg.definition!r}", field="--solution")
+        raise InputError(
+            path,
+            f"is a solution for {packed.get('definition')!r}, not {cfg.definition!r}",
+            field="--solution",
+        )
     return packed
 
 
@@ -210,8 +254,13 @@ def solution_json_for(ws, cfg, solution: str | None) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def prepare_dataset_dir(target: Path, dataset: Dataset, definition: Definition, uuids: list[str],
-                        solution: dict[str, Any]) -> list[str]:
+def prepare_dataset_dir(
+    target: Path,
+    dataset: Dataset,
+    definition: Definition,
+    uuids: list[str],
+    solution: dict[str, Any],
+) -> list[str]:
     """Write the definition, the selected workloads and the solution; link the blobs the workloads
     read. Returns the blob paths linked (relative to the dataset root)."""
     op = definition.op_type or "misc"
@@ -225,18 +274,33 @@ def prepare_dataset_dir(target: Path, dataset: Dataset, definition: Definition, 
     blobs: list[str] = []
     for u in uuids:
         w = workloads.get(u)
-        lines.append(json.dumps({"definition": definition.name, "solution": None, "workload": w.to_json(),
-                                 "evaluation": None}))
+        lines.append(
+            json.dumps(
+                {
+                    "definition": definition.name,
+                    "solution": None,
+                    "workload": w.to_json(),
+                    "evaluation": None,
+                }
+            )
+        )
         for spec in w.inputs.values():
             if spec.type == "safetensors" and spec.path and spec.path not in blobs:
                 blobs.append(spec.path)
-    atomic_write_text(target / "workloads" / op / f"{definition.name}.jsonl", "\n".join(lines) + "\n")
-    atomic_write_json(target / "solutions" / op / definition.name / f"{_safe(solution['name'])}.json", solution)
+    atomic_write_text(
+        target / "workloads" / op / f"{definition.name}.jsonl", "\n".join(lines) + "\n"
+    )
+    atomic_write_json(
+        target / "solutions" / op / definition.name / f"{_safe(solution['name'])}.json", solution
+    )
     root = dataset.root.resolve()
     for rel in blobs:
         src = (root / rel).resolve()
         if root not in src.parents or not src.is_file():
-            raise InputError(root / rel, "safetensors file of a selected workload is missing or outside the dataset")
+            raise InputError(
+                root / rel,
+                "safetensors file of a selected workload is missing or outside the dataset",
+            )
         dst = target / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         if not dst.exists():
@@ -262,10 +326,16 @@ def parity_tau(workspace_root: str | Path, definition: str | None = None) -> tup
     definition on a GPU; interpreter sessions never count)."""
     from fibtui.core import stats
 
-    sessions = [s for s in stats.aa_sessions(archive_root_of(workspace_root))
-                if definition is None or s.definition == definition]
-    floor = stats.noise_floor(stats.StatsSettings.from_workspace(workspace_root), sessions,
-                              f"{definition}, GPU timings" if definition else None)
+    sessions = [
+        s
+        for s in stats.aa_sessions(archive_root_of(workspace_root))
+        if definition is None or s.definition == definition
+    ]
+    floor = stats.noise_floor(
+        stats.StatsSettings.from_workspace(workspace_root),
+        sessions,
+        f"{definition}, GPU timings" if definition else None,
+    )
     return floor.tau, floor.source
 
 
@@ -305,22 +375,39 @@ def _record_of(folder: Path) -> dict[str, Any] | None:
 def _rows_from_record(record: dict[str, Any], path: Path) -> list[ResultRow]:
     rows = []
     for j in record.get("jobs") or []:
-        if not isinstance(j, dict) or not isinstance(j.get("uuid"), str) or not isinstance(j.get("status"), str):
+        if (
+            not isinstance(j, dict)
+            or not isinstance(j.get("uuid"), str)
+            or not isinstance(j.get("status"), str)
+        ):
             continue
         lat = j.get("latency_ms")
-        rows.append(ResultRow(definition=str(record.get("definition")), solution=j.get("solution"), uuid=j["uuid"],
-                              axes=dict(j.get("axes") or {}), status=j["status"],
-                              latency_ms=float(lat) if isinstance(lat, (int, float)) else None,
-                              source=str(path), role=j.get("role"), repeat=j.get("repeat")))
+        rows.append(
+            ResultRow(
+                definition=str(record.get("definition")),
+                solution=j.get("solution"),
+                uuid=j["uuid"],
+                axes=dict(j.get("axes") or {}),
+                status=j["status"],
+                latency_ms=float(lat) if isinstance(lat, (int, float)) else None,
+                source=str(path),
+                role=j.get("role"),
+                repeat=j.get("repeat"),
+            )
+        )
     return rows
 
 
-def _fibtui_from(record: dict[str, Any], path: Path, solution: str, uuids: set[str], fallback_first: bool) -> FibtuiRecord | None:
+def _fibtui_from(
+    record: dict[str, Any], path: Path, solution: str, uuids: set[str], fallback_first: bool
+) -> FibtuiRecord | None:
     rows = _rows_from_record(record, path)
     mine = [r for r in rows if r.solution == solution and r.uuid in uuids]
     label_solution = solution
     if not mine and fallback_first:
-        cands = [r for r in rows if r.role == "candidate" and r.uuid in uuids] or [r for r in rows if r.uuid in uuids]
+        cands = [r for r in rows if r.role == "candidate" and r.uuid in uuids] or [
+            r for r in rows if r.uuid in uuids
+        ]
         if cands:
             label_solution = cands[0].solution or "?"
             mine = [r for r in cands if r.solution == label_solution]
@@ -332,8 +419,13 @@ def _fibtui_from(record: dict[str, Any], path: Path, solution: str, uuids: set[s
     return FibtuiRecord(label, record.get("run_id"), kind, hw, _combine(mine))
 
 
-def fibtui_record(archive_root: Path, definition: str, solution: str, uuids: list[str],
-                  against: str | Path | None = None) -> FibtuiRecord | None:
+def fibtui_record(
+    archive_root: Path,
+    definition: str,
+    solution: str,
+    uuids: list[str],
+    against: str | Path | None = None,
+) -> FibtuiRecord | None:
     """fibtui's record to set beside the parity traces: ``against`` (a run id or a run.json), else
     the newest run of ``definition`` holding ``solution`` on these workloads, GPU-timed runs first."""
     wanted = set(uuids)
@@ -354,13 +446,17 @@ def fibtui_record(archive_root: Path, definition: str, solution: str, uuids: lis
         if found is None:
             raise UsageError(f"{against} holds no result for these workloads")
         return found
-    listings = [r for r in reversed(list_runs(archive_root)) if r.definition == definition and r.jobs_done]
+    listings = [
+        r for r in reversed(list_runs(archive_root)) if r.definition == definition and r.jobs_done
+    ]
     records = [(lst.path, _record_of(lst.path)) for lst in listings]
     for gpu_only in (True, False):
         for folder, record in records:
             if not record or (gpu_only and record.get("timing_kind") == "cpu-interpreter"):
                 continue
-            found = _fibtui_from(record, folder / "run.json", solution, wanted, fallback_first=False)
+            found = _fibtui_from(
+                record, folder / "run.json", solution, wanted, fallback_first=False
+            )
             if found is not None:
                 return found
     return None
@@ -382,7 +478,9 @@ class ParityRow:
 
 
 #: flashinfer-bench's line for each workload it finished ("Solution 'S' for workload U: STATUS ...")
-_LOG_STATUS = re.compile(r"Solution '(?P<solution>[^']+)' for workload (?P<uuid>[0-9A-Za-z-]+): (?P<status>[A-Z][A-Z_]+)")
+_LOG_STATUS = re.compile(
+    r"Solution '(?P<solution>[^']+)' for workload (?P<uuid>[0-9A-Za-z-]+): (?P<status>[A-Z][A-Z_]+)"
+)
 
 
 def log_statuses(path: Path | None) -> dict[str, dict[str, str]]:
@@ -428,9 +526,16 @@ class Comparison:
         return out
 
 
-def compare(bench_rows: list[ResultRow], solution: str, fib: FibtuiRecord | None, tau: float,
-            tau_source: str = "default 1%", bench_hardware: str | None = None,
-            logged: dict[str, str] | None = None, axes_of: dict[str, dict[str, int]] | None = None) -> Comparison:
+def compare(
+    bench_rows: list[ResultRow],
+    solution: str,
+    fib: FibtuiRecord | None,
+    tau: float,
+    tau_source: str = "default 1%",
+    bench_hardware: str | None = None,
+    logged: dict[str, str] | None = None,
+    axes_of: dict[str, dict[str, int]] | None = None,
+) -> Comparison:
     """flashinfer-bench's rows of ``solution`` beside fibtui's record, with the warnings.
     ``logged`` (uuid -> status from its console log) fills in the workloads that have no trace:
     their verdicts are compared, their latencies are not (the log has none)."""
@@ -440,16 +545,37 @@ def compare(bench_rows: list[ResultRow], solution: str, fib: FibtuiRecord | None
             latest[r.uuid] = r  # the last line of a workload wins (a rerun after --resume)
     from_log = {u: st for u, st in (logged or {}).items() if u not in latest}
     for u, st in from_log.items():
-        latest[u] = ResultRow(definition="", solution=solution, uuid=u, axes=dict((axes_of or {}).get(u, {})),
-                              status=st, latency_ms=None)
-    comp = Comparison(solution, fib.label if fib else None, fib.timing_kind if fib else None, bench_hardware,
-                      fib.hardware if fib else None, tau, tau_source)
+        latest[u] = ResultRow(
+            definition="",
+            solution=solution,
+            uuid=u,
+            axes=dict((axes_of or {}).get(u, {})),
+            status=st,
+            latency_ms=None,
+        )
+    comp = Comparison(
+        solution,
+        fib.label if fib else None,
+        fib.timing_kind if fib else None,
+        bench_hardware,
+        fib.hardware if fib else None,
+        tau,
+        tau_source,
+    )
     interpreter = fib is not None and fib.timing_kind == "cpu-interpreter"
     ratios: list[float] = []
     for uuid, r in latest.items():
         fs, fl = (fib.by_uuid.get(uuid) if fib else None) or (None, None)
-        row = ParityRow(uuid, dict(r.axes), r.status, r.latency_ms, fs, fl, None,
-                        bench_from="log" if uuid in from_log else "trace")
+        row = ParityRow(
+            uuid,
+            dict(r.axes),
+            r.status,
+            r.latency_ms,
+            fs,
+            fl,
+            None,
+            bench_from="log" if uuid in from_log else "trace",
+        )
         if fs is not None and (r.status == PASSED) != (fs == PASSED):
             row.flag = "verdict"
             comp.verdict_mismatches.append(uuid)
@@ -463,30 +589,49 @@ def compare(bench_rows: list[ResultRow], solution: str, fib: FibtuiRecord | None
         comp.rows.append(row)
     comp.compared = len(ratios)
     if from_log:
-        comp.notes.append(f"{len(from_log)} workload(s) judged from flashinfer-bench's console log only: it saves a "
-                          "definition's traces when the definition ends and was stopped before; verdicts compared, "
-                          "latencies not")
+        comp.notes.append(
+            f"{len(from_log)} workload(s) judged from flashinfer-bench's console log only: it saves a "
+            "definition's traces when the definition ends and was stopped before; verdicts compared, "
+            "latencies not"
+        )
     if fib is None:
-        comp.notes.append("no fibtui run of this definition holds this solution on these workloads: "
-                          "run `fibtui run --workloads ...` to set one beside it")
+        comp.notes.append(
+            "no fibtui run of this definition holds this solution on these workloads: "
+            "run `fibtui run --workloads ...` to set one beside it"
+        )
     elif not any(r.fibtui_status for r in comp.rows):
         comp.notes.append(f"{fib.label} holds none of these workloads")
     if interpreter:
-        comp.notes.append(f"{fib.label if fib else 'fibtui'} was timed by the CPU interpreter: verdicts compared, latencies not")
+        comp.notes.append(
+            f"{fib.label if fib else 'fibtui'} was timed by the CPU interpreter: verdicts compared, latencies not"
+        )
     if bench_hardware and fib and fib.hardware and bench_hardware != fib.hardware:
-        comp.notes.append(f"flashinfer-bench ran on {bench_hardware}, fibtui's record on {fib.hardware}: latencies are "
-                          "from different GPUs")
+        comp.notes.append(
+            f"flashinfer-bench ran on {bench_hardware}, fibtui's record on {fib.hardware}: latencies are "
+            "from different GPUs"
+        )
     if comp.verdict_mismatches:
-        pairs = ", ".join(f"{u[:8]} (flashinfer-bench {latest[u].status}, fibtui {fib.by_uuid[u][0]})"
-                          for u in comp.verdict_mismatches[:6] if fib)
-        more = f" and {len(comp.verdict_mismatches) - 6} more" if len(comp.verdict_mismatches) > 6 else ""
-        comp.warnings.append(f"verdicts differ on {len(comp.verdict_mismatches)} workload(s): {pairs}{more}")
+        pairs = ", ".join(
+            f"{u[:8]} (flashinfer-bench {latest[u].status}, fibtui {fib.by_uuid[u][0]})"
+            for u in comp.verdict_mismatches[:6]
+            if fib
+        )
+        more = (
+            f" and {len(comp.verdict_mismatches) - 6} more"
+            if len(comp.verdict_mismatches) > 6
+            else ""
+        )
+        comp.warnings.append(
+            f"verdicts differ on {len(comp.verdict_mismatches)} workload(s): {pairs}{more}"
+        )
     if ratios:
         g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         comp.geomean_ratio, comp.min_ratio, comp.max_ratio = g, min(ratios), max(ratios)
         if abs(math.log(g)) > tau:
-            text = (f"flashinfer-bench reports {g:.2f}x fibtui's latency (geometric mean over {len(ratios)} workload(s), "
-                    f"{min(ratios):.2f}-{max(ratios):.2f}x; tau {tau:.1%}, {tau_source})")
+            text = (
+                f"flashinfer-bench reports {g:.2f}x fibtui's latency (geometric mean over {len(ratios)} workload(s), "
+                f"{min(ratios):.2f}-{max(ratios):.2f}x; tau {tau:.1%}, {tau_source})"
+            )
             if g >= 2:
                 text += ": a harness reporting several times the kernel's device time is timing launch overhead, not the kernel"
             comp.warnings.append(text)
@@ -527,8 +672,12 @@ class ParityRecord:
         """N/N PASSED for the solution (and, for a run, every selected workload has a trace)."""
         expected = len(self.workloads) if self.source == "run" else self.total
         traced = all(r.bench_from == "trace" for c in self.comparisons[:1] for r in c.rows)
-        return (self.total > 0 and self.passed == self.total == expected and self.returncode in (None, 0)
-                and traced)
+        return (
+            self.total > 0
+            and self.passed == self.total == expected
+            and self.returncode in (None, 0)
+            and traced
+        )
 
     @property
     def warnings(self) -> list[str]:
@@ -578,20 +727,34 @@ def parity_status(workspace: Any, definition: str) -> ParityStatus | None:
             obj = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(obj, dict) or obj.get("format") != RECORD_FORMAT or obj.get("definition") != definition:
+        if (
+            not isinstance(obj, dict)
+            or obj.get("format") != RECORD_FORMAT
+            or obj.get("definition") != definition
+        ):
             continue
         stamp = str(obj.get("finished") or obj.get("started") or "")
-        st = ParityStatus(id=str(obj.get("id")), definition=definition, solution=str(obj.get("solution")),
-                          source=str(obj.get("source")), finished=obj.get("finished"), passed=int(obj.get("passed") or 0),
-                          total=int(obj.get("total") or 0), complete=bool(obj.get("complete")),
-                          warnings=len(obj.get("warnings") or []), path=p.parent)
+        st = ParityStatus(
+            id=str(obj.get("id")),
+            definition=definition,
+            solution=str(obj.get("solution")),
+            source=str(obj.get("source")),
+            finished=obj.get("finished"),
+            passed=int(obj.get("passed") or 0),
+            total=int(obj.get("total") or 0),
+            complete=bool(obj.get("complete")),
+            warnings=len(obj.get("warnings") or []),
+            path=p.parent,
+        )
         key = f"{stamp}|{p.parent.name}"
         if best is None or key > best[0]:
             best = (key, st)
     return best[1] if best else None
 
 
-def _finish_record(record: ParityRecord, traces: Path | None, ws, against: str | Path | None) -> ParityRecord:
+def _finish_record(
+    record: ParityRecord, traces: Path | None, ws, against: str | Path | None
+) -> ParityRecord:
     """Import the traces, compare, write comparison.json and parity.json."""
     tau, tau_source = parity_tau(ws.root, record.definition)
     rows: list[ResultRow] = []
@@ -603,10 +766,14 @@ def _finish_record(record: ParityRecord, traces: Path | None, ws, against: str |
             record.notes.append(f"traces of other definitions left aside: {', '.join(others)}")
         record.environment = dict(table.meta.get("environment") or {})
         if record.source == "import" and not rows:
-            raise InputError(traces, f"no traces for {record.definition} (found: {', '.join(others) or 'none'})")
+            raise InputError(
+                traces, f"no traces for {record.definition} (found: {', '.join(others) or 'none'})"
+            )
     solutions = list(dict.fromkeys(r.solution for r in rows if r.solution))
     if record.source == "import" and record.solution not in solutions and solutions:
-        record.notes.append(f"the traces hold no {record.solution}; comparing {', '.join(solutions)}")
+        record.notes.append(
+            f"the traces hold no {record.solution}; comparing {', '.join(solutions)}"
+        )
         record.solution = solutions[0]
     if record.solution not in solutions:
         solutions.insert(0, record.solution)
@@ -616,34 +783,53 @@ def _finish_record(record: ParityRecord, traces: Path | None, ws, against: str |
     hardware = record.environment.get("hardware")
     logged = log_statuses(record.path / "console.log")
     if record.source == "run":
-        logged = {sol: {u: st for u, st in by.items() if u in set(record.workloads)} for sol, by in logged.items()}
+        logged = {
+            sol: {u: st for u, st in by.items() if u in set(record.workloads)}
+            for sol, by in logged.items()
+        }
     if record.solution in logged and record.solution not in solutions:
         solutions.insert(0, record.solution)
     axes_of = _workload_axes(record.path / "dataset")
     for sol in solutions:
         sol_rows = [r for r in rows if r.solution == sol]
         sol_logged = logged.get(sol, {})
-        uuids = list(dict.fromkeys([r.uuid for r in sol_rows] + list(sol_logged))) or list(record.workloads)
-        fib = fibtui_record(ws.archive_root, record.definition, sol, uuids, against if sol == record.solution else None)
-        record.comparisons.append(compare(sol_rows, sol, fib, tau, tau_source, hardware, sol_logged, axes_of))
+        uuids = list(dict.fromkeys([r.uuid for r in sol_rows] + list(sol_logged))) or list(
+            record.workloads
+        )
+        fib = fibtui_record(
+            ws.archive_root,
+            record.definition,
+            sol,
+            uuids,
+            against if sol == record.solution else None,
+        )
+        record.comparisons.append(
+            compare(sol_rows, sol, fib, tau, tau_source, hardware, sol_logged, axes_of)
+        )
     if record.bench_evaluator and record.evaluator and record.bench_evaluator != record.evaluator:
         version = bench_version() or "this"
         for c in record.comparisons:
-            c.warnings.append(f"flashinfer-bench {version} judged with its {record.bench_evaluator} evaluator; the contest's "
-                              f"(flashinfer-bench's main branch, and fibtui) is {record.evaluator}: where they disagree, "
-                              "fibtui's verdict is the contest's")
+            c.warnings.append(
+                f"flashinfer-bench {version} judged with its {record.bench_evaluator} evaluator; the contest's "
+                f"(flashinfer-bench's main branch, and fibtui) is {record.evaluator}: where they disagree, "
+                "fibtui's verdict is the contest's"
+            )
     main = record.comparisons[0]
     record.passed, record.total = main.passed, len(main.rows)
     if record.source == "run":
         missing = [u for u in record.workloads if u not in {r.uuid for r in main.rows}]
         if missing:
-            record.notes.append(f"{len(missing)} selected workload(s) have no trace (e.g. {missing[0]})")
+            record.notes.append(
+                f"{len(missing)} selected workload(s) have no trace (e.g. {missing[0]})"
+            )
         if not record.workloads:
             record.workloads = [r.uuid for r in main.rows]
     else:
         record.workloads = [r.uuid for r in main.rows]
     record.finished = now_iso()
-    atomic_write_json(record.path / "comparison.json", {"comparisons": [c.to_json() for c in record.comparisons]})
+    atomic_write_json(
+        record.path / "comparison.json", {"comparisons": [c.to_json() for c in record.comparisons]}
+    )
     atomic_write_json(record.path / "parity.json", record.to_json())
     return record
 
@@ -661,7 +847,11 @@ def _workload_axes(dataset_dir: Path) -> dict[str, dict[str, int]]:
                 w = json.loads(line).get("workload") or {}
             except (ValueError, AttributeError):
                 continue
-            if isinstance(w, dict) and isinstance(w.get("uuid"), str) and isinstance(w.get("axes"), dict):
+            if (
+                isinstance(w, dict)
+                and isinstance(w.get("uuid"), str)
+                and isinstance(w.get("axes"), dict)
+            ):
                 out[w["uuid"]] = w["axes"]
     return out
 
@@ -670,7 +860,11 @@ def _collect_traces(folder: Path) -> list[Path]:
     """Trace files under a folder: ``traces/**/*.jsonl`` of a FlashInfer-Trace folder, else any
     JSONL whose content is flashinfer-bench traces."""
     if (folder / "traces").is_dir():
-        found = sorted(p for p in (folder / "traces").rglob("*.jsonl") if p.is_file() and not p.name.endswith("_workloads.jsonl"))
+        found = sorted(
+            p
+            for p in (folder / "traces").rglob("*.jsonl")
+            if p.is_file() and not p.name.endswith("_workloads.jsonl")
+        )
         if found:
             return found
     out = []
@@ -707,14 +901,18 @@ def _concat(files: list[Path], target: Path) -> None:
     atomic_write_text(target, "".join(parts))
 
 
-def import_parity(ws, path: str | Path, definition: str | None = None, against: str | Path | None = None) -> ParityRecord:
+def import_parity(
+    ws, path: str | Path, definition: str | None = None, against: str | Path | None = None
+) -> ParityRecord:
     """Archive an existing parity result (a traces JSONL, or a folder holding traces) and set it
     beside fibtui's record."""
     src = Path(path).expanduser()
     if src.is_dir():
         files = _collect_traces(src)
         if not files:
-            raise InputError(src, "no flashinfer-bench traces here (expected traces/**/*.jsonl with evaluations)")
+            raise InputError(
+                src, "no flashinfer-bench traces here (expected traces/**/*.jsonl with evaluations)"
+            )
     elif src.is_file():
         if detect_format(src) != "fib-traces":
             raise InputError(src, "not flashinfer-bench traces (one JSON trace a line)")
@@ -728,14 +926,27 @@ def import_parity(ws, path: str | Path, definition: str | None = None, against: 
     for f in files:
         found |= {r.definition for r in load_results(f).rows}
     if cfg.definition not in found:
-        raise InputError(src, f"no traces for {cfg.definition} (found: {', '.join(sorted(found)) or 'none'})")
+        raise InputError(
+            src, f"no traces for {cfg.definition} (found: {', '.join(sorted(found)) or 'none'})"
+        )
     archive = reserve_unique_path(parity_root(ws) / _new_id(cfg.definition), directory=True)
     try:
         traces = archive / "traces.jsonl"
         _concat(files, traces)
-        atomic_write_json(archive / "command.json", {"imported_from": str(src.resolve()), "files": [str(f) for f in files]})
-        record = ParityRecord(id=archive.name, definition=cfg.definition, solution=cfg.name, source="import",
-                              started=now_iso(), finished=None, path=archive, imported_from=str(src.resolve()))
+        atomic_write_json(
+            archive / "command.json",
+            {"imported_from": str(src.resolve()), "files": [str(f) for f in files]},
+        )
+        record = ParityRecord(
+            id=archive.name,
+            definition=cfg.definition,
+            solution=cfg.name,
+            source="import",
+            started=now_iso(),
+            finished=None,
+            path=archive,
+            imported_from=str(src.resolve()),
+        )
         console = src.parent / "console.log" if src.is_file() else src / "console.log"
         if console.is_file():
             atomic_copy_file(console, archive / "console.log")
@@ -745,9 +956,15 @@ def import_parity(ws, path: str | Path, definition: str | None = None, against: 
         raise
 
 
-def run_parity(ws, plan: ParityPlan, on_line: LineSink | None = None, cancel: threading.Event | None = None,
-               wall_timeout_s: float | None = None, against: str | Path | None = None,
-               stopped_by: Callable[[], str | None] | None = None) -> ParityRecord:
+def run_parity(
+    ws,
+    plan: ParityPlan,
+    on_line: LineSink | None = None,
+    cancel: threading.Event | None = None,
+    wall_timeout_s: float | None = None,
+    against: str | Path | None = None,
+    stopped_by: Callable[[], str | None] | None = None,
+) -> ParityRecord:
     """Prepare the folder, run flashinfer-bench (list args, its own process group), import and
     compare. Output lines go to ``console.log`` and to ``on_line`` as they come."""
     cancel = cancel or threading.Event()
@@ -763,25 +980,54 @@ def run_parity(ws, plan: ParityPlan, on_line: LineSink | None = None, cancel: th
         plan.argv = [str(plan.dataset_dir) if a == old else a for a in plan.argv]
     atomic_write_json(archive / "solution.json", packed_solution)
     prepare_dataset_dir(plan.dataset_dir, dataset, defn, plan.workloads, packed_solution)
-    atomic_write_json(archive / "command.json", {"argv": plan.argv, "command_line": plan.command_line, "cwd": str(archive),
-                                                 "launcher": plan.launcher, "flags": plan.flags,
-                                                 "preset_source": plan.preset_source})
-    record = ParityRecord(id=archive.name, definition=plan.definition, solution=plan.solution, source="run",
-                          started=now_iso(), finished=None, path=archive, selection=plan.selection,
-                          workloads=list(plan.workloads), command=list(plan.argv), evaluator=preset_for(defn).evaluator)
-    defn_json = next(iter(sorted((plan.dataset_dir / "definitions").rglob(f"{defn.name}.json"))), None)
+    atomic_write_json(
+        archive / "command.json",
+        {
+            "argv": plan.argv,
+            "command_line": plan.command_line,
+            "cwd": str(archive),
+            "launcher": plan.launcher,
+            "flags": plan.flags,
+            "preset_source": plan.preset_source,
+        },
+    )
+    record = ParityRecord(
+        id=archive.name,
+        definition=plan.definition,
+        solution=plan.solution,
+        source="run",
+        started=now_iso(),
+        finished=None,
+        path=archive,
+        selection=plan.selection,
+        workloads=list(plan.workloads),
+        command=list(plan.argv),
+        evaluator=preset_for(defn).evaluator,
+    )
+    defn_json = next(
+        iter(sorted((plan.dataset_dir / "definitions").rglob(f"{defn.name}.json"))), None
+    )
     if defn_json is not None and plan.launcher == "python -c":
         record.bench_evaluator = official_evaluator(defn_json, plan.argv[0])
-    elif defn_json is not None:  # flashinfer-bench from PATH: ask it through its own interpreter when it is a script
+    elif (
+        defn_json is not None
+    ):  # flashinfer-bench from PATH: ask it through its own interpreter when it is a script
         record.bench_evaluator = official_evaluator(defn_json, _script_python(plan.argv[0]))
     atomic_write_json(archive / "parity.json", record.to_json())
-    record.returncode = _run_logged(plan.argv, archive, archive / "console.log", on_line, cancel, wall_timeout_s)
+    record.returncode = _run_logged(
+        plan.argv, archive, archive / "console.log", on_line, cancel, wall_timeout_s
+    )
     if cancel.is_set():
         signal_name = stopped_by() if stopped_by is not None else None
-        record.notes.append(f"stopped by {signal_name}: flashinfer-bench was stopped before it finished"
-                            if signal_name else "cancelled by the user")
+        record.notes.append(
+            f"stopped by {signal_name}: flashinfer-bench was stopped before it finished"
+            if signal_name
+            else "cancelled by the user"
+        )
     elif record.returncode != 0:
-        record.notes.append(f"flashinfer-bench exited with code {record.returncode} (see console.log)")
+        record.notes.append(
+            f"flashinfer-bench exited with code {record.returncode} (see console.log)"
+        )
     files = _collect_traces(plan.dataset_dir)
     traces = archive / "traces.jsonl"
     if files:
@@ -805,20 +1051,36 @@ def _script_python(exe: str) -> str | None:
     return sys.executable
 
 
-def _run_logged(argv: list[str], cwd: Path, log_path: Path, on_line: LineSink | None, cancel: threading.Event,
-                wall_timeout_s: float | None) -> int:
+def _run_logged(
+    argv: list[str],
+    cwd: Path,
+    log_path: Path,
+    on_line: LineSink | None,
+    cancel: threading.Event,
+    wall_timeout_s: float | None,
+) -> int:
     from fibtui.runners.local import scrubbed_environment
 
-    env = scrubbed_environment(dict(os.environ))  # the solution under test never sees tokens or secrets
+    env = scrubbed_environment(
+        dict(os.environ)
+    )  # the solution under test never sees tokens or secrets
     env["PYTHONUNBUFFERED"] = "1"
     deadline = time.monotonic() + wall_timeout_s if wall_timeout_s else None
     with open(log_path, "ab") as log:
         try:
-            proc = subprocess.Popen(argv, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                cwd=str(cwd),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         except OSError as exc:
             log.write(f"could not start {argv[0]}: {exc}\n".encode())
-            raise UsageError(f"could not start flashinfer-bench ({argv[0]}): {exc.strerror or exc}") from None
+            raise UsageError(
+                f"could not start flashinfer-bench ({argv[0]}): {exc.strerror or exc}"
+            ) from None
         done = threading.Event()
 
         def pump() -> None:

@@ -57,14 +57,18 @@ class Backend:
 
 def _needs_torch_triton(name: str, found: backends.Backends) -> None:
     if not (found.torch and found.triton):
-        raise UsageError(f"the {name} backend needs torch and triton in this Python ({sys.executable}): "
-                         "pip install 'fibtui[gpu]'")
+        raise UsageError(
+            f"the {name} backend needs torch and triton in this Python ({sys.executable}): "
+            "pip install 'fibtui[gpu]'"
+        )
 
 
 def _check_local(found: backends.Backends, in_process: bool) -> None:
     if not found.gpu:
-        raise UsageError("no NVIDIA GPU on this machine: use --backend interpreter (Triton's CPU interpreter) "
-                         "or --backend modal")
+        raise UsageError(
+            "no NVIDIA GPU on this machine: use --backend interpreter (Triton's CPU interpreter) "
+            "or --backend modal"
+        )
     _needs_torch_triton("local", found)
 
 
@@ -81,20 +85,30 @@ def _check_modal(found: backends.Backends, in_process: bool) -> None:
     if not found.modal_installed:
         raise UsageError("the modal backend needs the modal package: pip install modal")
     if found.modal_credentials is None:
-        raise UsageError("no Modal credentials: run `modal setup` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET)")
+        raise UsageError(
+            "no Modal credentials: run `modal setup` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET)"
+        )
 
 
 def _local_runner(ctx: RunContext) -> Runner:
     from fibtui.runners.local import LocalRunner, worker_pool
 
-    return LocalRunner(ctx.folder, ctx.header, ctx.definition.raw, ctx.solutions, ctx.workloads,
-                       worker_pool(ctx.header.backend, ctx.found, ctx.config, ctx.options))
+    return LocalRunner(
+        ctx.folder,
+        ctx.header,
+        ctx.definition.raw,
+        ctx.solutions,
+        ctx.workloads,
+        worker_pool(ctx.header.backend, ctx.found, ctx.config, ctx.options),
+    )
 
 
 def _modal_runner(ctx: RunContext) -> Runner:
     from fibtui.runners.modal_runner import modal_runner_for
 
-    return modal_runner_for(ctx.ws, ctx.folder, ctx.header, ctx.definition, ctx.solutions, ctx.workloads, ctx.config)
+    return modal_runner_for(
+        ctx.ws, ctx.folder, ctx.header, ctx.definition, ctx.solutions, ctx.workloads, ctx.config
+    )
 
 
 def _modal_engine(found: backends.Backends, options: Any) -> str:
@@ -117,13 +131,35 @@ def _modal_plan(ws: Any, options: Any) -> Any:
     return plan_modal(ws, options)
 
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (
-    Backend("local", "GPU, default when one is present", _check_local, _local_runner, lambda found, options: "local"),
-    Backend("interpreter", "CPU, Triton's interpreter", _check_interpreter, _local_runner,
-            lambda found, options: "interpreter"),
-    Backend("modal", "B200 containers", _check_modal, _modal_runner, _modal_engine,
-            header_settings=_modal_settings, plan=_modal_plan, billed=True),
-)}
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend(
+            "local",
+            "GPU, default when one is present",
+            _check_local,
+            _local_runner,
+            lambda found, options: "local",
+        ),
+        Backend(
+            "interpreter",
+            "CPU, Triton's interpreter",
+            _check_interpreter,
+            _local_runner,
+            lambda found, options: "interpreter",
+        ),
+        Backend(
+            "modal",
+            "B200 containers",
+            _check_modal,
+            _modal_runner,
+            _modal_engine,
+            header_settings=_modal_settings,
+            plan=_modal_plan,
+            billed=True,
+        ),
+    )
+}
 
 
 def names() -> tuple[str, ...]:
@@ -134,7 +170,9 @@ def get(name: str) -> Backend:
     try:
         return BACKENDS[name]
     except KeyError:
-        raise UsageError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)}; parity has its own verb)") from None
+        raise UsageError(
+            f"unknown backend {name!r} (choose from {', '.join(BACKENDS)}; parity has its own verb)"
+        ) from None
 
 
 def help_text() -> str:

@@ -98,7 +98,9 @@ def default_build_cache_dir() -> str:
     return str(Path(base) / "builds" if base else user_cache_path("fibtui") / "builds")
 
 
-def engine_config(backend: str, definition: Definition, dataset_root: Path, options: RunOptions) -> dict[str, Any]:
+def engine_config(
+    backend: str, definition: Definition, dataset_root: Path, options: RunOptions
+) -> dict[str, Any]:
     preset = preset_for(definition)
     interpreter = backend == "interpreter"
     plan = dict(INTERPRETER_PLAN if interpreter else GPU_PLAN)
@@ -122,7 +124,9 @@ def engine_config(backend: str, definition: Definition, dataset_root: Path, opti
     }
 
 
-def _workload_json(dataset: Dataset, definition: Definition, uuids: list[str]) -> dict[str, dict[str, Any]]:
+def _workload_json(
+    dataset: Dataset, definition: Definition, uuids: list[str]
+) -> dict[str, dict[str, Any]]:
     workloads = dataset.workloads(definition.name)
     return {u: workloads.get(u).to_json() for u in uuids}
 
@@ -139,10 +143,14 @@ def refuse_unsupported(solutions: list[Any], engine_backend: str, found: backend
         return  # Modal's image decides; its worker reports what it lacks
     tools = toolchain.detect(versions=False)
     for sol in solutions:
-        reason = toolchain.limits(sol.language, sol.binding, sol.sources, engine_backend, found.gpu, tools)
+        reason = toolchain.limits(
+            sol.language, sol.binding, sol.sources, engine_backend, found.gpu, tools
+        )
         if reason:
             kind = sol.language + (f", {sol.binding} binding" if sol.binding else "")
-            raise UsageError(f"{toolchain.UNSUPPORTED_HERE}: {sol.name} ({kind}) cannot run on this machine: {reason}")
+            raise UsageError(
+                f"{toolchain.UNSUPPORTED_HERE}: {sol.name} ({kind}) cannot run on this machine: {reason}"
+            )
 
 
 def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
@@ -170,8 +178,17 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     if spec.header_settings is not None:
         settings[spec.name] = spec.header_settings(ws, options, config)
     header = build_header(
-        folder.name, definition, dataset, refs, uuids, options.repeats, options.backend, timing_kind,
-        options.l2_policy if engine_backend != "interpreter" else "n/a", options.workloads, settings,
+        folder.name,
+        definition,
+        dataset,
+        refs,
+        uuids,
+        options.repeats,
+        options.backend,
+        timing_kind,
+        options.l2_policy if engine_backend != "interpreter" else "n/a",
+        options.workloads,
+        settings,
     )
     Journal(folder).write_header(header)
     solutions = {ref.key: load_snapshot(folder, ref) for ref in refs}
@@ -181,9 +198,20 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     return PreparedRun(folder, header, runner)
 
 
-def _runner(ws: Workspace, folder: Path, header: RunHeader, definition: Definition, solutions: dict[str, Any],
-            workloads: dict[str, Any], found: backends.Backends, config: dict[str, Any], options: RunOptions) -> Runner:
-    ctx = registry.RunContext(ws, folder, header, definition, solutions, workloads, found, config, options)
+def _runner(
+    ws: Workspace,
+    folder: Path,
+    header: RunHeader,
+    definition: Definition,
+    solutions: dict[str, Any],
+    workloads: dict[str, Any],
+    found: backends.Backends,
+    config: dict[str, Any],
+    options: RunOptions,
+) -> Runner:
+    ctx = registry.RunContext(
+        ws, folder, header, definition, solutions, workloads, found, config, options
+    )
     return registry.get(header.backend).runner(ctx)
 
 
@@ -210,15 +238,24 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     definition = dataset.definition(header.definition)
     uuids = list(dict.fromkeys(j.uuid for j in header.jobs))
     workloads = _workload_json(dataset, definition, uuids)
-    config = dict(header.settings.get("engine") or engine_config(header.backend, definition, ws.dataset_root or dataset.root, options))
+    config = dict(
+        header.settings.get("engine")
+        or engine_config(header.backend, definition, ws.dataset_root or dataset.root, options)
+    )
     solutions = {ref.key: load_snapshot(folder, ref) for ref in header.solutions}
     options.backend = header.backend
     runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
     return PreparedRun(folder, header, runner)
 
 
-def profile_request(ws: Workspace, uuids: list[str], solution: str | None = None, definition: str | None = None,
-                    warmup_calls: int = 5, profiled_calls: int = 1) -> dict[str, Any]:
+def profile_request(
+    ws: Workspace,
+    uuids: list[str],
+    solution: str | None = None,
+    definition: str | None = None,
+    warmup_calls: int = 5,
+    profiled_calls: int = 1,
+) -> dict[str, Any]:
     """The request ``python -m fibtui.worker profile`` reads: for each workload, warm-up calls,
     then ``profiled_calls`` inside cudaProfilerStart/Stop (ncu --profile-from-start off)."""
     cfg = ws.config_for(definition)
@@ -229,10 +266,19 @@ def profile_request(ws: Workspace, uuids: list[str], solution: str | None = None
     return {
         "config": engine_config("local", d, ws.dataset_root or dataset.root, options),
         "definition": d.raw,
-        "solutions": [{"id": "candidate-0", "name": sol.name,
-                       "spec": {"language": sol.language, "entry_point": sol.entry_point,
-                                "destination_passing_style": sol.dps, "binding": sol.binding},
-                       "sources": sol.sources}],
+        "solutions": [
+            {
+                "id": "candidate-0",
+                "name": sol.name,
+                "spec": {
+                    "language": sol.language,
+                    "entry_point": sol.entry_point,
+                    "destination_passing_style": sol.dps,
+                    "binding": sol.binding,
+                },
+                "sources": sol.sources,
+            }
+        ],
         "workloads": list(_workload_json(dataset, d, uuids).values()),
         "warmup_calls": warmup_calls,
         "profiled_calls": profiled_calls,

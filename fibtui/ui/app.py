@@ -41,8 +41,16 @@ from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
 from fibtui.ui.themes import DEFAULT_THEME, load_themes
 
 #: actions that belong to one pane: elsewhere their key does nothing and the footer hides it
-PANE_ACTIONS = {"search": "recon", "add_hit": "recon", "delete_note_row": "recon", "write_note": "recon",
-                "pin": "regimes", "retry_failed": "runs", "mark_baseline": "ncu", "decide": "promotion"}
+PANE_ACTIONS = {
+    "search": "recon",
+    "add_hit": "recon",
+    "delete_note_row": "recon",
+    "write_note": "recon",
+    "pin": "regimes",
+    "retry_failed": "runs",
+    "mark_baseline": "ncu",
+    "decide": "promotion",
+}
 
 WATCH_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc")
 #: the pane in view at start: the only one whose widgets the first frame mounts (Pane.build)
@@ -63,10 +71,22 @@ class PaneInfo:
 
 PANES: tuple[PaneInfo, ...] = (
     PaneInfo("recon", "Recon", "1", "reference repos, their state and the recon note", ReconPane),
-    PaneInfo("regimes", "Regimes", "2", "bands of the real workloads, shares, representatives, floors", RegimesPane),
+    PaneInfo(
+        "regimes",
+        "Regimes",
+        "2",
+        "bands of the real workloads, shares, representatives, floors",
+        RegimesPane,
+    ),
     PaneInfo("runs", "Runs", "3", "live runs: per-workload status, progress, logs", RunsPane),
     PaneInfo("ncu", "NCU", "4", "Nsight Compute tables and baseline-vs-candidate diffs", NcuPane),
-    PaneInfo("promotion", "Promotion", "5", "the verdict with its statistics, and the decision", PromotionPane),
+    PaneInfo(
+        "promotion",
+        "Promotion",
+        "5",
+        "the verdict with its statistics, and the decision",
+        PromotionPane,
+    ),
     PaneInfo("history", "History", "6", "past rounds and runs from optimize_ops/", HistoryPane),
 )
 
@@ -81,8 +101,12 @@ class PaneTabs(TabbedContent):
         event.prevent_default()  # else TabbedContent's own handler runs too (Textual calls each class's)
         focused = self.app.focused
         wanted = getattr(self.app, "wanted_pane", None)
-        if (event.tab_pane.id is not None and focused is not None and event.tab_pane in focused.ancestors
-                and wanted in (None, event.tab_pane.id)):
+        if (
+            event.tab_pane.id is not None
+            and focused is not None
+            and event.tab_pane in focused.ancestors
+            and wanted in (None, event.tab_pane.id)
+        ):
             self.active = event.tab_pane.id
 
 
@@ -110,20 +134,35 @@ class PaneFooter(Footer):
         app = self.app
         active = self.screen.active_bindings
         by_action: dict[str, tuple] = {}
-        for (_, binding, enabled, tooltip) in active.values():
+        for _, binding, enabled, tooltip in active.values():
             if not binding.show:
                 continue
             if binding.group is not None:
                 return None
-            by_action.setdefault(binding.action, (binding.key, app.get_key_display(binding), binding.description,
-                                                  binding.action, enabled, tooltip))
+            by_action.setdefault(
+                binding.action,
+                (
+                    binding.key,
+                    app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    enabled,
+                    tooltip,
+                ),
+            )
         palette = None
         if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
             found = active.get(app.COMMAND_PALETTE_BINDING)
             if found is not None:
                 _, binding, enabled, _ = found
-                palette = (binding.key, app.get_key_display(binding), binding.description, binding.action, enabled,
-                           binding.tooltip or binding.description)
+                palette = (
+                    binding.key,
+                    app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    enabled,
+                    binding.tooltip or binding.description,
+                )
         return list(by_action.values()), palette
 
     def _merged(self, entries: list[tuple]) -> list[tuple]:
@@ -150,7 +189,9 @@ class PaneFooter(Footer):
         shown = set(entries)
         self.styles.grid_size_columns = len(entries)
         for key, label, description, action, enabled, tooltip in layout:
-            widget = FooterKey(key, label, description, action, disabled=not enabled, tooltip=tooltip)
+            widget = FooterKey(
+                key, label, description, action, disabled=not enabled, tooltip=tooltip
+            )
             widget.data_bind(compact=Footer.compact)
             if (key, label, description, action, enabled, tooltip) not in shown:
                 widget.display = False
@@ -158,8 +199,15 @@ class PaneFooter(Footer):
             yield widget
         if palette is not None:
             key, label, description, action, enabled, tooltip = palette
-            yield FooterKey(key, label, description, action, classes="-command-palette", disabled=not enabled,
-                            tooltip=tooltip)
+            yield FooterKey(
+                key,
+                label,
+                description,
+                action,
+                classes="-command-palette",
+                disabled=not enabled,
+                tooltip=tooltip,
+            )
 
     def bindings_changed(self, screen) -> None:
         self._bindings_ready = True
@@ -191,8 +239,18 @@ def _in_order(entries: list[tuple], layout: list[tuple]) -> bool:
     return all(entry in rest for entry in entries)
 
 
-def B(key: str, action: str, description: str, id: str, tooltip: str, show: bool = True, key_display: str | None = None) -> Binding:
-    return Binding(key, action, description, show=show, id=id, tooltip=tooltip, key_display=key_display)
+def B(
+    key: str,
+    action: str,
+    description: str,
+    id: str,
+    tooltip: str,
+    show: bool = True,
+    key_display: str | None = None,
+) -> Binding:
+    return Binding(
+        key, action, description, show=show, id=id, tooltip=tooltip, key_display=key_display
+    )
 
 
 class FibCommands(Provider):
@@ -242,32 +300,148 @@ class FibApp(App[int]):
     COMMANDS = App.COMMANDS | {FibCommands}
     BINDINGS = [
         # the tab bar already shows each pane's digit: the footer keeps its room for the keys below
-        *[B(p.key, f"show_pane('{p.id}')", p.title, f"pane.{p.id}", f"Show the {p.title} pane: {p.about}", show=False)
-          for p in PANES],
+        *[
+            B(
+                p.key,
+                f"show_pane('{p.id}')",
+                p.title,
+                f"pane.{p.id}",
+                f"Show the {p.title} pane: {p.about}",
+                show=False,
+            )
+            for p in PANES
+        ],
         # the keys of one pane (PANE_ACTIONS): the footer shows them only on that pane
         B("f", "search", "Search", "recon.search", "Search the reference repos"),
         B("a", "add_hit", "Add to note", "recon.add", "Add the selected hit to the recon note"),
-        B("x", "delete_note_row", "Delete row", "recon.delete", "Delete the selected recon note row", show=False),
-        B("ctrl+s", "write_note", "Write note", "recon.write", "Write the recon note to optimize_ops/docs/"),
-        B("p", "pin", "Pin", "regimes.pin", "Pin, exclude or return the selected workload to automatic (cycles)"),
-        B("t", "retry_failed", "Retry", "run.retry", "Run the failed jobs of the selected run again"),
-        B("b", "mark_baseline", "Baseline", "ncu.baseline", "Mark the selected NCU report as the diff baseline"),
-        B("A", "decide('archive')", "Archive", "promotion.archive", "Archive the candidate and write the round summary"),
-        B("P", "decide('promote')", "Promote", "promotion.promote", "Promote the candidate (asks first; needs PROMOTE)"),
-        B("R", "decide('reject')", "Reject", "promotion.reject", "Reject the candidate and restore the previous best (asks first)"),
+        B(
+            "x",
+            "delete_note_row",
+            "Delete row",
+            "recon.delete",
+            "Delete the selected recon note row",
+            show=False,
+        ),
+        B(
+            "ctrl+s",
+            "write_note",
+            "Write note",
+            "recon.write",
+            "Write the recon note to optimize_ops/docs/",
+        ),
+        B(
+            "p",
+            "pin",
+            "Pin",
+            "regimes.pin",
+            "Pin, exclude or return the selected workload to automatic (cycles)",
+        ),
+        B(
+            "t",
+            "retry_failed",
+            "Retry",
+            "run.retry",
+            "Run the failed jobs of the selected run again",
+        ),
+        B(
+            "b",
+            "mark_baseline",
+            "Baseline",
+            "ncu.baseline",
+            "Mark the selected NCU report as the diff baseline",
+        ),
+        B(
+            "A",
+            "decide('archive')",
+            "Archive",
+            "promotion.archive",
+            "Archive the candidate and write the round summary",
+        ),
+        B(
+            "P",
+            "decide('promote')",
+            "Promote",
+            "promotion.promote",
+            "Promote the candidate (asks first; needs PROMOTE)",
+        ),
+        B(
+            "R",
+            "decide('reject')",
+            "Reject",
+            "promotion.reject",
+            "Reject the candidate and restore the previous best (asks first)",
+        ),
         # everywhere
         B("g", "gate", "Gate", "run.gate", "Start a paired gate on the representative workloads"),
-        B("o", "pick_candidate", "Candidate", "run.pick", "Pick what g, s and watch mode run, and the baseline"),
-        B("G", "gate_full", "Full gate", "run.gate_full",
-          "The representative gate even on the CPU interpreter (g there checks the smallest workload of each band)", show=False),
-        B("s", "sweep", "Sweep", "run.sweep", "Start a full sweep of every workload (asks first when large)"),
-        B("c", "cancel_run", "Cancel", "run.cancel", "Cancel the run in flight (it can be resumed)"),
-        B("w", "toggle_watch", "Watch", "app.watch", "Watch the kernel files: rerun the gate on every save"),
-        B("r", "refresh", "Refresh", "pane.refresh", "Refresh the current pane (Recon: refresh the repos)", show=False),
-        B("ctrl+t", "next_theme", "Theme", "app.theme", "Switch to the next theme (remembered)", show=False),
+        B(
+            "o",
+            "pick_candidate",
+            "Candidate",
+            "run.pick",
+            "Pick what g, s and watch mode run, and the baseline",
+        ),
+        B(
+            "G",
+            "gate_full",
+            "Full gate",
+            "run.gate_full",
+            "The representative gate even on the CPU interpreter (g there checks the smallest workload of each band)",
+            show=False,
+        ),
+        B(
+            "s",
+            "sweep",
+            "Sweep",
+            "run.sweep",
+            "Start a full sweep of every workload (asks first when large)",
+        ),
+        B(
+            "c",
+            "cancel_run",
+            "Cancel",
+            "run.cancel",
+            "Cancel the run in flight (it can be resumed)",
+        ),
+        B(
+            "w",
+            "toggle_watch",
+            "Watch",
+            "app.watch",
+            "Watch the kernel files: rerun the gate on every save",
+        ),
+        B(
+            "r",
+            "refresh",
+            "Refresh",
+            "pane.refresh",
+            "Refresh the current pane (Recon: refresh the repos)",
+            show=False,
+        ),
+        B(
+            "ctrl+t",
+            "next_theme",
+            "Theme",
+            "app.theme",
+            "Switch to the next theme (remembered)",
+            show=False,
+        ),
         B("q", "quit", "Quit", "app.quit", "Quit fibtui (asks first while a run is in flight)"),
-        B("question_mark", "show_keys", "Keys", "app.keys", "List every key binding", key_display="?"),
-        B("escape", "leave_input", "Leave box", "app.leave_input", "Leave a text box: focus goes back to the pane", show=False),
+        B(
+            "question_mark",
+            "show_keys",
+            "Keys",
+            "app.keys",
+            "List every key binding",
+            key_display="?",
+        ),
+        B(
+            "escape",
+            "leave_input",
+            "Leave box",
+            "app.leave_input",
+            "Leave a text box: focus goes back to the pane",
+            show=False,
+        ),
     ]
 
     @dataclass
@@ -275,8 +449,14 @@ class FibApp(App[int]):
         paths: list[str]
         detected: float
 
-    def __init__(self, workspace: Workspace | None, *, watch: bool = False, cwd: str | None = None,
-                 demo_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace | None,
+        *,
+        watch: bool = False,
+        cwd: str | None = None,
+        demo_dir: str | None = None,
+    ) -> None:
         super().__init__()
         self.workspace = workspace
         self.watch_mode = False
@@ -322,7 +502,9 @@ class FibApp(App[int]):
             self.register_theme(theme)
         wanted = load_settings().get("theme", DEFAULT_THEME)
         names = {t.name for t in self._themes} | set(self.available_themes)
-        self.theme = wanted if wanted in names else (DEFAULT_THEME if DEFAULT_THEME in names else self.theme)
+        self.theme = (
+            wanted if wanted in names else (DEFAULT_THEME if DEFAULT_THEME in names else self.theme)
+        )
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -339,7 +521,9 @@ class FibApp(App[int]):
                     widget = pane.widget(id=f"{pane.id}-pane", deferred=pane.id != INITIAL_PANE)
                     self._panes[pane.id] = widget
                     yield widget
-        self._runs_pane = self._panes["runs"]  # check_action asks it from the footer's first compose
+        self._runs_pane = self._panes[
+            "runs"
+        ]  # check_action asks it from the footer's first compose
         yield PaneFooter(compact=width < 100)
 
     def _set_titles(self) -> None:
@@ -350,11 +534,21 @@ class FibApp(App[int]):
         active = ws.active
         definition = active.definition if active else "no valid config"
         # the states first: at 80 columns the end of the line is what the header cuts
-        flags = ("WATCHING · " if self.watch_mode else "") + ("QUITS AFTER THE RUN · " if self.quit_when_run_ends else "")
-        gate = self.gate_choice.label if getattr(self, "gate_choice", None) is not None else (active.name if active else None)
+        flags = ("WATCHING · " if self.watch_mode else "") + (
+            "QUITS AFTER THE RUN · " if self.quit_when_run_ends else ""
+        )
+        gate = (
+            self.gate_choice.label
+            if getattr(self, "gate_choice", None) is not None
+            else (active.name if active else None)
+        )
         base = getattr(self, "base_choice", None)
-        against = f" vs {base.label.split(' (')[0]}" if base is not None and base.path is not None else ""
-        self.sub_title = flags + (f"{gate}{against} · " if gate else "") + f"{definition} · {ws.root.name}"
+        against = (
+            f" vs {base.label.split(' (')[0]}" if base is not None and base.path is not None else ""
+        )
+        self.sub_title = (
+            flags + (f"{gate}{against} · " if gate else "") + f"{definition} · {ws.root.name}"
+        )
 
     _control_filter = ControlCharacters()
 
@@ -372,7 +566,10 @@ class FibApp(App[int]):
         self._runs_pane = self.pane("runs")
         self._catch_hangups()
         if self.workspace is None:
-            self.push_screen(NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()), self._on_no_workspace)
+            self.push_screen(
+                NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()),
+                self._on_no_workspace,
+            )
         else:
             self._use_workspace(self.workspace)
 
@@ -406,7 +603,9 @@ class FibApp(App[int]):
         visible = self.active_pane
         self._load_pane(visible)
         self.wanted_pane = visible
-        self.call_after_refresh(self._focus_into, visible)  # keys go to the pane in view from the start
+        self.call_after_refresh(
+            self._focus_into, visible
+        )  # keys go to the pane in view from the start
         self._load_rest(visible)
         self.set_timer(3.0, _tune_collector)
         if self._start_watching:
@@ -431,7 +630,9 @@ class FibApp(App[int]):
         shown = self.pane(visible)
         deadline = time.monotonic() + FIRST_DATA_WAIT_S
         while time.monotonic() < deadline and any(
-                w.node is shown and w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers):
+            w.node is shown and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+            for w in self.workers
+        ):
             await asyncio.sleep(0.02)
         await self._next_frame()  # its rows painted first
         _release_collector()
@@ -461,7 +662,9 @@ class FibApp(App[int]):
     @property
     def active_pane(self) -> str:
         tabs = self._tabs if self._tabs is not None else self.query_one("#main-tabs", TabbedContent)
-        return tabs.active or INITIAL_PANE  # "" until the tabs have processed their first activation
+        return (
+            tabs.active or INITIAL_PANE
+        )  # "" until the tabs have processed their first activation
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -493,14 +696,18 @@ class FibApp(App[int]):
         self.call_after_refresh(self._focus_into, pane_id)
 
     def _focus_into(self, pane_id: str) -> None:
-        if self.active_pane != pane_id or len(self.screen_stack) > 1:  # another pane since, or a dialog on top
+        if (
+            self.active_pane != pane_id or len(self.screen_stack) > 1
+        ):  # another pane since, or a dialog on top
             return
         focused = self.focused
         pane = self.pane(pane_id)
         if focused is not None and pane in focused.ancestors:
             return
         widget = pane.focus_target()
-        if widget is not None:  # now, not later (Widget.focus defers): a key typed next must not undo it
+        if (
+            widget is not None
+        ):  # now, not later (Widget.focus defers): a key typed next must not undo it
             self.screen.set_focus(widget, scroll_visible=False)
 
     def action_leave_input(self) -> None:
@@ -565,7 +772,9 @@ class FibApp(App[int]):
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
             key = keymap.get(binding.id or "", binding.key_display or binding.key)
-            rows.append((key, binding.description or binding.action, binding.tooltip, binding.id or ""))
+            rows.append(
+                (key, binding.description or binding.action, binding.tooltip, binding.id or "")
+            )
         self.push_screen(HelpKeysScreen(rows))
 
     async def action_quit(self) -> None:
@@ -583,12 +792,19 @@ class FibApp(App[int]):
                     self._set_titles()
                     self.notify("fibtui quits when the run ends (q again asks again)")
 
-            self.push_screen(ChoiceScreen(
-                "A run is in flight",
-                f"{runs.active_run} is still going. Cancelling keeps what finished; the jobs in flight stay "
-                "pending and `fibtui run --resume` picks them up.",
-                [("c", "Cancel it and quit", "cancel"), ("e", "Quit when it ends", "after"), ("b", "Back", "back")]),
-                answered)
+            self.push_screen(
+                ChoiceScreen(
+                    "A run is in flight",
+                    f"{runs.active_run} is still going. Cancelling keeps what finished; the jobs in flight stay "
+                    "pending and `fibtui run --resume` picks them up.",
+                    [
+                        ("c", "Cancel it and quit", "cancel"),
+                        ("e", "Quit when it ends", "after"),
+                        ("b", "Back", "back"),
+                    ],
+                ),
+                answered,
+            )
             return
         self._interrupt_run("the app was closed")
         self.exit(0)
@@ -626,7 +842,11 @@ class FibApp(App[int]):
             previous = signal.getsignal(sig)
             try:
                 loop.add_signal_handler(sig, self._hung_up, sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals
+            except (
+                NotImplementedError,
+                RuntimeError,
+                ValueError,
+            ):  # not the main thread, or no signals
                 break
             self._signals_caught[sig] = previous
 
@@ -751,20 +971,39 @@ class FibApp(App[int]):
             baseline = str(best) if best else None
         else:
             baseline = str(self.base_choice.path) if self.base_choice.path is not None else None
-        solutions = [str(self.gate_choice.path)] if self.gate_choice is not None and self.gate_choice.path else []
+        solutions = (
+            [str(self.gate_choice.path)]
+            if self.gate_choice is not None and self.gate_choice.path
+            else []
+        )
         backend = self._backend()
         reps = None
         if workloads == "rep":
             pane = self.pane("regimes")
-            reps = regimes.smallest_per_band(pane.report) if self._quick_gate(backend, workloads, quick) \
+            reps = (
+                regimes.smallest_per_band(pane.report)
+                if self._quick_gate(backend, workloads, quick)
                 else pane.representatives()
-        return RunOptions(backend=backend, workloads=workloads, repeats=repeats, solutions=solutions,
-                          baseline=baseline, representatives=reps or None, warm=self._warm)
+            )
+        return RunOptions(
+            backend=backend,
+            workloads=workloads,
+            repeats=repeats,
+            solutions=solutions,
+            baseline=baseline,
+            representatives=reps or None,
+            warm=self._warm,
+        )
 
     def _quick_gate(self, backend: str, workloads: str, quick: bool = True) -> bool:
         """Does a gate take the smallest workload of each band? On the CPU interpreter, for the
         representative selection, once the Regimes pane has its bands."""
-        return quick and workloads == "rep" and backend == "interpreter" and self.pane("regimes").report is not None
+        return (
+            quick
+            and workloads == "rep"
+            and backend == "interpreter"
+            and self.pane("regimes").report is not None
+        )
 
     def _choices(self):
         """(gates, baselines) for the picker: the workspace's solution, then its candidates newest
@@ -776,7 +1015,10 @@ class FibApp(App[int]):
 
         def newest(folder: Path) -> float:
             try:
-                return max((p.stat().st_mtime for p in folder.rglob("*") if p.is_file()), default=folder.stat().st_mtime)
+                return max(
+                    (p.stat().st_mtime for p in folder.rglob("*") if p.is_file()),
+                    default=folder.stat().st_mtime,
+                )
             except OSError:
                 return 0.0
 
@@ -786,15 +1028,35 @@ class FibApp(App[int]):
         def note(c) -> str:
             return f"{c.language} · {len(c.problems)} problem(s)" if c.problems else c.language
 
-        solution = Choice("solution", f"{active.name} (the workspace's solution)", None, active.language,
-                          watch=active.source_dir)
-        gates = [solution] + [Choice(f"cand:{c.name}", c.name, c.folder, note(c),
-                                     watch=(c.config.source_dir if c.config is not None else c.folder)) for c in cands]
+        solution = Choice(
+            "solution",
+            f"{active.name} (the workspace's solution)",
+            None,
+            active.language,
+            watch=active.source_dir,
+        )
+        gates = [solution] + [
+            Choice(
+                f"cand:{c.name}",
+                c.name,
+                c.folder,
+                note(c),
+                watch=(c.config.source_dir if c.config is not None else c.folder),
+            )
+            for c in cands
+        ]
         baselines = []
         best = self._baseline_dir()
         if best is not None:
             baselines.append(Choice("best", "the promoted best", best, str(best.name)))
-        baselines.append(Choice("solution", f"{active.name} (the workspace's solution)", active.folder, active.language))
+        baselines.append(
+            Choice(
+                "solution",
+                f"{active.name} (the workspace's solution)",
+                active.folder,
+                active.language,
+            )
+        )
         baselines += [Choice(f"cand:{c.name}", c.name, c.folder, note(c)) for c in cands]
         baselines.append(Choice("none", "no baseline (the gate alone, no verdict)", None))
         return gates, baselines
@@ -806,14 +1068,21 @@ class FibApp(App[int]):
             return
         gates, baselines = self._choices()
         gate_key = self.gate_choice.key if self.gate_choice is not None else "solution"
-        base_key = self.base_choice.key if self.base_choice is not None else ("best" if baselines[0].key == "best" else "none")
+        base_key = (
+            self.base_choice.key
+            if self.base_choice is not None
+            else ("best" if baselines[0].key == "best" else "none")
+        )
 
         def picked(answer) -> None:
             if not answer:
                 return
             gate, base = answer
             if gate.key == base.key and gate.key != "none":
-                self.notify("the gate and its baseline are the same solution: pick another baseline", severity="warning")
+                self.notify(
+                    "the gate and its baseline are the same solution: pick another baseline",
+                    severity="warning",
+                )
                 return
             self.gate_choice = None if gate.key == "solution" else gate
             self.base_choice = base
@@ -837,15 +1106,19 @@ class FibApp(App[int]):
         if self.workspace is None:
             return
         options = self._gate_options("rep")
-        label = "correctness gate (the smallest workload of each band; G: the representatives)" \
-            if self._quick_gate(options.backend, options.workloads) else "representative gate"
+        label = (
+            "correctness gate (the smallest workload of each band; G: the representatives)"
+            if self._quick_gate(options.backend, options.workloads)
+            else "representative gate"
+        )
         self._with_note_check(lambda: self._start(options, label))
 
     def action_gate_full(self) -> None:
         if self.workspace is None:
             return
-        self._with_note_check(lambda: self._start(self._gate_options("rep", quick=False), "representative gate"))
-
+        self._with_note_check(
+            lambda: self._start(self._gate_options("rep", quick=False), "representative gate")
+        )
 
     def action_sweep(self) -> None:
         if self.workspace is None:
@@ -876,8 +1149,12 @@ class FibApp(App[int]):
         lines = plan.lines()
         facts = [("", line.strip()) for line in lines[1:]]
         head = lines[0]
-        self.push_screen(ConfirmScreen("Modal fan-out: " + head, facts, "Start these containers? (GPU time is billed)"),
-                         lambda ok: self._start(options, "Modal sweep") if ok else None)
+        self.push_screen(
+            ConfirmScreen(
+                "Modal fan-out: " + head, facts, "Start these containers? (GPU time is billed)"
+            ),
+            lambda ok: self._start(options, "Modal sweep") if ok else None,
+        )
 
     def _confirm_sweep(self, options, go) -> None:
         from fibtui.core.backends import timing_kind_of
@@ -894,13 +1171,27 @@ class FibApp(App[int]):
             return
         solutions = 1 + (1 if options.baseline else 0)
         jobs = n * options.repeats * solutions
-        history = history_seconds_per_job(ws.archive_root, ws.active.definition, timing_kind_of(options.backend))
-        est = f"~{jobs * history[0] / 60:.1f} min of {options.backend} time ({history[1]})" if history \
+        history = history_seconds_per_job(
+            ws.archive_root, ws.active.definition, timing_kind_of(options.backend)
+        )
+        est = (
+            f"~{jobs * history[0] / 60:.1f} min of {options.backend} time ({history[1]})"
+            if history
             else "unknown (no earlier run of this definition here on this backend)"
-        facts = [("workloads", str(n)), ("repeats", str(options.repeats)), ("solutions", str(solutions)),
-                 ("jobs", str(jobs)), ("backend", options.backend), ("estimated time", est), ("cost", "none (local)")]
-        self.push_screen(ConfirmScreen(f"Full sweep of {n} workloads", facts, "Start it?"),
-                         lambda ok: go() if ok else None)
+        )
+        facts = [
+            ("workloads", str(n)),
+            ("repeats", str(options.repeats)),
+            ("solutions", str(solutions)),
+            ("jobs", str(jobs)),
+            ("backend", options.backend),
+            ("estimated time", est),
+            ("cost", "none (local)"),
+        ]
+        self.push_screen(
+            ConfirmScreen(f"Full sweep of {n} workloads", facts, "Start it?"),
+            lambda ok: go() if ok else None,
+        )
 
     def _with_note_check(self, go) -> None:
         from fibtui.core import recon
@@ -910,8 +1201,12 @@ class FibApp(App[int]):
         if repos is None:
             repos = len(recon.discover_repos(ws.root))
         # no reference repos: there is nothing to take a recon note of, so nothing to ask
-        if (self.note_acknowledged or ws.active is None or repos == 0
-                or recon.note_exists_for_round(ws.root, ws.active.definition)):
+        if (
+            self.note_acknowledged
+            or ws.active is None
+            or repos == 0
+            or recon.note_exists_for_round(ws.root, ws.active.definition)
+        ):
             go()
             return
 
@@ -920,11 +1215,19 @@ class FibApp(App[int]):
                 self.note_acknowledged = True
                 go()
 
-        self.push_screen(ConfirmScreen(
-            "No recon note for this round",
-            [("definition", ws.active.definition), ("notes folder", str(ws.archive_root / "docs"))],
-            "Candidate work should start from a recon note (Recon pane: f search, a add, ctrl+s write). Go on anyway?",
-            yes="Go on (y)", no="Back (n)"), answered)
+        self.push_screen(
+            ConfirmScreen(
+                "No recon note for this round",
+                [
+                    ("definition", ws.active.definition),
+                    ("notes folder", str(ws.archive_root / "docs")),
+                ],
+                "Candidate work should start from a recon note (Recon pane: f search, a add, ctrl+s write). Go on anyway?",
+                yes="Go on (y)",
+                no="Back (n)",
+            ),
+            answered,
+        )
 
     def _start(self, options, label: str) -> None:
         self.show_pane("runs")
@@ -1000,7 +1303,12 @@ class FibApp(App[int]):
             definition = ws.dataset().definition(ws.active.definition)
         except FibError:
             return  # nothing to keep warm here (no torch, say): the gate itself will say why
-        pool = worker_pool(options.backend, found, engine_config(options.backend, definition, ws.dataset_root, options), options)
+        pool = worker_pool(
+            options.backend,
+            found,
+            engine_config(options.backend, definition, ws.dataset_root, options),
+            options,
+        )
         self._warm.prewarm(pool, 0)
 
     @work(exclusive=True, group="watch", exit_on_error=False)
@@ -1043,23 +1351,57 @@ class FibApp(App[int]):
             (f"Show {p.title} pane", partial(self.show_pane, p.id), p.about) for p in PANES
         ]
         if self.workspace is None:
-            out.append(("Open the bundled demo workspace", self.action_open_demo, "copy it once and open it"))
+            out.append(
+                (
+                    "Open the bundled demo workspace",
+                    self.action_open_demo,
+                    "copy it once and open it",
+                )
+            )
             return out
         runs = self.pane("runs")
         if runs.active_run is None:
-            out.append(("Start a representative gate", self.action_gate, "paired against the best snapshot when there is one"))
-            out.append(("Start a full sweep", self.action_sweep, "every workload; asks first when large"))
-            out.append(("Start a full sweep on Modal (B200 containers)", self.action_modal_sweep,
-                        "shows the plan and its cost first; never exercised against Modal's servers here"))
+            out.append(
+                (
+                    "Start a representative gate",
+                    self.action_gate,
+                    "paired against the best snapshot when there is one",
+                )
+            )
+            out.append(
+                ("Start a full sweep", self.action_sweep, "every workload; asks first when large")
+            )
+            out.append(
+                (
+                    "Start a full sweep on Modal (B200 containers)",
+                    self.action_modal_sweep,
+                    "shows the plan and its cost first; never exercised against Modal's servers here",
+                )
+            )
             if runs.shown_run:
-                out.append((f"Retry the failed jobs of {runs.shown_run}", self.action_retry_failed, "merged back into the run"))
+                out.append(
+                    (
+                        f"Retry the failed jobs of {runs.shown_run}",
+                        self.action_retry_failed,
+                        "merged back into the run",
+                    )
+                )
         else:
-            out.append((f"Cancel run {runs.active_run}", self.action_cancel_run, "it stays resumable"))
-        out.append(("Stop watching the kernel files" if self.watch_mode else "Watch the kernel files",
-                    self.action_toggle_watch, "a save reruns the paired gate"))
+            out.append(
+                (f"Cancel run {runs.active_run}", self.action_cancel_run, "it stays resumable")
+            )
+        out.append(
+            (
+                "Stop watching the kernel files" if self.watch_mode else "Watch the kernel files",
+                self.action_toggle_watch,
+                "a save reruns the paired gate",
+            )
+        )
         out.extend(self.pane("promotion").palette_commands())
         for theme in self._themes:
-            out.append((f"Theme: {theme.name}", partial(self.set_theme_by_name, theme.name), "remembered"))
+            out.append(
+                (f"Theme: {theme.name}", partial(self.set_theme_by_name, theme.name), "remembered")
+            )
         return out
 
     # -- loading ----------------------------------------------------------------------------------
@@ -1093,7 +1435,9 @@ class FibApp(App[int]):
 
             reason = f"{type(error).__name__}: {error}"
             details = "".join(traceback.format_exception(error))[-3000:] if error else ""
-        self.push_screen(ErrorScreen(f"{worker.name or 'a background task'} failed", reason, details))
+        self.push_screen(
+            ErrorScreen(f"{worker.name or 'a background task'} failed", reason, details)
+        )
 
 
 def _default_demo_dir() -> str:
@@ -1102,6 +1446,11 @@ def _default_demo_dir() -> str:
     return str(default_demo_dir())
 
 
-def make_app(workspace: Workspace | None, *, watch: bool = False, cwd: str | None = None,
-             demo_dir: str | None = None) -> FibApp:
+def make_app(
+    workspace: Workspace | None,
+    *,
+    watch: bool = False,
+    cwd: str | None = None,
+    demo_dir: str | None = None,
+) -> FibApp:
     return FibApp(workspace, watch=watch, cwd=cwd, demo_dir=demo_dir)

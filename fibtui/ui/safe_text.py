@@ -24,7 +24,15 @@ class ControlCharacters(LineFilter):
         if not any(s.control is None and has_control(s.text) for s in segments):
             return segments
         width = Segment.get_line_length(segments)
-        shown = [Segment(printable(s.text, one_line=True), s.style, s.control) if s.control is None else s
-                 for s in segments]
+        shown = [
+            Segment(printable(s.text, one_line=True), s.style, s.control)
+            if s.control is None
+            else s
+            for s in segments
+        ]
         # a control character took no cell when the line was laid out; its stand-in takes one
-        return Segment.adjust_line_length(shown, width) if Segment.get_line_length(shown) > width else shown
+        return (
+            Segment.adjust_line_length(shown, width)
+            if Segment.get_line_length(shown) > width
+            else shown
+        )

@@ -11,7 +11,18 @@ from textual.theme import Theme
 from fibtui.resources import bundled
 
 DEFAULT_THEME = "fibtui-dark"
-_KEYS = ("primary", "secondary", "accent", "warning", "error", "success", "foreground", "background", "surface", "panel")
+_KEYS = (
+    "primary",
+    "secondary",
+    "accent",
+    "warning",
+    "error",
+    "success",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+)
 
 
 def load_themes(path: Path | None = None) -> list[Theme]:
@@ -24,6 +35,11 @@ def load_themes(path: Path | None = None) -> list[Theme]:
     for name, table in data.items():
         if not isinstance(table, dict) or not isinstance(table.get("primary"), str):
             continue
-        out.append(Theme(name=name, dark=bool(table.get("dark", True)),
-                         **{k: table[k] for k in _KEYS if isinstance(table.get(k), str)}))
+        out.append(
+            Theme(
+                name=name,
+                dark=bool(table.get("dark", True)),
+                **{k: table[k] for k in _KEYS if isinstance(table.get(k), str)},
+            )
+        )
     return out

@@ -49,4 +49,6 @@ def save_setting(key: str, value: Any) -> None:
 
 def load_keymap() -> dict[str, str]:
     """binding id -> keys; entries that are not strings are ignored."""
-    return {k: v for k, v in _read("keymap.toml").items() if isinstance(k, str) and isinstance(v, str)}
+    return {
+        k: v for k, v in _read("keymap.toml").items() if isinstance(k, str) and isinstance(v, str)
+    }

@@ -66,7 +66,9 @@ def console(*, file=None, wide: bool | None = None) -> SafeConsole:
     """The CLI's console, writing to ``file`` (default stdout). It is wide (no width: nothing
     wraps, nothing is cut) with ``--wide`` or when ``file`` is not a terminal; else it has the
     terminal's width and :func:`print_table` fits tables to it."""
-    con = SafeConsole(highlight=False, soft_wrap=False, file=file, force_terminal=_forced_terminal())
+    con = SafeConsole(
+        highlight=False, soft_wrap=False, file=file, force_terminal=_forced_terminal()
+    )
     if (_wide_flag if wide is None else wide) or not con.is_terminal:
         con.width = UNLIMITED_WIDTH
         con.wide = True
@@ -80,7 +82,9 @@ def console(*, file=None, wide: bool | None = None) -> SafeConsole:
 ColumnRef = str | int  # a column's header, or its index (negative from the end)
 
 
-def print_table(con: Console, table, *, ids: Iterable[ColumnRef] = (), drop: Iterable[ColumnRef] = ()) -> list[str]:
+def print_table(
+    con: Console, table, *, ids: Iterable[ColumnRef] = (), drop: Iterable[ColumnRef] = ()
+) -> list[str]:
     """Print a rich ``Table`` (``box=None`` as every CLI table) on ``con``; returns the headers of
     the columns it hid.
 
@@ -124,7 +128,9 @@ def print_table(con: Console, table, *, ids: Iterable[ColumnRef] = (), drop: Ite
     if names:
         from rich.markup import escape
 
-        con.print(f"[dim](columns hidden at {width} columns: {escape(', '.join(names))}; --wide shows them)[/]")
+        con.print(
+            f"[dim](columns hidden at {width} columns: {escape(', '.join(names))}; --wide shows them)[/]"
+        )
     return names
 
 
@@ -343,7 +349,9 @@ class CancelOnSignals:
         self.what = what
         self._stop = stop
         self.received: int | None = None
-        self._signals = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+        self._signals = tuple(
+            getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)
+        )
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> CancelOnSignals:

@@ -45,13 +45,22 @@ import argparse
 def register(sub, common) -> None:
     p = sub.add_parser("compare", help="paired verdict: is the candidate faster than the baseline?")
     common(p)
-    p.add_argument("base", metavar="BASE", help="result file, run folder or run id (alone: a paired run)")
+    p.add_argument(
+        "base", metavar="BASE", help="result file, run folder or run id (alone: a paired run)"
+    )
     p.add_argument("cand", metavar="CAND", nargs="?", help="result file, run folder or run id")
     p.add_argument("--solution-base", metavar="NAME", help="the baseline solution inside BASE")
     p.add_argument("--solution-cand", metavar="NAME", help="the candidate solution inside CAND")
-    p.add_argument("--aa", action="store_true",
-                   help="record this comparison of the same code with itself as an A/A session")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON (keys: see the module docstring)")
+    p.add_argument(
+        "--aa",
+        action="store_true",
+        help="record this comparison of the same code with itself as an A/A session",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the verdict as JSON (keys: see the module docstring)",
+    )
     p.set_defaults(func=compare)
 
 
@@ -62,25 +71,35 @@ def compare(args: argparse.Namespace) -> int:
 
     ws = workspace_from(args, required=False)
     archive_root = ws.archive_root if ws is not None else None
-    outcome = decisions.compare(ws, args.base, args.cand, solution_base=args.solution_base, solution_cand=args.solution_cand)
+    outcome = decisions.compare(
+        ws, args.base, args.cand, solution_base=args.solution_base, solution_cand=args.solution_cand
+    )
     base = outcome.base
     definition = base.table.definition
     if args.aa:
         if archive_root is None:
-            raise UsageError("--aa stores the session in the workspace's optimize_ops/: run it inside a workspace (or pass --workspace)")
+            raise UsageError(
+                "--aa stores the session in the workspace's optimize_ops/: run it inside a workspace (or pass --workspace)"
+            )
         single = outcome.single
         if single is None:
             raise UsageError("--aa needs exactly one candidate (name it with --solution-cand)")
         key_b, key_c = stats.timing_key_of_source(base), stats.timing_key_of_source(outcome.cand)
         blocker = stats.speed_blocker(key_b, key_c)
         if blocker is not None:
-            raise UsageError(f"--aa records nothing: {blocker}; an A/A session needs two GPU runs of the same "
-                             "code timed the same way on one device")
+            raise UsageError(
+                f"--aa records nothing: {blocker}; an A/A session needs two GPU runs of the same "
+                "code timed the same way on one device"
+            )
         hb, hc = single.baseline.source_hash, single.candidate.source_hash
         if hb and hc and hb != hc:
-            outcome.notes.append(f"warning: the two arms have different source hashes ({hb} vs {hc}): is this really the same code?")
+            outcome.notes.append(
+                f"warning: the two arms have different source hashes ({hb} vs {hc}): is this really the same code?"
+            )
         source = f"{base.label} vs {outcome.cand.label}"
-        session = stats.aa_session_from(single, source, "compare --aa", definition, key_b.device, key_b.kind)
+        session = stats.aa_session_from(
+            single, source, "compare --aa", definition, key_b.device, key_b.kind
+        )
         path = stats.record_aa_session(archive_root, session)
         outcome.notes.append(f"A/A session recorded in {path} (log G {session.log_g:+.5f})")
     if args.json:
@@ -94,8 +113,15 @@ def compare(args: argparse.Namespace) -> int:
 # Human output
 # --------------------------------------------------------------------------------------------
 
-_COLOUR = {"PROMOTE": "green", "REJECT": "red", "INCONCLUSIVE": "yellow", "BLOCKED": "red", "INCOMPLETE": "red",
-           "NOT_JUDGED": "yellow", "NO_SPEED_VERDICT": "yellow"}
+_COLOUR = {
+    "PROMOTE": "green",
+    "REJECT": "red",
+    "INCONCLUSIVE": "yellow",
+    "BLOCKED": "red",
+    "INCOMPLETE": "red",
+    "NOT_JUDGED": "yellow",
+    "NO_SPEED_VERDICT": "yellow",
+}
 
 
 def _us(ms) -> str:
@@ -121,57 +147,110 @@ def _print_one(con, c, outcome) -> None:
     from fibtui.verbs._common import print_table
 
     b, k = c.baseline, c.candidate
-    con.print(f"[bold]{escape(k.name)}[/] vs [bold]{escape(b.name)}[/]  ({escape(outcome.base.label)}"
-              + (f" / {escape(outcome.cand.label)}" if outcome.cand is not outcome.base else "")
-              + f"; {c.workloads} paired workloads, scope {c.scope})")
+    con.print(
+        f"[bold]{escape(k.name)}[/] vs [bold]{escape(b.name)}[/]  ({escape(outcome.base.label)}"
+        + (f" / {escape(outcome.cand.label)}" if outcome.cand is not outcome.base else "")
+        + f"; {c.workloads} paired workloads, scope {c.scope})"
+    )
     colour = _COLOUR.get(c.verdict, "white")
     if c.no_speed_reason is not None:
         con.print(f"[bold {colour}]{c.verdict}[/]  {escape(c.no_speed_reason)}")
-        con.print(f"correctness: baseline {b.passed}/{b.rows} PASSED, candidate {k.passed}/{k.rows} PASSED")
+        con.print(
+            f"correctness: baseline {b.passed}/{b.rows} PASSED, candidate {k.passed}/{k.rows} PASSED"
+        )
         _print_failures(con, c)
         con.print(f"-> {escape(c.recommendation())}")
         return
     if c.geomean_ratio is not None:
         iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "no interval"
-        con.print(f"[bold {colour}]{c.verdict}[/]  G = {c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)  "
-                  f"{c.confidence:.0%} interval {iv}  tau {c.tau.tau * 100:.2f}% [dim]({c.tau.source})[/]")
+        con.print(
+            f"[bold {colour}]{c.verdict}[/]  G = {c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)  "
+            f"{c.confidence:.0%} interval {iv}  tau {c.tau.tau * 100:.2f}% [dim]({c.tau.source})[/]"
+        )
     else:
         con.print(f"[bold {colour}]{c.verdict}[/]  no paired workloads")
     if c.interval is not None:
-        con.print(f"[dim]interval: {c.interval.method}" + (f"; noise of one paired ratio {c.noise.sigma * 100:.2f}% ({c.noise.source})" if c.noise else "") + "[/]")
-    con.print(f"threshold: the baseline's mean across repeats, {_us(b.mean_latency_ms)} us "
-              f"[dim](its best single repeat, {_us(b.best_repeat_mean_ms)} us, is context only)[/]")
-    t = Table(box=None, pad_edge=False, header_style="bold", title="latency (us)", title_justify="left")
+        con.print(
+            f"[dim]interval: {c.interval.method}"
+            + (
+                f"; noise of one paired ratio {c.noise.sigma * 100:.2f}% ({c.noise.source})"
+                if c.noise
+                else ""
+            )
+            + "[/]"
+        )
+    con.print(
+        f"threshold: the baseline's mean across repeats, {_us(b.mean_latency_ms)} us "
+        f"[dim](its best single repeat, {_us(b.best_repeat_mean_ms)} us, is context only)[/]"
+    )
+    t = Table(
+        box=None, pad_edge=False, header_style="bold", title="latency (us)", title_justify="left"
+    )
     t.add_column("")  # role and solution name: never cut (print_table)
     for col in ("mean", "p95", "median", "best repeat", "run-to-run", "passed"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for a in (b, k):
         cv = "-" if a.run_to_run_cv is None else f"{a.run_to_run_cv * 100:.2f}%"
-        t.add_row(f"{a.role} {escape(a.name)}", _us(a.mean_latency_ms), _us(a.p95_latency_ms), _us(a.median_latency_ms),
-                  _us(a.best_repeat_mean_ms), cv, f"{a.passed}/{a.rows}")
+        t.add_row(
+            f"{a.role} {escape(a.name)}",
+            _us(a.mean_latency_ms),
+            _us(a.p95_latency_ms),
+            _us(a.median_latency_ms),
+            _us(a.best_repeat_mean_ms),
+            cv,
+            f"{a.passed}/{a.rows}",
+        )
     print_table(con, t, ids=[0], drop=["best repeat", "median", "p95", "run-to-run"])
     wins, ties, losses = c.wins
-    con.print(f"per workload: {wins} wins, {ties} ties, {losses} losses (tie band +-{c.tie_band * 100:.1f}%)")
+    con.print(
+        f"per workload: {wins} wins, {ties} ties, {losses} losses (tie band +-{c.tie_band * 100:.1f}%)"
+    )
     if len(c.per_band) > 1:
-        bt = Table(box=None, pad_edge=False, header_style="bold", title_justify="left",
-                   title="bands: mean latency (us) before and after, geomean ratio interval")
+        bt = Table(
+            box=None,
+            pad_edge=False,
+            header_style="bold",
+            title_justify="left",
+            title="bands: mean latency (us) before and after, geomean ratio interval",
+        )
         bt.add_column("band")
         for col in ("n", "before", "after", "change", "ratio interval", "W/T/L"):
-            bt.add_column(col, justify="right", no_wrap=True, min_width=len(col) if col != "ratio interval" else 11)
+            bt.add_column(
+                col,
+                justify="right",
+                no_wrap=True,
+                min_width=len(col) if col != "ratio interval" else 11,
+            )
         bt.add_column("", no_wrap=True, min_width=8)
         for band in c.per_band:
-            flag = "[red]slower[/]" if band.regression else ("[cyan]dispatch[/]" if band.dispatch_candidate else "")
-            bt.add_row(escape(band.band), str(band.workloads), _us(band.base_mean_ms), _us(band.cand_mean_ms), f"{band.change_pct:+.2f}%",
-                       f"{band.ci_low:.3f}-{band.ci_high:.3f}", f"{band.wins}/{band.ties}/{band.losses}", flag)
+            flag = (
+                "[red]slower[/]"
+                if band.regression
+                else ("[cyan]dispatch[/]" if band.dispatch_candidate else "")
+            )
+            bt.add_row(
+                escape(band.band),
+                str(band.workloads),
+                _us(band.base_mean_ms),
+                _us(band.cand_mean_ms),
+                f"{band.change_pct:+.2f}%",
+                f"{band.ci_low:.3f}-{band.ci_high:.3f}",
+                f"{band.wins}/{band.ties}/{band.losses}",
+                flag,
+            )
         print_table(con, bt, ids=["band"], drop=["W/T/L", "n", "before", "after"])
     if c.guard:
         con.print("[bold red]blocked by[/]:")
         for line in c.blocked_by:
             con.print(f"  {line}")
     elif c.noise is not None and c.noise.estimated:
-        con.print(f"[dim]guard: no workload or band slower beyond +{c.guard_margin:.0%} with confidence (Holm)[/]")
+        con.print(
+            f"[dim]guard: no workload or band slower beyond +{c.guard_margin:.0%} with confidence (Holm)[/]"
+        )
     else:
-        con.print("[yellow]guard: not judged[/] (no noise estimate for these rows: see the note below)")
+        con.print(
+            "[yellow]guard: not judged[/] (no noise estimate for these rows: see the note below)"
+        )
     _print_failures(con, c)
     con.print(f"-> {c.recommendation()}")
     for note in c.notes:
@@ -196,8 +275,10 @@ def _print_leaderboard(con, outcome) -> None:
 
     from fibtui.verbs._common import print_table
 
-    con.print(f"[bold]leaderboard[/] against [bold]{outcome.baseline}[/] ({len(outcome.entries)} candidates; "
-              "ranked by mean latency, then p95, then run-to-run variance)")
+    con.print(
+        f"[bold]leaderboard[/] against [bold]{outcome.baseline}[/] ({len(outcome.entries)} candidates; "
+        "ranked by mean latency, then p95, then run-to-run variance)"
+    )
     t = Table(box=None, pad_edge=False, header_style="bold")
     t.add_column("#", justify="right", no_wrap=True)
     t.add_column("candidate")
@@ -211,10 +292,21 @@ def _print_leaderboard(con, outcome) -> None:
         g = "-" if c.geomean_ratio is None else f"{c.geomean_ratio:.4f}"
         iv = "-" if c.interval is None else f"[{c.interval.low:.3f}, {c.interval.high:.3f}]"
         colour = _COLOUR.get(c.verdict, "white")
-        t.add_row(str(e.rank), escape(e.name), _us(a.mean_latency_ms), _us(a.p95_latency_ms), cv, g, iv, f"[{colour}]{c.verdict}[/]")
+        t.add_row(
+            str(e.rank),
+            escape(e.name),
+            _us(a.mean_latency_ms),
+            _us(a.p95_latency_ms),
+            cv,
+            g,
+            iv,
+            f"[{colour}]{c.verdict}[/]",
+        )
     print_table(con, t, ids=["candidate"], drop=["run-to-run", "p95 us", "interval", "G"])
     first = outcome.entries[0].comparison
-    con.print(f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({first.tau.source})[/]")
+    con.print(
+        f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({first.tau.source})[/]"
+    )
     for e in outcome.entries:
         c = e.comparison
         if c.blocked_by or c.dispatch_bands or c.failures:

@@ -47,14 +47,26 @@ from fibtui.core.text import printable
 
 
 def _round_args(p) -> None:
-    p.add_argument("runs", nargs="*", metavar="RUN_ID", help="the round's runs (default: the newest paired run and its siblings)")
+    p.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN_ID",
+        help="the round's runs (default: the newest paired run and its siblings)",
+    )
     p.add_argument("--candidate", metavar="NAME", help="the candidate (when a run holds several)")
-    p.add_argument("--topic", metavar="TOPIC", help="round topic for the summary's name (default: the candidate id)")
+    p.add_argument(
+        "--topic",
+        metavar="TOPIC",
+        help="round topic for the summary's name (default: the candidate id)",
+    )
     p.add_argument("--json", action="store_true")
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("promote", help="make a faster candidate the checked-in kernel (archived, summarized, committed)")
+    p = sub.add_parser(
+        "promote",
+        help="make a faster candidate the checked-in kernel (archived, summarized, committed)",
+    )
     common(p)
     _round_args(p)
     p.add_argument("--name", metavar="SOLUTION_NAME", help="new config.toml [solution] name")
@@ -62,31 +74,72 @@ def register(sub, common) -> None:
     p.add_argument("--no-commit", action="store_true", help="do not commit the changed paths")
     p.set_defaults(func=promote)
 
-    p = sub.add_parser("reject", help="archive the candidate, restore the checked-in kernel to the previous best")
+    p = sub.add_parser(
+        "reject", help="archive the candidate, restore the checked-in kernel to the previous best"
+    )
     common(p)
     _round_args(p)
     p.add_argument("--reason", metavar="TEXT")
     p.set_defaults(func=reject)
 
-    p = sub.add_parser("archive", help="keep a candidate (or files) in optimize_ops/ without promoting it")
+    p = sub.add_parser(
+        "archive", help="keep a candidate (or files) in optimize_ops/ without promoting it"
+    )
     common(p)
     _round_args(p)
     p.add_argument("--reason", metavar="TEXT")
-    p.add_argument("--ncu", action="append", default=[], metavar="FILE", help="an Nsight Compute report to archive")
-    p.add_argument("--file", action="append", default=[], metavar="FILE", help="a result file to archive under benchmarks/")
-    p.add_argument("--run-folder", action="append", default=[], metavar="DIR", help="a fibtui run folder to copy into runs/")
-    p.add_argument("--parallel-runs", action="append", default=[], metavar="DIR",
-                   help="another runner's result folder, to <operator>/parallel_runs/")
+    p.add_argument(
+        "--ncu",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an Nsight Compute report to archive",
+    )
+    p.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a result file to archive under benchmarks/",
+    )
+    p.add_argument(
+        "--run-folder",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a fibtui run folder to copy into runs/",
+    )
+    p.add_argument(
+        "--parallel-runs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another runner's result folder, to <operator>/parallel_runs/",
+    )
     p.set_defaults(func=archive)
 
     p = sub.add_parser("round", help="round summaries")
-    rsub = p.add_subparsers(dest="round_verb", metavar="ACTION", required=True, parser_class=type(p))
+    rsub = p.add_subparsers(
+        dest="round_verb", metavar="ACTION", required=True, parser_class=type(p)
+    )
     sp = rsub.add_parser("summary", help="the round summary, regenerated from the records")
     common(sp)
-    sp.add_argument("round", nargs="?", metavar="ROUND", help="a round (date_topic) from fibtui round list (default: the latest)")
-    sp.add_argument("--runs", nargs="+", metavar="RUN_ID", help="summarize these runs (no decision yet; nothing written)")
+    sp.add_argument(
+        "round",
+        nargs="?",
+        metavar="ROUND",
+        help="a round (date_topic) from fibtui round list (default: the latest)",
+    )
+    sp.add_argument(
+        "--runs",
+        nargs="+",
+        metavar="RUN_ID",
+        help="summarize these runs (no decision yet; nothing written)",
+    )
     sp.add_argument("--candidate", metavar="NAME")
-    sp.add_argument("--write", action="store_true", help="rewrite docs/round_<date>_<topic>.md and .json")
+    sp.add_argument(
+        "--write", action="store_true", help="rewrite docs/round_<date>_<topic>.md and .json"
+    )
     sp.add_argument("--json", action="store_true", help="print the JSON twin")
     sp.set_defaults(func=round_summary)
     lp = rsub.add_parser("list", help="every recorded round")
@@ -107,9 +160,13 @@ def _report(ws, result, args) -> int:
     con = console()
     rec = result.record
     if rec.round:
-        con.print(f"[bold]{rec.decision}[/] {rec.candidate.get('name', '')}  (round {rec.round}, verdict {rec.verdict})")
+        con.print(
+            f"[bold]{rec.decision}[/] {rec.candidate.get('name', '')}  (round {rec.round}, verdict {rec.verdict})"
+        )
     elif rec.decision == "rejected":
-        con.print("[bold]rejected[/] the workspace's kernel (no paired run measured these sources, so no round was recorded)")
+        con.print(
+            "[bold]rejected[/] the workspace's kernel (no paired run measured these sources, so no round was recorded)"
+        )
     else:
         con.print(f"[bold]{rec.decision}[/] (files only, no round recorded)")
     if result.comparison is not None and result.comparison.geomean_ratio is not None:
@@ -123,8 +180,10 @@ def _report(ws, result, args) -> int:
             shown = path
         con.print(f"  wrote {shown}", no_wrap=True, overflow="ignore", crop=False)
     if result.restored is not None:
-        con.print(f"  restored {len(result.restored.restored)} file(s) from {result.restored.source}"
-                  + (f"; removed {', '.join(result.restored.removed)}" if result.restored.removed else ""))
+        con.print(
+            f"  restored {len(result.restored.restored)} file(s) from {result.restored.source}"
+            + (f"; removed {', '.join(result.restored.removed)}" if result.restored.removed else "")
+        )
     if result.commit:
         con.print(f"  committed {result.commit[:12]}")
     for w in result.warnings:
@@ -138,8 +197,15 @@ def promote(args: argparse.Namespace) -> int:
 
     ws = workspace_from(args)
     assert ws is not None
-    result = decisions.promote(ws, args.runs, args.candidate, topic=args.topic, force=args.force, new_name=args.name,
-                               commit=not args.no_commit)
+    result = decisions.promote(
+        ws,
+        args.runs,
+        args.candidate,
+        topic=args.topic,
+        force=args.force,
+        new_name=args.name,
+        commit=not args.no_commit,
+    )
     return _report(ws, result, args)
 
 
@@ -173,11 +239,22 @@ def archive(args: argparse.Namespace) -> int:
         written.append(arch.archive_parallel_runs(root, operator, f))
     files_only = bool(written) and not args.runs and not args.candidate
     if files_only:
-        rec = RoundRecord(round="", date="", topic="", definition="", baseline={}, candidate={}, runs=[], decision="archived")
+        rec = RoundRecord(
+            round="",
+            date="",
+            topic="",
+            definition="",
+            baseline={},
+            candidate={},
+            runs=[],
+            decision="archived",
+        )
         return _report(ws, DecisionResult(rec, None, written, []), args)
     from fibtui.core import decisions
 
-    result = decisions.archive_round(ws, args.runs, args.candidate, topic=args.topic, reason=args.reason)
+    result = decisions.archive_round(
+        ws, args.runs, args.candidate, topic=args.topic, reason=args.reason
+    )
     result.written = written + result.written
     return _report(ws, result, args)
 
@@ -193,10 +270,19 @@ def round_summary(args: argparse.Namespace) -> int:
     root = ws.archive_root
     if args.runs:
         if args.round or args.write:
-            raise UsageError("--runs summarizes undecided runs: it takes no ROUND and writes nothing")
+            raise UsageError(
+                "--runs summarizes undecided runs: it takes no ROUND and writes nothing"
+            )
         first = archive.load_run(root, args.runs[0])
         d, workloads = decisions.dataset_for(ws, first.record.get("definition"))
-        md, report = archive.summary_for_runs(root, args.runs, args.candidate, stats.StatsSettings.from_workspace(ws.root), d, workloads)
+        md, report = archive.summary_for_runs(
+            root,
+            args.runs,
+            args.candidate,
+            stats.StatsSettings.from_workspace(ws.root),
+            d,
+            workloads,
+        )
     else:
         rec = archive.find_round(root, args.round)
         d, workloads = decisions.dataset_for(ws, rec.definition)
@@ -228,9 +314,37 @@ def round_list(args: argparse.Namespace) -> int:
     if not rounds:
         con.print("no round recorded yet (fibtui promote / reject / archive record one)")
         return 0
-    t = Table("round", "candidate", "baseline", "decision", "verdict", "runs", "summary", box=None, pad_edge=False, header_style="bold")
+    t = Table(
+        "round",
+        "candidate",
+        "baseline",
+        "decision",
+        "verdict",
+        "runs",
+        "summary",
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+    )
     for r in rounds:
-        t.add_row(*(escape(str(v)) for v in (r.round, r.candidate.get("name", ""), r.baseline.get("name", ""), r.decision,
-                                             r.verdict, len(r.runs), f"optimize_ops/{r.summary}" if r.summary else "-")))
-    print_table(con, t, ids=["round", "candidate", "baseline"], drop=["runs", "summary", "baseline", "verdict"])
+        t.add_row(
+            *(
+                escape(str(v))
+                for v in (
+                    r.round,
+                    r.candidate.get("name", ""),
+                    r.baseline.get("name", ""),
+                    r.decision,
+                    r.verdict,
+                    len(r.runs),
+                    f"optimize_ops/{r.summary}" if r.summary else "-",
+                )
+            )
+        )
+    print_table(
+        con,
+        t,
+        ids=["round", "candidate", "baseline"],
+        drop=["runs", "summary", "baseline", "verdict"],
+    )
     return 0

@@ -10,9 +10,13 @@ def register(sub, common) -> None:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--no-tui", action="store_true", help="only create it; do not open the TUI")
     p.add_argument("--no-history", action="store_true", help="leave out the archived demo rounds")
-    p.add_argument("--operator", default="gdn_decode", choices=["gdn_decode", "dsa_topk"],
-                   help="which demo: gdn_decode (Triton, archived H200 rounds; the default) or dsa_topk "
-                        "(a top-k indexer judged by the order-free evaluator, page tables in safetensors)")
+    p.add_argument(
+        "--operator",
+        default="gdn_decode",
+        choices=["gdn_decode", "dsa_topk"],
+        help="which demo: gdn_decode (Triton, archived H200 rounds; the default) or dsa_topk "
+        "(a top-k indexer judged by the order-free evaluator, page tables in safetensors)",
+    )
     p.set_defaults(func=demo)
 
 
@@ -20,14 +24,20 @@ def demo(args: argparse.Namespace) -> int:
     from fibtui.core.demo import create_demo_workspace
     from fibtui.verbs._common import console
 
-    target = create_demo_workspace(args.dir, with_history=not args.no_history, operator=args.operator)
+    target = create_demo_workspace(
+        args.dir, with_history=not args.no_history, operator=args.operator
+    )
     con = console()
     con.print(f"[green]✓[/] demo workspace created in {target}")
     if args.operator == "dsa_topk":
-        con.print("  config.toml, solution/python/kernel.py, dataset/ (12 workloads, page tables in safetensors), "
-                  "candidates/ (v2_token_order: the same set in another order; bad_repeats)")
+        con.print(
+            "  config.toml, solution/python/kernel.py, dataset/ (12 workloads, page tables in safetensors), "
+            "candidates/ (v2_token_order: the same set in another order; bad_repeats)"
+        )
     else:
-        con.print("  config.toml, solution/triton/kernel.py, dataset/ (50 workloads), candidates/, optimize_ops/")
+        con.print(
+            "  config.toml, solution/triton/kernel.py, dataset/ (50 workloads), candidates/, optimize_ops/"
+        )
     if args.no_tui:
         con.print(f"  open it with: fibtui --workspace {target}")
         return 0

@@ -8,7 +8,9 @@ from typing import Any
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("status", help="workspace, solution, definitions, dataset, topology, backends")
+    p = sub.add_parser(
+        "status", help="workspace, solution, definitions, dataset, topology, backends"
+    )
     common(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=status)
@@ -17,9 +19,12 @@ def register(sub, common) -> None:
     common(p)
     p.add_argument("dir", nargs="?", metavar="DIR")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--deep", action="store_true",
-                   help="also validate every workload line strictly and build every solution and candidate "
-                        "(import Python/Triton ones in a worker subprocess; compile CUDA/C++ ones where this machine can)")
+    p.add_argument(
+        "--deep",
+        action="store_true",
+        help="also validate every workload line strictly and build every solution and candidate "
+        "(import Python/Triton ones in a worker subprocess; compile CUDA/C++ ones where this machine can)",
+    )
     p.set_defaults(func=check)
 
 
@@ -31,17 +36,31 @@ def status_json(ws, probe_gpu: bool = True) -> dict[str, Any]:
     be = backends.detect(probe_gpu=probe_gpu).to_json()
     be["toolchain"] = toolchain.detect().to_json()
     if ws is None:
-        return {"workspace": None, "solution": None, "definitions": [], "dataset": None,
-                "topology": None, "candidates": [], "backends": be}
+        return {
+            "workspace": None,
+            "solution": None,
+            "definitions": [],
+            "dataset": None,
+            "topology": None,
+            "candidates": [],
+            "backends": be,
+        }
     active = ws.active
-    dataset: dict[str, Any] = {"path": str(ws.dataset_root) if ws.dataset_root else None, "source": ws.dataset_source}
+    dataset: dict[str, Any] = {
+        "path": str(ws.dataset_root) if ws.dataset_root else None,
+        "source": ws.dataset_source,
+    }
     definitions: list[dict[str, Any]] = []
     if ws.dataset_root is not None:
         ds = ws.dataset()
         dataset["definitions"] = len(ds.definition_names)
         for c in ws.configs:
-            entry: dict[str, Any] = {"name": c.definition, "in_dataset": c.definition in ds.definition_paths,
-                                     "workloads": None, "config": str(c.path)}
+            entry: dict[str, Any] = {
+                "name": c.definition,
+                "in_dataset": c.definition in ds.definition_paths,
+                "workloads": None,
+                "config": str(c.path),
+            }
             if entry["in_dataset"]:
                 try:
                     entry["workloads"] = len(ds.workloads(c.definition))
@@ -53,18 +72,31 @@ def status_json(ws, probe_gpu: bool = True) -> dict[str, Any]:
                     entry["error"] = exc.one_line()
             definitions.append(entry)
     else:
-        definitions = [{"name": c.definition, "in_dataset": None, "workloads": None, "config": str(c.path)} for c in ws.configs]
+        definitions = [
+            {"name": c.definition, "in_dataset": None, "workloads": None, "config": str(c.path)}
+            for c in ws.configs
+        ]
     return {
         "workspace": str(ws.root),
-        "solution": None if active is None else {
-            "name": active.name, "definition": active.definition, "author": active.author,
-            "language": active.language, "entry_point": active.entry_point,
-            "destination_passing_style": active.dps, "binding": active.binding, "config": str(active.path),
+        "solution": None
+        if active is None
+        else {
+            "name": active.name,
+            "definition": active.definition,
+            "author": active.author,
+            "language": active.language,
+            "entry_point": active.entry_point,
+            "destination_passing_style": active.dps,
+            "binding": active.binding,
+            "config": str(active.path),
         },
         "definitions": definitions,
         "dataset": dataset,
-        "topology": {"kind": ws.topology.kind, "valid": ws.topology.valid,
-                     "problems": [str(p) for p in ws.topology.problems]},
+        "topology": {
+            "kind": ws.topology.kind,
+            "valid": ws.topology.valid,
+            "problems": [str(p) for p in ws.topology.problems],
+        },
         "candidates": [c.to_json() for c in ws.topology.candidates],
         "backends": be,
     }
@@ -88,15 +120,22 @@ def status(args: argparse.Namespace) -> int:
         sol = info["solution"] or {}
         con.print(f"[bold]workspace[/]  {info['workspace']}  ({info['topology']['kind']})")
         if sol:
-            con.print(f"[bold]solution[/]   {sol['name']} by {sol['author'] or '?'}: {sol['language']} {sol['entry_point']}"
-                      f"{'' if sol['destination_passing_style'] else ' (value-returning)'}")
+            con.print(
+                f"[bold]solution[/]   {sol['name']} by {sol['author'] or '?'}: {sol['language']} {sol['entry_point']}"
+                f"{'' if sol['destination_passing_style'] else ' (value-returning)'}"
+            )
         ds = info["dataset"]
         con.print(f"[bold]dataset[/]    {ds['path'] or 'none'}  [dim]({ds['source']})[/]")
-        table = Table("definition", "in dataset", "workloads", "varying axes", box=None, pad_edge=False)
+        table = Table(
+            "definition", "in dataset", "workloads", "varying axes", box=None, pad_edge=False
+        )
         for d in info["definitions"]:
-            table.add_row(escape(d["name"]), {True: "yes", False: "[red]no[/]", None: "?"}[d["in_dataset"]],
-                          str(d["workloads"] if d["workloads"] is not None else "-"),
-                          escape(", ".join(d.get("varying_axes", [])) or d.get("error", "-")))
+            table.add_row(
+                escape(d["name"]),
+                {True: "yes", False: "[red]no[/]", None: "?"}[d["in_dataset"]],
+                str(d["workloads"] if d["workloads"] is not None else "-"),
+                escape(", ".join(d.get("varying_axes", [])) or d.get("error", "-")),
+            )
         print_table(con, table, ids=["definition"], drop=["in dataset"])
         for d in info["definitions"]:
             if d.get("evaluation"):
@@ -107,15 +146,29 @@ def status(args: argparse.Namespace) -> int:
         for p in info["topology"]["problems"]:
             con.print(f"[red]problem[/]    {p}")
         if info["candidates"]:
-            cands = Table("candidate", "kind", "language", "entry point", "path", box=None, pad_edge=False)
+            cands = Table(
+                "candidate", "kind", "language", "entry point", "path", box=None, pad_edge=False
+            )
             for c in info["candidates"]:
                 kind = "solution" if c["kind"] == "config" else "sources"
                 lang = c["language"] + (f" ({c['binding']})" if c["binding"] else "")
-                path = c["path"][len(info["workspace"]) + 1:] if c["path"].startswith(info["workspace"] + "/") else c["path"]
-                cands.add_row(escape(c["name"]), kind, lang, escape(c["entry_point"]),
-                              escape(path) + ("" if not c["problems"] else f"  [red]{len(c['problems'])} problem(s)[/]"))
+                path = (
+                    c["path"][len(info["workspace"]) + 1 :]
+                    if c["path"].startswith(info["workspace"] + "/")
+                    else c["path"]
+                )
+                cands.add_row(
+                    escape(c["name"]),
+                    kind,
+                    lang,
+                    escape(c["entry_point"]),
+                    escape(path)
+                    + ("" if not c["problems"] else f"  [red]{len(c['problems'])} problem(s)[/]"),
+                )
             # names and paths are copied from here: never cut (print_table)
-            print_table(con, cands, ids=["candidate", "path"], drop=["kind", "language", "entry point"])
+            print_table(
+                con, cands, ids=["candidate", "path"], drop=["kind", "language", "entry point"]
+            )
     be = info["backends"]
     con.print(
         "[bold]backends[/]   "
@@ -126,8 +179,10 @@ def status(args: argparse.Namespace) -> int:
     )
     from fibtui.core.toolchain import Toolchain
 
-    con.print(f"[bold]builds[/]     {Toolchain(**be['toolchain']).describe()}  [dim](CUDA/C++ solutions need a GPU, "
-              "nvcc, ninja and tvm-ffi or torch; a solution this machine cannot build is UNSUPPORTED_HERE)[/]")
+    con.print(
+        f"[bold]builds[/]     {Toolchain(**be['toolchain']).describe()}  [dim](CUDA/C++ solutions need a GPU, "
+        "nvcc, ninja and tvm-ffi or torch; a solution this machine cannot build is UNSUPPORTED_HERE)[/]"
+    )
     return 0
 
 
@@ -165,10 +220,18 @@ def check(args: argparse.Namespace) -> int:
             line = f"{b['where_path']}: {b['name']}: {b['status']}: {b['error']}"
             (notes if b["status"] == "UNSUPPORTED_HERE" else problems).append(line)
     if args.json:
-        emit_json({"workspace": str(ws.root), "topology": topo.kind, "valid": not problems,
-                   "configs": [str(c.path) for c in topo.configs],
-                   "candidates": [c.to_json() for c in topo.candidates],
-                   "builds": builds, "problems": problems, "notes": notes})
+        emit_json(
+            {
+                "workspace": str(ws.root),
+                "topology": topo.kind,
+                "valid": not problems,
+                "configs": [str(c.path) for c in topo.configs],
+                "candidates": [c.to_json() for c in topo.candidates],
+                "builds": builds,
+                "problems": problems,
+                "notes": notes,
+            }
+        )
     else:
         from rich.markup import escape
 
@@ -176,11 +239,15 @@ def check(args: argparse.Namespace) -> int:
         for p in problems:
             con.print(f"[red]✗[/] {escape(p)}")
         for n in notes:
-            con.print(f"[yellow]![/] {escape(n)}  [dim](not checked here: not a problem of the solution)[/]")
+            con.print(
+                f"[yellow]![/] {escape(n)}  [dim](not checked here: not a problem of the solution)[/]"
+            )
         if not problems:
             cands = f", {len(topo.candidates)} candidate(s)" if topo.candidates else ""
             built = f", {sum(b['ok'] for b in builds)}/{len(builds)} built" if builds else ""
-            con.print(f"[green]✓[/] {ws.root}: {topo.kind} topology, {len(topo.configs)} solution config(s){cands}{built}, no problems")
+            con.print(
+                f"[green]✓[/] {ws.root}: {topo.kind} topology, {len(topo.configs)} solution config(s){cands}{built}, no problems"
+            )
     return 1 if problems else 0
 
 
@@ -202,23 +269,52 @@ def deep_builds(topo) -> list[dict[str, Any]]:
         if cand.problems:
             continue
         if cand.config is not None:
-            items.append((cand.name, cand.config.source_dir, lambda cfg=cand.config: solution_from_config(cfg)))
+            items.append(
+                (
+                    cand.name,
+                    cand.config.source_dir,
+                    lambda cfg=cand.config: solution_from_config(cfg),
+                )
+            )
         else:
-            items.append((cand.name, cand.folder, lambda cand=cand: solution_from_path(cand.folder, cand.owner)))
+            items.append(
+                (
+                    cand.name,
+                    cand.folder,
+                    lambda cand=cand: solution_from_path(cand.folder, cand.owner),
+                )
+            )
     sources = []
     for name, folder, make in items:
         try:
             sources.append((name, folder, make()))
         except FibError as exc:
-            out.append({"name": name, "path": str(folder), "ok": False, "status": "COMPILE_ERROR",
-                        "error": exc.one_line(), "where_path": str(folder)})
+            out.append(
+                {
+                    "name": name,
+                    "path": str(folder),
+                    "ok": False,
+                    "status": "COMPILE_ERROR",
+                    "error": exc.one_line(),
+                    "where_path": str(folder),
+                }
+            )
     results = check_builds([s for _, _, s in sources], backends.detect().gpu) if sources else []
     for (name, folder, _), r in zip(sources, results, strict=True):
         where = r.get("where")
         error = r.get("error")
         if where and isinstance(error, str):  # the location leads the line once
             error = error.replace(f"{where}: ", "", 1)
-        out.append({"name": name, "path": str(folder), "ok": bool(r.get("ok")), "status": r.get("status"),
-                    "error": error, "builder": r.get("builder"), "cached": r.get("cached"),
-                    "where_path": str(folder / where) if where else str(folder)})
+        out.append(
+            {
+                "name": name,
+                "path": str(folder),
+                "ok": bool(r.get("ok")),
+                "status": r.get("status"),
+                "error": error,
+                "builder": r.get("builder"),
+                "cached": r.get("cached"),
+                "where_path": str(folder / where) if where else str(folder),
+            }
+        )
     return out

@@ -11,9 +11,14 @@ def register(sub, common) -> None:
     p = sub.add_parser("ncu", help="Nsight Compute: profile a workload, import a report, diff two")
     nsub = p.add_subparsers(dest="ncu_verb", metavar="ACTION", required=True, parser_class=type(p))
 
-    ip = nsub.add_parser("import", help="compact table + bottleneck classification of an NCU report")
-    ip.add_argument("file", metavar="FILE",
-                    help="details CSV, raw CSV, details text page, hand-workflow result JSON, or .ncu-rep (needs ncu)")
+    ip = nsub.add_parser(
+        "import", help="compact table + bottleneck classification of an NCU report"
+    )
+    ip.add_argument(
+        "file",
+        metavar="FILE",
+        help="details CSV, raw CSV, details text page, hand-workflow result JSON, or .ncu-rep (needs ncu)",
+    )
     _host_options(ip)
     ip.add_argument("--json", action="store_true")
     ip.set_defaults(func=ncu_import)
@@ -24,40 +29,91 @@ def register(sub, common) -> None:
     dp.add_argument("--json", action="store_true")
     dp.set_defaults(func=ncu_diff)
 
-    pp = nsub.add_parser("profile", help="profile one workload of the solution through the worker under ncu")
+    pp = nsub.add_parser(
+        "profile", help="profile one workload of the solution through the worker under ncu"
+    )
     common(pp)
-    pp.add_argument("--workload", required=True, metavar="UUID[,UUID...]",
-                    help="workload(s) to profile (one profiler range each; unique uuid prefixes work)")
-    pp.add_argument("--solution", metavar="DIR", help="profile this solution (default: the workspace's)")
-    pp.add_argument("--definition", metavar="NAME", help="default: the active solution's definition")
-    pp.add_argument("--set", dest="section_set", default="detailed", choices=("basic", "detailed", "full"))
-    pp.add_argument("--kernel", metavar="REGEX", help="profile only kernels whose name matches (ncu regex:)")
-    pp.add_argument("--launch-skip", type=int, default=0, metavar="N",
-                    help="matching launches to skip inside the profiled range (warm-up runs outside it)")
-    pp.add_argument("--launch-count", type=int, default=None, metavar="M",
-                    help="matching launches to profile (default: every kernel of each profiled call)")
-    pp.add_argument("--clock-control", default="none", metavar="MODE",
-                    help="ncu --clock-control (default none: clocks left alone on shared machines)")
-    pp.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds before ncu is stopped")
+    pp.add_argument(
+        "--workload",
+        required=True,
+        metavar="UUID[,UUID...]",
+        help="workload(s) to profile (one profiler range each; unique uuid prefixes work)",
+    )
+    pp.add_argument(
+        "--solution", metavar="DIR", help="profile this solution (default: the workspace's)"
+    )
+    pp.add_argument(
+        "--definition", metavar="NAME", help="default: the active solution's definition"
+    )
+    pp.add_argument(
+        "--set", dest="section_set", default="detailed", choices=("basic", "detailed", "full")
+    )
+    pp.add_argument(
+        "--kernel", metavar="REGEX", help="profile only kernels whose name matches (ncu regex:)"
+    )
+    pp.add_argument(
+        "--launch-skip",
+        type=int,
+        default=0,
+        metavar="N",
+        help="matching launches to skip inside the profiled range (warm-up runs outside it)",
+    )
+    pp.add_argument(
+        "--launch-count",
+        type=int,
+        default=None,
+        metavar="M",
+        help="matching launches to profile (default: every kernel of each profiled call)",
+    )
+    pp.add_argument(
+        "--clock-control",
+        default="none",
+        metavar="MODE",
+        help="ncu --clock-control (default none: clocks left alone on shared machines)",
+    )
+    pp.add_argument(
+        "--timeout", type=float, default=600.0, metavar="S", help="seconds before ncu is stopped"
+    )
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(func=ncu_profile)
 
-    hp = nsub.add_parser("host", help="host view: one call under torch.profiler (kernels, CPU and GPU time, launch gaps)")
+    hp = nsub.add_parser(
+        "host",
+        help="host view: one call under torch.profiler (kernels, CPU and GPU time, launch gaps)",
+    )
     common(hp)
     hp.add_argument("--workload", required=True, metavar="UUID[,UUID...]")
     hp.add_argument("--solution", metavar="DIR", help="this solution (default: the workspace's)")
-    hp.add_argument("--backend", choices=("local", "interpreter"), default=None,
-                    help="local (GPU, default when present) | interpreter (CPU: no device kernels)")
-    hp.add_argument("--calls", type=int, default=5, metavar="N", help="profiled calls per workload (after warm-up)")
+    hp.add_argument(
+        "--backend",
+        choices=("local", "interpreter"),
+        default=None,
+        help="local (GPU, default when present) | interpreter (CPU: no device kernels)",
+    )
+    hp.add_argument(
+        "--calls",
+        type=int,
+        default=5,
+        metavar="N",
+        help="profiled calls per workload (after warm-up)",
+    )
     hp.add_argument("--json", action="store_true")
     hp.set_defaults(func=ncu_host)
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host-gap-us", type=float, metavar="US",
-                   help="idle time between launches in one call, from a host profile (enables launch-bound)")
-    p.add_argument("--host-busy-us", type=float, metavar="US",
-                   help="kernel time in that call (default: the report's total kernel duration)")
+    p.add_argument(
+        "--host-gap-us",
+        type=float,
+        metavar="US",
+        help="idle time between launches in one call, from a host profile (enables launch-bound)",
+    )
+    p.add_argument(
+        "--host-busy-us",
+        type=float,
+        metavar="US",
+        help="kernel time in that call (default: the report's total kernel duration)",
+    )
 
 
 def _host(args: argparse.Namespace, report) -> Any:
@@ -131,8 +187,15 @@ def _dims(d) -> str:
 def print_summaries(con, summaries, title: str = "") -> None:
     from rich.table import Table
 
-    t = Table("metric", *[_label(s) for s in summaries], box=None, pad_edge=False, header_style="bold",
-              title=title or None, title_justify="left")
+    t = Table(
+        "metric",
+        *[_label(s) for s in summaries],
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+        title=title or None,
+        title_justify="left",
+    )
     t.add_row("instances", *[str(s.instances) for s in summaries])
     t.add_row("grid x block", *[f"{_dims(s.grid)} x {_dims(s.block)}" for s in summaries])
     for key, label, kind in ROWS:
@@ -163,16 +226,33 @@ def ncu_import(args: argparse.Namespace) -> int:
         emit_json(report_to_json(report, summaries))
         return 0
     con = console()
-    con.print(f"[bold]{report.path}[/]  [dim]{report.source_format}, {len(report.launches)} launch(es)[/]")
+    con.print(
+        f"[bold]{report.path}[/]  [dim]{report.source_format}, {len(report.launches)} launch(es)[/]"
+    )
     print_summaries(con, summaries)
     bands = shape_matrix(summaries)
     if len(bands) > 1:
         from rich.table import Table
 
-        t = Table("band", "workload", "dominant kernel", "bottleneck", "limiter", box=None, pad_edge=False,
-                  header_style="bold", title="shape matrix", title_justify="left")
+        t = Table(
+            "band",
+            "workload",
+            "dominant kernel",
+            "bottleneck",
+            "limiter",
+            box=None,
+            pad_edge=False,
+            header_style="bold",
+            title="shape matrix",
+            title_justify="left",
+        )
         for row in bands:
-            t.add_row(*[str(row[k] if row[k] is not None else "-") for k in ("band", "workload", "kernel", "bottleneck", "limiter")])
+            t.add_row(
+                *[
+                    str(row[k] if row[k] is not None else "-")
+                    for k in ("band", "workload", "kernel", "bottleneck", "limiter")
+                ]
+            )
         con.print()
         con.print(t)
     for note in report.notes:
@@ -199,25 +279,46 @@ def ncu_diff(args: argparse.Namespace) -> int:
     kinds = {key: kind for key, _, kind in ROWS}
     labels = {key: label for key, label, _ in ROWS}
     for pair in diff.pairs:
-        head = f"\n[bold]{escape(pair.kernel)}[/]" + (f" \\[{escape(pair.band)}]" if pair.band else "")
+        head = f"\n[bold]{escape(pair.kernel)}[/]" + (
+            f" \\[{escape(pair.band)}]" if pair.band else ""
+        )
         b, c = pair.baseline.classification, pair.candidate.classification
         head += f"  bottleneck {b.bottleneck or '?'} -> {c.bottleneck or '?'}, limiter {b.limiter or '-'} -> {c.limiter or '-'}"
         con.print(head)
         if pair.classification_changed:
             con.print(f"  [bold red]classification changed:[/] {'; '.join(pair.changes)}")
-        t = Table("metric", "before", "after", "delta", "%", box=None, pad_edge=False, header_style="bold")
+        t = Table(
+            "metric", "before", "after", "delta", "%", box=None, pad_edge=False, header_style="bold"
+        )
         for m in pair.metrics:
             kind = kinds.get(m.metric, "float")
-            delta = "-" if m.delta is None else ("+" if m.delta > 0 else "") + fmt_value(m.delta, kind)
+            delta = (
+                "-" if m.delta is None else ("+" if m.delta > 0 else "") + fmt_value(m.delta, kind)
+            )
             pct = "-" if m.pct is None else f"{m.pct:+.1f}%"
-            style = "" if m.metric != "duration_us" or not m.delta else ("green" if m.delta < 0 else "red")
-            t.add_row(labels.get(m.metric, m.metric), fmt_value(m.before, kind), fmt_value(m.after, kind),
-                      f"[{style}]{delta}[/]" if style else delta, pct)
+            style = (
+                ""
+                if m.metric != "duration_us" or not m.delta
+                else ("green" if m.delta < 0 else "red")
+            )
+            t.add_row(
+                labels.get(m.metric, m.metric),
+                fmt_value(m.before, kind),
+                fmt_value(m.after, kind),
+                f"[{style}]{delta}[/]" if style else delta,
+                pct,
+            )
         con.print(t)
     for band, kernel in diff.only_in_baseline:
-        con.print(f"[yellow]only in baseline[/]  {escape(kernel)}" + (f" \\[{escape(band)}]" if band else ""))
+        con.print(
+            f"[yellow]only in baseline[/]  {escape(kernel)}"
+            + (f" \\[{escape(band)}]" if band else "")
+        )
     for band, kernel in diff.only_in_candidate:
-        con.print(f"[yellow]only in candidate[/] {escape(kernel)}" + (f" \\[{escape(band)}]" if band else ""))
+        con.print(
+            f"[yellow]only in candidate[/] {escape(kernel)}"
+            + (f" \\[{escape(band)}]" if band else "")
+        )
     if not diff.pairs:
         con.print("[yellow]no kernel matched between the two reports[/]")
     return 0
@@ -243,7 +344,9 @@ def ncu_profile(args: argparse.Namespace) -> int:
         try:
             re.compile(args.kernel)
         except re.error as exc:
-            raise InputError(None, f"not a valid regular expression: {exc}", field="--kernel") from None
+            raise InputError(
+                None, f"not a valid regular expression: {exc}", field="--kernel"
+            ) from None
     from fibtui.core.plan import select_workloads
     from fibtui.runners.session import profile_request
 
@@ -264,13 +367,24 @@ def ncu_profile(args: argparse.Namespace) -> int:
     ours = [rep, request, *(p for p in runner.sibling_paths(rep).values() if not p.exists())]
     try:
         atomic_write_json(request, profile_request(ws, uuids, args.solution, config.definition))
-        result = runner.profile(runner.worker_profile_argv(request), rep, kernel_regex=args.kernel,
-                                launch_skip=args.launch_skip, launch_count=args.launch_count,
-                                section_set=args.section_set, clock_control=args.clock_control,
-                                timeout_s=args.timeout, cwd=ws.root, env=runner.worker_env(),
-                                profile_from_start=False, log=log)
+        result = runner.profile(
+            runner.worker_profile_argv(request),
+            rep,
+            kernel_regex=args.kernel,
+            launch_skip=args.launch_skip,
+            launch_count=args.launch_count,
+            section_set=args.section_set,
+            clock_control=args.clock_control,
+            timeout_s=args.timeout,
+            cwd=ws.root,
+            env=runner.worker_env(),
+            profile_from_start=False,
+            log=log,
+        )
         report = load_exported(result.details_csv, result.raw_csv)
-        result.log = atomic_copy_file(log, runner.sibling_paths(rep)["log"])  # kept beside the report
+        result.log = atomic_copy_file(
+            log, runner.sibling_paths(rep)["log"]
+        )  # kept beside the report
     except BaseException:
         for path in ours:
             path.unlink(missing_ok=True)
@@ -282,8 +396,10 @@ def ncu_profile(args: argparse.Namespace) -> int:
         emit_json({"profile": result.to_json(), **report_to_json(report, summaries)})
         return 0
     con = console()
-    con.print(f"[green]✓[/] {result.report}\n  pages: {result.details_csv.name}, {result.raw_csv.name}, "
-              f"{result.details_txt.name}  command: {json.dumps(result.command)}")
+    con.print(
+        f"[green]✓[/] {result.report}\n  pages: {result.details_csv.name}, {result.raw_csv.name}, "
+        f"{result.details_txt.name}  command: {json.dumps(result.command)}"
+    )
     print_summaries(con, summaries)
     return 0
 
@@ -305,24 +421,51 @@ def ncu_host(args: argparse.Namespace) -> int:
     payload = host_view(ws, require_uuids(args.workload, ws), args.solution, backend, args.calls)
     views = summarize_host(payload)
     if args.json:
-        emit_json({"device": payload.get("device"), "backend": backend, "workloads": [v.to_json() for v in views],
-                   "trace": payload})
+        emit_json(
+            {
+                "device": payload.get("device"),
+                "backend": backend,
+                "workloads": [v.to_json() for v in views],
+                "trace": payload,
+            }
+        )
         return 0
     con = console()
+
     def fmt(x: float | None) -> str:
         return f"{x:.2f}" if x is not None else "-"
 
-    con.print(f"[bold]host view[/] on {escape(str(payload.get('device')))} ({backend}), {args.calls} calls per workload")
+    con.print(
+        f"[bold]host view[/] on {escape(str(payload.get('device')))} ({backend}), {args.calls} calls per workload"
+    )
     for v in views:
         axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
-        con.print(f"\n[bold]{v.uuid[:13]}[/] {axes}: host {fmt(v.host_us)} us/call, device busy {fmt(v.busy_us)} us, "
-                  f"span {fmt(v.span_us)} us, gaps {fmt(v.gap_us)} us, {v.kernels_per_call:.1f} kernel(s)/call")
+        con.print(
+            f"\n[bold]{v.uuid[:13]}[/] {axes}: host {fmt(v.host_us)} us/call, device busy {fmt(v.busy_us)} us, "
+            f"span {fmt(v.span_us)} us, gaps {fmt(v.gap_us)} us, {v.kernels_per_call:.1f} kernel(s)/call"
+        )
         if v.kernels:
-            t = Table("kernel", "per call", "mean us", "us per call", box=None, pad_edge=False, header_style="bold")
+            t = Table(
+                "kernel",
+                "per call",
+                "mean us",
+                "us per call",
+                box=None,
+                pad_edge=False,
+                header_style="bold",
+            )
             for k in v.kernels[:10]:
-                t.add_row(escape(k.name[:70]), f"{k.per_call:.1f}", f"{k.mean_us:.2f}", f"{k.total_us:.2f}")
+                t.add_row(
+                    escape(k.name[:70]),
+                    f"{k.per_call:.1f}",
+                    f"{k.mean_us:.2f}",
+                    f"{k.total_us:.2f}",
+                )
             con.print(t)
         if v.top_cpu_ops:
-            con.print("  CPU: " + ", ".join(f"{escape(n[:40])} {us:.0f} us" for n, us in v.top_cpu_ops[:5]))
+            con.print(
+                "  CPU: "
+                + ", ".join(f"{escape(n[:40])} {us:.0f} us" for n, us in v.top_cpu_ops[:5])
+            )
         con.print(f"  [yellow]{escape(v.verdict)}[/]")
     return 0

@@ -19,21 +19,47 @@ import sys
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("parity", help="run flashinfer-bench in the official shape and compare it with fibtui's gate")
+    p = sub.add_parser(
+        "parity",
+        help="run flashinfer-bench in the official shape and compare it with fibtui's gate",
+    )
     common(p)
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--print", dest="print_only", action="store_true", help="show the exact command; run nothing")
-    mode.add_argument("--import", dest="import_path", metavar="DIR_OR_TRACES",
-                      help="archive and compare an existing parity result (a traces JSONL or a folder holding traces/)")
-    mode.add_argument("--status", action="store_true", help="the newest parity record of the definition")
-    p.add_argument("--workloads", default="rep", metavar="rep|all|UUID,...",
-                   help="representatives (default), every workload, or a list of uuids (unique prefixes work)")
-    p.add_argument("--definition", metavar="NAME", help="the definition (per-definition workspaces)")
-    p.add_argument("--solution", metavar="DIR|SOLUTION_JSON",
-                   help="run this candidate (a contest-style folder, a bare folder of sources, or a solution.json) "
-                        "instead of config.toml's solution")
-    p.add_argument("--against", metavar="RUN_ID|RUN_JSON",
-                   help="the fibtui run to compare with (default: the newest run holding the solution, GPU runs first)")
+    mode.add_argument(
+        "--print",
+        dest="print_only",
+        action="store_true",
+        help="show the exact command; run nothing",
+    )
+    mode.add_argument(
+        "--import",
+        dest="import_path",
+        metavar="DIR_OR_TRACES",
+        help="archive and compare an existing parity result (a traces JSONL or a folder holding traces/)",
+    )
+    mode.add_argument(
+        "--status", action="store_true", help="the newest parity record of the definition"
+    )
+    p.add_argument(
+        "--workloads",
+        default="rep",
+        metavar="rep|all|UUID,...",
+        help="representatives (default), every workload, or a list of uuids (unique prefixes work)",
+    )
+    p.add_argument(
+        "--definition", metavar="NAME", help="the definition (per-definition workspaces)"
+    )
+    p.add_argument(
+        "--solution",
+        metavar="DIR|SOLUTION_JSON",
+        help="run this candidate (a contest-style folder, a bare folder of sources, or a solution.json) "
+        "instead of config.toml's solution",
+    )
+    p.add_argument(
+        "--against",
+        metavar="RUN_ID|RUN_JSON",
+        help="the fibtui run to compare with (default: the newest run holding the solution, GPU runs first)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=parity)
 
@@ -59,7 +85,9 @@ def parity(args: argparse.Namespace) -> int:
         return _show(args, import_parity(ws, args.import_path, args.definition, args.against))
     from fibtui.runners.parity import plan_parity
 
-    plan = plan_parity(ws, args.workloads, args.definition, _representatives(ws, args), args.solution)
+    plan = plan_parity(
+        ws, args.workloads, args.definition, _representatives(ws, args), args.solution
+    )
     if args.print_only:
         return _print_plan(args, plan)
     return _run(args, ws, plan)
@@ -77,15 +105,27 @@ def _print_plan(args: argparse.Namespace, plan) -> int:
 
     con = console()
     con.print(escape(plan.command_line), soft_wrap=True)
-    con.print(f"[dim]# {len(plan.workloads)} workload(s) ({escape(plan.selection)}), solution {escape(plan.solution)} "
-              f"packed from config.toml; flags: {escape(plan.preset_source)}[/]", soft_wrap=True)
-    con.print(f"[dim]# DIR is made when the run starts: {escape(str(plan.dataset_dir))}[/]", soft_wrap=True)
+    con.print(
+        f"[dim]# {len(plan.workloads)} workload(s) ({escape(plan.selection)}), solution {escape(plan.solution)} "
+        f"packed from config.toml; flags: {escape(plan.preset_source)}[/]",
+        soft_wrap=True,
+    )
+    con.print(
+        f"[dim]# DIR is made when the run starts: {escape(str(plan.dataset_dir))}[/]",
+        soft_wrap=True,
+    )
     if plan.launcher != "PATH":
         con.print("[dim]# flashinfer-bench is not on PATH: it runs through this Python[/]")
     if not plan.bench_installed:
-        con.print("[yellow]! " + escape("flashinfer-bench is not installed here: pip install 'fibtui[bench]', or run it "
-                                        "elsewhere and bring the traces back with fibtui parity --import") + "[/]",
-                  soft_wrap=True)
+        con.print(
+            "[yellow]! "
+            + escape(
+                "flashinfer-bench is not installed here: pip install 'fibtui[bench]', or run it "
+                "elsewhere and bring the traces back with fibtui parity --import"
+            )
+            + "[/]",
+            soft_wrap=True,
+        )
     return 0
 
 
@@ -97,22 +137,33 @@ def _run(args: argparse.Namespace, ws, plan) -> int:
     from fibtui.verbs._common import console
 
     if not plan.bench_installed:
-        raise UsageError("flashinfer-bench is not installed here: pip install 'fibtui[bench]' (or run it on the GPU "
-                         "machine and import the traces: fibtui parity --import DIR)")
+        raise UsageError(
+            "flashinfer-bench is not installed here: pip install 'fibtui[bench]' (or run it on the GPU "
+            "machine and import the traces: fibtui parity --import DIR)"
+        )
     con = console()
     con.file = sys.stderr if args.json else sys.stdout
     from rich.markup import escape
 
-    con.print(f"[bold]parity[/] {escape(plan.definition)}: {len(plan.workloads)} workload(s), solution "
-              f"{escape(plan.solution)}", soft_wrap=True)
+    con.print(
+        f"[bold]parity[/] {escape(plan.definition)}: {len(plan.workloads)} workload(s), solution "
+        f"{escape(plan.solution)}",
+        soft_wrap=True,
+    )
     con.print(f"[dim]$ {escape(plan.command_line)}[/]", soft_wrap=True)
     from fibtui.verbs._common import CancelOnSignals
 
     cancel = threading.Event()
     try:
         with CancelOnSignals(cancel, "flashinfer-bench; what it finished is archived") as signals:
-            record = run_parity(ws, plan, on_line=lambda line: con.print(f"[dim]  {escape(line)}[/]", soft_wrap=True),
-                                cancel=cancel, against=args.against, stopped_by=lambda: signals.name)
+            record = run_parity(
+                ws,
+                plan,
+                on_line=lambda line: con.print(f"[dim]  {escape(line)}[/]", soft_wrap=True),
+                cancel=cancel,
+                against=args.against,
+                stopped_by=lambda: signals.name,
+            )
     except KeyboardInterrupt:
         cancel.set()
         sys.stderr.write("\ninterrupted: the parity run was stopped\n")
@@ -138,8 +189,10 @@ def _status(args: argparse.Namespace, ws) -> int:
             con.print(f"{escape(cfg.definition)}: no parity run yet (fibtui parity)")
         else:
             colour = "green" if st.complete else "red"
-            con.print(f"{escape(cfg.definition)}: parity {escape(st.id)} ({escape(st.source)}, {st.finished}): "
-                      f"[{colour}]{st.passed}/{st.total} PASSED[/], {count(st.warnings, 'warning')}")
+            con.print(
+                f"{escape(cfg.definition)}: parity {escape(st.id)} ({escape(st.source)}, {st.finished}): "
+                f"[{colour}]{st.passed}/{st.total} PASSED[/], {count(st.warnings, 'warning')}"
+            )
     return 0 if st is not None and st.complete else 1
 
 
@@ -152,8 +205,18 @@ def _rows_table(comp):
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table("workload", "axes", "bench", "us", "fibtui", "us", "ratio", box=None, pad_edge=False,
-              header_style="bold")
+    t = Table(
+        "workload",
+        "axes",
+        "bench",
+        "us",
+        "fibtui",
+        "us",
+        "ratio",
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+    )
     for r in comp.rows:
         axes = " ".join(f"{k}={v}" for k, v in r.axes.items())
         bcol = "green" if r.bench_status == "PASSED" else "red"
@@ -164,9 +227,15 @@ def _rows_table(comp):
         elif r.flag == "latency":
             ratio = f"[yellow]{ratio}[/]"
         logged = " [dim](log)[/]" if r.bench_from == "log" else ""
-        t.add_row(escape(r.uuid), escape(axes), f"[{bcol}]{escape(r.bench_status)}[/]{logged}",
-                  _fmt_us(r.bench_latency_ms), f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-",
-                  _fmt_us(r.fibtui_latency_ms), ratio)
+        t.add_row(
+            escape(r.uuid),
+            escape(axes),
+            f"[{bcol}]{escape(r.bench_status)}[/]{logged}",
+            _fmt_us(r.bench_latency_ms),
+            f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-",
+            _fmt_us(r.fibtui_latency_ms),
+            ratio,
+        )
     return t
 
 
@@ -185,8 +254,10 @@ def _show(args: argparse.Namespace, record) -> int:
     con = console()
     hw = record.environment.get("hardware") or "?"
     for comp in record.comparisons:
-        con.print(f"[bold]{escape(comp.solution)}[/]: flashinfer-bench ({escape(hw)}) beside "
-                  f"{escape(comp.fibtui or 'no fibtui record')}")
+        con.print(
+            f"[bold]{escape(comp.solution)}[/]: flashinfer-bench ({escape(hw)}) beside "
+            f"{escape(comp.fibtui or 'no fibtui record')}"
+        )
         print_table(con, _rows_table(comp), ids=["workload"], drop=["axes"])
         # a terminal wraps these at spaces; a wide console (a pipe, --wide) keeps each on one line
         for w in comp.warnings:
@@ -197,6 +268,8 @@ def _show(args: argparse.Namespace, record) -> int:
         con.print(f"[dim]  {escape(n)}[/]")
     colour = "green" if record.complete else "red"
     state = "submission-ready as far as parity goes" if ok else "not submission-ready"
-    con.print(f"parity {record.id}: [{colour}]{record.passed}/{record.total} PASSED[/] for {escape(record.solution)} "
-              f"({state}); archived in {escape(str(record.path))}")
+    con.print(
+        f"parity {record.id}: [{colour}]{record.passed}/{record.total} PASSED[/] for {escape(record.solution)} "
+        f"({state}); archived in {escape(str(record.path))}"
+    )
     return 0 if ok else 1

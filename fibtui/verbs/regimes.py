@@ -58,17 +58,52 @@ from typing import Any
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("regimes", help="bands of the real workloads, latency shares, representatives, floors")
+    p = sub.add_parser(
+        "regimes", help="bands of the real workloads, latency shares, representatives, floors"
+    )
     common(p)
-    p.add_argument("--definition", metavar="NAME", help="definition (default: the active solution's)")
-    p.add_argument("--results", metavar="FILE", help="a result file (traces JSONL, retained_run.json/.log, ...)")
-    p.add_argument("--solution", metavar="NAME", help="the solution to read from a multi-solution result file")
-    p.add_argument("--device", metavar="NAME", help="device of the floors: B200, H200, H100 or one in fibtui.toml")
-    p.add_argument("--pin", metavar="UUID", action="append", default=[], help="pin a representative (stored in fibtui.toml)")
-    p.add_argument("--unpin", metavar="UUID", action="append", default=[], help="unpin / exclude a representative")
-    p.add_argument("--auto", metavar="UUID", action="append", default=[],
-                   help="give a pinned or excluded workload back to the automatic choice")
-    p.add_argument("--json", action="store_true", help="print the report as JSON (keys: see the module docstring)")
+    p.add_argument(
+        "--definition", metavar="NAME", help="definition (default: the active solution's)"
+    )
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        help="a result file (traces JSONL, retained_run.json/.log, ...)",
+    )
+    p.add_argument(
+        "--solution", metavar="NAME", help="the solution to read from a multi-solution result file"
+    )
+    p.add_argument(
+        "--device",
+        metavar="NAME",
+        help="device of the floors: B200, H200, H100 or one in fibtui.toml",
+    )
+    p.add_argument(
+        "--pin",
+        metavar="UUID",
+        action="append",
+        default=[],
+        help="pin a representative (stored in fibtui.toml)",
+    )
+    p.add_argument(
+        "--unpin",
+        metavar="UUID",
+        action="append",
+        default=[],
+        help="unpin / exclude a representative",
+    )
+    p.add_argument(
+        "--auto",
+        metavar="UUID",
+        action="append",
+        default=[],
+        help="give a pinned or excluded workload back to the automatic choice",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as JSON (keys: see the module docstring)",
+    )
     p.set_defaults(func=regimes_verb)
 
 
@@ -95,12 +130,20 @@ def representatives_for_workspace(ws, definition: str | None = None) -> list[str
     d = ds.definition(cfg.definition)
     latest = latest_results(ws, d.name)
     pinned, unpinned = regimes.load_pins(ws.root)
-    report = regimes.analyze(d, ds.workloads(d.name), latest[0] if latest else None, pinned=pinned, unpinned=unpinned,
-                             latency_source=latest[1] if latest else None)
+    report = regimes.analyze(
+        d,
+        ds.workloads(d.name),
+        latest[0] if latest else None,
+        pinned=pinned,
+        unpinned=unpinned,
+        latency_source=latest[1] if latest else None,
+    )
     return [r.uuid for r in report.representatives]
 
 
-def _rows_from_file(args: argparse.Namespace, definition: str, ds) -> tuple[list[Any], str, str | None]:
+def _rows_from_file(
+    args: argparse.Namespace, definition: str, ds
+) -> tuple[list[Any], str, str | None]:
     from fibtui.core.errors import InputError
     from fibtui.core.results import load_results
 
@@ -116,19 +159,29 @@ def _rows_from_file(args: argparse.Namespace, definition: str, ds) -> tuple[list
     solutions = [s for s in table.solutions]
     if args.solution is not None:
         if args.solution not in solutions:
-            raise InputError(path, f"no rows for solution {args.solution!r}; solutions here: {', '.join(s or '(unnamed)' for s in solutions)}",
-                             field="--solution")
+            raise InputError(
+                path,
+                f"no rows for solution {args.solution!r}; solutions here: {', '.join(s or '(unnamed)' for s in solutions)}",
+                field="--solution",
+            )
         rows = table.for_solution(args.solution)
     elif len(solutions) > 1:
-        raise InputError(path, f"holds {len(solutions)} solutions ({', '.join(s or '(unnamed)' for s in solutions)}); pick one with --solution",
-                         field="--solution")
+        raise InputError(
+            path,
+            f"holds {len(solutions)} solutions ({', '.join(s or '(unnamed)' for s in solutions)}); pick one with --solution",
+            field="--solution",
+        )
     else:
         rows = list(table.rows)
     n_rows = len(rows)
     rows = [r for r in rows if not r.definition or r.definition == definition]
     if not any(r.uuid in workloads for r in rows):
-        raise InputError(path, f"none of its {n_rows} result rows names one of the {len(workloads)} workloads of {definition} "
-                         f"in {workloads.path} (results from another copy of the dataset?)", field="--results")
+        raise InputError(
+            path,
+            f"none of its {n_rows} result rows names one of the {len(workloads)} workloads of {definition} "
+            f"in {workloads.path} (results from another copy of the dataset?)",
+            field="--results",
+        )
     hardware = None
     env = table.meta.get("environment")
     if isinstance(env, dict) and isinstance(env.get("hardware"), str):
@@ -179,11 +232,24 @@ def regimes_verb(args: argparse.Namespace) -> int:
     if explicit_device is not None:
         device, chosen = explicit_device, "--device"
     elif hardware and roofline.device_key(hardware) in roofline.device_names(ws.root):
-        device, chosen = roofline.get_device(hardware, ws.root), f"the results' hardware ({hardware})"
+        device, chosen = (
+            roofline.get_device(hardware, ws.root),
+            f"the results' hardware ({hardware})",
+        )
     else:
-        device, chosen = roofline.get_device("B200", ws.root), "default (B200, the contest's device)"
-    report = regimes.analyze(definition, workloads, rows, pinned=pinned, unpinned=unpinned, device=device,
-                             latency_source=label)
+        device, chosen = (
+            roofline.get_device("B200", ws.root),
+            "default (B200, the contest's device)",
+        )
+    report = regimes.analyze(
+        definition,
+        workloads,
+        rows,
+        pinned=pinned,
+        unpinned=unpinned,
+        device=device,
+        latency_source=label,
+    )
     if report.device is not None:
         report.device["chosen_by"] = chosen
     if args.json:
@@ -211,19 +277,25 @@ def _print_report(report) -> None:
     con = console()
     con.print(f"[bold]{report.definition}[/]  {report.op_type}  {report.workload_count} workloads")
     if report.has_latency:
-        con.print(f"latency: {report.latency_source}; per workload the mean of its PASSED runs; "
-                  f"total {_us(report.total_latency_ms)} us")
+        con.print(
+            f"latency: {report.latency_source}; per workload the mean of its PASSED runs; "
+            f"total {_us(report.total_latency_ms)} us"
+        )
     else:
-        con.print("[yellow]counts only[/]: no latency (pass --results FILE); latency shares are null")
+        con.print(
+            "[yellow]counts only[/]: no latency (pass --results FILE); latency shares are null"
+        )
     const = ", ".join(f"{k}={v}" for k, v in report.const_axes.items()) or "none"
     varying = ", ".join(f"{a} ({report.binning[a]})" for a in report.varying_axes) or "none"
     derived = "".join(f"   derived: {a} = {e}" for a, e in report.derived_axes.items())
     con.print(f"varying: {varying}{derived}   const: {const}")
     dev = report.device or {}
     if dev:
-        con.print(f"device: {dev['name']} {dev['bandwidth_tbs']} TB/s, {dev['bf16_tflops']} TFLOP/s bf16 "
-                  f"[dim]({dev['source']}; {dev.get('chosen_by', '')})[/]  floor = max(bytes / bandwidth, FLOPs / rate); "
-                  "SoL % (speed of light) = 100 x floor / latency, 100 = at the floor")
+        con.print(
+            f"device: {dev['name']} {dev['bandwidth_tbs']} TB/s, {dev['bf16_tflops']} TFLOP/s bf16 "
+            f"[dim]({dev['source']}; {dev.get('chosen_by', '')})[/]  floor = max(bytes / bandwidth, FLOPs / rate); "
+            "SoL % (speed of light) = 100 x floor / latency, 100 = at the floor"
+        )
 
     t = Table(box=None, pad_edge=False, header_style="bold", title="bands", title_justify="left")
     t.add_column("band", ratio=1, overflow="fold")
@@ -239,8 +311,13 @@ def _print_report(report) -> None:
         t.add_row(b.name, str(b.workloads), passed, _us(b.mean_latency_ms), share, floor, sol, flag)
     con.print(t)
     if report.outliers:
-        con.print("[bold red]outliers[/]: " + "; ".join(
-            f"{d.get('uuid') or d['name']} ({d['latency_share']:.0%} of latency)" for d in report.outlier_details))
+        con.print(
+            "[bold red]outliers[/]: "
+            + "; ".join(
+                f"{d.get('uuid') or d['name']} ({d['latency_share']:.0%} of latency)"
+                for d in report.outlier_details
+            )
+        )
     lo, hi = report.target_representatives
     con.print(f"[bold]representatives[/] (target {lo}-{hi} of {report.workload_count} workloads)")
     for r in report.representatives:
@@ -275,16 +352,26 @@ def latency_chart(report, width: int = 78, height: int = 16) -> str | None:
     plt.plotsize(width, height)
     plt.theme("clear")
     if data.height > 2000:
-        data = data.group_by(axis).agg(pl.col("latency_ms").mean(), pl.col("floor_us").mean()).sort(axis)
+        data = (
+            data.group_by(axis)
+            .agg(pl.col("latency_ms").mean(), pl.col("floor_us").mean())
+            .sort(axis)
+        )
         label = "mean latency"
     else:
         data = data.sort([axis, "line"])
         label = "latency"
     xs = [float(v) for v in data.get_column(axis).to_list()]
-    plt.scatter(xs, [v * 1000 for v in data.get_column("latency_ms").to_list()], label=label, marker="dot")
+    plt.scatter(
+        xs, [v * 1000 for v in data.get_column("latency_ms").to_list()], label=label, marker="dot"
+    )
     floors = data.group_by(axis).agg(pl.col("floor_us").mean()).sort(axis).drop_nulls()
     if floors.height:
-        plt.plot([float(v) for v in floors.get_column(axis).to_list()], floors.get_column("floor_us").to_list(), label="floor")
+        plt.plot(
+            [float(v) for v in floors.get_column(axis).to_list()],
+            floors.get_column("floor_us").to_list(),
+            label="floor",
+        )
     if min(xs) > 0 and max(xs) / min(xs) >= 16:
         plt.xscale("log")
     ys = data.get_column("latency_ms")

@@ -7,7 +7,9 @@ import argparse
 
 def register(sub, common) -> None:
     p = sub.add_parser("results", help="read result files")
-    rsub = p.add_subparsers(dest="results_verb", metavar="ACTION", required=True, parser_class=type(p))
+    rsub = p.add_subparsers(
+        dest="results_verb", metavar="ACTION", required=True, parser_class=type(p)
+    )
     rp = rsub.add_parser("show", help="normalize any result file into one run table")
     common(rp)
     rp.add_argument("file", metavar="FILE")
@@ -31,8 +33,11 @@ def results(args: argparse.Namespace) -> int:
 
     table = load_results(args.file, axes_lookup=_axes_lookup(args))
     if args.solution is not None and args.solution not in table.solutions:
-        raise InputError(args.file, f"no rows for solution {args.solution!r}; solutions here: {', '.join(table.solutions) or 'none'}",
-                         field="--solution")
+        raise InputError(
+            args.file,
+            f"no rows for solution {args.solution!r}; solutions here: {', '.join(table.solutions) or 'none'}",
+            field="--solution",
+        )
     if args.json:
         emit_json(table_to_json(table, args.solution))
         return 0
@@ -50,14 +55,20 @@ def _print_table(table, solution: str | None) -> None:
     rows = table.for_solution(solution)
     names = sorted({r.solution for r in rows if r.solution})
     only = names[0] if len(names) == 1 and all(r.solution for r in rows) else None
-    con.print(f"[bold]{escape(str(table.path))}[/]  [dim]{table.source_format}[/]  definition: {escape(table.definition or '?')}"
-              + (f"  solution: {escape(only)}" if only else ""))
+    con.print(
+        f"[bold]{escape(str(table.path))}[/]  [dim]{table.source_format}[/]  definition: {escape(table.definition or '?')}"
+        + (f"  solution: {escape(only)}" if only else "")
+    )
     for key in ("runs", "sizes"):
         if key in table.extra:
             _print_extra(con, key, table.extra[key])
     if "tables" in table.extra:
         if con.wide:  # the file's own Markdown, lines whole
-            con.print(table.extra["markdown"], markup=False, end="" if table.extra["markdown"].endswith("\n") else "\n")
+            con.print(
+                table.extra["markdown"],
+                markup=False,
+                end="" if table.extra["markdown"].endswith("\n") else "\n",
+            )
         else:
             from rich.markdown import Markdown
 
@@ -68,12 +79,21 @@ def _print_table(table, solution: str | None) -> None:
         if con.wide or len({r.solution for r in rows}) == 1:
             tables: list[tuple[str | None, list]] = [(None, numbered)]
         else:  # a terminal: one table per solution, in the order they come (no solution column to fit)
-            tables = [(name, [(i, r) for i, r in numbered if r.solution == name])
-                      for name in dict.fromkeys(r.solution for r in rows)]
+            tables = [
+                (name, [(i, r) for i, r in numbered if r.solution == name])
+                for name in dict.fromkeys(r.solution for r in rows)
+            ]
         for name, group in tables:
             # on a terminal the heading (one solution) or the table's title (several) names the solution
-            _rows_table(con, group, axes_names, solution_column=con.wide or (len(tables) == 1 and not only),
-                        title=None if len(tables) == 1 else f"[bold]{escape(name or '-')}[/] ({len(group)} rows)")
+            _rows_table(
+                con,
+                group,
+                axes_names,
+                solution_column=con.wide or (len(tables) == 1 and not only),
+                title=None
+                if len(tables) == 1
+                else f"[bold]{escape(name or '-')}[/] ({len(group)} rows)",
+            )
     groups = [solution] if solution or len(table.solutions) <= 1 else table.solutions
     for name in groups:
         s = summarize(table.for_solution(name))
@@ -82,7 +102,11 @@ def _print_table(table, solution: str | None) -> None:
         label = f"{escape(name)}: " if name else ""
         con.print(
             f"[bold]{label}{s['passed']}/{s['total']} PASSED[/]"
-            + (f" ({s['failed']} failed: {', '.join(f'{k} {v}' for k, v in s['by_status'].items() if k != 'PASSED')})" if s["failed"] else "")
+            + (
+                f" ({s['failed']} failed: {', '.join(f'{k} {v}' for k, v in s['by_status'].items() if k != 'PASSED')})"
+                if s["failed"]
+                else ""
+            )
             + f"  mean {fmt_ms(s['mean_latency_ms'])} ms  median {fmt_ms(s['median_latency_ms'])} ms"
             + f"  p95 {fmt_ms(s['p95_latency_ms'])} ms  (latency over PASSED rows; p95 by linear interpolation)"
         )
@@ -90,24 +114,47 @@ def _print_table(table, solution: str | None) -> None:
         con.print(f"[yellow]note[/] {note}")
 
 
-def _rows_table(con, group: list, axes_names: list[str], *, solution_column: bool, title: str | None) -> None:
+def _rows_table(
+    con, group: list, axes_names: list[str], *, solution_column: bool, title: str | None
+) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     from fibtui.verbs._common import fmt_ms, print_table
 
     lead = ["#", "solution", "uuid"] if solution_column else ["#", "uuid"]
-    t = Table(*lead, *axes_names, "status", "latency ms", "ref ms", "speedup", "abs err", "rel err",
-              box=None, pad_edge=False, header_style="bold", title=title, title_justify="left")
+    t = Table(
+        *lead,
+        *axes_names,
+        "status",
+        "latency ms",
+        "ref ms",
+        "speedup",
+        "abs err",
+        "rel err",
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+        title=title,
+        title_justify="left",
+    )
     for i, r in group:
         colour = "green" if r.passed else "red"
-        t.add_row(str(i), *([escape(r.solution or "-")] if solution_column else []), escape(r.uuid),
-                  *[escape(str(r.axes.get(a, ""))) for a in axes_names],
-                  f"[{colour}]{r.status}[/]", fmt_ms(r.latency_ms), fmt_ms(r.reference_latency_ms, 3),
-                  f"{r.speedup:.2f}x" if r.speedup is not None else "-",
-                  f"{r.max_abs_error:.2e}" if r.max_abs_error is not None else "-",
-                  f"{r.max_rel_error:.2e}" if r.max_rel_error is not None else escape(r.error or "-"))
-    print_table(con, t, ids=lead[1:], drop=["#", "abs err", "ref ms", "speedup", *reversed(axes_names)])
+        t.add_row(
+            str(i),
+            *([escape(r.solution or "-")] if solution_column else []),
+            escape(r.uuid),
+            *[escape(str(r.axes.get(a, ""))) for a in axes_names],
+            f"[{colour}]{r.status}[/]",
+            fmt_ms(r.latency_ms),
+            fmt_ms(r.reference_latency_ms, 3),
+            f"{r.speedup:.2f}x" if r.speedup is not None else "-",
+            f"{r.max_abs_error:.2e}" if r.max_abs_error is not None else "-",
+            f"{r.max_rel_error:.2e}" if r.max_rel_error is not None else escape(r.error or "-"),
+        )
+    print_table(
+        con, t, ids=lead[1:], drop=["#", "abs err", "ref ms", "speedup", *reversed(axes_names)]
+    )
 
 
 def _print_extra(con, key: str, items: list[dict]) -> None:
@@ -120,8 +167,17 @@ def _print_extra(con, key: str, items: list[dict]) -> None:
         return
     cols = list(dict.fromkeys(k for item in items for k in item))
     cols = [c for c in cols if c not in ("note", "env")]
-    t = Table(*[escape(str(c)) for c in cols], box=None, pad_edge=False, header_style="bold", title=key)
+    t = Table(
+        *[escape(str(c)) for c in cols], box=None, pad_edge=False, header_style="bold", title=key
+    )
     for item in items:
-        t.add_row(*[f"{item.get(c):.6g}" if isinstance(item.get(c), float) else escape(str(item.get(c, ""))) for c in cols])
+        t.add_row(
+            *[
+                f"{item.get(c):.6g}"
+                if isinstance(item.get(c), float)
+                else escape(str(item.get(c, "")))
+                for c in cols
+            ]
+        )
     # the first column names the row (a run, a size); the last columns go first on a narrow terminal
     print_table(con, t, ids=[0], drop=list(range(len(cols) - 1, 0, -1)))

@@ -31,36 +31,81 @@ import time
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("run", help="run a gate or a sweep (local GPU, the CPU interpreter, or Modal)")
+    p = sub.add_parser(
+        "run", help="run a gate or a sweep (local GPU, the CPU interpreter, or Modal)"
+    )
     common(p)
     from fibtui.runners import registry
 
-    p.add_argument("--backend", default=None, choices=None, metavar="|".join(registry.names()),
-                   help=registry.help_text())
-    p.add_argument("--plan", action="store_true",
-                   help="with --backend modal: print the plan (containers, GPU, image, volume, estimated "
-                        "GPU-seconds and cost) and exit; no network")
+    p.add_argument(
+        "--backend",
+        default=None,
+        choices=None,
+        metavar="|".join(registry.names()),
+        help=registry.help_text(),
+    )
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="with --backend modal: print the plan (containers, GPU, image, volume, estimated "
+        "GPU-seconds and cost) and exit; no network",
+    )
     p.add_argument("--modal-in-process", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--workloads", default="rep", metavar="rep|all|UUID,...",
-                   help="representatives (default), every workload, or a list of uuids (unique prefixes work)")
-    p.add_argument("--solution", action="append", default=[], metavar="DIR",
-                   help="candidate: a folder with config.toml, a solution.json, or a folder of sources "
-                        "(default: the workspace's solution); repeat for several")
-    p.add_argument("--baseline", metavar="DIR|best",
-                   help="baseline to pair with, timed in the same process, interleaved ('best': the promoted best snapshot)")
+    p.add_argument(
+        "--workloads",
+        default="rep",
+        metavar="rep|all|UUID,...",
+        help="representatives (default), every workload, or a list of uuids (unique prefixes work)",
+    )
+    p.add_argument(
+        "--solution",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="candidate: a folder with config.toml, a solution.json, or a folder of sources "
+        "(default: the workspace's solution); repeat for several",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="DIR|best",
+        help="baseline to pair with, timed in the same process, interleaved ('best': the promoted best snapshot)",
+    )
     p.add_argument("--repeats", type=int, default=1, metavar="N")
     p.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run from its journal")
-    p.add_argument("--retry-failed", metavar="RUN_ID", help="run the failed jobs of a run again, merged back into it")
-    p.add_argument("--definition", metavar="NAME", help="the definition to run (per-definition workspaces)")
-    p.add_argument("--workers", type=int, metavar="N",
-                   help="GPUs to use (local), interpreter worker processes, or Modal containers")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-job timeout in seconds (modal: per container call)")
-    p.add_argument("--l2", choices=("cold", "warm"), default="cold", help="L2 policy between launches (default cold)")
+    p.add_argument(
+        "--retry-failed",
+        metavar="RUN_ID",
+        help="run the failed jobs of a run again, merged back into it",
+    )
+    p.add_argument(
+        "--definition", metavar="NAME", help="the definition to run (per-definition workspaces)"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="GPUs to use (local), interpreter worker processes, or Modal containers",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="per-job timeout in seconds (modal: per container call)",
+    )
+    p.add_argument(
+        "--l2",
+        choices=("cold", "warm"),
+        default="cold",
+        help="L2 policy between launches (default cold)",
+    )
     p.add_argument("--calls-per-block", type=int, metavar="N")
     p.add_argument("--blocks", type=int, metavar="N")
     p.add_argument("--json", action="store_true", help="print the final run record as JSON")
-    p.add_argument("--yes", action="store_true",
-                   help="modal: start even when the worst case costs more than [modal] confirm_above_usd")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="modal: start even when the worst case costs more than [modal] confirm_above_usd",
+    )
     p.set_defaults(func=run)
 
     p = sub.add_parser("runs", help="list runs and their state")
@@ -96,12 +141,22 @@ def run(args: argparse.Namespace) -> int:
 
         best = best_solution_path(ws.archive_root, ws.config_for(args.definition).language)
         if best is None:
-            raise UsageError("--baseline best: nothing was promoted in this workspace yet (optimize_ops/best_solution_*)")
+            raise UsageError(
+                "--baseline best: nothing was promoted in this workspace yet (optimize_ops/best_solution_*)"
+            )
         args.baseline = str(best)
     options = RunOptions(
-        backend=args.backend or _default_backend(), workloads=args.workloads, solutions=list(args.solution),
-        baseline=args.baseline, repeats=args.repeats, workers=args.workers, job_timeout_s=args.timeout,
-        l2_policy=args.l2, calls_per_block=args.calls_per_block, blocks=args.blocks, definition=args.definition,
+        backend=args.backend or _default_backend(),
+        workloads=args.workloads,
+        solutions=list(args.solution),
+        baseline=args.baseline,
+        repeats=args.repeats,
+        workers=args.workers,
+        job_timeout_s=args.timeout,
+        l2_policy=args.l2,
+        calls_per_block=args.calls_per_block,
+        blocks=args.blocks,
+        definition=args.definition,
         modal_in_process=args.modal_in_process,
     )
     if args.plan:
@@ -125,16 +180,20 @@ def run(args: argparse.Namespace) -> int:
     # a signal cancels as an interrupt (set before the runner stops any worker, so a job in flight
     # stays pending and the run reads interrupted); a second one stops the workers at once
     recorder = getattr(prepared.runner, "recorder", None)
-    with CancelOnSignals(cancel, "the run; the job(s) in flight stay pending (resumable)",
-                         stop=lambda name: interrupt(cancel, f"{name} received", recorder)) as stop:
+    with CancelOnSignals(
+        cancel,
+        "the run; the job(s) in flight stay pending (resumable)",
+        stop=lambda name: interrupt(cancel, f"{name} received", recorder),
+    ) as stop:
         try:
             return _run_and_report(args, prepared, printer, cancel, stop)
         finally:
             _test_delay("FIBTUI_TEST_SLOW_EXIT_S")
 
 
-def _run_and_report(args: argparse.Namespace, prepared, printer: _Printer, cancel: threading.Event,
-                    stop) -> int:
+def _run_and_report(
+    args: argparse.Namespace, prepared, printer: _Printer, cancel: threading.Event, stop
+) -> int:
     from fibtui.verbs._common import emit_json
 
     try:
@@ -144,7 +203,9 @@ def _run_and_report(args: argparse.Namespace, prepared, printer: _Printer, cance
         # stopped its workers; the jobs in flight stay pending
         record = None
     # a signal that came after the last job leaves nothing to resume: the run's own outcome counts
-    stopped = record is None or (stop.received is not None and record["summary"]["done"] < record["summary"]["total"])
+    stopped = record is None or (
+        stop.received is not None and record["summary"]["done"] < record["summary"]["total"]
+    )
     with _quiet_if(stop.received is not None):  # after SIGHUP the terminal may be gone
         if record is not None:
             if args.json:
@@ -193,7 +254,9 @@ def _plan(args: argparse.Namespace, ws, options) -> int:
 
     planner = registry.get(options.backend).plan
     if planner is None or args.resume:
-        raise UsageError(f"--plan goes with --backend {' or '.join(registry.with_plan())} (and a new run, not --resume)")
+        raise UsageError(
+            f"--plan goes with --backend {' or '.join(registry.with_plan())} (and a new run, not --resume)"
+        )
     options.representatives = _representatives(ws, options)
     plan = planner(ws, options)
     if args.json:
@@ -216,15 +279,19 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
 
     planner = registry.get(options.backend).plan
     if planner is None:  # a billed backend without a plan cannot say what it costs: never guess
-        raise UsageError(f"the {options.backend} backend is billed but has no --plan to check its cost")
+        raise UsageError(
+            f"the {options.backend} backend is billed but has no --plan to check its cost"
+        )
     plan = planner(ws, options)
     if not plan.needs_confirmation or args.yes:
         return
     for line in plan.lines():
         sys.stderr.write(line + "\n")
-    raise UsageError(f"the worst case of this Modal run costs about ${plan.worst_case_cost_usd:.2f}, more than "
-                     f"[modal] confirm_above_usd (${plan.confirm_above_usd:.2f}): nothing was launched; "
-                     "rerun with --yes to start it")
+    raise UsageError(
+        f"the worst case of this Modal run costs about ${plan.worst_case_cost_usd:.2f}, more than "
+        f"[modal] confirm_above_usd (${plan.confirm_above_usd:.2f}): nothing was launched; "
+        "rerun with --yes to start it"
+    )
 
 
 def _representatives(ws, options) -> list[str] | None:
@@ -270,12 +337,18 @@ class _Printer:
             if isinstance(event, RunStarted):
                 h = event.header
                 sols = ", ".join(f"{s.role} {s.name}" for s in h.solutions)
-                self.con.print(f"[bold]run {h.run_id}[/]  {h.definition}  backend {h.backend} "
-                               f"({h.timing_kind}{', L2 ' + h.l2_policy if h.l2_policy != 'n/a' else ''})")
-                self.con.print(f"  {len(h.jobs)} jobs: {len(set(j.uuid for j in h.jobs))} workloads × {h.repeats} repeat(s) × "
-                               f"{escape('[' + sols + ']')}")
+                self.con.print(
+                    f"[bold]run {h.run_id}[/]  {h.definition}  backend {h.backend} "
+                    f"({h.timing_kind}{', L2 ' + h.l2_policy if h.l2_policy != 'n/a' else ''})"
+                )
+                self.con.print(
+                    f"  {len(h.jobs)} jobs: {len(set(j.uuid for j in h.jobs))} workloads × {h.repeats} repeat(s) × "
+                    f"{escape('[' + sols + ']')}"
+                )
                 if h.timing_kind == "cpu-interpreter":
-                    self.con.print("  [yellow]timings are CPU-interpreter wall times: they check the gate, they say nothing about GPU speed[/]")
+                    self.con.print(
+                        "  [yellow]timings are CPU-interpreter wall times: they check the gate, they say nothing about GPU speed[/]"
+                    )
                 if event.resumed:
                     self.con.print(f"  resuming: {event.done_before} job(s) already in the journal")
             elif isinstance(event, JobFinished):
@@ -283,12 +356,16 @@ class _Printer:
                 colour = {"PASSED": "green", "UNSUPPORTED_HERE": "yellow"}.get(r.status, "red")
                 axes = " ".join(f"{k}={v}" for k, v in r.axes.items())
                 lat = _fmt_latency(r.latency_ms)
-                ref = f"ref {_fmt_latency(r.reference_latency_ms)}" if r.reference_latency_ms else ""
+                ref = (
+                    f"ref {_fmt_latency(r.reference_latency_ms)}" if r.reference_latency_ms else ""
+                )
                 eta = f"ETA {_fmt_eta(event.eta_s)}" if event.eta_s is not None else ""
                 err = f"  {r.error[:160]}" if r.error and r.status != "PASSED" else ""
                 width = len(str(event.total))
-                self.con.print(f"[{event.done:>{width}}/{event.total}] [{colour}]{r.status:<8}[/] {r.role[:4]} {escape(r.solution)} "
-                               f"{escape(axes)}  {lat}  {ref}  {event.passed}/{event.done} ok  {eta}{escape(err)}")
+                self.con.print(
+                    f"[{event.done:>{width}}/{event.total}] [{colour}]{r.status:<8}[/] {r.role[:4]} {escape(r.solution)} "
+                    f"{escape(axes)}  {lat}  {ref}  {event.passed}/{event.done} ok  {eta}{escape(err)}"
+                )
             elif isinstance(event, WorkerRestarted):
                 self.con.print(f"  [yellow]worker {event.slot} restarted: {event.reason}[/]")
             elif isinstance(event, LogLine):
@@ -303,21 +380,31 @@ class _Printer:
         s = record["summary"]
         state = record["state"]
         colour = "green" if s["complete"] else "red"
-        self.con.print(f"[bold {colour}]{state}[/]: {s['passed']}/{s['total']} PASSED "
-                       f"({s['done']} done)  record: {record['run_id']}/run.json")
+        self.con.print(
+            f"[bold {colour}]{state}[/]: {s['passed']}/{s['total']} PASSED "
+            f"({s['done']} done)  record: {record['run_id']}/run.json"
+        )
         for info in s["per_solution"].values():
             mean = info["mean_latency_ms"]
             p95 = info["p95_latency_ms"]
-            stats = f"  mean {_fmt_latency(mean)}  p95 {_fmt_latency(p95)}" if mean is not None else ""
-            self.con.print(f"  {info['role']:<9} {escape(info['name'])}  {info['passed']}/{info['jobs']} PASSED{stats}")
+            stats = (
+                f"  mean {_fmt_latency(mean)}  p95 {_fmt_latency(p95)}" if mean is not None else ""
+            )
+            self.con.print(
+                f"  {info['role']:<9} {escape(info['name'])}  {info['passed']}/{info['jobs']} PASSED{stats}"
+            )
         if record["timing_kind"] == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
         from fibtui.core.numbers import count
 
-        unsupported = sum(1 for j in record.get("jobs", []) if j.get("status") == "UNSUPPORTED_HERE")
+        unsupported = sum(
+            1 for j in record.get("jobs", []) if j.get("status") == "UNSUPPORTED_HERE"
+        )
         if unsupported:
-            self.con.print(f"  [yellow]{count(unsupported, 'job')} UNSUPPORTED_HERE: not judged on this machine "
-                           "(a limit of this machine, not a kernel failure; see the error column)[/]")
+            self.con.print(
+                f"  [yellow]{count(unsupported, 'job')} UNSUPPORTED_HERE: not judged on this machine "
+                "(a limit of this machine, not a kernel failure; see the error column)[/]"
+            )
 
 
 def _fmt_latency(ms: float | None) -> str:
@@ -348,10 +435,28 @@ def runs_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"runs": [r.to_json() for r in runs]})
         return 0
-    t = Table("run_id", "state", "jobs", "passed", "backend", "started", box=None, pad_edge=False, header_style="bold")
+    t = Table(
+        "run_id",
+        "state",
+        "jobs",
+        "passed",
+        "backend",
+        "started",
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+    )
     for r in runs:
-        colour = {"complete": "green", "running": "cyan", "interrupted": "yellow"}.get(r.state, "red")
-        t.add_row(escape(r.run_id), f"[{colour}]{r.state}[/]", f"{r.jobs_done}/{r.jobs_total}", str(r.passed),
-                  escape(r.backend), escape(r.started or ""))
+        colour = {"complete": "green", "running": "cyan", "interrupted": "yellow"}.get(
+            r.state, "red"
+        )
+        t.add_row(
+            escape(r.run_id),
+            f"[{colour}]{r.state}[/]",
+            f"{r.jobs_done}/{r.jobs_total}",
+            str(r.passed),
+            escape(r.backend),
+            escape(r.started or ""),
+        )
     print_table(console(), t, ids=["run_id"], drop=["started", "backend"])
     return 0

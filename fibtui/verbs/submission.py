@@ -8,24 +8,43 @@ import argparse
 def register(sub, common) -> None:
     p = sub.add_parser("pack", help="pack solution.json from config.toml and the source folder")
     common(p)
-    p.add_argument("-o", "--output", metavar="FILE", help="default: solution.json next to config.toml")
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="default: solution.json next to config.toml"
+    )
     p.add_argument("--definition", metavar="NAME", help="which definition (per-definition layout)")
-    p.add_argument("--target-hardware", nargs="+", metavar="GPU",
-                   help="default: [build] target_hardware, [submission] target_hardware in fibtui.toml, or B200")
+    p.add_argument(
+        "--target-hardware",
+        nargs="+",
+        metavar="GPU",
+        help="default: [build] target_hardware, [submission] target_hardware in fibtui.toml, or B200",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=pack)
 
-    t = sub.add_parser("tag", help="the next submission-vN tag: show it (--next) or create it (--create)")
+    t = sub.add_parser(
+        "tag", help="the next submission-vN tag: show it (--next) or create it (--create)"
+    )
     common(t)
     mode = t.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--next", action="store_true", help="show the next tag and the checks; change nothing")
+    mode.add_argument(
+        "--next", action="store_true", help="show the next tag and the checks; change nothing"
+    )
     mode.add_argument("--create", action="store_true", help="create the tag on HEAD")
-    t.add_argument("--push", action="store_true", help="with --create: push the branch, then the tag")
-    t.add_argument("--remote", metavar="NAME", help="default: the branch's upstream remote, else origin")
+    t.add_argument(
+        "--push", action="store_true", help="with --create: push the branch, then the tag"
+    )
+    t.add_argument(
+        "--remote", metavar="NAME", help="default: the branch's upstream remote, else origin"
+    )
     t.add_argument("--definition", metavar="NAME", help="which definition (per-definition layout)")
-    t.add_argument("--per-definition", action="store_true",
-                   help="name tags submission-<definition>-vN (default: [submission] tag_scheme, else plain)")
-    t.add_argument("--no-remote-check", action="store_true", help="number from local tags only (offline)")
+    t.add_argument(
+        "--per-definition",
+        action="store_true",
+        help="name tags submission-<definition>-vN (default: [submission] tag_scheme, else plain)",
+    )
+    t.add_argument(
+        "--no-remote-check", action="store_true", help="number from local tags only (offline)"
+    )
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=tag)
 
@@ -47,7 +66,10 @@ def _parity(ws, definition: str | None) -> tuple[dict | None, str | None]:
     if st is None:
         return None, "no official-parity run yet: submission-ready needs one (fibtui parity)"
     if not st.complete:
-        return st.to_json(), f"the newest parity run {st.id} passed {st.passed}/{st.total}: not submission-ready"
+        return (
+            st.to_json(),
+            f"the newest parity run {st.id} passed {st.passed}/{st.total}: not submission-ready",
+        )
     return st.to_json(), None
 
 
@@ -62,22 +84,36 @@ def pack(args: argparse.Namespace) -> int:
     out = write_solution_json(result, args.output)
     parity, parity_warning = _parity(ws, result.to_json(out)["definition"])
     if args.json:
-        emit_json({**result.to_json(out), "parity": parity, "submission_ready": parity_warning is None})
+        emit_json(
+            {**result.to_json(out), "parity": parity, "submission_ready": parity_warning is None}
+        )
         return 0
     con = console()
     info = result.to_json(out)
-    con.print(f"[green]✓[/] packed {escape(info['name'])} for {escape(info['definition'])} -> {escape(str(out))}")
-    con.print(f"  entry point {escape(info['entry_point'])}, target hardware {', '.join(info['target_hardware'])}, "
-              f"destination passing style {'on' if info['destination_passing_style'] else 'off'}")
+    con.print(
+        f"[green]✓[/] packed {escape(info['name'])} for {escape(info['definition'])} -> {escape(str(out))}"
+    )
+    con.print(
+        f"  entry point {escape(info['entry_point'])}, target hardware {', '.join(info['target_hardware'])}, "
+        f"destination passing style {'on' if info['destination_passing_style'] else 'off'}"
+    )
     con.print(f"  sources: {escape(', '.join(info['sources']))}")
     if info["excluded"]:
         con.print(f"  [dim]left out: {escape(', '.join(info['excluded']))}[/]")
-    con.print("  flashinfer-bench: " + (f"loads it ({info['flashinfer_bench']})" if info["flashinfer_bench"]
-                                        else "not installed (install the bench extra to check with it)"))
+    con.print(
+        "  flashinfer-bench: "
+        + (
+            f"loads it ({info['flashinfer_bench']})"
+            if info["flashinfer_bench"]
+            else "not installed (install the bench extra to check with it)"
+        )
+    )
     if parity_warning:
         con.print(f"[yellow]![/] {escape(parity_warning)}")
     else:
-        con.print(f"[green]✓[/] official parity {escape(parity['id'])}: {parity['passed']}/{parity['total']} PASSED")
+        con.print(
+            f"[green]✓[/] official parity {escape(parity['id'])}: {parity['passed']}/{parity['total']} PASSED"
+        )
     return 0
 
 
@@ -91,9 +127,13 @@ def tag(args: argparse.Namespace) -> int:
     if args.push and not args.create:
         raise UsageError("--push goes with --create")
     ws = workspace_from(args)
-    plan = plan_tag(ws.root, _definition(args, ws), remote=args.remote,
-                    scheme="per-definition" if args.per_definition else None,
-                    check_remote=not args.no_remote_check)
+    plan = plan_tag(
+        ws.root,
+        _definition(args, ws),
+        remote=args.remote,
+        scheme="per-definition" if args.per_definition else None,
+        check_remote=not args.no_remote_check,
+    )
     steps = []
     if args.create:
         steps.append(create_tag(ws.root, plan))
@@ -113,14 +153,19 @@ def tag(args: argparse.Namespace) -> int:
         return 0 if plan.ok else 1
     con = console()
     latest = f"latest {plan.latest.name}" if plan.latest else "no submission tag yet"
-    con.print(f"[bold]{escape(plan.definition)}[/]: {latest}; next [bold]{plan.tag}[/] on "
-              f"{(plan.head or '-')[:12]} ({escape(plan.branch or 'detached HEAD')}, remote {escape(plan.remote)})")
+    con.print(
+        f"[bold]{escape(plan.definition)}[/]: {latest}; next [bold]{plan.tag}[/] on "
+        f"{(plan.head or '-')[:12]} ({escape(plan.branch or 'detached HEAD')}, remote {escape(plan.remote)})"
+    )
     for w in plan.warnings:
         con.print(f"[yellow]![/] {escape(w)}")
     for prob in plan.problems:
         con.print(f"[red]✗[/] {escape(prob)}")
     for s in steps:
-        con.print(f"[green]✓[/] {s.action} {s.tag} at {s.commit}" + (f" on {s.remote}" if s.remote else ""))
+        con.print(
+            f"[green]✓[/] {s.action} {s.tag} at {s.commit}"
+            + (f" on {s.remote}" if s.remote else "")
+        )
     if args.next and plan.ok:
         con.print("[green]✓[/] safe to tag: fibtui tag --create [--push]")
     return 0 if plan.ok else 1

@@ -11,7 +11,11 @@ def register(sub, common) -> None:
     p = sub.add_parser("tui", help="open the terminal UI (the default when no verb is given)")
     common(p)
     p.add_argument("--watch", action="store_true")
-    p.add_argument("--or-demo", action="store_true", help="open the bundled demo workspace when no workspace is found")
+    p.add_argument(
+        "--or-demo",
+        action="store_true",
+        help="open the bundled demo workspace when no workspace is found",
+    )
     p.set_defaults(func=tui)
 
 
@@ -44,7 +48,9 @@ def release_collector() -> None:
         _held_thresholds = None
 
 
-def open_tui(workspace: str | None, dataset: str | None, *, watch: bool = False, or_demo: bool = False) -> int:
+def open_tui(
+    workspace: str | None, dataset: str | None, *, watch: bool = False, or_demo: bool = False
+) -> int:
     # No collector passes until the pane in view shows its data (FibApp releases it): importing
     # Textual, the first frame and the first data made ~200 collections here (one full pass),
     # ~150 ms of a start of ~1.5 s, for ~5,000 unreachable objects.
@@ -80,5 +86,9 @@ def open_demo_workspace(dataset: str | None = None, target: str | Path | None = 
 
 
 def tui(args: argparse.Namespace) -> int:
-    return open_tui(getattr(args, "workspace", None), getattr(args, "dataset", None),
-                    watch=bool(getattr(args, "watch", False)), or_demo=bool(getattr(args, "or_demo", False)))
+    return open_tui(
+        getattr(args, "workspace", None),
+        getattr(args, "dataset", None),
+        watch=bool(getattr(args, "watch", False)),
+        or_demo=bool(getattr(args, "or_demo", False)),
+    )

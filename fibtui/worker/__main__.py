@@ -124,7 +124,13 @@ def _serve() -> int:
     try:
         from fibtui.worker.engine import Engine, EngineConfig
     except Exception as exc:  # noqa: BLE001 - torch/triton missing: say so and stop
-        protocol.emit({"event": "error", "fatal": True, "message": f"worker cannot start: {type(exc).__name__}: {exc}"})
+        protocol.emit(
+            {
+                "event": "error",
+                "fatal": True,
+                "message": f"worker cannot start: {type(exc).__name__}: {exc}",
+            }
+        )
         return 2
     try:  # import triton now, so a warm worker loads a Triton solution in milliseconds
         import triton  # noqa: F401
@@ -149,8 +155,12 @@ def _serve() -> int:
                     if engine is not None:
                         engine.close()
                     engine = Engine(EngineConfig.from_json(req.get("config") or {}), protocol.emit)
-                    report = engine.load(req["definition"], req["solutions"], prefetch=req.get("prefetch"))
-                    protocol.emit({"event": "loaded", "solutions": report, "environment": engine.environment})
+                    report = engine.load(
+                        req["definition"], req["solutions"], prefetch=req.get("prefetch")
+                    )
+                    protocol.emit(
+                        {"event": "loaded", "solutions": report, "environment": engine.environment}
+                    )
                 elif op == "job":
                     if engine is None:
                         protocol.emit({"event": "error", "message": "job before load"})
@@ -167,8 +177,13 @@ def _serve() -> int:
                 else:
                     protocol.emit({"event": "error", "message": f"unknown op {op!r}"})
             except Exception as exc:  # noqa: BLE001 - report and keep serving
-                protocol.emit({"event": "error", "message": f"{type(exc).__name__}: {exc}",
-                               "traceback": traceback.format_exc()[-4000:]})
+                protocol.emit(
+                    {
+                        "event": "error",
+                        "message": f"{type(exc).__name__}: {exc}",
+                        "traceback": traceback.format_exc()[-4000:],
+                    }
+                )
         return 0
     finally:
         if engine is not None:
@@ -212,7 +227,9 @@ def _profile(path: str) -> int:
         warmup = int(request.get("warmup_calls", 3))
         calls = int(request.get("profiled_calls", 1))
         for workload in workloads:
-            inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+            inputs = engine.maker.make(
+                workload, seed_for(workload["uuid"], 1000, engine.config.seed)
+            )
             outs = engine.maker.allocate_outputs(workload, poison=False)
             with torch.no_grad():
                 for _ in range(warmup):
@@ -250,14 +267,18 @@ def _host(path: str) -> int:
         report = engine.load(request["definition"], request["solutions"])
         sid = request["solutions"][0]["id"]
         if not report[sid]["ok"]:
-            protocol.emit({"event": "error", "message": f"{report[sid]['status']}: {report[sid]['error']}"})
+            protocol.emit(
+                {"event": "error", "message": f"{report[sid]['status']}: {report[sid]['error']}"}
+            )
             return 2
         sol = engine.solutions[sid]
         cuda = engine.device.type == "cuda"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         out = []
         for workload in request.get("workloads") or []:
-            inputs = engine.maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+            inputs = engine.maker.make(
+                workload, seed_for(workload["uuid"], 1000, engine.config.seed)
+            )
             outs = engine.maker.allocate_outputs(workload, poison=False)
 
             def call(inputs=inputs, outs=outs):
@@ -287,9 +308,24 @@ def _host(path: str) -> int:
                     calls.append(item)
                 elif not name.startswith(("cudaDeviceSynchronize", "cudaStreamSynchronize")):
                     cpu_ops.append(item)
-            out.append({"uuid": workload["uuid"], "axes": workload.get("axes"), "host_wall_us": walls,
-                        "calls": sorted(calls, key=lambda c: c["start_ns"]), "kernels": kernels, "cpu_ops": cpu_ops[:2000]})
-        protocol.emit({"event": "host_view", "device": str(engine.device), "environment": engine.environment, "workloads": out})
+            out.append(
+                {
+                    "uuid": workload["uuid"],
+                    "axes": workload.get("axes"),
+                    "host_wall_us": walls,
+                    "calls": sorted(calls, key=lambda c: c["start_ns"]),
+                    "kernels": kernels,
+                    "cpu_ops": cpu_ops[:2000],
+                }
+            )
+        protocol.emit(
+            {
+                "event": "host_view",
+                "device": str(engine.device),
+                "environment": engine.environment,
+                "workloads": out,
+            }
+        )
         return 0
     finally:
         engine.close()  # its temporary build folder
@@ -316,12 +352,26 @@ def _buildcheck(path: str) -> int:
         for sol in request.get("solutions") or []:
             t0 = time.perf_counter()
             try:
-                built = prepare(sol["id"], sol, Path(work), device_type=device_type,
-                                cache_root=Path(cache) if cache else None).run()
-                results[sol["id"]] = {"ok": True, "builder": built.meta.get("builder"), "cached": built.meta.get("cached"),
-                                      "build_s": time.perf_counter() - t0}
+                built = prepare(
+                    sol["id"],
+                    sol,
+                    Path(work),
+                    device_type=device_type,
+                    cache_root=Path(cache) if cache else None,
+                ).run()
+                results[sol["id"]] = {
+                    "ok": True,
+                    "builder": built.meta.get("builder"),
+                    "cached": built.meta.get("cached"),
+                    "build_s": time.perf_counter() - t0,
+                }
             except BuildError as exc:
-                results[sol["id"]] = {"ok": False, "status": exc.status, "error": str(exc), "where": exc.where}
+                results[sol["id"]] = {
+                    "ok": False,
+                    "status": exc.status,
+                    "error": str(exc),
+                    "where": exc.where,
+                }
     protocol.emit({"event": "buildcheck", "results": results})
     return 0
 

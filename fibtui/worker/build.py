@@ -73,7 +73,13 @@ class BuiltSolution:
 
 def _safe_rel(rel: str) -> Path:
     p = PurePosixPath(rel.replace("\\", "/"))
-    if p.is_absolute() or rel.startswith(("/", "\\")) or ".." in p.parts or not p.parts or (len(rel) > 1 and rel[1] == ":"):
+    if (
+        p.is_absolute()
+        or rel.startswith(("/", "\\"))
+        or ".." in p.parts
+        or not p.parts
+        or (len(rel) > 1 and rel[1] == ":")
+    ):
         raise BuildError(f"source path {rel!r} is absolute or leaves the solution folder")
     if any(ord(c) < 32 for c in rel):
         raise BuildError(f"source path {rel!r} holds control characters")
@@ -131,8 +137,14 @@ def language_builder(language: str, binding: str | None) -> str:
         raise BuildError(str(exc)) from None
 
 
-def build(sid: str, solution: dict[str, Any], workdir: Path, *, device_type: str = "cuda",
-          cache_root: Path | None = None) -> BuiltSolution:
+def build(
+    sid: str,
+    solution: dict[str, Any],
+    workdir: Path,
+    *,
+    device_type: str = "cuda",
+    cache_root: Path | None = None,
+) -> BuiltSolution:
     """Build one solution; raises BuildError (COMPILE_ERROR) or ToolLimit (UNSUPPORTED_HERE)."""
     return prepare(sid, solution, workdir, device_type=device_type, cache_root=cache_root).run()
 
@@ -172,27 +184,42 @@ def check_signature(fn: Callable[..., Any], n_inputs: int, n_outputs: int, dps: 
     try:
         signature.bind(*[object()] * expected)
     except TypeError as exc:
-        raise BuildError(f"the {style} entry point must take {expected} positional arguments; "
-                         f"its signature {signature} does not: {exc}") from None
+        raise BuildError(
+            f"the {style} entry point must take {expected} positional arguments; "
+            f"its signature {signature} does not: {exc}"
+        ) from None
     if dps or signature.return_annotation is inspect.Signature.empty:
         return
     ret = signature.return_annotation
     if getattr(ret, "__origin__", None) is tuple:
         args = getattr(ret, "__args__", None)
         if args is not None and len(args) != n_outputs:
-            raise BuildError(f"a value-returning entry point with {n_outputs} outputs must return a "
-                             f"{n_outputs}-element tuple; it is annotated {ret}")
+            raise BuildError(
+                f"a value-returning entry point with {n_outputs} outputs must return a "
+                f"{n_outputs}-element tuple; it is annotated {ret}"
+            )
     elif ret is None:
         if n_outputs != 0:
-            raise BuildError(f"a value-returning entry point with {n_outputs} outputs must not return None")
+            raise BuildError(
+                f"a value-returning entry point with {n_outputs} outputs must not return None"
+            )
     elif n_outputs != 1:
         # as flashinfer-bench: an annotation that is not a tuple (a string, under
         # `from __future__ import annotations`, is not one) means one output
-        raise BuildError(f"a value-returning entry point annotated {ret!r} returns one output; the definition has {n_outputs}")
+        raise BuildError(
+            f"a value-returning entry point annotated {ret!r} returns one output; the definition has {n_outputs}"
+        )
 
 
-def prepare(sid: str, solution: dict[str, Any], workdir: Path, *, device_type: str = "cuda",
-            cache_root: Path | None = None, arity: tuple[int, int] | None = None) -> BuildJob:
+def prepare(
+    sid: str,
+    solution: dict[str, Any],
+    workdir: Path,
+    *,
+    device_type: str = "cuda",
+    cache_root: Path | None = None,
+    arity: tuple[int, int] | None = None,
+) -> BuildJob:
     """Check what the solution needs and plan its build (raises BuildError / ToolLimit now for
     what is wrong before anything is built)."""
     spec = solution.get("spec") or {}
@@ -209,21 +236,41 @@ def prepare(sid: str, solution: dict[str, Any], workdir: Path, *, device_type: s
         if language == "triton" and not has_module("triton"):
             raise ToolLimit("triton is not installed in the worker's Python (pip install triton)")
         if language == "tilelang" and not has_module("tilelang"):
-            raise ToolLimit("tilelang is not installed in the worker's Python (pip install tilelang)")
+            raise ToolLimit(
+                "tilelang is not installed in the worker's Python (pip install tilelang)"
+            )
 
         def run_python() -> BuiltSolution:
             t0 = time.perf_counter()
             folder = workdir / f"{sid}-{digest}"
             fn = import_entry(sid, digest, sources, folder, entry_file, symbol, device_type)
-            return BuiltSolution(sid=sid, name=name, fn=fn, dps=dps, language=language, folder=folder,
-                                 source_hash=digest,
-                                 meta={"builder": "python", "cached": False, "build_s": time.perf_counter() - t0})
+            return BuiltSolution(
+                sid=sid,
+                name=name,
+                fn=fn,
+                dps=dps,
+                language=language,
+                folder=folder,
+                source_hash=digest,
+                meta={"builder": "python", "cached": False, "build_s": time.perf_counter() - t0},
+            )
 
         return BuildJob(sid, solution, "python", False, run_python, arity)
     from fibtui.worker import native
 
-    job = native.prepare(sid, name, language, builder, entry_file, symbol, dps, sources, digest,
-                         device_type=device_type, cache_root=cache_root)
+    job = native.prepare(
+        sid,
+        name,
+        language,
+        builder,
+        entry_file,
+        symbol,
+        dps,
+        sources,
+        digest,
+        device_type=device_type,
+        cache_root=cache_root,
+    )
     job.arity = arity
     return job
 
@@ -242,7 +289,7 @@ def sid_of_module(module_name: str) -> str | None:
     top = module_name.split(".", 1)[0]
     if not top.startswith(PACKAGE_PREFIX):
         return None
-    return top[len(PACKAGE_PREFIX):].rsplit("_", 1)[0].replace("_", "-")
+    return top[len(PACKAGE_PREFIX) :].rsplit("_", 1)[0].replace("_", "-")
 
 
 def error_location(exc: BaseException, folder: Path) -> str | None:
@@ -271,8 +318,15 @@ def _missing_module(exc: BaseException, own: set[str]) -> str | None:
     return None
 
 
-def import_entry(sid: str, digest: str, sources: list[dict[str, str]], folder: Path, entry_file: str,
-                 symbol: str, device_type: str = "cuda") -> Callable[..., Any]:
+def import_entry(
+    sid: str,
+    digest: str,
+    sources: list[dict[str, str]],
+    folder: Path,
+    entry_file: str,
+    symbol: str,
+    device_type: str = "cuda",
+) -> Callable[..., Any]:
     """Write the sources as package ``<folder>/<package>/`` and import the entry file as its module.
 
     Relative imports and ``__init__.py`` work as in flashinfer-bench. Absolute imports of a sibling
@@ -295,8 +349,15 @@ def import_entry(sid: str, digest: str, sources: list[dict[str, str]], folder: P
 _IMPORT_LOCK = threading.RLock()
 
 
-def _import_entry(root: Path, folder: Path, own: set[str], module_name: str, entry_file: str, symbol: str,
-                  device_type: str) -> Callable[..., Any]:
+def _import_entry(
+    root: Path,
+    folder: Path,
+    own: set[str],
+    module_name: str,
+    entry_file: str,
+    symbol: str,
+    device_type: str,
+) -> Callable[..., Any]:
     before = set(sys.modules)
     sys.path.insert(0, str(folder))
     sys.path.insert(0, str(root))
@@ -306,21 +367,33 @@ def _import_entry(root: Path, folder: Path, own: set[str], module_name: str, ent
         module = importlib.import_module(module_name)
     except BaseException as exc:  # noqa: BLE001 - any import-time failure is a build failure
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise BuildError(f"importing {entry_file} tried to exit ({type(exc).__name__})") from None
+            raise BuildError(
+                f"importing {entry_file} tried to exit ({type(exc).__name__})"
+            ) from None
         missing = _missing_module(exc, own)
         where = error_location(exc, root)
         if missing is not None:
             hint = INSTALL_HINT.get(missing, missing)
-            raise ToolLimit(f"{where + ': ' if where else ''}imports {missing}, which is not installed in "
-                            f"the worker's Python ({sys.executable}; pip install {hint})", where=where) from None
+            raise ToolLimit(
+                f"{where + ': ' if where else ''}imports {missing}, which is not installed in "
+                f"the worker's Python ({sys.executable}; pip install {hint})",
+                where=where,
+            ) from None
         if isinstance(exc, SyntaxError):
-            raise BuildError(f"{where or entry_file}: SyntaxError: {exc.msg}", where=where) from None
+            raise BuildError(
+                f"{where or entry_file}: SyntaxError: {exc.msg}", where=where
+            ) from None
         text = traceback.format_exception_only(type(exc), exc)[-1].strip()
         if device_type != "cuda" and says_no_gpu(str(exc)):
             # it compiles or calls CUDA while importing, and this machine has no GPU
-            raise ToolLimit(f"importing {entry_file} needs an NVIDIA GPU ({where + ': ' if where else ''}{text[:300]}); "
-                            "this worker runs on the CPU (Triton's interpreter)", where=where) from None
-        raise BuildError(f"importing {entry_file} failed: {where + ': ' if where else ''}{text}", where=where) from None
+            raise ToolLimit(
+                f"importing {entry_file} needs an NVIDIA GPU ({where + ': ' if where else ''}{text[:300]}); "
+                "this worker runs on the CPU (Triton's interpreter)",
+                where=where,
+            ) from None
+        raise BuildError(
+            f"importing {entry_file} failed: {where + ': ' if where else ''}{text}", where=where
+        ) from None
     finally:
         os.chdir(cwd)
         for p in (str(root), str(folder)):

@@ -42,8 +42,11 @@ class Verdict:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def normalize(result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device) -> list[torch.Tensor]:
+def normalize(
+    result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device
+) -> list[torch.Tensor]:
     """A value-returning result (tensor, scalar, tuple/list, dict) as the definition's output list."""
+
     def as_tensor(v: Any, dtype: torch.dtype) -> torch.Tensor:
         if isinstance(v, torch.Tensor):
             return v
@@ -56,7 +59,9 @@ def normalize(result: Any, names: list[str], dtypes: list[torch.dtype], device: 
         return [as_tensor(result[n], d) for n, d in zip(names, dtypes, strict=True)]
     if isinstance(result, (tuple, list)):
         if len(result) != len(names):
-            raise ValueError(f"returned {len(result)} values but the definition has {len(names)} outputs")
+            raise ValueError(
+                f"returned {len(result)} values but the definition has {len(names)} outputs"
+            )
         return [as_tensor(v, d) for v, d in zip(result, dtypes, strict=True)]
     if len(names) != 1:
         raise ValueError(f"returned a single value but the definition has {len(names)} outputs")
@@ -67,6 +72,7 @@ def normalize(result: Any, names: list[str], dtypes: list[torch.dtype], device: 
 class OutputCheck:
     """One output against its reference: a status that is not None ends the check at once
     (shape, dtype, inf or NaN); otherwise the error numbers and whether it exceeded."""
+
     status: str | None
     max_abs: float
     max_rel: float
@@ -75,28 +81,52 @@ class OutputCheck:
     detail: str | None = None
 
 
-def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance,
-                 required_ratio: float) -> OutputCheck:
+def check_output(
+    name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, required_ratio: float
+) -> OutputCheck:
     if tuple(out.shape) != tuple(ref.shape):
-        return OutputCheck("INCORRECT_SHAPE", 0.0, 0.0, 0.0, True,
-                           f"{name}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+        return OutputCheck(
+            "INCORRECT_SHAPE",
+            0.0,
+            0.0,
+            0.0,
+            True,
+            f"{name}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}",
+        )
     if out.dtype != ref.dtype:
-        return OutputCheck("INCORRECT_DTYPE", 0.0, 0.0, 0.0, True, f"{name}: dtype {out.dtype}, expected {ref.dtype}")
+        return OutputCheck(
+            "INCORRECT_DTYPE",
+            0.0,
+            0.0,
+            0.0,
+            True,
+            f"{name}: dtype {out.dtype}, expected {ref.dtype}",
+        )
     x = out.detach().to(device=ref.device, dtype=torch.float32)
     y = ref.to(torch.float32)
     if x.numel() == 0:
         return OutputCheck(None, 0.0, 0.0, 1.0, False)
     if bool(torch.isinf(x).any()):
         n = int(torch.isinf(x).sum())
-        return OutputCheck("INCORRECT_NUMERICAL", math.inf, math.inf, 0.0, True, f"{name}: {n} infinite value(s)")
+        return OutputCheck(
+            "INCORRECT_NUMERICAL", math.inf, math.inf, 0.0, True, f"{name}: {n} infinite value(s)"
+        )
     if bool(torch.isnan(x).any()):
         n = int(torch.isnan(x).sum())
-        return OutputCheck("INCORRECT_NUMERICAL", math.nan, math.nan, 0.0, True,
-                           f"{name}: {n} NaN value(s) (unwritten outputs read as NaN)")
+        return OutputCheck(
+            "INCORRECT_NUMERICAL",
+            math.nan,
+            math.nan,
+            0.0,
+            True,
+            f"{name}: {n} NaN value(s) (unwritten outputs read as NaN)",
+        )
     return elementwise(name, x, y, tol, required_ratio)
 
 
-def elementwise(name: str, x: torch.Tensor, y: torch.Tensor, tol: Tolerance, required_ratio: float) -> OutputCheck:
+def elementwise(
+    name: str, x: torch.Tensor, y: torch.Tensor, tol: Tolerance, required_ratio: float
+) -> OutputCheck:
     """abs/rel errors of float32 ``x`` against ``y``, the share within tolerance, and whether it
     is under ``required_ratio``."""
     abs_err = (x - y).abs()
@@ -105,13 +135,24 @@ def elementwise(name: str, x: torch.Tensor, y: torch.Tensor, tol: Tolerance, req
     n_fail = int(failing.sum())
     ratio = min(1.0, max(0.0, 1.0 - n_fail / x.numel()))
     exceeds = ratio < required_ratio
-    detail = (f"{name}: {n_fail} of {x.numel()} elements beyond atol={tol.atol:g} rtol={tol.rtol:g}"
-              f" (matched {ratio:.4f}, required {required_ratio:g})") if exceeds else None
+    detail = (
+        (
+            f"{name}: {n_fail} of {x.numel()} elements beyond atol={tol.atol:g} rtol={tol.rtol:g}"
+            f" (matched {ratio:.4f}, required {required_ratio:g})"
+        )
+        if exceeds
+        else None
+    )
     return OutputCheck(None, float(abs_err.max()), float(rel_err.max()), ratio, exceeds, detail)
 
 
-def compare(outputs: list[torch.Tensor], references: list[torch.Tensor], names: list[str], tol: Tolerance,
-            default_ratio: float = 1.0) -> Verdict:
+def compare(
+    outputs: list[torch.Tensor],
+    references: list[torch.Tensor],
+    names: list[str],
+    tol: Tolerance,
+    default_ratio: float = 1.0,
+) -> Verdict:
     """Every output against its reference (the default evaluator's check of one input set)."""
     max_abs = 0.0
     max_rel = 0.0
@@ -121,10 +162,18 @@ def compare(outputs: list[torch.Tensor], references: list[torch.Tensor], names: 
     for name, out, ref in zip(names, outputs, references, strict=False):
         c = check_output(name, out, ref, tol, required)
         if c.status is not None:
-            return Verdict(c.status, c.max_abs if c.status == "INCORRECT_NUMERICAL" else None,
-                           c.max_rel if c.status == "INCORRECT_NUMERICAL" else None,
-                           c.ratio if c.status == "INCORRECT_NUMERICAL" else None, detail=c.detail)
-        max_abs, max_rel, worst = max(max_abs, c.max_abs), max(max_rel, c.max_rel), min(worst, c.ratio)
+            return Verdict(
+                c.status,
+                c.max_abs if c.status == "INCORRECT_NUMERICAL" else None,
+                c.max_rel if c.status == "INCORRECT_NUMERICAL" else None,
+                c.ratio if c.status == "INCORRECT_NUMERICAL" else None,
+                detail=c.detail,
+            )
+        max_abs, max_rel, worst = (
+            max(max_abs, c.max_abs),
+            max(max_rel, c.max_rel),
+            min(worst, c.ratio),
+        )
         if c.exceeds:
             failing.append(c.detail or name)
     if failing:

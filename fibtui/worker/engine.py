@@ -63,7 +63,9 @@ class EngineConfig:
 
     @property
     def timing_kind(self) -> str:
-        return "cpu-interpreter" if self.backend == "interpreter" or self.device == "cpu" else "cupti"
+        return (
+            "cpu-interpreter" if self.backend == "interpreter" or self.device == "cpu" else "cupti"
+        )
 
 
 class ContextPoisoned(Exception):
@@ -75,7 +77,9 @@ class Engine:
         self.config = config
         self.emit = emit or (lambda _e: None)
         if config.device.startswith("cuda") and not torch.cuda.is_available():
-            raise RuntimeError("CUDA is not available on this machine (use the interpreter backend)")
+            raise RuntimeError(
+                "CUDA is not available on this machine (use the interpreter backend)"
+            )
         self.device = torch.device(config.device)
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
@@ -108,15 +112,23 @@ class Engine:
 
     # -- loading ------------------------------------------------------------------------------
 
-    def load(self, definition: dict[str, Any], solutions: list[dict[str, Any]],
-             prefetch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def load(
+        self,
+        definition: dict[str, Any],
+        solutions: list[dict[str, Any]],
+        prefetch: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Build every solution. Compiled builds run in threads (several at once); while they
         compile, the reference outputs of the ``prefetch`` workloads are computed into the cache,
         so the first jobs do not wait for both in turn."""
         self.definition = definition
         self.evaluator = evaluators.for_definition(definition, self.config.evaluator)
-        self.maker = InputMaker(definition, str(self.device), self.config.dataset_root, self.evaluator.prepare_inputs)
-        self.reference = ReferenceRunner(definition, str(self.device), self.device_name, self.config.cache_dir)
+        self.maker = InputMaker(
+            definition, str(self.device), self.config.dataset_root, self.evaluator.prepare_inputs
+        )
+        self.reference = ReferenceRunner(
+            definition, str(self.device), self.device_name, self.config.cache_dir
+        )
         self.solutions.clear()
         self.build_errors.clear()
         report: dict[str, Any] = {}
@@ -125,14 +137,24 @@ class Engine:
         for sol in solutions:
             sid = sol["id"]
             try:
-                jobs.append(prepare(sid, sol, self.workdir, device_type=self.device.type, cache_root=cache_root,
-                                    arity=(len(definition["inputs"]), len(definition["outputs"]))))
+                jobs.append(
+                    prepare(
+                        sid,
+                        sol,
+                        self.workdir,
+                        device_type=self.device.type,
+                        cache_root=cache_root,
+                        arity=(len(definition["inputs"]), len(definition["outputs"])),
+                    )
+                )
             except BuildError as exc:
                 self._build_failed(sid, exc, report)
         compiled = [j for j in jobs if j.builder != "python"]
         futures = {}
         if compiled:
-            pool = ThreadPoolExecutor(max_workers=max(1, min(len(compiled), 4)), thread_name_prefix="fibtui-build")
+            pool = ThreadPoolExecutor(
+                max_workers=max(1, min(len(compiled), 4)), thread_name_prefix="fibtui-build"
+            )
             futures = {j.sid: pool.submit(j.run) for j in compiled}
             pool.shutdown(wait=False)
         for job in jobs:
@@ -145,7 +167,9 @@ class Engine:
         self._first_call = set(self.solutions)
         return report
 
-    def _take_build(self, sid: str, run: Callable[[], BuiltSolution], report: dict[str, Any]) -> None:
+    def _take_build(
+        self, sid: str, run: Callable[[], BuiltSolution], report: dict[str, Any]
+    ) -> None:
         try:
             built = run()
         except BuildError as exc:
@@ -155,7 +179,9 @@ class Engine:
         report[sid] = {"ok": True, "source_hash": built.source_hash, "build": _build_meta(built)}
         if built.meta.get("cached") is False and built.meta.get("log"):
             try:  # the compiler's output of a build made now, for the run folder
-                report[sid]["log"] = Path(built.meta["log"]).read_text(encoding="utf-8", errors="replace")[-200_000:]
+                report[sid]["log"] = Path(built.meta["log"]).read_text(
+                    encoding="utf-8", errors="replace"
+                )[-200_000:]
             except OSError:
                 pass
 
@@ -177,8 +203,14 @@ class Engine:
                 try:
                     seed = seed_for(workload["uuid"], trial, self.config.seed)
                     inputs = self.maker.make(workload, seed)
-                    self.reference.outputs(workload, seed, inputs, names, dtypes,
-                                           time_it=self.config.time_reference and trial == 0)
+                    self.reference.outputs(
+                        workload,
+                        seed,
+                        inputs,
+                        names,
+                        dtypes,
+                        time_it=self.config.time_reference and trial == 0,
+                    )
                 except Exception:  # noqa: BLE001 - the job itself will meet and report it
                     return
                 finally:
@@ -187,7 +219,12 @@ class Engine:
     # -- one job ------------------------------------------------------------------------------
 
     def _tolerance(self) -> Tolerance:
-        return Tolerance(self.config.atol, self.config.rtol, self.config.matched_ratio, dict(self.config.eval_extra))
+        return Tolerance(
+            self.config.atol,
+            self.config.rtol,
+            self.config.matched_ratio,
+            dict(self.config.eval_extra),
+        )
 
     def _calling(self, event: dict[str, Any]) -> None:
         if self.config.report_calls:
@@ -210,15 +247,22 @@ class Engine:
             self.poisoned = True
             return True
 
-    def _call(self, sol: BuiltSolution, inputs: list[Any], workload: dict[str, Any], poison: bool,
-              shapes_from_inputs: bool = False) -> list[torch.Tensor]:
+    def _call(
+        self,
+        sol: BuiltSolution,
+        inputs: list[Any],
+        workload: dict[str, Any],
+        poison: bool,
+        shapes_from_inputs: bool = False,
+    ) -> list[torch.Tensor]:
         assert self.maker is not None and self.definition is not None
         names = list(self.definition["outputs"])
         dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
         with torch.no_grad():
             if sol.dps:
-                outs = self.maker.allocate_outputs(workload, poison=poison,
-                                                   inputs=inputs if shapes_from_inputs else None)
+                outs = self.maker.allocate_outputs(
+                    workload, poison=poison, inputs=inputs if shapes_from_inputs else None
+                )
                 sol.fn(*inputs, *outs)
             else:
                 outs = self.evaluator.normalize(sol.fn(*inputs), names, dtypes, self.device)
@@ -256,15 +300,28 @@ class Engine:
                     break
                 seed = seed_for(uuid, trial, self.config.seed)
                 inputs = self.maker.make(workload, seed)
-                ref_out, lat = self.reference.outputs(workload, seed, self._clone(inputs), names, dtypes,
-                                                      time_it=self.config.time_reference and trial == 0)
+                ref_out, lat = self.reference.outputs(
+                    workload,
+                    seed,
+                    self._clone(inputs),
+                    names,
+                    dtypes,
+                    time_it=self.config.time_reference and trial == 0,
+                )
                 if trial == 0:
                     ref_latency = lat
                 for sid in list(alive):
                     sol = self.solutions[sid]
                     t_call = time.perf_counter()
                     # which solution is in a call: a watchdog that sees a job hang blames this one
-                    self._calling({"event": "calling", "job_id": job.get("job_id"), "sid": sid, "phase": "check"})
+                    self._calling(
+                        {
+                            "event": "calling",
+                            "job_id": job.get("job_id"),
+                            "sid": sid,
+                            "phase": "check",
+                        }
+                    )
                     try:
                         outs = self._call(sol, self._clone(inputs), workload, poison=True)
                     except Exception as exc:  # noqa: BLE001 - the kernel's failure is its result
@@ -279,24 +336,57 @@ class Engine:
                         self._first_call.discard(sid)
                         first_call_s[sid] = time.perf_counter() - t_call
                     # the sampling evaluator calls the solution again while it judges
-                    self._calling({"event": "calling", "job_id": job.get("job_id"), "phase": "judge",
-                               "sid": sid if self.evaluator.name == "sampling" else None})
-                    verdict = self.evaluator.judge(evaluators.Judging(
-                        self.definition, names, inputs, outs, ref_out, tol,
-                        call=lambda args, _sol=sol: self._call(_sol, self._clone(args), workload, poison=True,
-                                                                 shapes_from_inputs=True)))
+                    self._calling(
+                        {
+                            "event": "calling",
+                            "job_id": job.get("job_id"),
+                            "phase": "judge",
+                            "sid": sid if self.evaluator.name == "sampling" else None,
+                        }
+                    )
+                    verdict = self.evaluator.judge(
+                        evaluators.Judging(
+                            self.definition,
+                            names,
+                            inputs,
+                            outs,
+                            ref_out,
+                            tol,
+                            call=lambda args, _sol=sol: self._call(
+                                _sol,
+                                self._clone(args),
+                                workload,
+                                poison=True,
+                                shapes_from_inputs=True,
+                            ),
+                        )
+                    )
                     a, r = errors[sid]
-                    errors[sid] = (max(a, verdict.max_abs_error or 0.0), max(r, verdict.max_rel_error or 0.0))
+                    errors[sid] = (
+                        max(a, verdict.max_abs_error or 0.0),
+                        max(r, verdict.max_rel_error or 0.0),
+                    )
                     judged[sid] = _correctness(self.evaluator.name, verdict, judged.get(sid))
                     if verdict.status != "PASSED":
-                        results[sid] = {"status": verdict.status, "error": verdict.detail,
-                                        "max_abs_error": verdict.max_abs_error, "max_rel_error": verdict.max_rel_error}
+                        results[sid] = {
+                            "status": verdict.status,
+                            "error": verdict.detail,
+                            "max_abs_error": verdict.max_abs_error,
+                            "max_rel_error": verdict.max_rel_error,
+                        }
                         alive.remove(sid)
                 del inputs, ref_out
             if alive:
                 # the solutions are timed interleaved: a hang here cannot be pinned on one of them
-                self._calling({"event": "calling", "job_id": job.get("job_id"), "sid": alive[0] if len(alive) == 1 else None,
-                           "sids": list(alive), "phase": "timing"})
+                self._calling(
+                    {
+                        "event": "calling",
+                        "job_id": job.get("job_id"),
+                        "sid": alive[0] if len(alive) == 1 else None,
+                        "sids": list(alive),
+                        "phase": "timing",
+                    }
+                )
                 timings = self._time(alive, workload)
                 for sid in alive:
                     t = timings[sid]
@@ -312,8 +402,13 @@ class Engine:
             # them alone on a fresh worker (an infrastructure failure, not theirs).
             culprit = exc.args[0] if exc.args else None
             for sid in alive:
-                results.setdefault(sid, {"status": "INFRA_ERROR",
-                                         "error": f"not measured: {culprit or 'another solution'} lost the CUDA context"})
+                results.setdefault(
+                    sid,
+                    {
+                        "status": "INFRA_ERROR",
+                        "error": f"not measured: {culprit or 'another solution'} lost the CUDA context",
+                    },
+                )
         except InputErrorW as exc:
             for sid in alive:
                 results[sid] = {"status": "INFRA_ERROR", "error": f"inputs: {exc}"}
@@ -331,7 +426,12 @@ class Engine:
                 elif culprit is None and len(alive) == 1 and _from_solution(exc, folders):
                     results.setdefault(sid, self._failure(exc))
                 else:
-                    why = f"not measured: {culprit} failed" + (" and lost the CUDA context" if lost else "") if culprit else where
+                    why = (
+                        f"not measured: {culprit} failed"
+                        + (" and lost the CUDA context" if lost else "")
+                        if culprit
+                        else where
+                    )
                     results.setdefault(sid, {"status": "INFRA_ERROR", "error": why})
         out = []
         for sid in sids:
@@ -348,20 +448,36 @@ class Engine:
                 timing["build"] = _build_meta(self.solutions[sid])
             if sid in first_call_s:
                 timing["first_call_s"] = first_call_s[sid]
-            timing["reference_cache"] = {"hits": self.reference.hits, "misses": self.reference.misses}
+            timing["reference_cache"] = {
+                "hits": self.reference.hits,
+                "misses": self.reference.misses,
+            }
             out.append(r)
         if self.device.type == "cuda" and not self.poisoned:
             torch.cuda.empty_cache()
-        return {"job_id": job.get("job_id"), "uuid": uuid, "repeat": job.get("repeat", 0), "results": out,
-                "wall_s": time.monotonic() - t_start,
-                "cpu_s": time.process_time() - cpu_start, "restart": self.poisoned}
+        return {
+            "job_id": job.get("job_id"),
+            "uuid": uuid,
+            "repeat": job.get("repeat", 0),
+            "results": out,
+            "wall_s": time.monotonic() - t_start,
+            "cpu_s": time.process_time() - cpu_start,
+            "restart": self.poisoned,
+        }
 
     def _time(self, sids: list[str], workload: dict[str, Any]):
         assert self.maker is not None
         plan = self.config.plan
         n_sets = max(1, min(plan.blocks, 4))
-        sets = [self.maker.make(workload, seed_for(workload["uuid"], 1000 + k, self.config.seed)) for k in range(n_sets)]
-        outs = {sid: self.maker.allocate_outputs(workload, poison=False) for sid in sids if self.solutions[sid].dps}
+        sets = [
+            self.maker.make(workload, seed_for(workload["uuid"], 1000 + k, self.config.seed))
+            for k in range(n_sets)
+        ]
+        outs = {
+            sid: self.maker.allocate_outputs(workload, poison=False)
+            for sid in sids
+            if self.solutions[sid].dps
+        }
 
         def caller(sid: str):
             sol = self.solutions[sid]
@@ -374,13 +490,19 @@ class Engine:
         with torch.no_grad():
             if self.config.timing_kind == "cupti":
                 idx = self.device.index or 0
-                return time_cupti(calls, n_sets, plan, self.device, clock=lambda: envmod.sm_clock_mhz(idx)[0])
+                return time_cupti(
+                    calls, n_sets, plan, self.device, clock=lambda: envmod.sm_clock_mhz(idx)[0]
+                )
             return time_wall(calls, n_sets, plan)
 
     def _failure(self, exc: BaseException) -> dict[str, Any]:
         kind = type(exc).__name__
         module = type(exc).__module__ or ""
-        status = "COMPILE_ERROR" if ("CompilationError" in kind or "triton.compiler" in module) else "RUNTIME_ERROR"
+        status = (
+            "COMPILE_ERROR"
+            if ("CompilationError" in kind or "triton.compiler" in module)
+            else "RUNTIME_ERROR"
+        )
         msg = str(exc).strip().splitlines()
         text = f"{kind}: {msg[0] if msg else ''}".strip()
         if len(msg) > 1:
@@ -425,7 +547,9 @@ def _build_meta(sol: BuiltSolution) -> dict[str, Any]:
     return {k: sol.meta[k] for k in keep if k in sol.meta}
 
 
-def _solution_in_traceback(exc: BaseException, folders: dict[str, Path] | None = None) -> str | None:
+def _solution_in_traceback(
+    exc: BaseException, folders: dict[str, Path] | None = None
+) -> str | None:
     """The worker-side id of the solution whose code raised (the innermost such frame): a module of
     its package, or a file under its build folder (a sibling module imported by plain name)."""
     roots = {sid: str(folder.resolve()) + os.sep for sid, folder in (folders or {}).items()}
@@ -456,7 +580,9 @@ def execute(request: dict[str, Any], emit: Emit | None = None) -> dict[str, Any]
         return _execute(engine, config, request, emit)
 
 
-def _execute(engine: Engine, config: EngineConfig, request: dict[str, Any], emit: Emit | None) -> dict[str, Any]:
+def _execute(
+    engine: Engine, config: EngineConfig, request: dict[str, Any], emit: Emit | None
+) -> dict[str, Any]:
     jobs = request.get("jobs", [])
     first = list({j["workload"]["uuid"]: j["workload"] for j in jobs[:4]}.values())
     load = engine.load(request["definition"], request["solutions"], prefetch=first)
@@ -466,20 +592,39 @@ def _execute(engine: Engine, config: EngineConfig, request: dict[str, Any], emit
     for job in jobs:
         if engine.poisoned:
             # A previous job lost the CUDA context: the rest cannot run in this process.
-            result = {"job_id": job.get("job_id"), "uuid": job["workload"]["uuid"], "repeat": job.get("repeat", 0),
-                      "results": [{"solution_id": sid, "status": "INFRA_ERROR", "not_run": True,
-                                   "error": "not run: the CUDA context was lost earlier"}
-                                  for sid in job.get("solutions", list(engine.solutions) + list(engine.build_errors))],
-                      "restart": True}
+            result = {
+                "job_id": job.get("job_id"),
+                "uuid": job["workload"]["uuid"],
+                "repeat": job.get("repeat", 0),
+                "results": [
+                    {
+                        "solution_id": sid,
+                        "status": "INFRA_ERROR",
+                        "not_run": True,
+                        "error": "not run: the CUDA context was lost earlier",
+                    }
+                    for sid in job.get(
+                        "solutions", list(engine.solutions) + list(engine.build_errors)
+                    )
+                ],
+                "restart": True,
+            }
         else:
             emit({"event": "job_started", "job_id": job.get("job_id")})
             result = engine.run_job(job)
         jobs_out.append(result)
         emit({"event": "result", **result})
-    return {"environment": engine.environment, "load": load, "jobs": jobs_out,
-            "timing_kind": config.timing_kind, "poisoned": engine.poisoned}
+    return {
+        "environment": engine.environment,
+        "load": load,
+        "jobs": jobs_out,
+        "timing_kind": config.timing_kind,
+        "poisoned": engine.poisoned,
+    }
 
 
 def default_cache_dir() -> str:
-    base = os.environ.get("FIBTUI_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fibtui")
+    base = os.environ.get("FIBTUI_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fibtui"
+    )
     return os.path.join(base, "reference")

@@ -32,7 +32,9 @@ def sm_clock_mhz(index: int = 0) -> tuple[int | None, int | None]:
         return None, None
     try:
         h = nv.nvmlDeviceGetHandleByIndex(index)
-        return nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)
+        return nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), nv.nvmlDeviceGetMaxClockInfo(
+            h, nv.NVML_CLOCK_SM
+        )
     except Exception:
         return None, None
 
@@ -48,9 +50,18 @@ def _driver_version() -> str | None:
     exe = shutil.which("nvidia-smi")
     if exe:
         try:
-            out = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=5, check=False)
-            return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+            out = subprocess.run(
+                [exe, "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+            return (
+                out.stdout.strip().splitlines()[0]
+                if out.returncode == 0 and out.stdout.strip()
+                else None
+            )
         except (OSError, subprocess.SubprocessError, IndexError):
             return None
     return None
@@ -76,15 +87,17 @@ def describe(device: str, backend: str) -> dict[str, Any]:
     if device.startswith("cuda") and torch.cuda.is_available():
         idx = torch.device(device).index or 0
         props = torch.cuda.get_device_properties(idx)
-        env.update({
-            "gpu": props.name,
-            "sm_count": props.multi_processor_count,
-            "l2_bytes": getattr(props, "L2_cache_size", None),
-            "memory_bytes": props.total_memory,
-            "capability": f"{props.major}.{props.minor}",
-            "cuda": torch.version.cuda,
-            "driver": _driver_version(),
-        })
+        env.update(
+            {
+                "gpu": props.name,
+                "sm_count": props.multi_processor_count,
+                "l2_bytes": getattr(props, "L2_cache_size", None),
+                "memory_bytes": props.total_memory,
+                "capability": f"{props.major}.{props.minor}",
+                "cuda": torch.version.cuda,
+                "driver": _driver_version(),
+            }
+        )
         cur, mx = sm_clock_mhz(idx)
         env["sm_clock_mhz"] = cur
         env["sm_clock_max_mhz"] = mx

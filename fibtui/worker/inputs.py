@@ -38,12 +38,28 @@ if hasattr(torch, "float4_e2m1fn_x2"):
     DTYPES["float4_e2m1"] = torch.float4_e2m1fn_x2
     DTYPES["float4_e2m1fn_x2"] = torch.float4_e2m1fn_x2
 
-_INT_RANGES = {torch.int8: (-128, 128), torch.int16: (-1024, 1024), torch.int32: (-1024, 1024),
-               torch.int64: (-1024, 1024), torch.uint8: (0, 256)}
+_INT_RANGES = {
+    torch.int8: (-128, 128),
+    torch.int16: (-1024, 1024),
+    torch.int32: (-1024, 1024),
+    torch.int64: (-1024, 1024),
+    torch.uint8: (0, 256),
+}
 
-_ST_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-              "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2, "I64": torch.int64,
-              "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
+_ST_DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "F8_E4M3": torch.float8_e4m3fn,
+    "F8_E5M2": torch.float8_e5m2,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
 
 
 class InputErrorW(Exception):
@@ -61,11 +77,20 @@ def seed_for(uuid: str, trial: int, base_seed: int = 0) -> int:
     return (zlib.crc32(uuid.encode()) * 1_000_003 + trial * 7919 + base_seed) % (2**62)
 
 
-def _random(shape: list[int] | tuple[int, ...], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> torch.Tensor:
+def _random(
+    shape: list[int] | tuple[int, ...],
+    dtype: torch.dtype,
+    device: torch.device,
+    gen: torch.Generator,
+) -> torch.Tensor:
     if dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
         return torch.randn(shape, dtype=dtype, device=device, generator=gen)
     if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-        return torch.randn(shape, dtype=torch.float32, device=device, generator=gen).clamp_(-2.0, 2.0).to(dtype)
+        return (
+            torch.randn(shape, dtype=torch.float32, device=device, generator=gen)
+            .clamp_(-2.0, 2.0)
+            .to(dtype)
+        )
     if hasattr(torch, "float4_e2m1fn_x2") and dtype == torch.float4_e2m1fn_x2:
         raw = torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=gen)
         return raw.view(dtype)
@@ -86,7 +111,9 @@ def read_safetensors(path: Path, key: str) -> torch.Tensor:
                 raise InputErrorW(f"{path}: not a safetensors file")
             header = json.loads(fh.read(n))
             if key not in header:
-                raise InputErrorW(f"{path}: no tensor {key!r} (has {', '.join(k for k in header if k != '__metadata__')})")
+                raise InputErrorW(
+                    f"{path}: no tensor {key!r} (has {', '.join(k for k in header if k != '__metadata__')})"
+                )
             info = header[key]
             start, end = info["data_offsets"]
             fh.seek(8 + n + start)
@@ -119,8 +146,13 @@ Prepare = Callable[[dict[str, Any], dict[str, Any], list[Any], torch.Generator],
 class InputMaker:
     """Makes the inputs of one workload in definition order; caches safetensors loads."""
 
-    def __init__(self, definition: dict[str, Any], device: str, dataset_root: str | None,
-                 prepare: Prepare | None = None) -> None:
+    def __init__(
+        self,
+        definition: dict[str, Any],
+        device: str,
+        dataset_root: str | None,
+        prepare: Prepare | None = None,
+    ) -> None:
         self.definition = definition
         self.device = torch.device(device)
         self.dataset_root = Path(dataset_root) if dataset_root else None
@@ -131,7 +163,9 @@ class InputMaker:
         self.filled: list[str] = []
 
     def axis_values(self, workload: dict[str, Any]) -> dict[str, int]:
-        values = {n: a["value"] for n, a in self.definition["axes"].items() if a.get("type") == "const"}
+        values = {
+            n: a["value"] for n, a in self.definition["axes"].items() if a.get("type") == "const"
+        }
         values.update({k: int(v) for k, v in workload.get("axes", {}).items()})
         return values
 
@@ -158,12 +192,18 @@ class InputMaker:
                 w = winputs[name]
                 key = (w["path"], w["tensor_key"])
                 if key not in self._loaded:
-                    t = read_safetensors(resolve_inside(self.dataset_root, w["path"]), w["tensor_key"])
+                    t = read_safetensors(
+                        resolve_inside(self.dataset_root, w["path"]), w["tensor_key"]
+                    )
                     expect = self.shape(spec, axes)
                     if expect is not None and list(t.shape) != expect:
-                        raise InputErrorW(f"safetensors input {name!r}: shape {list(t.shape)}, expected {expect}")
+                        raise InputErrorW(
+                            f"safetensors input {name!r}: shape {list(t.shape)}, expected {expect}"
+                        )
                     if t.dtype != dtype:
-                        raise InputErrorW(f"safetensors input {name!r}: dtype {t.dtype}, expected {dtype}")
+                        raise InputErrorW(
+                            f"safetensors input {name!r}: dtype {t.dtype}, expected {dtype}"
+                        )
                     self._loaded[key] = t.to(self.device)
                 out.append(self._loaded[key].clone())
             else:
@@ -173,37 +213,56 @@ class InputMaker:
                 else:
                     out.append(_random(shape, dtype, self.device, gen))
         # structured inputs from a CPU generator of their own (its draws do not depend on the device)
-        self.filled = structured.fill(self.definition, workload, out, axes, torch.Generator().manual_seed(seed ^ 0x5EED))
+        self.filled = structured.fill(
+            self.definition, workload, out, axes, torch.Generator().manual_seed(seed ^ 0x5EED)
+        )
         if self.prepare is not None:
             self.prepare(self.definition, workload, out, gen)
         return out
 
     def output_shapes(self, workload: dict[str, Any]) -> list[tuple[list[int], torch.dtype]]:
         axes = self.axis_values(workload)
-        return [((self.shape(spec, axes) or []), torch_dtype(spec["dtype"])) for spec in self.definition["outputs"].values()]
+        return [
+            ((self.shape(spec, axes) or []), torch_dtype(spec["dtype"]))
+            for spec in self.definition["outputs"].values()
+        ]
 
     def axes_from_inputs(self, inputs: list[Any]) -> dict[str, int]:
         """The axis values the given input tensors have (a batch repeated by the sampling
         evaluator has more rows than its workload)."""
-        axes = {n: a["value"] for n, a in self.definition["axes"].items() if a.get("type") == "const"}
+        axes = {
+            n: a["value"] for n, a in self.definition["axes"].items() if a.get("type") == "const"
+        }
         for spec, value in zip(self.definition["inputs"].values(), inputs, strict=False):
             if isinstance(value, torch.Tensor) and spec.get("shape"):
                 for axis, size in zip(spec["shape"], value.shape, strict=False):
                     axes.setdefault(axis, int(size))
         return axes
 
-    def allocate_outputs(self, workload: dict[str, Any], poison: bool, inputs: list[Any] | None = None) -> list[torch.Tensor]:
+    def allocate_outputs(
+        self, workload: dict[str, Any], poison: bool, inputs: list[Any] | None = None
+    ) -> list[torch.Tensor]:
         """Output tensors for the workload's shapes (or, given ``inputs``, for theirs)."""
-        shapes = (self.output_shapes(workload) if inputs is None else
-                  [((self.shape(spec, self.axes_from_inputs(inputs)) or []), torch_dtype(spec["dtype"]))
-                   for spec in self.definition["outputs"].values()])
+        shapes = (
+            self.output_shapes(workload)
+            if inputs is None
+            else [
+                (
+                    (self.shape(spec, self.axes_from_inputs(inputs)) or []),
+                    torch_dtype(spec["dtype"]),
+                )
+                for spec in self.definition["outputs"].values()
+            ]
+        )
         outs = []
         for shape, dtype in shapes:
             t = torch.empty(shape, dtype=dtype, device=self.device)
             if poison and t.is_floating_point() and t.element_size() >= 2:
                 t.fill_(float("nan"))
             elif poison and t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-                t.view(torch.uint8).fill_(0x7F)  # NaN in both FP8 formats: an unwritten element fails
+                t.view(torch.uint8).fill_(
+                    0x7F
+                )  # NaN in both FP8 formats: an unwritten element fails
             elif poison and t.dtype in (torch.int32, torch.int64, torch.int16):
                 t.fill_(-(2**15) + 7)
             elif poison and t.dtype in (torch.int8, torch.uint8):

@@ -41,8 +41,19 @@ LOG_NAME = "fibtui-build.log"
 #: bump when the way fibtui builds changes, so old cache entries are not reused
 BUILD_SCHEME = 1
 #: environment variables that change what a build produces
-BUILD_ENV = ("TVM_FFI_CUDA_ARCH_LIST", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "CXX", "CC",
-             "CFLAGS", "CXXFLAGS", "LDFLAGS", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS")
+BUILD_ENV = (
+    "TVM_FFI_CUDA_ARCH_LIST",
+    "TORCH_CUDA_ARCH_LIST",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CXX",
+    "CC",
+    "CFLAGS",
+    "CXXFLAGS",
+    "LDFLAGS",
+    "NVCC_APPEND_FLAGS",
+    "NVCC_PREPEND_FLAGS",
+)
 
 #: builds loaded by this process, by cache key (a warm worker's next load of the same key)
 _loaded: dict[str, Callable[..., Any]] = {}
@@ -89,13 +100,22 @@ def _versions(builder: str) -> dict[str, Any]:
     return out
 
 
-def cache_key(builder: str, language: str, entry: str, sources: list[dict[str, str]], has_cu: bool,
-              device_type: str) -> tuple[str, dict[str, Any]]:
+def cache_key(
+    builder: str,
+    language: str,
+    entry: str,
+    sources: list[dict[str, str]],
+    has_cu: bool,
+    device_type: str,
+) -> tuple[str, dict[str, Any]]:
     """(hex key, what went into it)."""
     nvcc = toolchain.find_nvcc() if has_cu else None
     cxx = os.environ.get("CXX") or "c++"
     ident = {
-        "scheme": BUILD_SCHEME, "builder": builder, "language": language, "entry": entry,
+        "scheme": BUILD_SCHEME,
+        "builder": builder,
+        "language": language,
+        "entry": entry,
         "nvcc": toolchain.tool_version(nvcc) if nvcc else None,
         "cxx": toolchain.tool_version(cxx),
         "arch": _gpu_arch(device_type),
@@ -124,7 +144,11 @@ def _read_marker(folder: Path) -> dict[str, Any] | None:
         data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or not data.get("ok") or not (folder / str(data.get("library", ""))).is_file():
+    if (
+        not isinstance(data, dict)
+        or not data.get("ok")
+        or not (folder / str(data.get("library", ""))).is_file()
+    ):
         return None
     return data
 
@@ -133,8 +157,12 @@ def _read_marker(folder: Path) -> dict[str, Any] | None:
 # Compiler output
 # --------------------------------------------------------------------------------------------
 
-_NVCC_ERR = re.compile(r"^(?P<file>[^\s()][^()]*?)\((?P<line>\d+)\): (?:catastrophic )?error[^:]*: (?P<msg>.+)$")
-_GCC_ERR = re.compile(r"^(?P<file>[^\s:][^:]*?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.+)$")
+_NVCC_ERR = re.compile(
+    r"^(?P<file>[^\s()][^()]*?)\((?P<line>\d+)\): (?:catastrophic )?error[^:]*: (?P<msg>.+)$"
+)
+_GCC_ERR = re.compile(
+    r"^(?P<file>[^\s:][^:]*?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.+)$"
+)
 _PTXAS_ERR = re.compile(r"^ptxas (?:fatal|error)\s*:\s*(?P<msg>.+)$")
 _LINK_ERR = re.compile(r"(undefined reference to .+|cannot find -l\S+|undefined symbol: \S+)")
 
@@ -149,7 +177,7 @@ def first_compiler_error(log: str, folder: Path | None = None) -> str | None:
         if m:
             file = m.group("file")
             if root and os.path.realpath(file).startswith(root):
-                file = os.path.realpath(file)[len(root):]
+                file = os.path.realpath(file)[len(root) :]
             return f"{file}:{m.group('line')}: error: {m.group('msg').strip()}"
         m = _PTXAS_ERR.match(line)
         if m:
@@ -159,7 +187,9 @@ def first_compiler_error(log: str, folder: Path | None = None) -> str | None:
             return f"link error: {m.group(1).strip()}"
     for raw in log.splitlines():
         line = raw.strip()
-        if re.search(r"\berror\b", line, re.IGNORECASE) and not line.startswith(("ninja:", "FAILED:")):
+        if re.search(r"\berror\b", line, re.IGNORECASE) and not line.startswith(
+            ("ninja:", "FAILED:")
+        ):
             return line[:300]
     return None
 
@@ -174,38 +204,64 @@ def _safe_name(name: str) -> str:
     return s if s and not s[0].isdigit() else "_" + s
 
 
-def prepare(sid: str, name: str, language: str, builder: str, entry_file: str, symbol: str, dps: bool,
-            sources: list[dict[str, str]], digest: str, *, device_type: str, cache_root: Path | None) -> BuildJob:
+def prepare(
+    sid: str,
+    name: str,
+    language: str,
+    builder: str,
+    entry_file: str,
+    symbol: str,
+    dps: bool,
+    sources: list[dict[str, str]],
+    digest: str,
+    *,
+    device_type: str,
+    cache_root: Path | None,
+) -> BuildJob:
     paths = [s["path"] for s in sources]
     has_cu = language == "cuda" or any(p.endswith(CUDA_SUFFIXES) for p in paths)
     if not entry_file.endswith(CUDA_SUFFIXES + CPP_SUFFIXES):
-        raise BuildError(f"entry file {entry_file!r} is not a C/C++/CUDA file ({', '.join(CUDA_SUFFIXES + CPP_SUFFIXES)})")
+        raise BuildError(
+            f"entry file {entry_file!r} is not a C/C++/CUDA file ({', '.join(CUDA_SUFFIXES + CPP_SUFFIXES)})"
+        )
     if not any(p.endswith(CUDA_SUFFIXES + CPP_SUFFIXES) for p in paths):
         raise BuildError("no .cu/.cpp source to compile")
     if has_cu and device_type != "cuda":
-        raise ToolLimit("CUDA solutions need an NVIDIA GPU; this worker runs on the CPU (Triton's interpreter)")
+        raise ToolLimit(
+            "CUDA solutions need an NVIDIA GPU; this worker runs on the CPU (Triton's interpreter)"
+        )
     if builder == "tvm-ffi" and not toolchain.has_module("tvm_ffi"):
-        raise ToolLimit(f"the tvm-ffi binding needs apache-tvm-ffi in the worker's Python ({sys.executable}; "
-                        "pip install apache-tvm-ffi)")
+        raise ToolLimit(
+            f"the tvm-ffi binding needs apache-tvm-ffi in the worker's Python ({sys.executable}; "
+            "pip install apache-tvm-ffi)"
+        )
     if has_cu and toolchain.find_nvcc() is None:
         raise ToolLimit("no nvcc on this machine (set CUDA_HOME or put nvcc on PATH)")
     ninja = toolchain.find_ninja()
     if ninja is None:
         raise ToolLimit("no ninja on this machine (pip install ninja)")
-    key, ident = cache_key(builder, language, f"{entry_file}::{symbol}", sources, has_cu, device_type)
+    key, ident = cache_key(
+        builder, language, f"{entry_file}::{symbol}", sources, has_cu, device_type
+    )
     root = cache_root or default_cache_root()
     folder = root / builder.replace("-", "_") / f"{_safe_name(name)}_{key[:16]}"
     compiles = key not in _loaded and _read_marker(folder) is None
 
     def run() -> BuiltSolution:
         t0 = time.perf_counter()
-        meta: dict[str, Any] = {"builder": builder, "cache_key": key[:16], "build_folder": str(folder)}
+        meta: dict[str, Any] = {
+            "builder": builder,
+            "cache_key": key[:16],
+            "build_folder": str(folder),
+        }
         fn = _loaded.get(key)
         if fn is not None:
             meta.update(cached=True, compile_s=0.0)
         else:
             # ninja may be beside this Python only (the `ninja` package): both builders call it by name
-            os.environ["PATH"] = os.pathsep.join([str(Path(ninja).parent), os.environ.get("PATH", "")])
+            os.environ["PATH"] = os.pathsep.join(
+                [str(Path(ninja).parent), os.environ.get("PATH", "")]
+            )
             with _locked(folder.parent / f"{folder.name}.lock"):
                 marker = _read_marker(folder)
                 if marker is None:
@@ -217,8 +273,16 @@ def prepare(sid: str, name: str, language: str, builder: str, entry_file: str, s
             _loaded[key] = fn
         meta["build_s"] = time.perf_counter() - t0
         meta["log"] = str(folder / LOG_NAME)
-        return BuiltSolution(sid=sid, name=name, fn=fn, dps=dps, language=language, folder=folder,
-                             source_hash=digest, meta=meta)
+        return BuiltSolution(
+            sid=sid,
+            name=name,
+            fn=fn,
+            dps=dps,
+            language=language,
+            folder=folder,
+            source_hash=digest,
+            meta=meta,
+        )
 
     return BuildJob(sid, {"name": name}, builder, compiles, run)
 
@@ -227,8 +291,16 @@ def _package(name: str, key: str) -> str:
     return f"fibtui_{_safe_name(name).lstrip('_')}_{key[:12]}"
 
 
-def _compile(builder: str, language: str, name: str, key: str, ident: dict[str, Any],
-             sources: list[dict[str, str]], folder: Path, has_cu: bool) -> dict[str, Any]:
+def _compile(
+    builder: str,
+    language: str,
+    name: str,
+    key: str,
+    ident: dict[str, Any],
+    sources: list[dict[str, str]],
+    folder: Path,
+    has_cu: bool,
+) -> dict[str, Any]:
     """Write the sources, compile, write the marker. BuildError with the first compiler error."""
     (folder / MARKER).unlink(missing_ok=True)
     write_sources(sources, folder)
@@ -248,14 +320,26 @@ def _compile(builder: str, language: str, name: str, key: str, ident: dict[str, 
                 lib = _cuda_lib_dir()
                 if lib:
                     ldflags.insert(0, f"-L{lib}")
-            library = tvm_ffi.cpp.build(name=package, cpp_files=cpp, cuda_files=cu, extra_include_paths=[str(folder)],
-                                        extra_ldflags=ldflags, build_directory=str(folder))
+            library = tvm_ffi.cpp.build(
+                name=package,
+                cpp_files=cpp,
+                cuda_files=cu,
+                extra_include_paths=[str(folder)],
+                extra_ldflags=ldflags,
+                build_directory=str(folder),
+            )
         else:
             from torch.utils.cpp_extension import load
 
             srcs = [str(p) for p in files if p.suffix in CUDA_SUFFIXES + CPP_SUFFIXES]
-            module = load(name=package, sources=srcs, extra_include_paths=[str(folder)],
-                          with_cuda=language == "cuda", build_directory=str(folder), verbose=False)
+            module = load(
+                name=package,
+                sources=srcs,
+                extra_include_paths=[str(folder)],
+                with_cuda=language == "cuda",
+                build_directory=str(folder),
+                verbose=False,
+            )
             library = str(getattr(module, "__file__", "") or folder / f"{package}.so")
             sys.modules[package] = module  # _load takes it from here: an extension is loaded once
     except Exception as exc:  # noqa: BLE001 - whatever the compiler said is the kernel's build failure
@@ -263,12 +347,22 @@ def _compile(builder: str, language: str, name: str, key: str, ident: dict[str, 
         _write_log(folder, log)
         first = first_compiler_error(log, folder)
         where = first.split(": ", 1)[0] if first and re.match(r"[^:\s]+:\d+: ", first) else None
-        raise BuildError(first or f"{builder} build failed: {log.strip().splitlines()[0] if log.strip() else type(exc).__name__}",
-                         log=log, where=where) from None
+        raise BuildError(
+            first
+            or f"{builder} build failed: {log.strip().splitlines()[0] if log.strip() else type(exc).__name__}",
+            log=log,
+            where=where,
+        ) from None
     compile_s = time.perf_counter() - t0
     _write_log(folder, log or f"compiled {len(files)} files in {compile_s:.2f} s\n")
-    marker = {"ok": True, "library": os.path.relpath(library, folder), "package": package, "compile_s": compile_s,
-              "builder": builder, "ident": ident}
+    marker = {
+        "ok": True,
+        "library": os.path.relpath(library, folder),
+        "package": package,
+        "compile_s": compile_s,
+        "builder": builder,
+        "ident": ident,
+    }
     tmp = folder / (MARKER + ".tmp")
     tmp.write_text(json.dumps(marker, indent=1), encoding="utf-8")
     os.replace(tmp, folder / MARKER)
@@ -324,8 +418,10 @@ def _load(builder: str, folder: Path, marker: dict[str, Any], symbol: str) -> Ca
     try:
         fn = getattr(module, symbol)
     except AttributeError:
-        raise BuildError(f"the built module exports no {symbol!r} (TVM_FFI_DLL_EXPORT_TYPED_FUNC / "
-                         "PYBIND11_MODULE must name it)") from None
+        raise BuildError(
+            f"the built module exports no {symbol!r} (TVM_FFI_DLL_EXPORT_TYPED_FUNC / "
+            "PYBIND11_MODULE must name it)"
+        ) from None
     if not callable(fn):
         raise BuildError(f"{symbol!r} in the built module is not callable")
     return fn

@@ -28,20 +28,31 @@ INPUTS_VERSION = 2
 
 
 def cache_key(def_fp: str, workload: dict[str, Any], seed: int, device_name: str) -> str:
-    wl = {"uuid": workload.get("uuid"), "axes": workload.get("axes"), "inputs": workload.get("inputs")}
-    blob = json.dumps({"d": def_fp, "w": wl, "s": seed, "dev": device_name, "v": INPUTS_VERSION}, sort_keys=True)
+    wl = {
+        "uuid": workload.get("uuid"),
+        "axes": workload.get("axes"),
+        "inputs": workload.get("inputs"),
+    }
+    blob = json.dumps(
+        {"d": def_fp, "w": wl, "s": seed, "dev": device_name, "v": INPUTS_VERSION}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class ReferenceRunner:
-    def __init__(self, definition: dict[str, Any], device: str, device_name: str, cache_dir: str | None) -> None:
+    def __init__(
+        self, definition: dict[str, Any], device: str, device_name: str, cache_dir: str | None
+    ) -> None:
         self.definition = definition
         self.device = torch.device(device)
         self.device_name = device_name
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.fp = definition_fingerprint(definition)
         namespace: dict[str, Any] = {"__name__": "fibtui_reference"}
-        exec(compile(definition["reference"], f"<reference of {definition['name']}>", "exec"), namespace)  # noqa: S102 - the definition's reference is the contract
+        exec(
+            compile(definition["reference"], f"<reference of {definition['name']}>", "exec"),
+            namespace,
+        )  # noqa: S102 - the definition's reference is the contract
         self.run = namespace["run"]
         self.hits = 0
         self.misses = 0
@@ -51,8 +62,15 @@ class ReferenceRunner:
             return None
         return self.cache_dir / key[:2] / f"{key}.pt"
 
-    def outputs(self, workload: dict[str, Any], seed: int, inputs: list[Any], out_names: list[str],
-                out_dtypes: list[torch.dtype], time_it: bool) -> tuple[list[torch.Tensor], float | None]:
+    def outputs(
+        self,
+        workload: dict[str, Any],
+        seed: int,
+        inputs: list[Any],
+        out_names: list[str],
+        out_dtypes: list[torch.dtype],
+        time_it: bool,
+    ) -> tuple[list[torch.Tensor], float | None]:
         """Reference outputs (on the device) and its latency in ms (None when not timed)."""
         from fibtui.worker.check import normalize
 
@@ -75,7 +93,9 @@ class ReferenceRunner:
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             os.close(fd)
             try:
-                torch.save({"outputs": [o.detach().cpu() for o in outs], "latency_ms": latency}, tmp)
+                torch.save(
+                    {"outputs": [o.detach().cpu() for o in outs], "latency_ms": latency}, tmp
+                )
                 os.replace(tmp, path)
             except OSError:
                 try:

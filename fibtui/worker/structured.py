@@ -65,8 +65,13 @@ def _rows_of_distinct(rows: int, width: int, upto: int, gen: torch.Generator) ->
     return out
 
 
-def fill(definition: dict[str, Any], workload: dict[str, Any], inputs: list[Any], axes: dict[str, int],
-         gen: torch.Generator) -> list[str]:
+def fill(
+    definition: dict[str, Any],
+    workload: dict[str, Any],
+    inputs: list[Any],
+    axes: dict[str, int],
+    gen: torch.Generator,
+) -> list[str]:
     """Replace the random structured inputs in place (on the device of the random tensor they
     replace); returns the names it filled."""
     names = list(definition["inputs"])
@@ -74,8 +79,11 @@ def fill(definition: dict[str, Any], workload: dict[str, Any], inputs: list[Any]
     given = workload.get("inputs") or {}
 
     def random_input(name: str) -> bool:
-        return name in names and (given.get(name) or {}).get("type", "random") == "random" \
+        return (
+            name in names
+            and (given.get(name) or {}).get("type", "random") == "random"
             and isinstance(inputs[names.index(name)], torch.Tensor)
+        )
 
     def put(name: str, values: torch.Tensor) -> None:
         i = names.index(name)
@@ -102,27 +110,43 @@ def fill(definition: dict[str, Any], workload: dict[str, Any], inputs: list[Any]
                 continue
             put(name, _rows_of_distinct(shape[0], shape[1], pages, gen))
             filled.append(name)
-        elif t.dtype in _INT and t.dim() == 1 and re.fullmatch(r"(seq|kv)_lens?", name) and table and page_size:
+        elif (
+            t.dtype in _INT
+            and t.dim() == 1
+            and re.fullmatch(r"(seq|kv)_lens?", name)
+            and table
+            and page_size
+        ):
             per_row = inputs[names.index(table)].shape[1] * page_size
             put(name, torch.randint(1, per_row + 1, (len(t),), generator=gen))
             filled.append(name)
         elif t.dtype in _INT and t.dim() == 2 and name == "sparse_indices" and page_size:
-            cache = next((n for n in names if specs[n].get("shape") and specs[n]["shape"][0] == "num_pages"), None)
+            cache = next(
+                (n for n in names if specs[n].get("shape") and specs[n]["shape"][0] == "num_pages"),
+                None,
+            )
             if cache is None or "num_pages" not in axes:
                 continue
             tokens = axes["num_pages"] * page_size
             rows, k = shape
             values = _rows_of_distinct(rows, k, tokens, gen)
             for r in range(rows):  # some rows end in padding, none is all padding
-                pad = int(torch.randint(0, max(1, k // 4), (1,), generator=gen)) if r % 3 == 2 else 0
+                pad = (
+                    int(torch.randint(0, max(1, k // 4), (1,), generator=gen)) if r % 3 == 2 else 0
+                )
                 if pad:
-                    values[r, k - pad:] = -1
+                    values[r, k - pad :] = -1
             put(name, values)
             filled.append(name)
         elif t.is_floating_point() and re.search(r"_scales?$", name):
             base = name[: name.rindex("_scale")]
-            fp8 = [n for n in names if n.startswith(base) and n != name
-                   and str(specs[n].get("dtype", "")).startswith("float8")]
+            fp8 = [
+                n
+                for n in names
+                if n.startswith(base)
+                and n != name
+                and str(specs[n].get("dtype", "")).startswith("float8")
+            ]
             if fp8:
                 put(name, torch.rand(t.shape, generator=gen) * 0.9 + 0.1)
                 filled.append(name)

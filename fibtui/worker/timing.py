@@ -194,15 +194,19 @@ def time_cupti(
         segs = segment(_device_events(prof))
         expected = len(blocks) * plan.calls_per_block
         if len(segs) != expected:
-            raise TimingError(f"profiler saw {len(segs)} delimited calls, expected {expected} (dropped activity records?)")
+            raise TimingError(
+                f"profiler saw {len(segs)} delimited calls, expected {expected} (dropped activity records?)"
+            )
         spans: list[list[float]] = []
         busy: list[list[float]] = []
         counts: list[float] = []
         names: list[set[str]] = []
         for b in range(len(blocks)):
-            block_segs = segs[b * plan.calls_per_block:(b + 1) * plan.calls_per_block]
+            block_segs = segs[b * plan.calls_per_block : (b + 1) * plan.calls_per_block]
             if any(not seg for seg in block_segs):
-                raise TimingError(f"a call of {blocks[b][0]!r} launched no device work (nothing to time)")
+                raise TimingError(
+                    f"a call of {blocks[b][0]!r} launched no device work (nothing to time)"
+                )
             spans.append([(max(e[2] for e in seg) - seg[0][1]) / 1e6 for seg in block_segs])
             busy.append([sum(e[2] - e[1] for e in seg) / 1e6 for seg in block_segs])
             counts.append(statistics.median(len(seg) for seg in block_segs))
@@ -241,7 +245,9 @@ def time_cupti(
     return out
 
 
-def time_wall(calls: dict[str, Callable[[int], None]], n_sets: int, plan: TimingPlan) -> dict[str, SolutionTiming]:
+def time_wall(
+    calls: dict[str, Callable[[int], None]], n_sets: int, plan: TimingPlan
+) -> dict[str, SolutionTiming]:
     """CPU-interpreter timing: wall time per call, blocks interleaved ABBA."""
     sids = list(calls)
     for sid in sids:
@@ -257,4 +263,7 @@ def time_wall(calls: dict[str, Callable[[int], None]], n_sets: int, plan: Timing
             calls[sid](set_index)
             samples.append((time.perf_counter() - t0) * 1000.0)
         per[sid].append(statistics.median(samples))
-    return {sid: SolutionTiming(latency_ms=statistics.median(m), block_medians_ms=m) for sid, m in per.items()}
+    return {
+        sid: SolutionTiming(latency_ms=statistics.median(m), block_medians_ms=m)
+        for sid, m in per.items()
+    }

@@ -63,7 +63,9 @@ mark("CUDA context + first kernel")
 c0 = time.process_time()
 for i in (1, 2, 3):
     if i == 2:
-        marks["cpu s of session 1 (all threads of the process)"] = round(time.process_time() - c0, 3)
+        marks["cpu s of session 1 (all threads of the process)"] = round(
+            time.process_time() - c0, 3
+        )
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         y = x + 1
         torch.cuda.synchronize()

@@ -20,8 +20,17 @@ from fibtui.core.fsio import (
 )
 
 
-def write_best(archive_root: Path, snapshot: str | Path, *, language: str, entry_file: str, operator: str, model: str,
-               latency_us: float, meta: dict[str, Any] | None = None) -> list[Path]:
+def write_best(
+    archive_root: Path,
+    snapshot: str | Path,
+    *,
+    language: str,
+    entry_file: str,
+    operator: str,
+    model: str,
+    latency_us: float,
+    meta: dict[str, Any] | None = None,
+) -> list[Path]:
     """Put a promoted kernel under ``best_solution_<language>/``: the entry file named
     latency-first, its full snapshot in a folder of the same stem, and best.json pointing at it."""
     src = Path(snapshot)
@@ -43,16 +52,30 @@ def write_best(archive_root: Path, snapshot: str | Path, *, language: str, entry
     history = list((previous or {}).get("history", []))
     if previous and previous.get("current"):
         history.append({k: v for k, v in previous.items() if k != "history"})
-    atomic_write_json(pointer, {"current": kernel.name, "snapshot": snap.name, "latency_us": round(latency_us, 6),
-                                "operator": operator, "model": model, "language": language, "entry_file": entry_file,
-                                **(meta or {}), "history": history})
+    atomic_write_json(
+        pointer,
+        {
+            "current": kernel.name,
+            "snapshot": snap.name,
+            "latency_us": round(latency_us, 6),
+            "operator": operator,
+            "model": model,
+            "language": language,
+            "entry_file": entry_file,
+            **(meta or {}),
+            "history": history,
+        },
+    )
     return [kernel, snap, pointer]
+
 
 def read_best(archive_root: Path, language: str) -> dict[str, Any] | None:
     path = best_folder(archive_root, language) / BEST_POINTER
     if not path.is_file():
         return None
-    text = read_input_text(path)  # a byte-order mark is accepted; bytes that are not UTF-8 are one line
+    text = read_input_text(
+        path
+    )  # a byte-order mark is accepted; bytes that are not UTF-8 are one line
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -63,10 +86,19 @@ def read_best(archive_root: Path, language: str) -> dict[str, Any] | None:
         raise InputError(path, "expected an object")
     for key in ("current", "snapshot"):
         value = data.get(key)
-        if value is not None and (not isinstance(value, str) or value in ("", ".", "..") or "/" in value
-                                  or "\\" in value or "\0" in value or len(value) > 255):
-            raise InputError(path, f"expected a file name inside {path.parent.name}/, got {value!r}", field=key)
+        if value is not None and (
+            not isinstance(value, str)
+            or value in ("", ".", "..")
+            or "/" in value
+            or "\\" in value
+            or "\0" in value
+            or len(value) > 255
+        ):
+            raise InputError(
+                path, f"expected a file name inside {path.parent.name}/, got {value!r}", field=key
+            )
     return data
+
 
 def best_solution_path(archive_root: Path, language: str) -> Path | None:
     """What to pair a gate against: the best snapshot's solution.json (from best.json), or a plain

@@ -35,6 +35,7 @@ def set_config_value(config_path: str | Path, dotted: str, value: Any) -> Path:
     node[parts[-1]] = value
     return atomic_write_text(path, tomlkit.dumps(doc))
 
+
 def mirror_sources(src_sources: Path, dest: Path) -> list[str]:
     """Make ``dest`` hold exactly the files of ``src_sources`` (caches left alone)."""
     make_dirs(dest)
@@ -57,12 +58,17 @@ def mirror_sources(src_sources: Path, dest: Path) -> list[str]:
             changed.append(rel)
     return changed
 
+
 def same_files(a: Path, b: Path) -> bool:
     def files(folder: Path) -> dict[str, bytes]:
-        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts}
+        return {
+            p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        }
 
     return a.is_dir() and b.is_dir() and files(a) == files(b)
+
 
 @dataclass
 class RestoreResult:
@@ -71,8 +77,13 @@ class RestoreResult:
     removed: list[str]
 
 
-def restore_kernel(workspace_root: str | Path, source_dir: str | Path, *, archive_root: Path | None = None,
-                   language: str | None = None) -> RestoreResult:
+def restore_kernel(
+    workspace_root: str | Path,
+    source_dir: str | Path,
+    *,
+    archive_root: Path | None = None,
+    language: str | None = None,
+) -> RestoreResult:
     """Put ``source_dir`` (the checked-in kernel folder) back to the previous best: the last
     commit when it is in one, else the best snapshot (see :mod:`fibtui.core.archive`)."""
     root = Path(workspace_root).resolve()
@@ -88,5 +99,7 @@ def restore_kernel(workspace_root: str | Path, source_dir: str | Path, *, archiv
             if snap.is_dir():
                 changed = mirror_sources(snap, folder)
                 return RestoreResult(f"best snapshot {best['snapshot']}", changed, [])
-    raise UsageError(f"nothing to restore {folder} from: it is not in a git commit and there is no best snapshot "
-                     "under optimize_ops/best_solution_<language>/")
+    raise UsageError(
+        f"nothing to restore {folder} from: it is not in a git commit and there is no best snapshot "
+        "under optimize_ops/best_solution_<language>/"
+    )

@@ -18,8 +18,11 @@ def _md_arm_row(label: str, run_label: str, a: dict[str, Any], passed_total: str
     cv = "-" if a["run_to_run_cv"] is None else f"{a['run_to_run_cv'] * 100:.2f}%"
     ref = "-" if a["mean_reference_latency_ms"] is None else f"{a['mean_reference_latency_ms']:.4f}"
     spd = "-" if a["mean_speedup"] is None else f"{a['mean_speedup']:.1f}x"
-    return (f"| {label} | {run_label} | **{us_text(a['mean_latency_ms'])}** | **{us_text(a['p95_latency_ms'])}** | "
-            f"{us_text(a['median_latency_ms'])} | {us_text(a['best_repeat_mean_ms'])} | {cv} | {ref} | {spd} | {passed_total} |")
+    return (
+        f"| {label} | {run_label} | **{us_text(a['mean_latency_ms'])}** | **{us_text(a['p95_latency_ms'])}** | "
+        f"{us_text(a['median_latency_ms'])} | {us_text(a['best_repeat_mean_ms'])} | {cv} | {ref} | {spd} | {passed_total} |"
+    )
+
 
 def round_summary_markdown(report: dict[str, Any]) -> str:
     """The Markdown round summary of :func:`build_round_report`'s data: one section after another."""
@@ -38,15 +41,23 @@ def _md_heading(r: dict[str, Any]) -> list[str]:
     add("")
     add(f"- Date: {r['date']} (from the run records)")
     add(f"- Definition: `{r['definition']}`")
-    add(f"- Baseline: `{base['name']}` (source hash `{base.get('source_hash') or '?'}`, entry point `{base.get('entry_point') or '?'}`)")
+    add(
+        f"- Baseline: `{base['name']}` (source hash `{base.get('source_hash') or '?'}`, entry point `{base.get('entry_point') or '?'}`)"
+    )
     parts = r["candidate_id"]["parts"]
-    hyp = f"; hypothesis id: version {parts['version']}, band {parts['band']}, change {parts['change']}" if parts else ""
+    hyp = (
+        f"; hypothesis id: version {parts['version']}, band {parts['band']}, change {parts['change']}"
+        if parts
+        else ""
+    )
     add(f"- Candidate: `{cand['name']}` (source hash `{cand.get('source_hash') or '?'}`{hyp})")
     add(f"- Machine: {r['environment']}")
     for run in r["runs"]:
         kind = {"gate": "representative gate", "sweep": "full sweep"}.get(run["kind"], "selection")
-        add(f"- Run `{run['run_id']}`: {kind}, {run['workloads']} workloads x {run['repeats']} repeats, "
-            f"baseline and candidate paired in one process ({run['backend']}), {run['state']}")
+        add(
+            f"- Run `{run['run_id']}`: {kind}, {run['workloads']} workloads x {run['repeats']} repeats, "
+            f"baseline and candidate paired in one process ({run['backend']}), {run['state']}"
+        )
     add(f"- Decision: **{r['decision']['decision']}** (verdict {r['verdict']})")
     add("")
     return lines
@@ -79,17 +90,25 @@ def _md_verdict(r: dict[str, Any]) -> list[str]:
     add("## Verdict")
     add("")
     iv = "-" if comp["ci_low"] is None else f"[{comp['ci_low']:.4f}, {comp['ci_high']:.4f}]"
-    ratio = "-" if comp["geomean_ratio"] is None else f"{comp['geomean_ratio']:.4f} ({ratio_pct(comp['geomean_ratio'])})"
-    add(f"**{comp['verdict']}** on the {'full sweep' if any(x['kind'] == 'sweep' and x['run_id'] == r['deciding_run'] for x in r['runs']) else 'deciding run'} "
+    ratio = (
+        "-"
+        if comp["geomean_ratio"] is None
+        else f"{comp['geomean_ratio']:.4f} ({ratio_pct(comp['geomean_ratio'])})"
+    )
+    add(
+        f"**{comp['verdict']}** on the {'full sweep' if any(x['kind'] == 'sweep' and x['run_id'] == r['deciding_run'] for x in r['runs']) else 'deciding run'} "
         f"`{r['deciding_run']}`: geometric-mean latency ratio G = {ratio}, {comp['confidence']:.0%} interval {iv} "
         f"by {comp['interval_method'] or 'no interval (too few workloads)'}. Noise floor tau = {r['noise_floor']['tau'] * 100:.2f}% "
-        f"(source: {r['noise_floor']['source']}): PROMOTE needs the whole interval below {math.exp(-r['noise_floor']['tau']):.4f}.")
+        f"(source: {r['noise_floor']['source']}): PROMOTE needs the whole interval below {math.exp(-r['noise_floor']['tau']):.4f}."
+    )
     add("")
     add(f"- {comp['recommendation'][0].upper() + comp['recommendation'][1:]}.")
     if comp["blocked_by"]:
         add("- Blocked by: " + "; ".join(comp["blocked_by"]))
-    add(f"- Threshold: the baseline's mean across repeats, {us_text(comp['baseline']['mean_latency_ms'])} us "
-        f"(its best single repeat, {us_text(comp['baseline']['best_repeat_mean_ms'])} us, is context only).")
+    add(
+        f"- Threshold: the baseline's mean across repeats, {us_text(comp['baseline']['mean_latency_ms'])} us "
+        f"(its best single repeat, {us_text(comp['baseline']['best_repeat_mean_ms'])} us, is context only)."
+    )
     add("")
     return lines
 
@@ -100,11 +119,17 @@ def _md_results(r: dict[str, Any]) -> list[str]:
     add = lines.append
     add("## Results")
     add("")
-    add("Latency is the decision metric (mean and p95 over workloads, averaged across repeats); speedup against the "
-        "reference is context only.")
+    add(
+        "Latency is the decision metric (mean and p95 over workloads, averaged across repeats); speedup against the "
+        "reference is context only."
+    )
     add("")
-    add("| Solution | Run | Mean (us) | P95 (us) | Median (us) | Best single repeat mean (us) | Run-to-run CV | Mean ref (ms) | Mean speedup | Passed |")
-    add("|----------|-----|----------:|---------:|------------:|-----------------------------:|--------------:|--------------:|-------------:|-------:|")
+    add(
+        "| Solution | Run | Mean (us) | P95 (us) | Median (us) | Best single repeat mean (us) | Run-to-run CV | Mean ref (ms) | Mean speedup | Passed |"
+    )
+    add(
+        "|----------|-----|----------:|---------:|------------:|-----------------------------:|--------------:|--------------:|-------------:|-------:|"
+    )
     for run in r["runs"]:
         c = run["comparison"]
         label = f"{run['kind']} `{run['run_id']}`"
@@ -119,12 +144,24 @@ def _md_results(r: dict[str, Any]) -> list[str]:
         if c["geomean_ratio"] is None:
             continue
         b, k = c["baseline"], c["candidate"]
-        mean_d = (k["mean_latency_ms"] / b["mean_latency_ms"] - 1) * 100 if b["mean_latency_ms"] and k["mean_latency_ms"] else None
-        p95_d = (k["p95_latency_ms"] / b["p95_latency_ms"] - 1) * 100 if b["p95_latency_ms"] and k["p95_latency_ms"] else None
-        iv_text = "" if c["ci_low"] is None else f", interval [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
-        add(f"- {run['kind']} `{run['run_id']}`: **{signed_pct(mean_d)} mean latency**, {signed_pct(p95_d)} p95 latency; "
+        mean_d = (
+            (k["mean_latency_ms"] / b["mean_latency_ms"] - 1) * 100
+            if b["mean_latency_ms"] and k["mean_latency_ms"]
+            else None
+        )
+        p95_d = (
+            (k["p95_latency_ms"] / b["p95_latency_ms"] - 1) * 100
+            if b["p95_latency_ms"] and k["p95_latency_ms"]
+            else None
+        )
+        iv_text = (
+            "" if c["ci_low"] is None else f", interval [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
+        )
+        add(
+            f"- {run['kind']} `{run['run_id']}`: **{signed_pct(mean_d)} mean latency**, {signed_pct(p95_d)} p95 latency; "
             f"geomean ratio {c['geomean_ratio']:.4f}{iv_text}; {c['wins']} wins, {c['ties']} ties, {c['losses']} losses "
-            f"-> {c['verdict']}")
+            f"-> {c['verdict']}"
+        )
     add("")
     return lines
 
@@ -136,15 +173,23 @@ def _md_noise_floor(r: dict[str, Any]) -> list[str]:
     add("## Noise floor")
     add("")
     nf = r["noise_floor"]
-    add(f"- tau = {nf['tau'] * 100:.2f}% in log latency: {nf['source']}; smallest gain worth having {nf['min_gain'] * 100:.2f}%.")
+    add(
+        f"- tau = {nf['tau'] * 100:.2f}% in log latency: {nf['source']}; smallest gain worth having {nf['min_gain'] * 100:.2f}%."
+    )
     if nf["aa_sessions"]:
         sigma = "-" if nf["aa_sigma"] is None else f"{nf['aa_sigma'] * 100:.2f}%"
-        add(f"- A/A history: {nf['aa_sessions']} session(s), p99 |log G| {nf['aa_p99_abs_log_g'] * 100:.3f}%, noise of one "
-            f"paired ratio {sigma}; {nf['aa_promotions']} of them would have been promoted.")
+        add(
+            f"- A/A history: {nf['aa_sessions']} session(s), p99 |log G| {nf['aa_p99_abs_log_g'] * 100:.3f}%, noise of one "
+            f"paired ratio {sigma}; {nf['aa_promotions']} of them would have been promoted."
+        )
     else:
-        add("- A/A history: none (record one with `fibtui compare --aa RUN_A RUN_B` on two runs of the same code).")
+        add(
+            "- A/A history: none (record one with `fibtui compare --aa RUN_A RUN_B` on two runs of the same code)."
+        )
     if nf["pair_noise"]:
-        add(f"- Noise of one paired ratio in the deciding run: {nf['pair_noise']['sigma'] * 100:.2f}% ({nf['pair_noise']['source']}).")
+        add(
+            f"- Noise of one paired ratio in the deciding run: {nf['pair_noise']['sigma'] * 100:.2f}% ({nf['pair_noise']['source']})."
+        )
     add("")
     return lines
 
@@ -156,22 +201,33 @@ def _md_bands(r: dict[str, Any]) -> list[str]:
     add = lines.append
     add("## Bands")
     add("")
-    add(f"Bands from {r['band_source']}; per band: mean latency over its workloads before and after, change of those means, "
-        f"geometric-mean ratio with its {comp['confidence']:.0%} interval, wins/ties/losses (tie band +-{comp['tie_band'] * 100:.1f}%).")
+    add(
+        f"Bands from {r['band_source']}; per band: mean latency over its workloads before and after, change of those means, "
+        f"geometric-mean ratio with its {comp['confidence']:.0%} interval, wins/ties/losses (tie band +-{comp['tie_band'] * 100:.1f}%)."
+    )
     add("")
-    add("| Band | Workloads | Baseline mean (us) | Candidate mean (us) | Change | Geomean ratio | Interval | Wins/Ties/Losses |")
-    add("|------|----------:|-------------------:|--------------------:|-------:|--------------:|---------:|-----------------:|")
+    add(
+        "| Band | Workloads | Baseline mean (us) | Candidate mean (us) | Change | Geomean ratio | Interval | Wins/Ties/Losses |"
+    )
+    add(
+        "|------|----------:|-------------------:|--------------------:|-------:|--------------:|---------:|-----------------:|"
+    )
     for b in r["bands"]:
-        add(f"| `{b['band']}` | {b['workloads']} | {us_text(b['base_mean_ms'])} | {us_text(b['cand_mean_ms'])} | "
+        add(
+            f"| `{b['band']}` | {b['workloads']} | {us_text(b['base_mean_ms'])} | {us_text(b['cand_mean_ms'])} | "
             f"{signed_pct(b['change_pct'])} | {b['geomean_ratio']:.4f} | [{b['ci_low']:.4f}, {b['ci_high']:.4f}] | "
-            f"{b['wins']}/{b['ties']}/{b['losses']} |")
+            f"{b['wins']}/{b['ties']}/{b['losses']} |"
+        )
     add("")
     tie = comp["tie_band"]
     for b in r["bands"]:
         br = stats.BandResult(**b)
         word = band_word(br, tie)
-        add(f"- `{b['band']}`: {word} ({signed_pct(b['change_pct'])}, `{us_text(b['base_mean_ms'])} -> {us_text(b['cand_mean_ms'])} us`), "
-            f"with `{b['wins']}/{b['workloads']}` wins" + (" - dispatch candidate" if b["dispatch_candidate"] else ""))
+        add(
+            f"- `{b['band']}`: {word} ({signed_pct(b['change_pct'])}, `{us_text(b['base_mean_ms'])} -> {us_text(b['cand_mean_ms'])} us`), "
+            f"with `{b['wins']}/{b['workloads']}` wins"
+            + (" - dispatch candidate" if b["dispatch_candidate"] else "")
+        )
     add("")
     return lines
 
@@ -185,23 +241,31 @@ def _md_representatives(r: dict[str, Any]) -> list[str]:
     source = r.get("representatives_source")
     gate = r.get("gate_workloads") or []
     if source == "regimes of the deciding run's candidate latencies":
-        add(f"Picked by the regime analysis of the deciding run's candidate latencies, as `fibtui regimes "
+        add(
+            f"Picked by the regime analysis of the deciding run's candidate latencies, as `fibtui regimes "
             f"--results optimize_ops/runs/{r['deciding_run']}/run.json --solution {r['candidate']['name']}` "
-            "picks them (pins aside).")
+            "picks them (pins aside)."
+        )
         add("")
     add("| UUID | Band | Baseline (us) | Candidate (us) | Ratio | In the gate | Why |")
     add("|------|------|--------------:|---------------:|------:|:-----------:|-----|")
     for rep in r["representatives"]:
         ratio_text = "-" if rep["ratio"] is None else f"{rep['ratio']:.4f}"
         in_gate = {True: "yes", False: "no"}.get(rep.get("in_gate"), "-")
-        add(f"| `{rep['uuid']}` | `{rep['band']}` | {us_text(rep['base_ms'])} | {us_text(rep['cand_ms'])} | {ratio_text} | "
-            f"{in_gate} | {rep['reason']} |")
+        add(
+            f"| `{rep['uuid']}` | `{rep['band']}` | {us_text(rep['base_ms'])} | {us_text(rep['cand_ms'])} | {ratio_text} | "
+            f"{in_gate} | {rep['reason']} |"
+        )
     add("")
     picked = {rep["uuid"] for rep in r["representatives"]}
     others = [u for u in gate if u not in picked]
     if others:
-        add("The representative gate also ran " + ", ".join(f"`{u}`" for u in others) + ": the representatives "
-            "when it started, chosen from the latencies known then.")
+        add(
+            "The representative gate also ran "
+            + ", ".join(f"`{u}`" for u in others)
+            + ": the representatives "
+            "when it started, chosen from the latencies known then."
+        )
         add("")
     return lines
 
@@ -215,11 +279,15 @@ def _md_shape_matrix(r: dict[str, Any]) -> list[str]:
     add("| Band | Workload | Dominant kernel | Bottleneck | Limiter |")
     add("|------|----------|-----------------|------------|---------|")
     for m in r["shape_matrix"]:
-        add(f"| `{m['band']}` | `{m['uuid'] or '-'}` | {('`' + m['dominant_kernel'] + '`') if m['dominant_kernel'] else '-'} | "
-            f"{m['bottleneck'] or 'not profiled'} | {m['limiter'] or 'not profiled'} |")
+        add(
+            f"| `{m['band']}` | `{m['uuid'] or '-'}` | {('`' + m['dominant_kernel'] + '`') if m['dominant_kernel'] else '-'} | "
+            f"{m['bottleneck'] or 'not profiled'} | {m['limiter'] or 'not profiled'} |"
+        )
     add("")
-    add("Kernel names come from the timing records; bottleneck and limiter need an NCU report of the band "
-        "(`fibtui ncu profile`).")
+    add(
+        "Kernel names come from the timing records; bottleneck and limiter need an NCU report of the band "
+        "(`fibtui ncu profile`)."
+    )
     add("")
     return lines
 
@@ -261,17 +329,36 @@ def _md_decision(r: dict[str, Any]) -> list[str]:
         for a in r["artifacts"]:
             add(f"- `{a}`")
     add("")
-    add("Generated by fibtui from the run records and the round record; regenerate with `fibtui round summary`.")
+    add(
+        "Generated by fibtui from the run records and the round record; regenerate with `fibtui round summary`."
+    )
     return lines
 
 
-_SECTIONS = (_md_heading, _md_candidate, _md_verdict, _md_results, _md_noise_floor, _md_bands, _md_representatives, _md_shape_matrix, _md_findings, _md_decision)
+_SECTIONS = (
+    _md_heading,
+    _md_candidate,
+    _md_verdict,
+    _md_results,
+    _md_noise_floor,
+    _md_bands,
+    _md_representatives,
+    _md_shape_matrix,
+    _md_findings,
+    _md_decision,
+)
 
-def render_round(archive_root: Path, rec: RoundRecord, definition_obj: Any = None, workloads: Any = None) -> tuple[str, dict[str, Any]]:
+
+def render_round(
+    archive_root: Path, rec: RoundRecord, definition_obj: Any = None, workloads: Any = None
+) -> tuple[str, dict[str, Any]]:
     report = build_round_report(archive_root, rec, definition_obj, workloads)
     return round_summary_markdown(report), report
 
-def write_round_summary(archive_root: Path, rec: RoundRecord, definition_obj: Any = None, workloads: Any = None) -> list[Path]:
+
+def write_round_summary(
+    archive_root: Path, rec: RoundRecord, definition_obj: Any = None, workloads: Any = None
+) -> list[Path]:
     """(Re)generate ``docs/round_<date>_<topic>.md`` and its ``.json`` twin from the records."""
     md, report = render_round(archive_root, rec, definition_obj, workloads)
     md_path = archive_root / rec.summary

@@ -40,7 +40,9 @@ class RoundRecord:
         return {"kind": "round", **asdict(self)}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any], path: Path | None = None, line: int | None = None) -> RoundRecord:
+    def from_json(
+        cls, obj: dict[str, Any], path: Path | None = None, line: int | None = None
+    ) -> RoundRecord:
         known = set(cls.__dataclass_fields__)
         try:
             rec = cls(**{k: v for k, v in obj.items() if k in known})
@@ -50,10 +52,18 @@ class RoundRecord:
             if not isinstance(getattr(rec, key), str) or not getattr(rec, key):
                 raise InputError(path, "expected a non-empty string", line=line, field=key)
         if rec.decision not in DECISIONS:
-            raise InputError(path, f"expected one of {', '.join(DECISIONS)}, got {rec.decision!r}", line=line, field="decision")
-        if not isinstance(rec.runs, list) or not all(isinstance(r, dict) and isinstance(r.get("run_id"), str) for r in rec.runs):
+            raise InputError(
+                path,
+                f"expected one of {', '.join(DECISIONS)}, got {rec.decision!r}",
+                line=line,
+                field="decision",
+            )
+        if not isinstance(rec.runs, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("run_id"), str) for r in rec.runs
+        ):
             raise InputError(path, "expected a list of {run_id, kind}", line=line, field="runs")
         return rec
+
 
 def load_rounds(archive_root: Path) -> list[RoundRecord]:
     """Every round, in the order first recorded; a later line for a round replaces the earlier."""
@@ -66,22 +76,27 @@ def load_rounds(archive_root: Path) -> list[RoundRecord]:
         out[rec.round] = rec
     return list(out.values())
 
+
 def append_round(archive_root: Path, record: RoundRecord) -> Path:
     path = archive_root / ROUNDS_FILE
     append_line(path, json.dumps(record.to_json(), sort_keys=True))
     return path
 
+
 def find_round(archive_root: Path, name: str | None = None) -> RoundRecord:
     rounds = load_rounds(archive_root)
     if not rounds:
-        raise UsageError(f"no round recorded in {archive_root / ROUNDS_FILE}: decide one with fibtui promote / "
-                         "reject / archive, or summarize runs with fibtui round summary --runs RUN_ID ...")
+        raise UsageError(
+            f"no round recorded in {archive_root / ROUNDS_FILE}: decide one with fibtui promote / "
+            "reject / archive, or summarize runs with fibtui round summary --runs RUN_ID ..."
+        )
     if name is None:
         return rounds[-1]
     for r in rounds:
         if r.round == name or r.summary.endswith(f"round_{name}.md") or r.summary == name:
             return r
     raise UsageError(f"no round {name!r} (known: {', '.join(r.round for r in rounds[-8:])})")
+
 
 def decided_round(archive_root: Path, run_ids: list[str]) -> RoundRecord | None:
     """The recorded round over exactly these runs, if there is one."""

@@ -27,7 +27,11 @@ class RunData:
         return [s for s in self.record.get("solutions") or [] if s.get("role") == role]
 
     def rows(self, role: str, name: str | None = None) -> list[dict[str, Any]]:
-        return [j for j in self.record.get("jobs") or [] if j.get("role") == role and (name is None or j.get("solution") == name)]
+        return [
+            j
+            for j in self.record.get("jobs") or []
+            if j.get("role") == role and (name is None or j.get("solution") == name)
+        ]
 
     @property
     def uuids(self) -> list[str]:
@@ -37,6 +41,7 @@ class RunData:
     def gpu(self) -> str | None:
         env = self.record.get("environment") or {}
         return env.get("gpu") if isinstance(env, dict) else None
+
 
 def load_run(archive_root: Path, run_id: str) -> RunData:
     from fibtui.core.runs import build_record, run_dir
@@ -61,31 +66,53 @@ def load_run(archive_root: Path, run_id: str) -> RunData:
     if from_file:  # a record built from the journal is valid by construction
         from fibtui.core.results import check_run_record
 
-        check_run_record(path, record)  # a NaN, zero or negative latency is one line, never a statistic
+        check_run_record(
+            path, record
+        )  # a NaN, zero or negative latency is one line, never a statistic
     return RunData(run_id, folder, record)
+
 
 def run_kind(run: RunData, total_workloads: int | None = None) -> str:
     """gate (the representatives), sweep (every workload) or selection."""
-    if run.selection == "all" or (total_workloads is not None and len(run.uuids) >= total_workloads):
+    if run.selection == "all" or (
+        total_workloads is not None and len(run.uuids) >= total_workloads
+    ):
         return "sweep"
     if run.selection == "rep":
         return "gate"
     return "selection"
 
-def pair_key(run: RunData, candidate: str | None, candidate_hash: str | None = None) -> tuple[str, str, str, str] | None:
+
+def pair_key(
+    run: RunData, candidate: str | None, candidate_hash: str | None = None
+) -> tuple[str, str, str, str] | None:
     base = run.solutions("baseline")
     cands = run.solutions("candidate")
     if len(base) != 1 or not cands:
         return None
-    chosen = [c for c in cands if (candidate is None or c.get("name") == candidate)
-              and (candidate_hash is None or c.get("source_hash") == candidate_hash)]
+    chosen = [
+        c
+        for c in cands
+        if (candidate is None or c.get("name") == candidate)
+        and (candidate_hash is None or c.get("source_hash") == candidate_hash)
+    ]
     if not chosen:
         return None
     c = chosen[0]
-    return (base[0].get("name", ""), base[0].get("source_hash", ""), c.get("name", ""), c.get("source_hash", ""))
+    return (
+        base[0].get("name", ""),
+        base[0].get("source_hash", ""),
+        c.get("name", ""),
+        c.get("source_hash", ""),
+    )
 
-def round_runs(archive_root: Path, run_ids: list[str] | None = None, candidate: str | None = None,
-               candidate_hash: str | None = None) -> list[RunData]:
+
+def round_runs(
+    archive_root: Path,
+    run_ids: list[str] | None = None,
+    candidate: str | None = None,
+    candidate_hash: str | None = None,
+) -> list[RunData]:
     """The runs of a round: the named ones; else the newest paired run (with ``candidate`` and
     its ``candidate_hash`` when given) and every other paired run of the same baseline and
     candidate sources."""
@@ -112,8 +139,10 @@ def round_runs(archive_root: Path, run_ids: list[str] | None = None, candidate: 
     if newest is None:
         what = f" with candidate {candidate!r}" if candidate else ""
         what += f" of sources {candidate_hash}" if candidate_hash else ""
-        raise UsageError(f"no paired run{what} under {archive_root / RUNS_DIR} (run one with fibtui run --baseline DIR "
-                         "--solution DIR, or name the runs)")
+        raise UsageError(
+            f"no paired run{what} under {archive_root / RUNS_DIR} (run one with fibtui run --baseline DIR "
+            "--solution DIR, or name the runs)"
+        )
     out = []
     for listing in listings:
         try:

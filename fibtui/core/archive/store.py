@@ -36,12 +36,22 @@ def copy_tree_into(src: Path, dest: Path, skip_dirs: tuple[str, ...] = ()) -> No
         for dirpath, dirnames, filenames in os.walk(src):
             here = Path(dirpath)
             rel = here.relative_to(src)
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_NAMES and not (here / d).is_symlink()
-                                 and not (rel == Path(".") and d in skip_dirs))
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in _SKIP_NAMES
+                and not (here / d).is_symlink()
+                and not (rel == Path(".") and d in skip_dirs)
+            )
             make_dirs(tmp / rel)
             for name in sorted(filenames):
                 item = here / name
-                if name in _SKIP_NAMES or name.endswith(".pyc") or item.is_symlink() or not item.is_file():
+                if (
+                    name in _SKIP_NAMES
+                    or name.endswith(".pyc")
+                    or item.is_symlink()
+                    or not item.is_file()
+                ):
                     continue
                 if rel == Path(".") and name in skip_dirs:
                     continue
@@ -53,6 +63,7 @@ def copy_tree_into(src: Path, dest: Path, skip_dirs: tuple[str, ...] = ()) -> No
         if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
             raise WriteFailed(dest, exc) from None
         raise
+
 
 @contextlib.contextmanager
 def claimed(path: Path):
@@ -66,6 +77,7 @@ def claimed(path: Path):
         else:
             path.unlink(missing_ok=True)
         raise
+
 
 def archive_run(archive_root: Path, run_folder: str | Path) -> Path:
     """Copy one run folder (journal, run.json, snapshots, worker logs; not ``work/``) to
@@ -81,14 +93,20 @@ def archive_run(archive_root: Path, run_folder: str | Path) -> Path:
         copy_tree_into(src, dest, skip_dirs=("work",))
     return dest
 
-def archive_file(archive_root: Path, src: str | Path, subdir: str = "benchmarks", name: str | None = None) -> Path:
+
+def archive_file(
+    archive_root: Path, src: str | Path, subdir: str = "benchmarks", name: str | None = None
+) -> Path:
     """Copy a file under ``<subdir>/`` of the archive (a run result, a log, a summary...)."""
     src = Path(src)
-    check_input_file(src)  # a missing path, a folder, a FIFO or a device: one line, nothing reserved
+    check_input_file(
+        src
+    )  # a missing path, a folder, a FIFO or a device: one line, nothing reserved
     dest = reserve_unique_path(archive_root / subdir / safe_name(name or src.name, "file"))
     with claimed(dest):
         atomic_copy_file(src, dest)
     return dest
+
 
 def archive_ncu_report(archive_root: Path, src: str | Path, label: str | None = None) -> Path:
     """Copy an Nsight Compute report (.ncu-rep or an exported page) to ``benchmarks/ncu/``."""
@@ -96,37 +114,58 @@ def archive_ncu_report(archive_root: Path, src: str | Path, label: str | None = 
     name = f"{safe_name(label)}{''.join(src.suffixes) or '.ncu-rep'}" if label else src.name
     return archive_file(archive_root, src, "benchmarks/ncu", name)
 
+
 def archive_parallel_runs(archive_root: Path, operator: str, folder: str | Path) -> Path:
     """Copy another runner's result folder to ``<operator>/parallel_runs/<name>``."""
     src = Path(folder)
     if not src.is_dir():
         raise InputError(src, "not a folder")
-    dest = reserve_unique_path(archive_root / safe_name(operator, "operator") / "parallel_runs" / safe_name(src.name),
-                               directory=True)
+    dest = reserve_unique_path(
+        archive_root / safe_name(operator, "operator") / "parallel_runs" / safe_name(src.name),
+        directory=True,
+    )
     with claimed(dest):
         copy_tree_into(src, dest)
     return dest
 
-def archive_snapshot(archive_root: Path, snapshot: str | Path, candidate_id: str, *, isolated: bool = False,
-                     meta: dict[str, Any] | None = None) -> Path:
+
+def archive_snapshot(
+    archive_root: Path,
+    snapshot: str | Path,
+    candidate_id: str,
+    *,
+    isolated: bool = False,
+    meta: dict[str, Any] | None = None,
+) -> Path:
     """Copy a run's solution snapshot (solution.json + sources/) into the archive, with
     ``archived.json`` saying where it came from."""
     src = Path(snapshot)
     if not src.is_dir():
         raise InputError(src, "snapshot folder not found")
-    dest = reserve_unique_path(candidate_folder(archive_root, candidate_id, isolated), directory=True)
+    dest = reserve_unique_path(
+        candidate_folder(archive_root, candidate_id, isolated), directory=True
+    )
     with claimed(dest):
         copy_tree_into(src, dest)
         atomic_write_json(dest / "archived.json", {"candidate": candidate_id, **(meta or {})})
     return dest
 
-def archive_sources(archive_root: Path, source_dir: str | Path, candidate_id: str, *, isolated: bool = True,
-                    meta: dict[str, Any] | None = None) -> Path:
+
+def archive_sources(
+    archive_root: Path,
+    source_dir: str | Path,
+    candidate_id: str,
+    *,
+    isolated: bool = True,
+    meta: dict[str, Any] | None = None,
+) -> Path:
     """Copy a folder of sources (e.g. the workspace's solution/<language>/) into the archive."""
     src = Path(source_dir)
     if not src.is_dir():
         raise InputError(src, "source folder not found")
-    dest = reserve_unique_path(candidate_folder(archive_root, candidate_id, isolated), directory=True)
+    dest = reserve_unique_path(
+        candidate_folder(archive_root, candidate_id, isolated), directory=True
+    )
     with claimed(dest):
         make_dirs(dest / "sources")
         copy_tree_into(src, dest / "sources")

@@ -22,7 +22,9 @@ def open_repo(root: Path):
         return None
 
 
-def restore_from_head(workspace_root: Path, folder: Path) -> tuple[str, list[str], list[str]] | None:
+def restore_from_head(
+    workspace_root: Path, folder: Path
+) -> tuple[str, list[str], list[str]] | None:
     """Put ``folder`` back as the last commit has it: files deleted or changed since come back,
     files added (untracked, or staged new) are removed. ``(commit sha, restored, removed)``, or
     None when the workspace is not a git repository or the last commit has no file of ``folder``."""
@@ -42,7 +44,9 @@ def restore_from_head(workspace_root: Path, folder: Path) -> tuple[str, list[str
         (work / path).unlink(missing_ok=True)
         removed.append(path)
     # files deleted or changed since HEAD come back; files added and staged go away
-    staged_new = repo.git.diff("--cached", "--name-only", "--diff-filter=A", "HEAD", "--", rel).splitlines()
+    staged_new = repo.git.diff(
+        "--cached", "--name-only", "--diff-filter=A", "HEAD", "--", rel
+    ).splitlines()
     for path in staged_new:
         repo.git.rm("--cached", "--quiet", "--", path)
         (work / path).unlink(missing_ok=True)
@@ -50,7 +54,9 @@ def restore_from_head(workspace_root: Path, folder: Path) -> tuple[str, list[str
     try:
         repo.git.checkout("HEAD", "--", rel)
     except git.GitCommandError as exc:
-        raise UsageError(f"could not restore {rel} from the last commit: {exc.stderr.strip() or exc}") from None
+        raise UsageError(
+            f"could not restore {rel} from the last commit: {exc.stderr.strip() or exc}"
+        ) from None
     return repo.head.commit.hexsha, tracked, removed
 
 
@@ -76,8 +82,16 @@ def commit_paths(workspace_root: str | Path, paths: list[Path], message: str) ->
         return None
     with repo.config_reader() as cr:
         has_user = cr.has_option("user", "name") and cr.has_option("user", "email")
-    env = {} if has_user else {"GIT_AUTHOR_NAME": "fibtui", "GIT_AUTHOR_EMAIL": "fibtui@localhost",
-                               "GIT_COMMITTER_NAME": "fibtui", "GIT_COMMITTER_EMAIL": "fibtui@localhost"}
+    env = (
+        {}
+        if has_user
+        else {
+            "GIT_AUTHOR_NAME": "fibtui",
+            "GIT_AUTHOR_EMAIL": "fibtui@localhost",
+            "GIT_COMMITTER_NAME": "fibtui",
+            "GIT_COMMITTER_EMAIL": "fibtui@localhost",
+        }
+    )
     repo.git.commit("-m", message, "--", *rels, env=env)
     return repo.head.commit.hexsha
 

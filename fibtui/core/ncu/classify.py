@@ -73,8 +73,12 @@ TACTICS: dict[str, tuple[str, ...]] = {
         "cache-policy hints (evict-first for streamed data, keep reused data)",
         "register budgeting so more loads stay in flight",
     ),
-    "l2_persistence": ("L2 persistence / access-policy window for read-mostly metadata (check that the persisting size changed)",),
-    "cross_block": ("thread-block clusters + distributed shared memory for data several blocks re-read (compare cluster sizes)",),
+    "l2_persistence": (
+        "L2 persistence / access-policy window for read-mostly metadata (check that the persisting size changed)",
+    ),
+    "cross_block": (
+        "thread-block clusters + distributed shared memory for data several blocks re-read (compare cluster sizes)",
+    ),
     "compute": (
         "tensor-core instructions (wgmma on Hopper, tcgen05 on Blackwell)",
         "warp specialization (producer / consumer warps)",
@@ -152,7 +156,12 @@ class Finding:
     tactics: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "summary": self.summary, "evidence": self.evidence, "tactics": self.tactics}
+        return {
+            "kind": self.kind,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "tactics": self.tactics,
+        }
 
 
 @dataclass
@@ -191,7 +200,11 @@ Numbers = Callable[[str], float | None]
 def _numbers(metrics: Mapping[str, Any]) -> Numbers:
     def num(key: str) -> float | None:
         v = metrics.get(key)
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+        return (
+            float(v)
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            else None
+        )
 
     return num
 
@@ -202,9 +215,17 @@ def classify(metrics: Mapping[str, Any], host: HostGaps | None = None) -> Classi
     launch-bound finding (with a host measurement), the device bottleneck, the occupancy limiter,
     grid too small or tail effect, scheduling imbalance, spilling."""
     num = _numbers(metrics)
-    compute, memory, dram = num("compute_throughput_pct"), num("memory_throughput_pct"), num("dram_throughput_pct")
-    evidence: dict[str, Any] = {"compute_throughput_pct": compute, "memory_throughput_pct": memory,
-                                "dram_throughput_pct": dram, "busy_threshold_pct": BUSY_PCT}
+    compute, memory, dram = (
+        num("compute_throughput_pct"),
+        num("memory_throughput_pct"),
+        num("dram_throughput_pct"),
+    )
+    evidence: dict[str, Any] = {
+        "compute_throughput_pct": compute,
+        "memory_throughput_pct": memory,
+        "dram_throughput_pct": dram,
+        "busy_threshold_pct": BUSY_PCT,
+    }
     device, device_finding = _device_bottleneck(compute, memory, dram, num("l2_hit_rate_pct"))
     findings = [device_finding] if device_finding is not None else []
     bottleneck = device
@@ -216,52 +237,97 @@ def classify(metrics: Mapping[str, Any], host: HostGaps | None = None) -> Classi
     limiter, occupancy = _occupancy_limiter(num, evidence)
     waves = num("waves_per_sm")
     grid_too_small = waves is not None and waves < GRID_TOO_SMALL_WAVES
-    found = [occupancy, _grid_fill(num, waves, grid_too_small, evidence), _imbalance(num, evidence), _spilling(num)]
+    found = [
+        occupancy,
+        _grid_fill(num, waves, grid_too_small, evidence),
+        _imbalance(num, evidence),
+        _spilling(num),
+    ]
     findings += [f for f in found if f is not None]
     return Classification(bottleneck, device, limiter, grid_too_small, findings, evidence)
 
 
-def _device_bottleneck(compute: float | None, memory: float | None, dram: float | None,
-                       l2_hit: float | None) -> tuple[str | None, Finding | None]:
+def _device_bottleneck(
+    compute: float | None, memory: float | None, dram: float | None, l2_hit: float | None
+) -> tuple[str | None, Finding | None]:
     """The device class from Speed Of Light: memory-bound, compute-bound or latency-bound (None
     without any throughput number), with its finding."""
     mem_level = max((v for v in (memory, dram) if v is not None), default=None)
     if compute is None and mem_level is None:
         return None, None
     c, mm = compute or 0.0, mem_level or 0.0
-    sol: dict[str, Any] = {"compute_throughput_pct": compute, "memory_throughput_pct": memory,
-                           "dram_throughput_pct": dram, "busy_threshold_pct": BUSY_PCT}
+    sol: dict[str, Any] = {
+        "compute_throughput_pct": compute,
+        "memory_throughput_pct": memory,
+        "dram_throughput_pct": dram,
+        "busy_threshold_pct": BUSY_PCT,
+    }
     if mm >= BUSY_PCT and mm >= c:
         tactics = list(TACTICS["memory"])
         if l2_hit is not None and l2_hit < L2_HIT_LOW_PCT:
             tactics += TACTICS["l2_persistence"]
             sol["l2_hit_rate_pct"] = l2_hit
-        if (l2_hit is not None and l2_hit >= CROSS_BLOCK_L2_HIT_PCT and memory is not None
-                and dram is not None and memory - dram >= CROSS_BLOCK_DRAM_GAP_PCT):
+        if (
+            l2_hit is not None
+            and l2_hit >= CROSS_BLOCK_L2_HIT_PCT
+            and memory is not None
+            and dram is not None
+            and memory - dram >= CROSS_BLOCK_DRAM_GAP_PCT
+        ):
             tactics += TACTICS["cross_block"]
             sol["l2_hit_rate_pct"] = l2_hit
-        return "memory", Finding("memory-bound", f"memory throughput {_fmt(mm, '%')} >= {_fmt(BUSY_PCT, '%')} of peak "
-                                 f"and above compute ({_fmt(compute, '%')})", sol, tactics)
+        return "memory", Finding(
+            "memory-bound",
+            f"memory throughput {_fmt(mm, '%')} >= {_fmt(BUSY_PCT, '%')} of peak "
+            f"and above compute ({_fmt(compute, '%')})",
+            sol,
+            tactics,
+        )
     if c >= BUSY_PCT:
-        return "compute", Finding("compute-bound", f"compute (SM) throughput {_fmt(c, '%')} >= {_fmt(BUSY_PCT, '%')} "
-                                  f"of peak and above memory ({_fmt(mem_level, '%')})", sol, list(TACTICS["compute"]))
-    return "latency", Finding("latency-bound", f"compute {_fmt(compute, '%')} and memory {_fmt(mem_level, '%')} "
-                              f"throughput both under {_fmt(BUSY_PCT, '%')} of peak: units idle while warps wait",
-                              sol, list(TACTICS["latency"]))
+        return "compute", Finding(
+            "compute-bound",
+            f"compute (SM) throughput {_fmt(c, '%')} >= {_fmt(BUSY_PCT, '%')} "
+            f"of peak and above memory ({_fmt(mem_level, '%')})",
+            sol,
+            list(TACTICS["compute"]),
+        )
+    return "latency", Finding(
+        "latency-bound",
+        f"compute {_fmt(compute, '%')} and memory {_fmt(mem_level, '%')} "
+        f"throughput both under {_fmt(BUSY_PCT, '%')} of peak: units idle while warps wait",
+        sol,
+        list(TACTICS["latency"]),
+    )
 
 
 def _launch_bound(host: HostGaps, evidence: dict[str, Any]) -> Finding | None:
     """Launch-bound, only from a host measurement: the gaps between launches are at least
     LAUNCH_GAP_SHARE of the call. The host numbers go into ``evidence`` either way."""
     share = host.gap_share
-    evidence.update({"host_gap_us": host.gap_us, "host_busy_us": host.busy_us, "host_gap_share": share,
-                     "launch_gap_share_threshold": LAUNCH_GAP_SHARE})
+    evidence.update(
+        {
+            "host_gap_us": host.gap_us,
+            "host_busy_us": host.busy_us,
+            "host_gap_share": share,
+            "launch_gap_share_threshold": LAUNCH_GAP_SHARE,
+        }
+    )
     if share is None or share < LAUNCH_GAP_SHARE:
         return None
-    ev = {"host_gap_us": host.gap_us, "host_busy_us": host.busy_us, "host_gap_share": round(share, 4),
-          "launches": host.launches, "threshold": LAUNCH_GAP_SHARE}
-    return Finding("launch-bound", f"host gaps {_fmt(host.gap_us, ' us')} are {_fmt(share * 100, '%')} "
-                   f"of the call (kernels busy {_fmt(host.busy_us, ' us')})", ev, list(TACTICS["launch"]))
+    ev = {
+        "host_gap_us": host.gap_us,
+        "host_busy_us": host.busy_us,
+        "host_gap_share": round(share, 4),
+        "launches": host.launches,
+        "threshold": LAUNCH_GAP_SHARE,
+    }
+    return Finding(
+        "launch-bound",
+        f"host gaps {_fmt(host.gap_us, ' us')} are {_fmt(share * 100, '%')} "
+        f"of the call (kernels busy {_fmt(host.busy_us, ' us')})",
+        ev,
+        list(TACTICS["launch"]),
+    )
 
 
 def _occupancy_limiter(num: Numbers, evidence: dict[str, Any]) -> tuple[str | None, Finding | None]:
@@ -275,35 +341,56 @@ def _occupancy_limiter(num: Numbers, evidence: dict[str, Any]) -> tuple[str | No
     limiter = tied[0]
     theo = num("theoretical_occupancy_pct")
     ev = {f"block_limit_{k}": v for k, v in known.items()}
-    ev.update({"theoretical_occupancy_pct": theo, "registers_per_thread": num("registers_per_thread")})
+    ev.update(
+        {"theoretical_occupancy_pct": theo, "registers_per_thread": num("registers_per_thread")}
+    )
     evidence.update({"limiter": limiter, "block_limits": dict(known)})
     if theo is None or theo >= FULL_OCCUPANCY_PCT:
         return limiter, None
     tie = f" (tied with {', '.join(tied[1:])})" if len(tied) > 1 else ""
     tactics = [t for k in tied for t in TACTICS[k]]
-    return limiter, Finding("occupancy-limited", f"theoretical occupancy {_fmt(theo, '%')}, limited by {limiter}{tie}: "
-                            f"{_fmt(smallest)} blocks/SM", ev, tactics)
+    return limiter, Finding(
+        "occupancy-limited",
+        f"theoretical occupancy {_fmt(theo, '%')}, limited by {limiter}{tie}: "
+        f"{_fmt(smallest)} blocks/SM",
+        ev,
+        tactics,
+    )
 
 
-def _grid_fill(num: Numbers, waves: float | None, grid_too_small: bool, evidence: dict[str, Any]) -> Finding | None:
+def _grid_fill(
+    num: Numbers, waves: float | None, grid_too_small: bool, evidence: dict[str, Any]
+) -> Finding | None:
     """Grid too small (under one wave per SM), or a tail effect (a few waves, the last one under
     TAIL_FILL full)."""
     if waves is None:
         return None
     evidence["waves_per_sm"] = waves
     if grid_too_small:
-        ev = {"waves_per_sm": waves, "grid_blocks": num("grid_blocks"), "sm_count": num("sm_count"),
-              "threshold": GRID_TOO_SMALL_WAVES}
-        return Finding("grid-too-small", f"{_fmt(waves)} waves per SM: part of the GPU idles for the whole kernel",
-                       ev, list(TACTICS["grid"]))
+        ev = {
+            "waves_per_sm": waves,
+            "grid_blocks": num("grid_blocks"),
+            "sm_count": num("sm_count"),
+            "threshold": GRID_TOO_SMALL_WAVES,
+        }
+        return Finding(
+            "grid-too-small",
+            f"{_fmt(waves)} waves per SM: part of the GPU idles for the whole kernel",
+            ev,
+            list(TACTICS["grid"]),
+        )
     if waves >= TAIL_MAX_WAVES:
         return None
     fill = waves - math.floor(waves)
     if not 0 < fill < TAIL_FILL:
         return None
     ev = {"waves_per_sm": waves, "last_wave_fill": round(fill, 4), "threshold": TAIL_FILL}
-    return Finding("tail-effect", f"{_fmt(waves)} waves per SM: the last wave is {_fmt(fill * 100, '%')} full",
-                   ev, list(TACTICS["tail"]))
+    return Finding(
+        "tail-effect",
+        f"{_fmt(waves)} waves per SM: the last wave is {_fmt(fill * 100, '%')} full",
+        ev,
+        list(TACTICS["tail"]),
+    )
 
 
 def _imbalance(num: Numbers, evidence: dict[str, Any]) -> Finding | None:
@@ -315,11 +402,20 @@ def _imbalance(num: Numbers, evidence: dict[str, Any]) -> Finding | None:
     evidence.update({"theoretical_occupancy_pct": theo, "achieved_occupancy_pct": achieved})
     if ratio >= IMBALANCE_RATIO:
         return None
-    ev = {"theoretical_occupancy_pct": theo, "achieved_occupancy_pct": achieved,
-          "achieved_over_theoretical": round(ratio, 4), "threshold": IMBALANCE_RATIO}
-    return Finding("scheduling-imbalance", f"achieved occupancy {_fmt(achieved, '%')} is "
-                   f"{_fmt(ratio * 100, '%')} of theoretical {_fmt(theo, '%')}: warps finish unevenly "
-                   "or blocks start late", ev, list(TACTICS["imbalance"]))
+    ev = {
+        "theoretical_occupancy_pct": theo,
+        "achieved_occupancy_pct": achieved,
+        "achieved_over_theoretical": round(ratio, 4),
+        "threshold": IMBALANCE_RATIO,
+    }
+    return Finding(
+        "scheduling-imbalance",
+        f"achieved occupancy {_fmt(achieved, '%')} is "
+        f"{_fmt(ratio * 100, '%')} of theoretical {_fmt(theo, '%')}: warps finish unevenly "
+        "or blocks start late",
+        ev,
+        list(TACTICS["imbalance"]),
+    )
 
 
 def _spilling(num: Numbers) -> Finding | None:
@@ -328,7 +424,16 @@ def _spilling(num: Numbers) -> Finding | None:
     spill_inst = num("register_spilling_instructions")
     if not any(v is not None and v > 0 for v in (spill_req, spill_pct, spill_inst)):
         return None
-    ev = {"local_spilling_requests": spill_req, "local_spilling_overhead_pct": spill_pct,
-          "register_spilling_instructions": spill_inst, "registers_per_thread": num("registers_per_thread")}
-    return Finding("local-memory-spilling", f"registers spill to local memory ({_fmt(spill_req)} requests, "
-                   f"{_fmt(spill_pct, '%')} overhead)", ev, list(TACTICS["spilling"]))
+    ev = {
+        "local_spilling_requests": spill_req,
+        "local_spilling_overhead_pct": spill_pct,
+        "register_spilling_instructions": spill_inst,
+        "registers_per_thread": num("registers_per_thread"),
+    }
+    return Finding(
+        "local-memory-spilling",
+        f"registers spill to local memory ({_fmt(spill_req)} requests, "
+        f"{_fmt(spill_pct, '%')} overhead)",
+        ev,
+        list(TACTICS["spilling"]),
+    )

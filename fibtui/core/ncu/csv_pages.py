@@ -52,7 +52,9 @@ def find_csv_header(lines: list[str]) -> int | None:
     return None
 
 
-def csv_header(path: str | None, lines: list[str], start: int) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+def csv_header(
+    path: str | None, lines: list[str], start: int
+) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     records = _csv_records(lines, start)
     try:
         _, header = next(records)
@@ -63,7 +65,9 @@ def csv_header(path: str | None, lines: list[str], start: int) -> tuple[list[str
     return [h.lstrip("\ufeff").strip() for h in header], records
 
 
-def _with_path(path: str | None, records: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+def _with_path(
+    path: str | None, records: Iterator[tuple[int, list[str]]]
+) -> Iterator[tuple[int, list[str]]]:
     try:
         yield from records
     except InputError as exc:
@@ -73,8 +77,10 @@ def _with_path(path: str | None, records: Iterator[tuple[int, list[str]]]) -> It
 
 
 def _check_width(path: str | None, line: int, row: list[str], header: list[str]) -> None:
-    if len(row) > len(header) and any(c.strip() for c in row[len(header):]):
-        raise InputError(path, f"row has {len(row)} fields, the header has {len(header)}", line=line)
+    if len(row) > len(header) and any(c.strip() for c in row[len(header) :]):
+        raise InputError(
+            path, f"row has {len(row)} fields, the header has {len(header)}", line=line
+        )
 
 
 def parse_details_csv(text: str, path: str | Path | None = None) -> NcuReport:
@@ -83,12 +89,19 @@ def parse_details_csv(text: str, path: str | Path | None = None) -> NcuReport:
     lines = text.splitlines(keepends=True)
     start = find_csv_header(lines)
     if start is None:
-        raise InputError(where, "no CSV header starting with \"ID\" (is this an Nsight Compute CSV export?)")
+        raise InputError(
+            where, 'no CSV header starting with "ID" (is this an Nsight Compute CSV export?)'
+        )
     header, records = csv_header(where, lines, start)
     col = {name: i for i, name in enumerate(header)}
     for required in ("Kernel Name", "Metric Name", "Metric Value"):
         if required not in col:
-            raise InputError(where, f"no {required!r} column: not a details page CSV", line=start + 1, field=required)
+            raise InputError(
+                where,
+                f"no {required!r} column: not a details page CSV",
+                line=start + 1,
+                field=required,
+            )
     value_col = col["Metric Value"]
     report = NcuReport(where, "details-csv")
     by_key: dict[str, Launch] = {}
@@ -97,8 +110,13 @@ def parse_details_csv(text: str, path: str | Path | None = None) -> NcuReport:
             continue
         _check_width(where, line, row, header)
         if len(row) <= value_col:
-            raise InputError(where, f"row ends after {len(row)} fields, before the 'Metric Value' column "
-                             f"(the header has {len(header)})", line=line, field="Metric Value")
+            raise InputError(
+                where,
+                f"row ends after {len(row)} fields, before the 'Metric Value' column "
+                f"(the header has {len(header)})",
+                line=line,
+                field="Metric Value",
+            )
 
         def get(name: str, row: list[str] = row) -> str:
             i = col.get(name)
@@ -107,13 +125,24 @@ def parse_details_csv(text: str, path: str | Path | None = None) -> NcuReport:
         kernel = get("Kernel Name")
         if not kernel:
             raise InputError(where, "empty kernel name", line=line, field="Kernel Name")
-        key = get("ID") or f"{kernel}|{get('Grid Size')}|{get('Block Size')}|{get('Context')}|{get('Stream')}"
+        key = (
+            get("ID")
+            or f"{kernel}|{get('Grid Size')}|{get('Block Size')}|{get('Context')}|{get('Stream')}"
+        )
         launch = by_key.get(key)
         if launch is None:
-            launch = Launch(kernel=kernel, id=cell_int(get("ID")), grid=dims(get("Grid Size")),
-                            block=dims(get("Block Size")), context=cell_int(get("Context")),
-                            stream=cell_int(get("Stream")), device=cell_int(get("Device")), cc=get("CC") or None,
-                            process_id=cell_int(get("Process ID")), process_name=get("Process Name") or None)
+            launch = Launch(
+                kernel=kernel,
+                id=cell_int(get("ID")),
+                grid=dims(get("Grid Size")),
+                block=dims(get("Block Size")),
+                context=cell_int(get("Context")),
+                stream=cell_int(get("Stream")),
+                device=cell_int(get("Device")),
+                cc=get("CC") or None,
+                process_id=cell_int(get("Process ID")),
+                process_name=get("Process Name") or None,
+            )
             by_key[key] = launch
             report.launches.append(launch)
         section = get("Section Name")
@@ -125,15 +154,34 @@ def parse_details_csv(text: str, path: str | Path | None = None) -> NcuReport:
         rule_name, rule_text = get("Rule Name"), get("Rule Description")
         if rule_name or rule_text:
             speedup = parse_number(get("Estimated Speedup"))
-            launch.rules.append(Rule(section, rule_name, get("Rule Type") or "INF", rule_text,
-                                     get("Estimated Speedup Type") or None, speedup))
+            launch.rules.append(
+                Rule(
+                    section,
+                    rule_name,
+                    get("Rule Type") or "INF",
+                    rule_text,
+                    get("Estimated Speedup Type") or None,
+                    speedup,
+                )
+            )
     if not report.launches:
         raise InputError(where, "the details CSV holds no kernel rows")
     return report
 
 
-_IDENTITY_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-                     "Block Size", "Grid Size", "Device", "CC")
+_IDENTITY_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+)
 
 
 def parse_raw_csv(text: str, path: str | Path | None = None) -> NcuReport:
@@ -142,11 +190,18 @@ def parse_raw_csv(text: str, path: str | Path | None = None) -> NcuReport:
     lines = text.splitlines(keepends=True)
     start = find_csv_header(lines)
     if start is None:
-        raise InputError(where, "no CSV header starting with \"ID\" (is this an Nsight Compute CSV export?)")
+        raise InputError(
+            where, 'no CSV header starting with "ID" (is this an Nsight Compute CSV export?)'
+        )
     header, records = csv_header(where, lines, start)
     col = {name: i for i, name in enumerate(header)}
     if "Kernel Name" not in col:
-        raise InputError(where, "no 'Kernel Name' column: not a raw page CSV", line=start + 1, field="Kernel Name")
+        raise InputError(
+            where,
+            "no 'Kernel Name' column: not a raw page CSV",
+            line=start + 1,
+            field="Kernel Name",
+        )
     units: list[str] = [""] * len(header)
     report = NcuReport(where, "raw-csv")
     first = True
@@ -170,10 +225,18 @@ def parse_raw_csv(text: str, path: str | Path | None = None) -> NcuReport:
         kernel = get("Kernel Name")
         if not kernel:
             raise InputError(where, "empty kernel name", line=line, field="Kernel Name")
-        launch = Launch(kernel=kernel, id=cell_int(get("ID")), grid=dims(get("Grid Size")), block=dims(get("Block Size")),
-                        context=cell_int(get("Context")), stream=cell_int(get("Stream")), device=cell_int(get("Device")),
-                        cc=get("CC") or None, process_id=cell_int(get("Process ID")),
-                        process_name=get("Process Name") or None)
+        launch = Launch(
+            kernel=kernel,
+            id=cell_int(get("ID")),
+            grid=dims(get("Grid Size")),
+            block=dims(get("Block Size")),
+            context=cell_int(get("Context")),
+            stream=cell_int(get("Stream")),
+            device=cell_int(get("Device")),
+            cc=get("CC") or None,
+            process_id=cell_int(get("Process ID")),
+            process_name=get("Process Name") or None,
+        )
         for i in metric_cols:
             raw_value = row[i].strip() if i < len(row) else ""
             value, unit = normalize_with(raw_value, units[i], *unit_info[i])

@@ -14,11 +14,25 @@ from fibtui.core.ncu.records import NcuReport
 from fibtui.core.ncu.summary import KernelSummary, summarize
 
 DIFF_FIELDS: tuple[str, ...] = (
-    "duration_us", "compute_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l2_hit_rate_pct",
-    "registers_per_thread", "dynamic_shared_memory_bytes", "static_shared_memory_bytes",
-    "theoretical_occupancy_pct", "achieved_occupancy_pct", "waves_per_sm", "grid_blocks", "block_threads",
-    "block_limit_registers", "block_limit_shared_memory", "block_limit_warps", "block_limit_blocks",
-    "l2_persisting_size_bytes", "local_spilling_requests",
+    "duration_us",
+    "compute_throughput_pct",
+    "memory_throughput_pct",
+    "dram_throughput_pct",
+    "l2_hit_rate_pct",
+    "registers_per_thread",
+    "dynamic_shared_memory_bytes",
+    "static_shared_memory_bytes",
+    "theoretical_occupancy_pct",
+    "achieved_occupancy_pct",
+    "waves_per_sm",
+    "grid_blocks",
+    "block_threads",
+    "block_limit_registers",
+    "block_limit_shared_memory",
+    "block_limit_warps",
+    "block_limit_blocks",
+    "l2_persisting_size_bytes",
+    "local_spilling_requests",
 )
 
 
@@ -38,7 +52,13 @@ class MetricDelta:
         return None if d is None or not self.before else d / abs(self.before) * 100.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "before": self.before, "after": self.after, "delta": self.delta, "pct": self.pct}
+        return {
+            "metric": self.metric,
+            "before": self.before,
+            "after": self.after,
+            "delta": self.delta,
+            "pct": self.pct,
+        }
 
 
 @dataclass
@@ -69,16 +89,24 @@ class KernelDiff:
     @property
     def classification_changed(self) -> bool:
         b, c = self.baseline.classification, self.candidate.classification
-        return (b.bottleneck, b.limiter, b.grid_too_small) != (c.bottleneck, c.limiter, c.grid_too_small)
+        return (b.bottleneck, b.limiter, b.grid_too_small) != (
+            c.bottleneck,
+            c.limiter,
+            c.grid_too_small,
+        )
 
     def to_json(self) -> dict[str, Any]:
         b, c = self.baseline.classification, self.candidate.classification
-        return {"band": self.band, "kernel": self.kernel,
-                "instances": {"before": self.baseline.instances, "after": self.candidate.instances},
-                "bottleneck": {"before": b.bottleneck, "after": c.bottleneck},
-                "limiter": {"before": b.limiter, "after": c.limiter},
-                "classification_changed": self.classification_changed, "changes": self.changes,
-                "metrics": [m.to_json() for m in self.metrics]}
+        return {
+            "band": self.band,
+            "kernel": self.kernel,
+            "instances": {"before": self.baseline.instances, "after": self.candidate.instances},
+            "bottleneck": {"before": b.bottleneck, "after": c.bottleneck},
+            "limiter": {"before": b.limiter, "after": c.limiter},
+            "classification_changed": self.classification_changed,
+            "changes": self.changes,
+            "metrics": [m.to_json() for m in self.metrics],
+        }
 
 
 @dataclass
@@ -88,11 +116,16 @@ class ReportDiff:
     only_in_candidate: list[tuple[str | None, str]]
 
     def to_json(self) -> dict[str, Any]:
-        return {"pairs": [p.to_json() for p in self.pairs],
-                "only_in_baseline": [{"band": b, "kernel": k} for b, k in self.only_in_baseline],
-                "only_in_candidate": [{"band": b, "kernel": k} for b, k in self.only_in_candidate],
-                "classification_changed": [{"band": p.band, "kernel": p.kernel, "changes": p.changes}
-                                           for p in self.pairs if p.classification_changed]}
+        return {
+            "pairs": [p.to_json() for p in self.pairs],
+            "only_in_baseline": [{"band": b, "kernel": k} for b, k in self.only_in_baseline],
+            "only_in_candidate": [{"band": b, "kernel": k} for b, k in self.only_in_candidate],
+            "classification_changed": [
+                {"band": p.band, "kernel": p.kernel, "changes": p.changes}
+                for p in self.pairs
+                if p.classification_changed
+            ],
+        }
 
 
 def _base_name(name: str) -> str:
@@ -102,9 +135,14 @@ def _base_name(name: str) -> str:
 
 
 def diff_kernel(base: KernelSummary, cand: KernelSummary) -> KernelDiff:
-    deltas = [MetricDelta(k, base.get(k), cand.get(k)) for k in DIFF_FIELDS
-              if base.get(k) is not None or cand.get(k) is not None]
-    return KernelDiff(base.band if base.band is not None else cand.band, base.name, base, cand, deltas)
+    deltas = [
+        MetricDelta(k, base.get(k), cand.get(k))
+        for k in DIFF_FIELDS
+        if base.get(k) is not None or cand.get(k) is not None
+    ]
+    return KernelDiff(
+        base.band if base.band is not None else cand.band, base.name, base, cand, deltas
+    )
 
 
 def diff_summaries(base: Sequence[KernelSummary], cand: Sequence[KernelSummary]) -> ReportDiff:
@@ -124,23 +162,34 @@ def diff_summaries(base: Sequence[KernelSummary], cand: Sequence[KernelSummary])
 
     match(lambda b, c: b.band == c.band and b.name == c.name)
     match(lambda b, c: (b.band is None or c.band is None) and b.name == c.name)
-    match(lambda b, c: (b.band == c.band or b.band is None or c.band is None) and _base_name(b.name) == _base_name(c.name))
+    match(
+        lambda b, c: (
+            (b.band == c.band or b.band is None or c.band is None)
+            and _base_name(b.name) == _base_name(c.name)
+        )
+    )
     return ReportDiff(pairs, [(s.band, s.name) for s in left], [(s.band, s.name) for s in right])
 
 
-def diff_reports(base: NcuReport, cand: NcuReport, host_base: HostGaps | None = None,
-                 host_cand: HostGaps | None = None) -> ReportDiff:
+def diff_reports(
+    base: NcuReport,
+    cand: NcuReport,
+    host_base: HostGaps | None = None,
+    host_cand: HostGaps | None = None,
+) -> ReportDiff:
     return diff_summaries(summarize(base, host_base), summarize(cand, host_cand))
 
 
-def diff_bands(base: Mapping[str, NcuReport | Sequence[KernelSummary]],
-               cand: Mapping[str, NcuReport | Sequence[KernelSummary]]) -> ReportDiff:
+def diff_bands(
+    base: Mapping[str, NcuReport | Sequence[KernelSummary]],
+    cand: Mapping[str, NcuReport | Sequence[KernelSummary]],
+) -> ReportDiff:
     """Per band: ``{band label: report}`` on each side; kernels are relabelled with the band."""
 
     def flatten(side: Mapping[str, NcuReport | Sequence[KernelSummary]]) -> list[KernelSummary]:
         out = []
         for label, item in side.items():
-            for s in (summarize(item) if isinstance(item, NcuReport) else item):
+            for s in summarize(item) if isinstance(item, NcuReport) else item:
                 out.append(KernelSummary(**{**s.__dict__, "band": label}))
         return out
 

@@ -10,12 +10,24 @@ from typing import Any
 
 #: Fields that count whole things (registers, blocks, threads, bytes, requests, SMs): an integer
 #: value prints without decimals (``2048.0`` -> ``2,048``).
-COUNT_FIELDS: frozenset[str] = frozenset({
-    "registers_per_thread", "dynamic_shared_memory_bytes", "static_shared_memory_bytes", "grid_blocks",
-    "block_threads", "block_limit_registers", "block_limit_shared_memory", "block_limit_warps",
-    "block_limit_blocks", "block_limit_barriers", "l2_persisting_size_bytes", "local_spilling_requests",
-    "register_spilling_instructions", "sm_count",
-})
+COUNT_FIELDS: frozenset[str] = frozenset(
+    {
+        "registers_per_thread",
+        "dynamic_shared_memory_bytes",
+        "static_shared_memory_bytes",
+        "grid_blocks",
+        "block_threads",
+        "block_limit_registers",
+        "block_limit_shared_memory",
+        "block_limit_warps",
+        "block_limit_blocks",
+        "block_limit_barriers",
+        "l2_persisting_size_bytes",
+        "local_spilling_requests",
+        "register_spilling_instructions",
+        "sm_count",
+    }
+)
 
 
 def format_metric(value: Any, field: str | None = None) -> str:
@@ -48,7 +60,7 @@ def abbreviate_middle(text: str, width: int) -> str:
         return ELLIPSIS[:width]
     keep = width - 1
     head = (keep + 1) // 2
-    return text[:head] + ELLIPSIS + text[len(text) - (keep - head):]
+    return text[:head] + ELLIPSIS + text[len(text) - (keep - head) :]
 
 
 def report_name(path: str | Path) -> str:
@@ -86,8 +98,12 @@ def _whole_labels(paths: Sequence[str | Path]) -> list[str]:
         seen: dict[str, int] = {}
         for lab in labels:
             seen[lab] = seen.get(lab, 0) + 1
-        labels = [("/".join(pp[max(0, len(pp) - 1 - depth):-1]) + "/" + report_name(p)) if seen[lab] > 1 else lab
-                  for lab, pp, p in zip(labels, parts, paths, strict=True)]
+        labels = [
+            ("/".join(pp[max(0, len(pp) - 1 - depth) : -1]) + "/" + report_name(p))
+            if seen[lab] > 1
+            else lab
+            for lab, pp, p in zip(labels, parts, paths, strict=True)
+        ]
         depth += 1
     return labels
 
@@ -111,7 +127,9 @@ def report_labels(paths: Sequence[str | Path], width: int) -> list[str]:
             out.append(label)
             continue
         stem, ext = _split_ext(label)
-        cuts = sorted({_token_prefix(stem, o) for j, o in enumerate(stems) if j != i and o != stem} - {0})
+        cuts = sorted(
+            {_token_prefix(stem, o) for j, o in enumerate(stems) if j != i and o != stem} - {0}
+        )
         cuts = [c for c in cuts if c < len(stem)]
         fitting = [c for c in cuts if len(ELLIPSIS) + len(stem) - c + len(ext) <= width]
         cut = fitting[0] if fitting else (cuts[-1] if cuts else 0)
@@ -120,7 +138,11 @@ def report_labels(paths: Sequence[str | Path], width: int) -> list[str]:
         short = head + rest + ext
         if len(short) > width:
             budget = width - len(head) - len(ext) - len(ELLIPSIS)
-            short = head + rest[:budget] + ELLIPSIS + ext if budget > 0 else abbreviate_middle(label, width)
+            short = (
+                head + rest[:budget] + ELLIPSIS + ext
+                if budget > 0
+                else abbreviate_middle(label, width)
+            )
         out.append(short)
     # whatever still collides is shown whole (whole labels never collide with each other)
     while True:

@@ -49,7 +49,9 @@ def parse_hand_json(data: Any, path: str | Path | None = None) -> NcuReport:
         output = row.get("output")
         if not isinstance(output, str) or not output.strip():
             reason = row.get("error") or row.get("status") or "no output"
-            report.notes.append(f"row {i} ({uuid or 'no workload'}): no NCU output ({str(reason)[:200]})")
+            report.notes.append(
+                f"row {i} ({uuid or 'no workload'}): no NCU output ({str(reason)[:200]})"
+            )
             continue
         try:
             sub = parse_page(output, where)
@@ -74,7 +76,11 @@ def parse_page(text: str, where: str | None) -> NcuReport:
             return parse_details_csv(text, where)
         if "Kernel Name" in header:
             return parse_raw_csv(text, where)
-        raise InputError(where, "a CSV header without 'Kernel Name': not an Nsight Compute export", line=start + 1)
+        raise InputError(
+            where,
+            "a CSV header without 'Kernel Name': not an Nsight Compute export",
+            line=start + 1,
+        )
     return parse_details_text(text, where)
 
 
@@ -128,13 +134,18 @@ def load_report(path: str | Path, *, export: PageExporter | None = None) -> NcuR
     if p.suffix == ".ncu-rep":
         check_input_file(p, _FOLDER)  # a FIFO or a device is refused before ncu reads it
         if export is None:
-            raise InputError(p, "a binary Nsight Compute report is read through ncu; read it with: fibtui ncu import FILE")
+            raise InputError(
+                p,
+                "a binary Nsight Compute report is read through ncu; read it with: fibtui ncu import FILE",
+            )
         details = parse_details_csv(export(p, "details", True), p)
         raw = parse_raw_csv(export(p, "raw", True), p)
         report = merge_raw(details, raw)
         report.source_format = "ncu-rep"
         return report
-    data = read_input(p, folder_message=_FOLDER)  # never blocks: a FIFO, socket or device is refused
+    data = read_input(
+        p, folder_message=_FOLDER
+    )  # never blocks: a FIFO, socket or device is refused
     if not data.strip():
         raise InputError(p, "file is empty")
     if b"\x00" in data[:4096]:

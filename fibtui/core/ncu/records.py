@@ -29,8 +29,14 @@ class Rule:
     speedup_pct: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"section": self.section, "name": self.name, "type": self.type, "text": self.text,
-                "speedup_type": self.speedup_type, "speedup_pct": self.speedup_pct}
+        return {
+            "section": self.section,
+            "name": self.name,
+            "type": self.type,
+            "text": self.text,
+            "speedup_type": self.speedup_type,
+            "speedup_pct": self.speedup_pct,
+        }
 
 
 @dataclass
@@ -92,40 +98,78 @@ class FieldSpec:
 
 
 FIELDS: dict[str, FieldSpec] = {
-    "duration_us": FieldSpec(("Duration",), ("gpu__time_duration.sum", "gpu__time_duration.avg"), "us"),
-    "compute_throughput_pct": FieldSpec(("Compute (SM) Throughput", "Compute (SM) [%]", "SM [%]"),
-                                        ("sm__throughput.avg.pct_of_peak_sustained_elapsed",), "%"),
-    "memory_throughput_pct": FieldSpec(("Memory Throughput", "Memory [%]"),
-                                       ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",), "%"),
-    "dram_throughput_pct": FieldSpec(("DRAM Throughput",),
-                                     ("dram__throughput.avg.pct_of_peak_sustained_elapsed",
-                                      "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-                                      "dram__cycles_active.avg.pct_of_peak_sustained_elapsed"), "%"),
+    "duration_us": FieldSpec(
+        ("Duration",), ("gpu__time_duration.sum", "gpu__time_duration.avg"), "us"
+    ),
+    "compute_throughput_pct": FieldSpec(
+        ("Compute (SM) Throughput", "Compute (SM) [%]", "SM [%]"),
+        ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+        "%",
+    ),
+    "memory_throughput_pct": FieldSpec(
+        ("Memory Throughput", "Memory [%]"),
+        ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
+        "%",
+    ),
+    "dram_throughput_pct": FieldSpec(
+        ("DRAM Throughput",),
+        (
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+            "dram__cycles_active.avg.pct_of_peak_sustained_elapsed",
+        ),
+        "%",
+    ),
     "l2_hit_rate_pct": FieldSpec(("L2 Hit Rate",), ("lts__t_sector_hit_rate.pct",), "%"),
-    "registers_per_thread": FieldSpec(("Registers Per Thread",), ("launch__registers_per_thread",), None),
-    "dynamic_shared_memory_bytes": FieldSpec(("Dynamic Shared Memory Per Block",),
-                                             ("launch__shared_mem_per_block_dynamic",), "byte"),
-    "static_shared_memory_bytes": FieldSpec(("Static Shared Memory Per Block",),
-                                            ("launch__shared_mem_per_block_static",), "byte"),
-    "theoretical_occupancy_pct": FieldSpec(("Theoretical Occupancy",), ("sm__maximum_warps_per_active_cycle_pct",), "%"),
-    "achieved_occupancy_pct": FieldSpec(("Achieved Occupancy",),
-                                        ("sm__warps_active.avg.pct_of_peak_sustained_active",), "%"),
+    "registers_per_thread": FieldSpec(
+        ("Registers Per Thread",), ("launch__registers_per_thread",), None
+    ),
+    "dynamic_shared_memory_bytes": FieldSpec(
+        ("Dynamic Shared Memory Per Block",), ("launch__shared_mem_per_block_dynamic",), "byte"
+    ),
+    "static_shared_memory_bytes": FieldSpec(
+        ("Static Shared Memory Per Block",), ("launch__shared_mem_per_block_static",), "byte"
+    ),
+    "theoretical_occupancy_pct": FieldSpec(
+        ("Theoretical Occupancy",), ("sm__maximum_warps_per_active_cycle_pct",), "%"
+    ),
+    "achieved_occupancy_pct": FieldSpec(
+        ("Achieved Occupancy",), ("sm__warps_active.avg.pct_of_peak_sustained_active",), "%"
+    ),
     "waves_per_sm": FieldSpec(("Waves Per SM",), ("launch__waves_per_multiprocessor",), None),
     "grid_blocks": FieldSpec(("Grid Size",), ("launch__grid_size",), None),
     "block_threads": FieldSpec(("Block Size",), ("launch__block_size",), None),
-    "block_limit_registers": FieldSpec(("Block Limit Registers",), ("launch__occupancy_limit_registers",), None),
-    "block_limit_shared_memory": FieldSpec(("Block Limit Shared Mem", "Block Limit Shared Memory"),
-                                           ("launch__occupancy_limit_shared_mem",), None),
-    "block_limit_warps": FieldSpec(("Block Limit Warps",), ("launch__occupancy_limit_warps",), None),
+    "block_limit_registers": FieldSpec(
+        ("Block Limit Registers",), ("launch__occupancy_limit_registers",), None
+    ),
+    "block_limit_shared_memory": FieldSpec(
+        ("Block Limit Shared Mem", "Block Limit Shared Memory"),
+        ("launch__occupancy_limit_shared_mem",),
+        None,
+    ),
+    "block_limit_warps": FieldSpec(
+        ("Block Limit Warps",), ("launch__occupancy_limit_warps",), None
+    ),
     "block_limit_blocks": FieldSpec(("Block Limit SM",), ("launch__occupancy_limit_blocks",), None),
-    "block_limit_barriers": FieldSpec(("Block Limit Barriers",), ("launch__occupancy_limit_barriers",), None),
-    "l2_persisting_size_bytes": FieldSpec(("L2 Persisting Size",), ("launch__persisting_l2_cache_size",), "byte"),
-    "local_spilling_requests": FieldSpec(("Local Memory Spilling Requests",), ("derived__local_spilling_requests",), None),
-    "local_spilling_overhead_pct": FieldSpec(("Local Memory Spilling Request Overhead",),
-                                             ("derived__local_spilling_requests_pct",), "%"),
-    "register_spilling_instructions": FieldSpec((), ("sass__inst_executed_register_spilling",), None),
+    "block_limit_barriers": FieldSpec(
+        ("Block Limit Barriers",), ("launch__occupancy_limit_barriers",), None
+    ),
+    "l2_persisting_size_bytes": FieldSpec(
+        ("L2 Persisting Size",), ("launch__persisting_l2_cache_size",), "byte"
+    ),
+    "local_spilling_requests": FieldSpec(
+        ("Local Memory Spilling Requests",), ("derived__local_spilling_requests",), None
+    ),
+    "local_spilling_overhead_pct": FieldSpec(
+        ("Local Memory Spilling Request Overhead",), ("derived__local_spilling_requests_pct",), "%"
+    ),
+    "register_spilling_instructions": FieldSpec(
+        (), ("sass__inst_executed_register_spilling",), None
+    ),
     "sm_count": FieldSpec(("# SMs",), ("launch__sm_count",), None),
-    "sm_frequency_ghz": FieldSpec(("SM Frequency",), ("gpc__cycles_elapsed.avg.per_second",), "GHz"),
+    "sm_frequency_ghz": FieldSpec(
+        ("SM Frequency",), ("gpc__cycles_elapsed.avg.per_second",), "GHz"
+    ),
 }
 
 # The limiter names, in the order used to break a tie.

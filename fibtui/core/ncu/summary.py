@@ -96,40 +96,72 @@ class KernelSummary:
     def to_json(self) -> dict[str, Any]:
         c = self.classification
         return {
-            "name": self.name, "instances": self.instances, "band": self.band, "workload": self.workload,
-            "axes": self.axes, "launch_id": self.launch_id,
-            "grid": list(self.grid) if self.grid else None, "block": list(self.block) if self.block else None,
-            **self.metrics, "total_duration_us": self.total_duration_us,
-            "bottleneck": c.bottleneck, "device_bottleneck": c.device_bottleneck, "limiter": c.limiter,
-            "grid_too_small": c.grid_too_small, "evidence": c.evidence,
-            "findings": [f.to_json() for f in c.findings], "tactics": c.tactics,
+            "name": self.name,
+            "instances": self.instances,
+            "band": self.band,
+            "workload": self.workload,
+            "axes": self.axes,
+            "launch_id": self.launch_id,
+            "grid": list(self.grid) if self.grid else None,
+            "block": list(self.block) if self.block else None,
+            **self.metrics,
+            "total_duration_us": self.total_duration_us,
+            "bottleneck": c.bottleneck,
+            "device_bottleneck": c.device_bottleneck,
+            "limiter": c.limiter,
+            "grid_too_small": c.grid_too_small,
+            "evidence": c.evidence,
+            "findings": [f.to_json() for f in c.findings],
+            "tactics": c.tactics,
             "rules": [r.to_json() for r in self.rules if r.type in ("OPT", "WRN", "ERR")],
         }
 
 
-def summarize(report: NcuReport | Iterable[Launch], host: HostGaps | None = None) -> list[KernelSummary]:
+def summarize(
+    report: NcuReport | Iterable[Launch], host: HostGaps | None = None
+) -> list[KernelSummary]:
     """One row per (band, kernel name): the slowest instance, how many instances, the total."""
     launches = report.launches if isinstance(report, NcuReport) else list(report)
     groups: dict[tuple[str | None, str], list[tuple[Launch, dict[str, float | None]]]] = {}
     for launch in launches:
-        groups.setdefault((band_of(launch), launch.kernel), []).append((launch, launch_fields(launch)))
+        groups.setdefault((band_of(launch), launch.kernel), []).append(
+            (launch, launch_fields(launch))
+        )
     out: list[KernelSummary] = []
     for (band, name), items in groups.items():
-        slowest, fields = max(items, key=lambda it: it[1]["duration_us"] if it[1]["duration_us"] is not None else -math.inf)
+        slowest, fields = max(
+            items,
+            key=lambda it: it[1]["duration_us"] if it[1]["duration_us"] is not None else -math.inf,
+        )
         durations = [f["duration_us"] for _, f in items if f["duration_us"] is not None]
-        out.append(KernelSummary(
-            name=name, instances=len(items), band=band, workload=slowest.workload, axes=dict(slowest.axes),
-            launch_id=slowest.id, grid=slowest.grid, block=slowest.block, metrics=fields,
-            total_duration_us=sum(durations) if durations else None, classification=classify(fields, host),
-            rules=list(slowest.rules),
-        ))
+        out.append(
+            KernelSummary(
+                name=name,
+                instances=len(items),
+                band=band,
+                workload=slowest.workload,
+                axes=dict(slowest.axes),
+                launch_id=slowest.id,
+                grid=slowest.grid,
+                block=slowest.block,
+                metrics=fields,
+                total_duration_us=sum(durations) if durations else None,
+                classification=classify(fields, host),
+                rules=list(slowest.rules),
+            )
+        )
     return out
 
 
 def report_to_json(report: NcuReport, summaries: list[KernelSummary]) -> dict[str, Any]:
-    return {"source": report.path, "source_format": report.source_format, "launches": len(report.launches),
-            "kernels": [s.to_json() for s in summaries], "shape_matrix": shape_matrix(summaries),
-            "notes": report.notes}
+    return {
+        "source": report.path,
+        "source_format": report.source_format,
+        "launches": len(report.launches),
+        "kernels": [s.to_json() for s in summaries],
+        "shape_matrix": shape_matrix(summaries),
+        "notes": report.notes,
+    }
 
 
 def _weight(s: KernelSummary) -> float:
@@ -139,8 +171,10 @@ def _weight(s: KernelSummary) -> float:
     return -math.inf
 
 
-def shape_matrix(bands: Mapping[str, NcuReport | Sequence[KernelSummary]] | Sequence[KernelSummary],
-                 host: HostGaps | None = None) -> list[dict[str, Any]]:
+def shape_matrix(
+    bands: Mapping[str, NcuReport | Sequence[KernelSummary]] | Sequence[KernelSummary],
+    host: HostGaps | None = None,
+) -> list[dict[str, Any]]:
     """Band -> dominant kernel (the most device time: total over its instances) -> bottleneck ->
     limiter, as a list of ``{band, workload, kernel, bottleneck, limiter}``.
 
@@ -159,6 +193,13 @@ def shape_matrix(bands: Mapping[str, NcuReport | Sequence[KernelSummary]] | Sequ
         if not summaries:
             continue
         top = max(summaries, key=_weight)
-        rows.append({"band": label, "workload": top.workload, "kernel": top.name,
-                     "bottleneck": top.bottleneck, "limiter": top.limiter})
+        rows.append(
+            {
+                "band": label,
+                "workload": top.workload,
+                "kernel": top.name,
+                "bottleneck": top.bottleneck,
+                "limiter": top.limiter,
+            }
+        )
     return rows

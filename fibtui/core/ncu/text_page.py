@@ -12,7 +12,9 @@ from fibtui.core.errors import InputError
 from fibtui.core.ncu.records import Launch, Metric, NcuReport, Rule
 from fibtui.core.ncu.units import cell_int, dims, normalize, parse_number
 
-_SPEEDUP = re.compile(r"^Est\.\s+(?:(Local|Global)\s+)?Speedup:\s*([-+\d.,eE]+)\s*%\s*", re.IGNORECASE)
+_SPEEDUP = re.compile(
+    r"^Est\.\s+(?:(Local|Global)\s+)?Speedup:\s*([-+\d.,eE]+)\s*%\s*", re.IGNORECASE
+)
 
 _KERNEL_HEADER = re.compile(
     r"^\s*(?P<name>\S.*?)\s*\((?P<g>\s*\d+\s*,\s*\d+\s*,\s*\d+\s*)\)x\((?P<b>\s*\d+\s*,\s*\d+\s*,\s*\d+\s*)\)"
@@ -39,9 +41,9 @@ def _split_row(line: str, cols: list[int]) -> tuple[str, str, str] | None:
     if any(_cuts_word(body, c) for c in cols[1:3]):
         return _split_loose(body)  # a cell overflowed its column: split on runs of spaces
     if len(cols) >= 3:
-        return body[:cols[1]].strip(), body[cols[1]:cols[2]].strip(), body[cols[2]:].strip()
+        return body[: cols[1]].strip(), body[cols[1] : cols[2]].strip(), body[cols[2] :].strip()
     if len(cols) == 2:
-        return body[:cols[1]].strip(), "", body[cols[1]:].strip()
+        return body[: cols[1]].strip(), "", body[cols[1] :].strip()
     return _split_loose(body)
 
 
@@ -62,8 +64,11 @@ def parse_details_text(text: str, path: str | Path | None = None) -> NcuReport:
     where = None if path is None else str(path)
     report = _TextPage(where, text.splitlines()).read()
     if not report.launches:
-        raise InputError(where, "no Nsight Compute kernel block found (expected a line like "
-                         "'<kernel> (gx, gy, gz)x(bx, by, bz), Context N, Stream N, Device N, CC x.y')")
+        raise InputError(
+            where,
+            "no Nsight Compute kernel block found (expected a line like "
+            "'<kernel> (gx, gy, gz)x(bx, by, bz), Context N, Stream N, Device N, CC x.y')",
+        )
     return report
 
 
@@ -107,7 +112,9 @@ class _TextPage:
         elif m := _RULE.match(line):
             self._close_rule()
             self.state = "none"
-            self.rule = Rule(self.section, "", "ERR" if m.group("type") == "ERROR" else m.group("type"), "")
+            self.rule = Rule(
+                self.section, "", "ERR" if m.group("type") == "ERROR" else m.group("type"), ""
+            )
             self.rule_lines.append(m.group("text").strip())
         elif not stripped:
             if self.state == "none":
@@ -131,11 +138,18 @@ class _TextPage:
         m = _KERNEL_HEADER.match(line) if ")x(" in line and "Context" in line else None
         if m:
             self._close_rule()
-            self.launch = Launch(kernel=m.group("name").strip(), id=len(self.report.launches),
-                                 grid=dims(f"({m.group('g')})"), block=dims(f"({m.group('b')})"),
-                                 context=cell_int(m.group("ctx")), stream=cell_int(m.group("stream")),
-                                 device=cell_int(m.group("dev")), cc=m.group("cc"),
-                                 process_id=self.process[0], process_name=self.process[1])
+            self.launch = Launch(
+                kernel=m.group("name").strip(),
+                id=len(self.report.launches),
+                grid=dims(f"({m.group('g')})"),
+                block=dims(f"({m.group('b')})"),
+                context=cell_int(m.group("ctx")),
+                stream=cell_int(m.group("stream")),
+                device=cell_int(m.group("dev")),
+                cc=m.group("cc"),
+                process_id=self.process[0],
+                process_name=self.process[1],
+            )
             self.report.launches.append(self.launch)
             self.section, self.state = "", "none"
             return True
@@ -173,7 +187,7 @@ class _TextPage:
             if m:
                 self.rule.speedup_type = (m.group(1) or "global").lower()
                 self.rule.speedup_pct = parse_number(m.group(2))
-                body = body[m.end():].strip()
+                body = body[m.end() :].strip()
             self.rule.text = body
             self.launch.rules.append(self.rule)
         self.rule = None

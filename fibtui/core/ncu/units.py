@@ -10,27 +10,69 @@ import re
 
 # Exact spellings (case matters for the short forms: "ms" is not "Ms").
 _TIME_US: dict[str, float] = {
-    "ns": 1e-3, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6,
+    "ns": 1e-3,
+    "us": 1.0,
+    "µs": 1.0,
+    "μs": 1.0,
+    "ms": 1e3,
+    "s": 1e6,
 }
 # Word forms, matched case-insensitively.
 _TIME_US_WORDS: dict[str, float] = {
-    "nsecond": 1e-3, "nsec": 1e-3, "nanosecond": 1e-3, "nanoseconds": 1e-3,
-    "usecond": 1.0, "usec": 1.0, "microsecond": 1.0, "microseconds": 1.0,
-    "msecond": 1e3, "msec": 1e3, "millisecond": 1e3, "milliseconds": 1e3,
-    "second": 1e6, "sec": 1e6, "seconds": 1e6,
+    "nsecond": 1e-3,
+    "nsec": 1e-3,
+    "nanosecond": 1e-3,
+    "nanoseconds": 1e-3,
+    "usecond": 1.0,
+    "usec": 1.0,
+    "microsecond": 1.0,
+    "microseconds": 1.0,
+    "msecond": 1e3,
+    "msec": 1e3,
+    "millisecond": 1e3,
+    "milliseconds": 1e3,
+    "second": 1e6,
+    "sec": 1e6,
+    "seconds": 1e6,
 }
 _BYTES: dict[str, float] = {
-    "B": 1.0, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-    "KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3, "TiB": 1024.0**4,
+    "B": 1.0,
+    "KB": 1e3,
+    "kB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "TB": 1e12,
+    "KiB": 1024.0,
+    "MiB": 1024.0**2,
+    "GiB": 1024.0**3,
+    "TiB": 1024.0**4,
 }
 _BYTES_WORDS: dict[str, float] = {
-    "byte": 1.0, "bytes": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12, "pbyte": 1e15,
-    "kibyte": 1024.0, "mibyte": 1024.0**2, "gibyte": 1024.0**3, "tibyte": 1024.0**4,
+    "byte": 1.0,
+    "bytes": 1.0,
+    "kbyte": 1e3,
+    "mbyte": 1e6,
+    "gbyte": 1e9,
+    "tbyte": 1e12,
+    "pbyte": 1e15,
+    "kibyte": 1024.0,
+    "mibyte": 1024.0**2,
+    "gibyte": 1024.0**3,
+    "tibyte": 1024.0**4,
 }
 _FREQ_GHZ: dict[str, float] = {  # lower-cased keys
-    "hz": 1e-9, "khz": 1e-6, "mhz": 1e-3, "ghz": 1.0,
-    "cycle/nsecond": 1.0, "cycle/ns": 1.0, "cycle/usecond": 1e-3, "cycle/us": 1e-3,
-    "cycle/msecond": 1e-6, "cycle/ms": 1e-6, "cycle/second": 1e-9, "cycle/s": 1e-9,
+    "hz": 1e-9,
+    "khz": 1e-6,
+    "mhz": 1e-3,
+    "ghz": 1.0,
+    "cycle/nsecond": 1.0,
+    "cycle/ns": 1.0,
+    "cycle/usecond": 1e-3,
+    "cycle/us": 1e-3,
+    "cycle/msecond": 1e-6,
+    "cycle/ms": 1e-6,
+    "cycle/second": 1e-9,
+    "cycle/s": 1e-9,
 }
 _PERCENT = {"%", "pct", "percent"}
 _MISSING = {"", "n/a", "na", "no data", "none", "-", "--"}
@@ -98,10 +140,14 @@ def normalize(value: str | None, unit: str | None) -> tuple[float | str | None, 
     ``n/a`` cell is None.
     """
     unit_text = "" if unit is None else str(unit).strip()
-    return normalize_with("" if value is None else str(value), unit_text, *normalize_unit(unit_text))
+    return normalize_with(
+        "" if value is None else str(value), unit_text, *normalize_unit(unit_text)
+    )
 
 
-def normalize_with(value: str, unit_text: str, canon: str, factor: float) -> tuple[float | str | None, str]:
+def normalize_with(
+    value: str, unit_text: str, canon: str, factor: float
+) -> tuple[float | str | None, str]:
     raw = value.strip()
     if raw.lower() in _MISSING:
         return None, canon

@@ -14,8 +14,12 @@ from fibtui.core.results.table import RunTable
 
 
 def sniff(data: Any) -> bool:
-    return isinstance(data, dict) and bool(data) and all(isinstance(v, list) for v in data.values()) and all(
-        isinstance(x, dict) for v in data.values() for x in v)
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(isinstance(v, list) for v in data.values())
+        and all(isinstance(x, dict) for v in data.values() for x in v)
+    )
 
 
 def _timing_value(ctx: _Ctx, name: str, value: int | float, where: str) -> float:
@@ -41,14 +45,29 @@ def _from_direct_timing(path: Path, data: dict[str, Any]) -> RunTable:
         for i, sample in enumerate(samples):
             for name, value in sample.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    metrics.setdefault(name, []).append(_timing_value(ctx, name, value, f"{key}[{i}].{name}"))
-        sizes.append({"key": key, "samples": len(samples), **{f"{m}": numbers.mean(v) for m, v in metrics.items()},
-                      **{f"{m}_min": min(v) for m, v in metrics.items()}, **{f"{m}_max": max(v) for m, v in metrics.items()}})
+                    metrics.setdefault(name, []).append(
+                        _timing_value(ctx, name, value, f"{key}[{i}].{name}")
+                    )
+        sizes.append(
+            {
+                "key": key,
+                "samples": len(samples),
+                **{f"{m}": numbers.mean(v) for m, v in metrics.items()},
+                **{f"{m}_min": min(v) for m, v in metrics.items()},
+                **{f"{m}_max": max(v) for m, v in metrics.items()},
+            }
+        )
     table = RunTable(None, "direct-timing", path)
     table.extra["sizes"] = sizes
-    table.notes.append("direct timings per size: means over the samples of each metric (no per-workload rows)")
+    table.notes.append(
+        "direct timings per size: means over the samples of each metric (no per-workload rows)"
+    )
     return table
 
 
-FORMAT = ResultFormat("direct-timing", lambda probe: sniff(probe.data),
-                      lambda probe: _from_direct_timing(probe.path, probe.data), per_workload=False)
+FORMAT = ResultFormat(
+    "direct-timing",
+    lambda probe: sniff(probe.data),
+    lambda probe: _from_direct_timing(probe.path, probe.data),
+    per_workload=False,
+)

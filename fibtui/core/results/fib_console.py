@@ -13,7 +13,9 @@ from fibtui.core.results.fields import log_number, read_log
 from fibtui.core.results.table import ResultRow, RunTable
 from fibtui.core.status import ALL_STATUSES
 
-_FIB_CONSOLE = re.compile(r"^Solution '(?P<sol>.+)' for workload (?P<uuid>\S+): (?P<status>[A-Z_]+)(?: with (?P<speedup>[-\w.+]+?)x speedup)?")
+_FIB_CONSOLE = re.compile(
+    r"^Solution '(?P<sol>.+)' for workload (?P<uuid>\S+): (?P<status>[A-Z_]+)(?: with (?P<speedup>[-\w.+]+?)x speedup)?"
+)
 
 
 def sniff(probe: Probe) -> bool:
@@ -44,16 +46,28 @@ def _from_fib_console(path: Path) -> RunTable:
                 raise ctx.fail("speedup", f"expected a number, got {m.group('speedup')[:40]!r}")
         key = (definition or "", m.group("sol"), m.group("uuid"))
         if key in first_line:
-            raise ctx.fail("uuid", f"a second result for workload {m.group('uuid')} and solution {m.group('sol')!r} "
-                                   f"(first on line {first_line[key]}; two runs concatenated?)")
+            raise ctx.fail(
+                "uuid",
+                f"a second result for workload {m.group('uuid')} and solution {m.group('sol')!r} "
+                f"(first on line {first_line[key]}; two runs concatenated?)",
+            )
         first_line[key] = number
         rows[key] = ResultRow(
-            definition=definition or "", solution=m.group("sol"), uuid=m.group("uuid"), axes={},
-            status=status, speedup=speedup, source=f"{path}:{number}",
+            definition=definition or "",
+            solution=m.group("sol"),
+            uuid=m.group("uuid"),
+            axes={},
+            status=status,
+            speedup=speedup,
+            source=f"{path}:{number}",
         )
     table = RunTable(definition, "fib-console-log", path, list(rows.values()))
-    table.notes.append("flashinfer-bench console log: statuses and speedups only (no latency); read the traces JSONL for latencies")
+    table.notes.append(
+        "flashinfer-bench console log: statuses and speedups only (no latency); read the traces JSONL for latencies"
+    )
     return table
 
 
-FORMAT = ResultFormat("fib-console-log", sniff, lambda probe: _from_fib_console(probe.path), per_workload=False)
+FORMAT = ResultFormat(
+    "fib-console-log", sniff, lambda probe: _from_fib_console(probe.path), per_workload=False
+)

@@ -14,7 +14,12 @@ from fibtui.core.status import PASSED
 def sniff(probe: Probe) -> bool:
     """The first line is one whole JSON object that names a workload."""
     first = probe.first_line
-    return probe.stripped.startswith("{") and first.startswith("{") and first.endswith("}") and '"workload"' in first
+    return (
+        probe.stripped.startswith("{")
+        and first.startswith("{")
+        and first.endswith("}")
+        and '"workload"' in first
+    )
 
 
 def _from_traces(path: Path) -> RunTable:
@@ -23,20 +28,26 @@ def _from_traces(path: Path) -> RunTable:
     for t in traces:
         if t.status is None:
             continue  # a workload-only line, no evaluation
-        rows.append(ResultRow(
-            definition=t.definition,
-            solution=t.solution,
-            uuid=t.workload.uuid,
-            axes=dict(t.workload.axes),
-            status=t.status,
-            latency_ms=t.latency_ms,
-            reference_latency_ms=t.reference_latency_ms,
-            speedup=t.speedup,
-            max_abs_error=t.max_abs_error,
-            max_rel_error=t.max_rel_error,
-            error=(t.log.strip().splitlines()[-1][:300] if t.status != PASSED and t.log.strip() else None),
-            source=f"{path}:{t.line}",
-        ))
+        rows.append(
+            ResultRow(
+                definition=t.definition,
+                solution=t.solution,
+                uuid=t.workload.uuid,
+                axes=dict(t.workload.axes),
+                status=t.status,
+                latency_ms=t.latency_ms,
+                reference_latency_ms=t.reference_latency_ms,
+                speedup=t.speedup,
+                max_abs_error=t.max_abs_error,
+                max_rel_error=t.max_rel_error,
+                error=(
+                    t.log.strip().splitlines()[-1][:300]
+                    if t.status != PASSED and t.log.strip()
+                    else None
+                ),
+                source=f"{path}:{t.line}",
+            )
+        )
     definitions = sorted({t.definition for t in traces})
     table = RunTable(definitions[0] if len(definitions) == 1 else None, "fib-traces", path, rows)
     env = {(t.hardware, tuple(sorted(t.libs.items()))) for t in traces if t.hardware}

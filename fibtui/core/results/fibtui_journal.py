@@ -20,12 +20,19 @@ def _is_journal_header(first_line: str) -> bool:
         obj = json.loads(first_line)
     except (ValueError, RecursionError):
         return False
-    return isinstance(obj, dict) and obj.get("kind") == "header" and obj.get("format") == "fibtui-run"
+    return (
+        isinstance(obj, dict) and obj.get("kind") == "header" and obj.get("format") == "fibtui-run"
+    )
 
 
 def sniff(probe: Probe) -> bool:
     first = probe.first_line
-    return probe.stripped.startswith("{") and first.startswith("{") and first.endswith("}") and _is_journal_header(first)
+    return (
+        probe.stripped.startswith("{")
+        and first.startswith("{")
+        and first.endswith("}")
+        and _is_journal_header(first)
+    )
 
 
 def _from_journal(path: Path) -> RunTable:
@@ -39,13 +46,21 @@ def _from_journal(path: Path) -> RunTable:
     table.meta["read_from"] = "journal"
     table.meta["state"] = record.get("state")
     if contents.corrupt_lines:
-        table.notes.append(f"journal lines left out as corrupt or torn: {', '.join(map(str, contents.corrupt_lines))}")
+        table.notes.append(
+            f"journal lines left out as corrupt or torn: {', '.join(map(str, contents.corrupt_lines))}"
+        )
     if contents.duplicate_lines:
-        table.notes.append(f"journal lines left out as repeats of a finished job: {', '.join(map(str, contents.duplicate_lines))}")
+        table.notes.append(
+            f"journal lines left out as repeats of a finished job: {', '.join(map(str, contents.duplicate_lines))}"
+        )
     summary = record.get("summary") or {}
     if summary.get("done", 0) < summary.get("total", 0):
-        table.notes.append(f"run {record.get('state')}: {summary.get('done')} of {summary.get('total')} jobs finished")
+        table.notes.append(
+            f"run {record.get('state')}: {summary.get('done')} of {summary.get('total')} jobs finished"
+        )
     return table
 
 
-FORMAT = ResultFormat("fibtui-journal", sniff, lambda probe: _from_journal(probe.path), tables=(RECORD_FORMAT,))
+FORMAT = ResultFormat(
+    "fibtui-journal", sniff, lambda probe: _from_journal(probe.path), tables=(RECORD_FORMAT,)
+)

@@ -41,14 +41,21 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
         status = status_of(ctx, job, f"{where}.status")
         uuid = job.get("uuid")
         if not isinstance(uuid, str) or not uuid:
-            raise ctx.fail(f"{where}.uuid", "required field is missing" if uuid is None else
-                           f"expected a non-empty string, got {_kind(uuid) if uuid != '' else 'an empty string'}")
+            raise ctx.fail(
+                f"{where}.uuid",
+                "required field is missing"
+                if uuid is None
+                else f"expected a non-empty string, got {_kind(uuid) if uuid != '' else 'an empty string'}",
+            )
         axes = ctx.obj(job.get("axes") or {}, f"{where}.axes")
         for name, value in axes.items():
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ctx.fail(f"{where}.axes.{name}", f"expected an integer, got {_kind(value)}")
             if not 0 <= value <= MAX_AXIS:
-                raise ctx.fail(f"{where}.axes.{name}", f"expected an axis value within 0 .. 2**63 - 1, got {_shown(value)}")
+                raise ctx.fail(
+                    f"{where}.axes.{name}",
+                    f"expected an axis value within 0 .. 2**63 - 1, got {_shown(value)}",
+                )
         for key in ("solution", "role", "error"):
             if job.get(key) is not None and not isinstance(job[key], str):
                 raise ctx.fail(f"{where}.{key}", f"expected a string, got {_kind(job[key])}")
@@ -57,28 +64,33 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
             raise ctx.fail(f"{where}.repeat", f"expected an integer, got {_kind(repeat)}")
         key = (uuid, job.get("solution"), job.get("role"), repeat)
         if key in seen:
-            raise ctx.fail(f"{where}.uuid", f"a second result for workload {uuid}, solution {job.get('solution')!r}, "
-                                            f"role {job.get('role')!r}, repeat {repeat} (first at jobs[{seen[key]}])")
+            raise ctx.fail(
+                f"{where}.uuid",
+                f"a second result for workload {uuid}, solution {job.get('solution')!r}, "
+                f"role {job.get('role')!r}, repeat {repeat} (first at jobs[{seen[key]}])",
+            )
         seen[key] = i
         latency = ctx.positive(job, "latency_ms", where + ".")
         if status == PASSED and latency is None:
             raise ctx.fail(f"{where}.latency_ms", "a PASSED result must carry a latency")
-        rows.append(ResultRow(
-            definition=definition or "",
-            solution=job.get("solution"),
-            uuid=uuid,
-            axes=dict(axes),
-            status=status,
-            latency_ms=latency,
-            reference_latency_ms=ctx.positive(job, "reference_latency_ms", where + "."),
-            speedup=ctx.positive(job, "speedup", where + "."),
-            max_abs_error=ctx.number(job, "max_abs_error", where + "."),
-            max_rel_error=ctx.number(job, "max_rel_error", where + "."),
-            error=job.get("error"),
-            source=f"{path}:{where}",
-            role=job.get("role"),
-            repeat=repeat,
-        ))
+        rows.append(
+            ResultRow(
+                definition=definition or "",
+                solution=job.get("solution"),
+                uuid=uuid,
+                axes=dict(axes),
+                status=status,
+                latency_ms=latency,
+                reference_latency_ms=ctx.positive(job, "reference_latency_ms", where + "."),
+                speedup=ctx.positive(job, "speedup", where + "."),
+                max_abs_error=ctx.number(job, "max_abs_error", where + "."),
+                max_rel_error=ctx.number(job, "max_rel_error", where + "."),
+                error=job.get("error"),
+                source=f"{path}:{where}",
+                role=job.get("role"),
+                repeat=repeat,
+            )
+        )
     table = RunTable(definition, "fibtui-run", path, rows)
     for key in (*_RECORD_TEXT_FIELDS, "environment"):
         if key in data:
@@ -112,5 +124,8 @@ def sniff_record(data: Any) -> bool:
     return isinstance(data, dict) and data.get("format") == RECORD_FORMAT
 
 
-FORMAT = ResultFormat(RECORD_FORMAT, lambda probe: sniff_record(probe.data),
-                      lambda probe: _from_fibtui_run(probe.path, probe.data))
+FORMAT = ResultFormat(
+    RECORD_FORMAT,
+    lambda probe: sniff_record(probe.data),
+    lambda probe: _from_fibtui_run(probe.path, probe.data),
+)

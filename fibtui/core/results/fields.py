@@ -17,7 +17,12 @@ FOLDER = "is a folder; give a result file"
 def status_of(ctx: _Ctx, entry: dict[str, Any], field_name: str) -> str:
     status = entry.get("status")
     if not isinstance(status, str) or not status:
-        raise ctx.fail(field_name, "required field is missing" if status is None else f"expected a string, got {_kind(status)}")
+        raise ctx.fail(
+            field_name,
+            "required field is missing"
+            if status is None
+            else f"expected a string, got {_kind(status)}",
+        )
     if status not in ALL_STATUSES:
         raise ctx.fail(field_name, f"unknown status {status!r}")
     return status
@@ -30,7 +35,9 @@ def number_at(ctx: _Ctx, entry: dict[str, Any], keys: tuple[str, ...], prefix: s
     return None
 
 
-def positive_at(ctx: _Ctx, entry: dict[str, Any], keys: tuple[str, ...], prefix: str) -> float | None:
+def positive_at(
+    ctx: _Ctx, entry: dict[str, Any], keys: tuple[str, ...], prefix: str
+) -> float | None:
     """A latency or speedup under one of ``keys``: a finite, positive, normal number, or absent."""
     for key in keys:
         if key in entry and entry[key] is not None:

@@ -11,18 +11,36 @@ from fibtui.core.results.table import RunTable
 
 
 def sniff(data: Any) -> bool:
-    return isinstance(data, dict) and (isinstance(data.get("runs"), list) or "candidate" in data
-                                       or "mean_across_repeats" in data)
+    return isinstance(data, dict) and (
+        isinstance(data.get("runs"), list) or "candidate" in data or "mean_across_repeats" in data
+    )
 
 
 def _from_hand_summary(path: Path, data: dict[str, Any]) -> RunTable:
-    table = RunTable(data.get("definition") if isinstance(data.get("definition"), str) else None, "hand-summary", path)
+    table = RunTable(
+        data.get("definition") if isinstance(data.get("definition"), str) else None,
+        "hand-summary",
+        path,
+    )
     runs = []
     for run in data.get("runs", []) if isinstance(data.get("runs"), list) else []:
         if isinstance(run, dict):
-            runs.append({k: v for k, v in run.items() if isinstance(v, (str, int, float, bool)) or v is None})
+            runs.append(
+                {
+                    k: v
+                    for k, v in run.items()
+                    if isinstance(v, (str, int, float, bool)) or v is None
+                }
+            )
     table.extra["runs"] = runs
-    for key in ("candidate", "solution_name", "entry_point", "current_tag", "previous_submission", "reporting_basis"):
+    for key in (
+        "candidate",
+        "solution_name",
+        "entry_point",
+        "current_tag",
+        "previous_submission",
+        "reporting_basis",
+    ):
         if isinstance(data.get(key), str):
             table.meta[key] = data[key]
     if isinstance(data.get("mean_across_repeats"), dict):
@@ -30,5 +48,9 @@ def _from_hand_summary(path: Path, data: dict[str, Any]) -> RunTable:
     return table
 
 
-FORMAT = ResultFormat("hand-summary", lambda probe: sniff(probe.data),
-                      lambda probe: _from_hand_summary(probe.path, probe.data), per_workload=False)
+FORMAT = ResultFormat(
+    "hand-summary",
+    lambda probe: sniff(probe.data),
+    lambda probe: _from_hand_summary(probe.path, probe.data),
+    per_workload=False,
+)

@@ -38,4 +38,6 @@ def _from_markdown(path: Path) -> RunTable:
     return table
 
 
-FORMAT = ResultFormat("markdown-summary", sniff, lambda probe: _from_markdown(probe.path), per_workload=False)
+FORMAT = ResultFormat(
+    "markdown-summary", sniff, lambda probe: _from_markdown(probe.path), per_workload=False
+)

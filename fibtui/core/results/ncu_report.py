@@ -15,7 +15,9 @@ def sniff(probe: Probe) -> bool:
 
 
 def read(probe: Probe) -> RunTable:
-    raise InputError(probe.path, "this is an Nsight Compute report; read it with: fibtui ncu import FILE")
+    raise InputError(
+        probe.path, "this is an Nsight Compute report; read it with: fibtui ncu import FILE"
+    )
 
 
 FORMAT = ResultFormat("ncu", sniff, read)

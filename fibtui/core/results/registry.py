@@ -49,7 +49,9 @@ def _read_json_document(probe: Probe) -> RunTable:
             return layout.read(document)
     if not isinstance(data, dict):
         raise InputError(probe.path, f"expected a JSON object, got {_kind(data)}")
-    raise InputError(probe.path, "unrecognized JSON result layout (no 'results', 'runs' or per-size timings)")
+    raise InputError(
+        probe.path, "unrecognized JSON result layout (no 'results', 'runs' or per-size timings)"
+    )
 
 
 #: Any JSON document that no text format above it claimed: read by the first matching layout.
@@ -76,7 +78,9 @@ JSON_LAYOUTS: tuple[ResultFormat, ...] = (
 
 
 def _probe(path: Path) -> Probe:
-    head = read_input(path, folder_message=FOLDER, limit=HEAD_BYTES)  # a FIFO or a device is refused here
+    head = read_input(
+        path, folder_message=FOLDER, limit=HEAD_BYTES
+    )  # a FIFO or a device is refused here
     return Probe(path, head.decode("utf-8", errors="replace"))
 
 
@@ -87,8 +91,14 @@ def _format_of(probe: Probe) -> ResultFormat:
         if fmt.sniff(probe):
             return fmt
     if probe.path.suffix == ".log":
-        raise InputError(probe.path, "no result table found (expected a retained_run.log table or flashinfer-bench console lines)")
-    raise InputError(probe.path, "unrecognized result format (expected traces JSONL, a result JSON, a retained_run.log or a summary)")
+        raise InputError(
+            probe.path,
+            "no result table found (expected a retained_run.log table or flashinfer-bench console lines)",
+        )
+    raise InputError(
+        probe.path,
+        "unrecognized result format (expected traces JSONL, a result JSON, a retained_run.log or a summary)",
+    )
 
 
 def detect_format(path: Path) -> str:
@@ -113,4 +123,6 @@ def load_results(path: str | Path, axes_lookup: AxesLookup | None = None) -> Run
 def has_workload_latencies(source_format: str) -> bool:
     """Whether a table of this ``source_format`` carries per-workload latencies (a summary, a
     console log without latencies or per-size timings do not: there is nothing to pair)."""
-    return all(fmt.per_workload for fmt in (*FORMATS, *JSON_LAYOUTS) if source_format in fmt.table_formats)
+    return all(
+        fmt.per_workload for fmt in (*FORMATS, *JSON_LAYOUTS) if source_format in fmt.table_formats
+    )

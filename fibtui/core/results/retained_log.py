@@ -27,7 +27,13 @@ def sniff(probe: Probe) -> bool:
 
 _ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(.*)$")
 #: The columns after the status of a PASSED row: (name, must be a positive number).
-_PASSED_COLUMNS = (("Latency", True), ("Ref", True), ("Speedup", True), ("abs_err", False), ("rel_err", False))
+_PASSED_COLUMNS = (
+    ("Latency", True),
+    ("Ref", True),
+    ("Speedup", True),
+    ("abs_err", False),
+    ("rel_err", False),
+)
 
 
 def _from_retained_log(path: Path) -> RunTable:
@@ -51,13 +57,17 @@ class _LogReader:
         self.decimals: dict[str, int] = {}
         self.in_retry = False
         self.in_table: dict[str, int] = {}  # uuid -> line, in the table being read
-        self.in_runs: dict[str, tuple[int, int]] = {}  # uuid -> (run section, line), outside retry sections
+        self.in_runs: dict[
+            str, tuple[int, int]
+        ] = {}  # uuid -> (run section, line), outside retry sections
 
     def read(self) -> RunTable:
         for number, line in enumerate(read_log(self.path).splitlines(), start=1):
             self._line(number, line)
         if not self.latest:
-            raise InputError(self.path, "no result rows found under a '#  UUID ... Status  Latency' header")
+            raise InputError(
+                self.path, "no result rows found under a '#  UUID ... Status  Latency' header"
+            )
         rows = list(self.latest.values())
         for r in rows:
             r.definition = r.definition or self.definition or ""
@@ -65,7 +75,9 @@ class _LogReader:
         table.meta.update({"sections": self.sections, "retries": self.retries})
         note_stated_differences(table, self.decimals)
         if self.retries:
-            table.notes.append(f"{self.retries} retry section(s): the later result for a workload wins")
+            table.notes.append(
+                f"{self.retries} retry section(s): the later result for a workload wins"
+            )
         return table
 
     def _line(self, number: int, line: str) -> None:
@@ -108,7 +120,10 @@ class _LogReader:
             return True
         m = re.match(r"^RESULT:\s*(\d{1,18})/(\d{1,18}) PASSED", line)
         if m:
-            self.stated["passed_workloads"], self.stated["total_workloads"] = int(m.group(1)), int(m.group(2))
+            self.stated["passed_workloads"], self.stated["total_workloads"] = (
+                int(m.group(1)),
+                int(m.group(2)),
+            )
             return True
         return False
 
@@ -121,11 +136,20 @@ class _LogReader:
         axes = self._axes(ctx, tokens[:n])
         if status not in ALL_STATUSES:
             raise ctx.fail("Status", f"unknown status {status!r}")
-        rest = tokens[n + 1:]
-        row = ResultRow(definition=self.definition or "", solution=self.solution, uuid=uuid, axes=axes, status=status,
-                        source=f"{self.path}:{number}")
+        rest = tokens[n + 1 :]
+        row = ResultRow(
+            definition=self.definition or "",
+            solution=self.solution,
+            uuid=uuid,
+            axes=axes,
+            status=status,
+            source=f"{self.path}:{number}",
+        )
         if status == PASSED:
-            vals = [log_number(ctx, tok, column, positive) for tok, (column, positive) in zip(rest, _PASSED_COLUMNS, strict=False)]
+            vals = [
+                log_number(ctx, tok, column, positive)
+                for tok, (column, positive) in zip(rest, _PASSED_COLUMNS, strict=False)
+            ]
             if len(vals) < 1 or vals[0] is None:
                 raise ctx.fail("Latency", "a PASSED row must carry a latency")
             row.latency_ms = vals[0]
@@ -142,14 +166,20 @@ class _LogReader:
         a retry section reruns some: the later result wins. The same workload twice in one table,
         or again in a second '=== Run started' section, is two runs in one file."""
         if uuid in self.in_table:
-            raise ctx.fail("UUID", f"a second result for workload {uuid} in one table (first on line {self.in_table[uuid]})")
+            raise ctx.fail(
+                "UUID",
+                f"a second result for workload {uuid} in one table (first on line {self.in_table[uuid]})",
+            )
         self.in_table[uuid] = number
         if self.in_retry:
             return
         seen = self.in_runs.get(uuid)
         if seen is not None and seen[0] != self.sections:
-            raise ctx.fail("UUID", f"a second result for workload {uuid} (first on line {seen[1]}, in another "
-                                   "'=== Run started' section: two runs concatenated?)")
+            raise ctx.fail(
+                "UUID",
+                f"a second result for workload {uuid} (first on line {seen[1]}, in another "
+                "'=== Run started' section: two runs concatenated?)",
+            )
         if seen is None:
             self.in_runs[uuid] = (self.sections, number)
 
@@ -162,7 +192,9 @@ class _LogReader:
             except ValueError:
                 raise ctx.fail(name, f"expected an integer axis value, got {tok[:40]!r}") from None
             if not 0 <= axes[name] <= MAX_AXIS:
-                raise ctx.fail(name, f"expected an axis value within 0 .. 2**63 - 1, got {tok[:40]}")
+                raise ctx.fail(
+                    name, f"expected an axis value within 0 .. 2**63 - 1, got {tok[:40]}"
+                )
         return axes
 
 

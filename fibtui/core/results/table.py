@@ -114,8 +114,11 @@ def note_stated_differences(table: RunTable, decimals: dict[str, int] | None = N
     rounded console figure is not reported as a disagreement."""
     decimals = decimals or {}
     ours = summarize(table.rows)
-    pairs = [("avg_latency_ms", "mean_latency_ms"), ("p95_latency_ms", "p95_latency_ms"),
-             ("median_latency_ms", "median_latency_ms")]
+    pairs = [
+        ("avg_latency_ms", "mean_latency_ms"),
+        ("p95_latency_ms", "p95_latency_ms"),
+        ("median_latency_ms", "median_latency_ms"),
+    ]
     for stated_key, our_key in pairs:
         s = _finite(table.stated.get(stated_key))
         o = ours.get(our_key)
@@ -127,7 +130,11 @@ def note_stated_differences(table: RunTable, decimals: dict[str, int] | None = N
             rel = (s - o) / o if o else 0.0
             table.notes.append(
                 f"file states {stated_key} = {s:.6g} ms; fibtui computes {o:.6g} ms ({rel:+.2%})"
-                + (" — fibtui's p95 is linear interpolation between closest ranks" if "p95" in stated_key else "")
+                + (
+                    " — fibtui's p95 is linear interpolation between closest ranks"
+                    if "p95" in stated_key
+                    else ""
+                )
             )
     for key in ("total_workloads", "passed_workloads"):
         s = table.stated.get(key)
@@ -145,9 +152,26 @@ def table_to_json(table: RunTable, solution: str | None = None) -> dict[str, Any
         "solution": solution,
         "solutions": table.solutions if table.rows else [],
         "rows": [
-            {k: v for k, v in r.to_json().items() if k in (
-                "uuid", "solution", "status", "latency_ms", "reference_latency_ms", "speedup",
-                "axes", "max_abs_error", "max_rel_error", "error", "definition", "role", "repeat")}
+            {
+                k: v
+                for k, v in r.to_json().items()
+                if k
+                in (
+                    "uuid",
+                    "solution",
+                    "status",
+                    "latency_ms",
+                    "reference_latency_ms",
+                    "speedup",
+                    "axes",
+                    "max_abs_error",
+                    "max_rel_error",
+                    "error",
+                    "definition",
+                    "role",
+                    "repeat",
+                )
+            }
             for r in rows
         ],
         "summary": summarize(rows),

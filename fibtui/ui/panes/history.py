@@ -90,7 +90,9 @@ class HistoryPane(Pane):
             if record.get("timing_kind") != "cupti":
                 continue  # interpreter timings say nothing about GPU speed
             for info in (record.get("summary") or {}).get("per_solution", {}).values():
-                if info.get("mean_latency_ms") is not None and info.get("passed") == info.get("jobs"):
+                if info.get("mean_latency_ms") is not None and info.get("passed") == info.get(
+                    "jobs"
+                ):
                     series.setdefault(info["name"], []).append((r.started, info["mean_latency_ms"]))
         self.post_message(self.Loaded(rounds, series, len(runs)))
 
@@ -102,10 +104,12 @@ class HistoryPane(Pane):
         for p in self.rounds:
             table.add_row(p.stem, key=str(p))
         self.query_one("#history-status", Static).update(
-            f"{count(len(self.rounds), 'round summary', 'round summaries')} · {count(message.runs, 'run')} · chart: mean latency of complete GPU runs per candidate")
+            f"{count(len(self.rounds), 'round summary', 'round summaries')} · {count(message.runs, 'run')} · chart: mean latency of complete GPU runs per candidate"
+        )
         if not self.rounds:
             self._markdown().update(
-                "*No round summary yet.* `fibtui round summary` writes one from the run records.")
+                "*No round summary yet.* `fibtui round summary` writes one from the run records."
+            )
         self._chart(message.series)
 
     @on(DataTable.RowHighlighted, "#history-rounds")
@@ -131,7 +135,11 @@ class HistoryPane(Pane):
             return
         holder.remove_children()
         if not series:
-            holder.mount(Static("[dim]no complete GPU runs yet: the chart fills as rounds are measured[/dim]"))
+            holder.mount(
+                Static(
+                    "[dim]no complete GPU runs yet: the chart fills as rounds are measured[/dim]"
+                )
+            )
             return
         from textual_plotext import PlotextPlot
 
@@ -141,8 +149,15 @@ class HistoryPane(Pane):
         stamps = sorted({t for points in series.values() for t, _ in points})
         index = {t: i for i, t in enumerate(stamps)}
         for name, points in sorted(series.items()):
-            by_run = dict(sorted(points))  # one point per run: an A/A run names the same solution twice
-            plt.plot([index[t] for t in by_run], [v * 1000 for v in by_run.values()], label=name[:24], marker="dot")
+            by_run = dict(
+                sorted(points)
+            )  # one point per run: an A/A run names the same solution twice
+            plt.plot(
+                [index[t] for t in by_run],
+                [v * 1000 for v in by_run.values()],
+                label=name[:24],
+                marker="dot",
+            )
         # runs are counted, not measured: integer ticks 1..n (at most 8 labelled), and room either side
         step = max(1, -(-len(stamps) // 8))
         ticks = list(range(0, len(stamps), step))

@@ -33,10 +33,17 @@ if TYPE_CHECKING:
 PATTERNS = ("*_details.csv", "*_details.txt")
 
 ROWS = (
-    ("duration_us", "duration us"), ("compute_throughput_pct", "compute %"), ("memory_throughput_pct", "memory %"),
-    ("dram_throughput_pct", "DRAM %"), ("l2_hit_rate_pct", "L2 hit %"), ("registers_per_thread", "regs/thread"),
-    ("theoretical_occupancy_pct", "theor. occ %"), ("achieved_occupancy_pct", "achieved occ %"),
-    ("waves_per_sm", "waves/SM"), ("grid_blocks", "grid blocks"), ("block_threads", "block threads"),
+    ("duration_us", "duration us"),
+    ("compute_throughput_pct", "compute %"),
+    ("memory_throughput_pct", "memory %"),
+    ("dram_throughput_pct", "DRAM %"),
+    ("l2_hit_rate_pct", "L2 hit %"),
+    ("registers_per_thread", "regs/thread"),
+    ("theoretical_occupancy_pct", "theor. occ %"),
+    ("achieved_occupancy_pct", "achieved occ %"),
+    ("waves_per_sm", "waves/SM"),
+    ("grid_blocks", "grid blocks"),
+    ("block_threads", "block threads"),
 )
 LABELS = dict(ROWS)
 
@@ -94,7 +101,10 @@ class NcuPane(Pane):
         self._label_width: int | None = None
 
     def compose_body(self) -> ComposeResult:
-        yield Static("Nsight Compute reports in optimize_ops/ · b marks the baseline · selecting another shows the diff", id="ncu-status")
+        yield Static(
+            "Nsight Compute reports in optimize_ops/ · b marks the baseline · selecting another shows the diff",
+            id="ncu-status",
+        )
         with Horizontal(id="ncu-body"):
             yield DataTable(id="ncu-reports", cursor_type="row")
             yield DataTable(id="ncu-table", cursor_type="row", zebra_stripes=True)
@@ -150,7 +160,8 @@ class NcuPane(Pane):
         self._fill_reports()
         if not self.reports:
             self.query_one("#ncu-status", Static).update(
-                "no NCU reports yet: `fibtui ncu profile --workload UUID` (needs ncu and a GPU) or `fibtui ncu import FILE`")
+                "no NCU reports yet: `fibtui ncu profile --workload UUID` (needs ncu and a GPU) or `fibtui ncu import FILE`"
+            )
 
     def _fill_reports(self) -> None:
         from fibtui.core.ncu import report_labels
@@ -214,7 +225,9 @@ class NcuPane(Pane):
         def against(baseline: Path | None, path: Path) -> Path | None:
             return baseline if baseline != path else None
 
-        if message.path != self.selected or against(message.baseline, message.path) != against(self.baseline, message.path):
+        if message.path != self.selected or against(message.baseline, message.path) != against(
+            self.baseline, message.path
+        ):
             return
         table = self.query_one("#ncu-table", DataTable)
         table.clear(columns=True)
@@ -234,14 +247,18 @@ class NcuPane(Pane):
         table.add_row("limiter", *[s.limiter or "-" for s in summaries])
         table.add_row("instances", *[str(s.instances) for s in summaries])
         for s in summaries:
-            log.write(f"[b]{escape(s.name)}[/b] {escape(s.band or '')}: {_classification(s.classification)}", expand=True)
+            log.write(
+                f"[b]{escape(s.name)}[/b] {escape(s.band or '')}: {_classification(s.classification)}",
+                expand=True,
+            )
             for f in s.classification.findings:
                 log.write(f"  [yellow]{escape(f.kind)}[/]: {escape(f.summary)}", expand=True)
                 for t in f.tactics[:3]:
                     log.write(f"    try: {escape(t)}", expand=True)
         kernel = f" · kernel {shared}" if shared and len(summaries) > 1 else ""
         self.query_one("#ncu-status", Static).update(
-            Text(f"{message.path.name} · {len(summaries)} kernel/band(s){kernel}"))
+            Text(f"{message.path.name} · {len(summaries)} kernel/band(s){kernel}")
+        )
 
     def _show_diff(self, table: DataTable, log: RichLog, message: Loaded) -> None:
         from fibtui.core.ncu import format_metric
@@ -264,28 +281,53 @@ class NcuPane(Pane):
                 style = ""
                 if m.metric == "duration_us" and m.delta:
                     style = "green" if m.delta < 0 else "red"
-                table.add_row(LABELS[m.metric], Text(pct, style=style),
-                              format_metric(m.before, m.metric), format_metric(m.after, m.metric))
+                table.add_row(
+                    LABELS[m.metric],
+                    Text(pct, style=style),
+                    format_metric(m.before, m.metric),
+                    format_metric(m.after, m.metric),
+                )
             b, c = pair.baseline.classification, pair.candidate.classification
-            for row, before, after in (("bottleneck", b.bottleneck or "?", c.bottleneck or "?"),
-                                       ("limiter", b.limiter or "-", c.limiter or "-")):
+            for row, before, after in (
+                ("bottleneck", b.bottleneck or "?", c.bottleneck or "?"),
+                ("limiter", b.limiter or "-", c.limiter or "-"),
+            ):
                 moved = before != after
-                table.add_row(row, Text("changed" if moved else "same", style="bold red" if moved else "dim"),
-                              before, after)
+                table.add_row(
+                    row,
+                    Text("changed" if moved else "same", style="bold red" if moved else "dim"),
+                    before,
+                    after,
+                )
             where = escape(f"{pair.kernel} {pair.band or ''}".strip())
             line = f"{_classification(b)} -> {_classification(c)}"
             if changed:
-                log.write(f"[bold red]{where}: classification changed[/]: {line}; {escape('; '.join(pair.changes))}", expand=True)
+                log.write(
+                    f"[bold red]{where}: classification changed[/]: {line}; {escape('; '.join(pair.changes))}",
+                    expand=True,
+                )
             else:
-                log.write(f"[b]{where}[/b]: classification the same: {_classification(c)}"
-                          + (f"; {escape('; '.join(pair.changes))}" if pair.changes else ""), expand=True)
+                log.write(
+                    f"[b]{where}[/b]: classification the same: {_classification(c)}"
+                    + (f"; {escape('; '.join(pair.changes))}" if pair.changes else ""),
+                    expand=True,
+                )
         for band, kernel in diff.only_in_baseline:
-            log.write(f"[yellow]only in the baseline:[/] {escape(kernel)} {escape(band or '')}", expand=True)
+            log.write(
+                f"[yellow]only in the baseline:[/] {escape(kernel)} {escape(band or '')}",
+                expand=True,
+            )
         for band, kernel in diff.only_in_candidate:
-            log.write(f"[yellow]only in the candidate:[/] {escape(kernel)} {escape(band or '')}", expand=True)
+            log.write(
+                f"[yellow]only in the candidate:[/] {escape(kernel)} {escape(band or '')}",
+                expand=True,
+            )
         kernel = f" · kernel {shared}" if shared and len(diff.pairs) > 1 else ""
         self.query_one("#ncu-status", Static).update(
-            Text(f"diff: {message.baseline.name if message.baseline else '?'} -> {message.path.name}{kernel}"))
+            Text(
+                f"diff: {message.baseline.name if message.baseline else '?'} -> {message.path.name}{kernel}"
+            )
+        )
 
 
 def _shared_kernel(names: list[str]) -> str | None:

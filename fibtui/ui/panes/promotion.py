@@ -20,8 +20,15 @@ from textual.widgets import DataTable, Static
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
 
-COLOUR = {"PROMOTE": "bold green", "REJECT": "bold red", "INCONCLUSIVE": "bold yellow", "BLOCKED": "bold red",
-          "INCOMPLETE": "bold red", "NOT_JUDGED": "bold yellow", "NO_SPEED_VERDICT": "bold yellow"}
+COLOUR = {
+    "PROMOTE": "bold green",
+    "REJECT": "bold red",
+    "INCONCLUSIVE": "bold yellow",
+    "BLOCKED": "bold red",
+    "INCOMPLETE": "bold red",
+    "NOT_JUDGED": "bold yellow",
+    "NO_SPEED_VERDICT": "bold yellow",
+}
 
 
 class PromotionPane(Pane):
@@ -51,16 +58,22 @@ class PromotionPane(Pane):
         self.outcome = None
 
     def compose_body(self) -> ComposeResult:
-        with VerticalScroll(id="verdict-box"):  # long at 80 columns: it scrolls, the per-band table stays
-            yield Static("no paired run yet: a gate (g) against a promoted best solution, or `fibtui run --baseline DIR`",
-                         id="verdict")
+        with VerticalScroll(
+            id="verdict-box"
+        ):  # long at 80 columns: it scrolls, the per-band table stays
+            yield Static(
+                "no paired run yet: a gate (g) against a promoted best solution, or `fibtui run --baseline DIR`",
+                id="verdict",
+            )
         yield DataTable(id="bands", cursor_type="row", zebra_stripes=True)
         from textual.widgets import RichLog  # rich.pretty and attrs: ~30 ms, after the first frame
 
         yield RichLog(id="decision-log", wrap=True, markup=True)
 
     def built_hook(self) -> None:
-        self.query_one("#bands", DataTable).add_columns("band", "n", "base us", "cand us", "change", "ratio", "interval", "W/T/L", "")
+        self.query_one("#bands", DataTable).add_columns(
+            "band", "n", "base us", "cand us", "change", "ratio", "interval", "W/T/L", ""
+        )
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
@@ -78,8 +91,15 @@ class PromotionPane(Pane):
         parity = parity_status(ws, ws.active.definition) if ws.active is not None else None
         run_id = run_id or decisions.latest_paired_run(ws)
         if run_id is None:
-            self.post_message(self.Evaluated(None, None, "no paired run yet: a gate (g) against a promoted best solution, "
-                                             "or `fibtui run --baseline DIR`", parity))
+            self.post_message(
+                self.Evaluated(
+                    None,
+                    None,
+                    "no paired run yet: a gate (g) against a promoted best solution, "
+                    "or `fibtui run --baseline DIR`",
+                    parity,
+                )
+            )
             return
         try:
             outcome = decisions.compare(ws, run_id)
@@ -100,15 +120,27 @@ class PromotionPane(Pane):
             else:
                 box.update(Text(f"{message.run_id}: {message.reason}", style="red"))
             return
-        c = message.outcome.single or (message.outcome.entries[0].comparison if message.outcome.entries else None)
+        c = message.outcome.single or (
+            message.outcome.entries[0].comparison if message.outcome.entries else None
+        )
         if c is None:
             box.update(f"{message.run_id}: nothing to compare")
             return
-        g = f"{c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)" if c.geomean_ratio else "-"
-        iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}] ({c.interval.method})" if c.interval else "-"
+        g = (
+            f"{c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)"
+            if c.geomean_ratio
+            else "-"
+        )
+        iv = (
+            f"[{c.interval.low:.4f}, {c.interval.high:.4f}] ({c.interval.method})"
+            if c.interval
+            else "-"
+        )
         wins, ties, losses = c.wins
-        head = (f"[{COLOUR.get(c.verdict, 'bold')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
-                f"{escape(c.baseline.name)}  (run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)")
+        head = (
+            f"[{COLOUR.get(c.verdict, 'bold')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
+            f"{escape(c.baseline.name)}  (run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)"
+        )
         if c.no_speed_reason is not None:
             # the recommendation names the reason, the correctness counts and what to do
             lines = [head, f"[yellow]{escape(c.recommendation())}[/]"]
@@ -121,26 +153,41 @@ class PromotionPane(Pane):
                 f"wins/ties/losses {wins}/{ties}/{losses}  ·  {escape(c.recommendation())}",
             ]
             if c.noise is not None and not c.noise.estimated:
-                lines.append("[yellow]guard not judged: no noise estimate for these rows (repeats, or A/A history of "
-                             "this definition, device and timing)[/]")
+                lines.append(
+                    "[yellow]guard not judged: no noise estimate for these rows (repeats, or A/A history of "
+                    "this definition, device and timing)[/]"
+                )
         if c.blocked_by:
             lines.append("[red]blocked by: " + escape("; ".join(c.blocked_by)) + "[/]")
         if c.failures:
             lines.append("[red]failures: " + escape("; ".join(c.failures[:4])) + "[/]")
         if len(message.outcome.entries) > 1:
-            board = " > ".join(f"{e.arm.name} {((e.arm.mean_latency_ms or 0) * 1000):.3f} us"
-                               for e in message.outcome.entries)
+            board = " > ".join(
+                f"{e.arm.name} {((e.arm.mean_latency_ms or 0) * 1000):.3f} us"
+                for e in message.outcome.entries
+            )
             lines.append(f"leaderboard: {board}")
         lines.append(_parity_line(message.parity))
         lines.append("[dim]A archive · P promote · R reject and restore the previous best[/dim]")
         box.update("\n".join(lines))
         for b in c.per_band:
-            tag = "regression" if b.regression else ("dispatch candidate" if b.dispatch_candidate else "")
+            tag = (
+                "regression"
+                if b.regression
+                else ("dispatch candidate" if b.dispatch_candidate else "")
+            )
             style = "green" if b.change_pct < -0.5 else ("red" if b.change_pct > 0.5 else "")
-            bands.add_row(b.band, str(b.workloads), _us(b.base_mean_ms), _us(b.cand_mean_ms),
-                          Text(f"{b.change_pct:+.2f}%", style=style), f"{b.geomean_ratio:.4f}",
-                          f"[{b.ci_low:.4f}, {b.ci_high:.4f}]", f"{b.wins}/{b.ties}/{b.losses}",
-                          Text(tag, style="bold red" if b.regression else "cyan"))
+            bands.add_row(
+                b.band,
+                str(b.workloads),
+                _us(b.base_mean_ms),
+                _us(b.cand_mean_ms),
+                Text(f"{b.change_pct:+.2f}%", style=style),
+                f"{b.geomean_ratio:.4f}",
+                f"[{b.ci_low:.4f}, {b.ci_high:.4f}]",
+                f"{b.wins}/{b.ties}/{b.losses}",
+                Text(tag, style="bold red" if b.regression else "cyan"),
+            )
 
     # ---------------------------------------------------------------- decisions
 
@@ -151,24 +198,40 @@ class PromotionPane(Pane):
             self.notify("no verdict to act on yet", severity="warning")
             return
         c = self.outcome.single or self.outcome.entries[0].comparison
-        facts = [("run", self.run_id), ("candidate", c.candidate.name), ("verdict", c.verdict),
-                 ("G", f"{c.geomean_ratio:.4f}" if c.geomean_ratio else "-")]
-        what = {"archive": ("Archive this round", "Archive the candidate and write the round summary?"),
-                "promote": ("Promote the candidate", "Install it as the solution, make it the best snapshot and commit?"),
-                "reject": ("Reject and restore", "Archive the candidate, then restore the checked-in kernel to the previous best?")}[action]
+        facts = [
+            ("run", self.run_id),
+            ("candidate", c.candidate.name),
+            ("verdict", c.verdict),
+            ("G", f"{c.geomean_ratio:.4f}" if c.geomean_ratio else "-"),
+        ]
+        what = {
+            "archive": ("Archive this round", "Archive the candidate and write the round summary?"),
+            "promote": (
+                "Promote the candidate",
+                "Install it as the solution, make it the best snapshot and commit?",
+            ),
+            "reject": (
+                "Reject and restore",
+                "Archive the candidate, then restore the checked-in kernel to the previous best?",
+            ),
+        }[action]
         if action == "promote" and c.verdict != "PROMOTE":
             from fibtui.ui.screens.confirm import ChoiceScreen
 
             # nothing to confirm: say why and offer the way back only
             lines = "\n".join(f"{k}: {v}" for k, v in facts)
-            self.app.push_screen(ChoiceScreen(
-                "Promotion needs a PROMOTE verdict",
-                f"{lines}\n\nThe verdict is {c.verdict}, so the candidate cannot be promoted from here. "
-                "`fibtui promote --force` overrides it from the CLI.",
-                [("b", "Back", "back")]))
+            self.app.push_screen(
+                ChoiceScreen(
+                    "Promotion needs a PROMOTE verdict",
+                    f"{lines}\n\nThe verdict is {c.verdict}, so the candidate cannot be promoted from here. "
+                    "`fibtui promote --force` overrides it from the CLI.",
+                    [("b", "Back", "back")],
+                )
+            )
             return
-        self.app.push_screen(ConfirmScreen(what[0], facts, what[1]),
-                             lambda ok: self._decide(action) if ok else None)
+        self.app.push_screen(
+            ConfirmScreen(what[0], facts, what[1]), lambda ok: self._decide(action) if ok else None
+        )
 
     @work(thread=True, exclusive=True, group="promotion-decide", exit_on_error=False)
     def _decide(self, action: str) -> None:
@@ -187,7 +250,9 @@ class PromotionPane(Pane):
     def _decided(self, message: Decided) -> None:
         log = self.query_one("#decision-log")
         rec = message.result.record
-        log.write(f"[b]{message.action}[/b]: {rec.decision} {rec.candidate.get('name', '')} (round {rec.round or '-'})")
+        log.write(
+            f"[b]{message.action}[/b]: {rec.decision} {rec.candidate.get('name', '')} (round {rec.round or '-'})"
+        )
         for path in message.result.written:
             log.write(f"  wrote {path}")
         if message.result.commit:
@@ -199,11 +264,28 @@ class PromotionPane(Pane):
     def palette_commands(self) -> list[tuple[str, Any, str]]:
         if self.outcome is None:
             return []
-        out = [("Archive this round", lambda: self.decide("archive"), "candidate snapshot + round summary"),
-               ("Reject the candidate and restore the previous best", lambda: self.decide("reject"), "archives it first")]
+        out = [
+            (
+                "Archive this round",
+                lambda: self.decide("archive"),
+                "candidate snapshot + round summary",
+            ),
+            (
+                "Reject the candidate and restore the previous best",
+                lambda: self.decide("reject"),
+                "archives it first",
+            ),
+        ]
         c = self.outcome.single
         if c is not None and c.verdict == "PROMOTE":
-            out.insert(0, ("Promote the candidate", lambda: self.decide("promote"), "the verdict says PROMOTE"))
+            out.insert(
+                0,
+                (
+                    "Promote the candidate",
+                    lambda: self.decide("promote"),
+                    "the verdict says PROMOTE",
+                ),
+            )
         return out
 
 
@@ -212,8 +294,11 @@ def _parity_line(parity) -> str:
     if parity is None:
         return "[yellow]official parity: none yet[/] (`fibtui parity` runs flashinfer-bench in the official shape; submission-ready needs one)"
     colour = "green" if parity.complete else "red"
-    return (f"[{colour}]official parity {parity.id}: {parity.passed}/{parity.total} PASSED[/] ({parity.solution}, {parity.source}"
-            + (f", {count(parity.warnings, 'warning')}" if parity.warnings else "") + ")")
+    return (
+        f"[{colour}]official parity {parity.id}: {parity.passed}/{parity.total} PASSED[/] ({parity.solution}, {parity.source}"
+        + (f", {count(parity.warnings, 'warning')}" if parity.warnings else "")
+        + ")"
+    )
 
 
 def _us(ms: float | None) -> str:

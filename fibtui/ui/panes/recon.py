@@ -82,19 +82,28 @@ class ReconPane(Pane):
         self.dirty = False
 
     def compose_body(self) -> ComposeResult:
-        yield Static("reference repos under reference/ and support checkouts in the workspace", id="recon-status")
+        yield Static(
+            "reference repos under reference/ and support checkouts in the workspace",
+            id="recon-status",
+        )
         yield DataTable(id="recon-repos", cursor_type="row")
         with Horizontal(id="recon-search-row"):
-            yield SearchBox(placeholder="search terms (empty: the definition's own terms and operator keywords)  f to type",
-                            id="recon-terms")
+            yield SearchBox(
+                placeholder="search terms (empty: the definition's own terms and operator keywords)  f to type",
+                id="recon-terms",
+            )
         yield DataTable(id="recon-hits", cursor_type="row", zebra_stripes=True)
         yield Static("recon note: none for this round yet", id="recon-note-title")
         yield DataTable(id="recon-note", cursor_type="row")
 
     def built_hook(self) -> None:
-        self.query_one("#recon-repos", DataTable).add_columns("repo", "kind", "branch", "state", "head", "ahead/behind", "refreshed")
+        self.query_one("#recon-repos", DataTable).add_columns(
+            "repo", "kind", "branch", "state", "head", "ahead/behind", "refreshed"
+        )
         self.query_one("#recon-hits", DataTable).add_columns("repo", "path:line", "term", "text")
-        self.query_one("#recon-note", DataTable).add_columns("repo", "commit", "path", "relevance", "reusable piece", "next action")
+        self.query_one("#recon-note", DataTable).add_columns(
+            "repo", "commit", "path", "relevance", "reusable piece", "next action"
+        )
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
@@ -120,7 +129,11 @@ class ReconPane(Pane):
         ws = self.workspace
         repos = recon.discover_repos(ws.root)
         if not repos:
-            self.post_message(self.Failed("no reference repos: clone some under reference/ (e.g. flashinfer, flashinfer-bench)"))
+            self.post_message(
+                self.Failed(
+                    "no reference repos: clone some under reference/ (e.g. flashinfer, flashinfer-bench)"
+                )
+            )
             return
         results = recon.refresh_all(repos)
         recon.save_refresh(ws.root, results)
@@ -135,16 +148,26 @@ class ReconPane(Pane):
         for repo in message.repos:
             r = by_name.get(repo.name)
             if r is None:
-                table.add_row(repo.name, repo.kind, "-", Text("not refreshed yet", style="dim"), "-", "-", "-")
+                table.add_row(
+                    repo.name, repo.kind, "-", Text("not refreshed yet", style="dim"), "-", "-", "-"
+                )
                 continue
             style = "red" if r.error else ("yellow" if r.dirty or r.diverged else "green")
             state = r.state + (" (dirty)" if r.dirty else "")
             ab = f"+{r.ahead}/-{r.behind}" if r.ahead is not None else "-"
-            table.add_row(r.name, r.kind, r.branch or "-", Text(state if not r.error else f"error: {r.error}"[:50], style=style),
-                          (r.head or "-")[:12], ab, r.refreshed_at or "-")
+            table.add_row(
+                r.name,
+                r.kind,
+                r.branch or "-",
+                Text(state if not r.error else f"error: {r.error}"[:50], style=style),
+                (r.head or "-")[:12],
+                ab,
+                r.refreshed_at or "-",
+            )
         n = len(message.repos)
         self.query_one("#recon-status", Static).update(
-            f"{n} repo(s) · r refresh (clean: fast-forward; dirty: fetch only, never stash) · f search · a add hit · ctrl+s write note")
+            f"{n} repo(s) · r refresh (clean: fast-forward; dirty: fetch only, never stash) · f search · a add hit · ctrl+s write note"
+        )
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:
@@ -204,7 +227,10 @@ class ReconPane(Pane):
         for row in self.note.rows:
             table.add_row(*row.cells())
         where = self.note.path.name if self.note.path else "not saved"
-        title.update(f"recon note {self.note.date} · {len(self.note.rows)} row(s) · {where}" + (" · [yellow]unsaved[/]" if self.dirty else ""))
+        title.update(
+            f"recon note {self.note.date} · {len(self.note.rows)} row(s) · {where}"
+            + (" · [yellow]unsaved[/]" if self.dirty else "")
+        )
 
     def add_selected_hit(self) -> None:
         from fibtui.core import recon

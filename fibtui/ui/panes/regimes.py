@@ -56,8 +56,12 @@ class RegimesPane(Pane):
         yield DataTable(id="workloads-table", cursor_type="row", zebra_stripes=True)
 
     def built_hook(self) -> None:
-        self.query_one("#bands-table", DataTable).add_columns("band", "wl", "passed", "mean", "share", "floor us", "SoL %")
-        self.query_one("#reps-table", DataTable).add_columns("representative", "band", "latency", "reason")
+        self.query_one("#bands-table", DataTable).add_columns(
+            "band", "wl", "passed", "mean", "share", "floor us", "SoL %"
+        )
+        self.query_one("#reps-table", DataTable).add_columns(
+            "representative", "band", "latency", "reason"
+        )
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
@@ -71,7 +75,9 @@ class RegimesPane(Pane):
 
         ws = self.workspace
         if ws is None or ws.active is None:
-            self.post_message(self.Failed("no valid solution config in this workspace (run: fibtui check)"))
+            self.post_message(
+                self.Failed("no valid solution config in this workspace (run: fibtui check)")
+            )
             return
         try:
             ds = ws.dataset()
@@ -84,8 +90,15 @@ class RegimesPane(Pane):
             except FibError:
                 device = roofline.get_device("B200", ws.root)
             pinned, unpinned = regimes.load_pins(ws.root)
-            report = regimes.analyze(definition, workloads, rows, pinned=pinned, unpinned=unpinned, device=device,
-                                     latency_source=label)
+            report = regimes.analyze(
+                definition,
+                workloads,
+                rows,
+                pinned=pinned,
+                unpinned=unpinned,
+                device=device,
+                latency_source=label,
+            )
         except FibError as exc:
             self.post_message(self.Failed(exc.one_line()))
             return
@@ -117,20 +130,39 @@ class RegimesPane(Pane):
         for b in report.bands:
             j = b.to_json()
             style = "bold yellow" if b.name in outliers or b.outlier else ""
-            share = f"{j['latency_share'] * 100:.1f}%" if j.get("latency_share") is not None else "-"
-            mean = f"{j['mean_latency_ms'] * 1000:.2f}" if j.get("mean_latency_ms") is not None else "-"
+            share = (
+                f"{j['latency_share'] * 100:.1f}%" if j.get("latency_share") is not None else "-"
+            )
+            mean = (
+                f"{j['mean_latency_ms'] * 1000:.2f}"
+                if j.get("mean_latency_ms") is not None
+                else "-"
+            )
             floor = j.get("mean_floor_us") or j.get("floor_us")
             sol = j.get("mean_speed_of_light_pct")
             passed = f"{b.passed}/{b.workloads}" if b.passed is not None else "-"
-            bands.add_row(Text(b.name + (" ◆" if style else ""), style=style), str(b.workloads), passed, mean, share,
-                          f"{floor:.3g}" if isinstance(floor, (int, float)) else "-",
-                          format_speed_of_light(sol), key=b.name)
+            bands.add_row(
+                Text(b.name + (" ◆" if style else ""), style=style),
+                str(b.workloads),
+                passed,
+                mean,
+                share,
+                f"{floor:.3g}" if isinstance(floor, (int, float)) else "-",
+                format_speed_of_light(sol),
+                key=b.name,
+            )
         reps = self.query_one("#reps-table", DataTable)
         reps.clear()
         for r in report.representatives:
             lat = r.latency_ms
             pin = " (pinned)" if r.pinned else ""
-            reps.add_row(r.uuid[:13] + "…", r.band, f"{lat * 1000:.2f} us" if lat else "-", r.reason + pin, key=r.uuid)
+            reps.add_row(
+                r.uuid[:13] + "…",
+                r.band,
+                f"{lat * 1000:.2f} us" if lat else "-",
+                r.reason + pin,
+                key=r.uuid,
+            )
         self._fill_workloads(report)
         self._draw_chart(report)
 
@@ -151,9 +183,18 @@ class RegimesPane(Pane):
             lat = cols.get("latency_ms", [None] * n)[i]
             floor = cols.get("floor_us", [None] * n)[i]
             sol = cols.get("speed_of_light_pct", [None] * n)[i]
-            rows.append((str(i), uuid, *[str(cols[a][i]) for a in axes], cols.get("band", [""] * n)[i],
-                         f"{lat * 1000:.2f}" if lat else "-", f"{floor:.3g}" if floor else "-",
-                         format_speed_of_light(sol), "★" if uuid in reps else ""))
+            rows.append(
+                (
+                    str(i),
+                    uuid,
+                    *[str(cols[a][i]) for a in axes],
+                    cols.get("band", [""] * n)[i],
+                    f"{lat * 1000:.2f}" if lat else "-",
+                    f"{floor:.3g}" if floor else "-",
+                    format_speed_of_light(sol),
+                    "★" if uuid in reps else "",
+                )
+            )
         table.add_rows(rows)
 
     def _draw_chart(self, report) -> None:
@@ -175,7 +216,9 @@ class RegimesPane(Pane):
         holder.mount(plot)
         plt = plot.plt
         xs = [float(v) for v in data.get_column(axis).to_list()]
-        plt.scatter(xs, [v * 1000 for v in data.get_column("latency_ms").to_list()], label="latency us")
+        plt.scatter(
+            xs, [v * 1000 for v in data.get_column("latency_ms").to_list()], label="latency us"
+        )
         if "floor_us" in data.columns:
             plt.plot(xs, [v or 0 for v in data.get_column("floor_us").to_list()], label="floor us")
         plt.xlabel(axis)

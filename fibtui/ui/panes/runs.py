@@ -42,7 +42,13 @@ STATUS_STYLE = {
 JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
-STATE_STYLE = {"complete": "green", "running": "cyan", "interrupted": "yellow", "cancelled": "yellow", "failed": "red"}
+STATE_STYLE = {
+    "complete": "green",
+    "running": "cyan",
+    "interrupted": "yellow",
+    "cancelled": "yellow",
+    "failed": "red",
+}
 
 
 def fmt_latency(ms: float | None) -> str:
@@ -177,7 +183,14 @@ class RunsPane(Pane):
         table.clear()
         for r in message.runs:
             state = Text(r.state, style=STATE_STYLE.get(r.state, ""))
-            table.add_row(r.run_id, state, f"{r.jobs_done}/{r.jobs_total}", str(r.passed), r.backend, key=r.run_id)
+            table.add_row(
+                r.run_id,
+                state,
+                f"{r.jobs_done}/{r.jobs_total}",
+                str(r.passed),
+                r.backend,
+                key=r.run_id,
+            )
         if table.row_count:
             table.move_cursor(row=min(keep, table.row_count - 1))
         if self.shown_run is None and message.runs:
@@ -197,8 +210,17 @@ class RunsPane(Pane):
         folder = run_dir(self.workspace.archive_root, run_id)
         contents = read_journal(folder / "journal.jsonl")
         record = build_record(folder, contents)
-        record["_planned"] = [{"uuid": j.uuid, "axes": j.axes, "solution": j.solution, "role": j.role,
-                               "repeat": j.repeat, "key": j.key} for j in contents.header.jobs]
+        record["_planned"] = [
+            {
+                "uuid": j.uuid,
+                "axes": j.axes,
+                "solution": j.solution,
+                "role": j.role,
+                "repeat": j.repeat,
+                "key": j.key,
+            }
+            for j in contents.header.jobs
+        ]
         self.post_message(self.RecordLoaded(run_id, record, self._compute_floors(record)))
 
     def _compute_floors(self, record: dict[str, Any]) -> dict[str, float]:
@@ -216,7 +238,9 @@ class RunsPane(Pane):
             floors = {}
             for job in record.get("_planned", []):
                 if job["uuid"] not in floors:
-                    floors[job["uuid"]] = roofline.floor(definition, {**definition.const_axes, **job["axes"]}, device).floor_us
+                    floors[job["uuid"]] = roofline.floor(
+                        definition, {**definition.const_axes, **job["axes"]}, device
+                    ).floor_us
             return floors
         except (FibError, KeyError, OSError):
             return {}
@@ -225,13 +249,27 @@ class RunsPane(Pane):
     def _record_loaded(self, message: RecordLoaded) -> None:
         self.shown_run = message.run_id
         self._floors = message.floors
-        self._header_info = {k: message.record.get(k) for k in ("run_id", "backend", "timing_kind", "l2_policy", "state")}
-        self._header_info["judged"] = describe_judging((message.record.get("settings") or {}).get("engine"))
+        self._header_info = {
+            k: message.record.get(k)
+            for k in ("run_id", "backend", "timing_kind", "l2_policy", "state")
+        }
+        self._header_info["judged"] = describe_judging(
+            (message.record.get("settings") or {}).get("engine")
+        )
         self._jobs = {}
-        done = {(j["uuid"], j["solution"], j["role"], j["repeat"]): j for j in message.record["jobs"]}
+        done = {
+            (j["uuid"], j["solution"], j["role"], j["repeat"]): j for j in message.record["jobs"]
+        }
         for p in message.record.get("_planned", []):
             j = done.get((p["uuid"], p["solution"], p["role"], p["repeat"]))
-            view = JobView(key=p["key"], uuid=p["uuid"], axes=p["axes"], solution=p["solution"], role=p["role"], repeat=p["repeat"])
+            view = JobView(
+                key=p["key"],
+                uuid=p["uuid"],
+                axes=p["axes"],
+                solution=p["solution"],
+                role=p["role"],
+                repeat=p["repeat"],
+            )
             if j is not None:
                 self._fill(view, j)
             self._jobs[view.key] = view
@@ -255,9 +293,22 @@ class RunsPane(Pane):
         from fibtui.core.roofline import format_speed_of_light
 
         axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
-        pct = format_speed_of_light(v.speed_of_light_pct) if self._header_info.get("timing_kind") == "cupti" else "-"
-        return (Text(v.status, style=STATUS_STYLE.get(v.status, "")), v.role[:4], v.solution[:28], axes, str(v.repeat),
-                fmt_latency(v.latency_ms), fmt_latency(v.reference_latency_ms), pct, (v.error or "")[:60])
+        pct = (
+            format_speed_of_light(v.speed_of_light_pct)
+            if self._header_info.get("timing_kind") == "cupti"
+            else "-"
+        )
+        return (
+            Text(v.status, style=STATUS_STYLE.get(v.status, "")),
+            v.role[:4],
+            v.solution[:28],
+            axes,
+            str(v.repeat),
+            fmt_latency(v.latency_ms),
+            fmt_latency(v.reference_latency_ms),
+            pct,
+            (v.error or "")[:60],
+        )
 
     def _redraw_jobs(self) -> None:
         self._by_task = {}
@@ -275,7 +326,9 @@ class RunsPane(Pane):
         for v, row in zip(self._jobs.values(), rows, strict=True):
             table.add_row(*row, key=v.key)
 
-    def _update_progress(self, done: int, total: int, passed: int, failed: int, eta: float | None) -> None:
+    def _update_progress(
+        self, done: int, total: int, passed: int, failed: int, eta: float | None
+    ) -> None:
         bar = self.query_one("#runs-progress", ProgressBar)
         bar.update(total=max(total, 1), progress=done)
         # the ETA counts down between results (a 1 s tick), instead of standing still until the next one
@@ -284,7 +337,11 @@ class RunsPane(Pane):
         self._render_progress()
 
     def _tick(self) -> None:
-        if self._eta_deadline is not None and self.active_run is not None and self._progress is not None:
+        if (
+            self._eta_deadline is not None
+            and self.active_run is not None
+            and self._progress is not None
+        ):
             self._render_progress()
 
     def _render_progress(self) -> None:
@@ -293,12 +350,19 @@ class RunsPane(Pane):
         done, total, passed, failed = self._progress
         h = self._header_info
         kind = h.get("timing_kind") or ""
-        label = "CPU-interpreter timings" if kind == "cpu-interpreter" else f"{kind} L2 {h.get('l2_policy')}"
+        label = (
+            "CPU-interpreter timings"
+            if kind == "cpu-interpreter"
+            else f"{kind} L2 {h.get('l2_policy')}"
+        )
         eta_text = ""
         if self._eta_deadline is not None and done < total:
             left = self._eta_deadline - time.monotonic()
-            eta_text = (f" · ETA {int(left) // 60}:{int(left) % 60:02d}" if left >= 1
-                        else " · ETA passed (the jobs left take longer than the average so far)")
+            eta_text = (
+                f" · ETA {int(left) // 60}:{int(left) % 60:02d}"
+                if left >= 1
+                else " · ETA passed (the jobs left take longer than the average so far)"
+            )
         running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
         judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
         what = self._labels.get(h.get("run_id", ""))
@@ -319,31 +383,49 @@ class RunsPane(Pane):
         log.clear()
         if view is None:
             return
-        log.write(f"[b]{view.solution}[/b] ({view.role}) · {view.uuid} · {view.axes} · repeat {view.repeat} · {view.status}")
+        log.write(
+            f"[b]{view.solution}[/b] ({view.role}) · {view.uuid} · {view.axes} · repeat {view.repeat} · {view.status}"
+        )
         if view.error:
             log.write(Text(view.error, style="red"))
         if view.correctness.get("evaluator"):
-            numbers = " · ".join(f"{k} {v:.4g}" for k, v in view.correctness.items()
-                                 if k in ("matched_ratio", "tvd") and isinstance(v, (int, float)))
-            log.write(Text(f"judged by the {view.correctness['evaluator']} evaluator" + (f" · {numbers}" if numbers else ""),
-                           style="dim"))
+            numbers = " · ".join(
+                f"{k} {v:.4g}"
+                for k, v in view.correctness.items()
+                if k in ("matched_ratio", "tvd") and isinstance(v, (int, float))
+            )
+            log.write(
+                Text(
+                    f"judged by the {view.correctness['evaluator']} evaluator"
+                    + (f" · {numbers}" if numbers else ""),
+                    style="dim",
+                )
+            )
         t = view.timing
         if t.get("block_medians_ms"):
             medians = ", ".join(fmt_latency(m) for m in t["block_medians_ms"])
-            log.write(f"timing {t.get('kind')} · L2 {t.get('l2_policy')} · {t.get('blocks')} blocks x {t.get('calls_per_block')} calls · "
-                      f"block medians: {medians}")
+            log.write(
+                f"timing {t.get('kind')} · L2 {t.get('l2_policy')} · {t.get('blocks')} blocks x {t.get('calls_per_block')} calls · "
+                f"block medians: {medians}"
+            )
             if t.get("kernel_names"):
-                log.write(f"kernels/call {t.get('kernels_per_call')}: {', '.join(t['kernel_names'])} · SM clocks {t.get('sm_clocks_mhz') or 'n/a'}")
+                log.write(
+                    f"kernels/call {t.get('kernels_per_call')}: {', '.join(t['kernel_names'])} · SM clocks {t.get('sm_clocks_mhz') or 'n/a'}"
+                )
         env = t.get("environment") or {}
         if env:
-            log.write(f"[dim]{env.get('gpu') or env.get('cpu')} · torch {env.get('torch')} · triton {env.get('triton')} · "
-                      f"driver {env.get('driver') or '-'} · worker {t.get('worker_device', '-')}[/dim]")
+            log.write(
+                f"[dim]{env.get('gpu') or env.get('cpu')} · torch {env.get('torch')} · triton {env.get('triton')} · "
+                f"driver {env.get('driver') or '-'} · worker {t.get('worker_device', '-')}[/dim]"
+            )
 
     # ---------------------------------------------------------------- starting and following runs
 
     def start(self, options, label: str) -> None:
         if self.active_run is not None:
-            self.notify(f"run {self.active_run} is still going: cancel it first (c)", severity="warning")
+            self.notify(
+                f"run {self.active_run} is still going: cancel it first (c)", severity="warning"
+            )
             return
         self._launch(options, label)
 
@@ -355,7 +437,11 @@ class RunsPane(Pane):
         cancel = threading.Event()
         self._cancel = cancel
         try:
-            prepared = prepare_retry(self.workspace, retry_of, options) if retry_of else prepare_run(self.workspace, options)
+            prepared = (
+                prepare_retry(self.workspace, retry_of, options)
+                if retry_of
+                else prepare_run(self.workspace, options)
+            )
         except FibError as exc:
             self._cancel = None
             self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
@@ -409,11 +495,24 @@ class RunsPane(Pane):
         if isinstance(event, RunStarted):
             self.active_run = message.run_id
             self.shown_run = message.run_id
-            self._header_info = {"run_id": message.run_id, "backend": event.header.backend,
-                                 "timing_kind": event.header.timing_kind, "l2_policy": event.header.l2_policy,
-                                 "judged": describe_judging((event.header.settings or {}).get("engine"))}
-            self._jobs = {j.key: JobView(key=j.key, uuid=j.uuid, axes=j.axes, solution=j.solution, role=j.role, repeat=j.repeat)
-                          for j in event.header.jobs}
+            self._header_info = {
+                "run_id": message.run_id,
+                "backend": event.header.backend,
+                "timing_kind": event.header.timing_kind,
+                "l2_policy": event.header.l2_policy,
+                "judged": describe_judging((event.header.settings or {}).get("engine")),
+            }
+            self._jobs = {
+                j.key: JobView(
+                    key=j.key,
+                    uuid=j.uuid,
+                    axes=j.axes,
+                    solution=j.solution,
+                    role=j.role,
+                    repeat=j.repeat,
+                )
+                for j in event.header.jobs
+            }
             self._floors = {}
             self._redraw_jobs()
             self._update_progress(event.done_before, len(event.header.jobs), 0, 0, None)
@@ -433,12 +532,20 @@ class RunsPane(Pane):
             if view is not None:
                 self._fill(view, r.to_json())
                 self._mark(view)
-            self._pending_progress = (event.done, event.total, event.passed, event.failed, event.eta_s)
+            self._pending_progress = (
+                event.done,
+                event.total,
+                event.passed,
+                event.failed,
+                event.eta_s,
+            )
             self._schedule_flush()
         elif isinstance(event, WorkerRestarted):
             log.write(f"[yellow]worker {event.slot} restarted: {event.reason}[/]")
         elif isinstance(event, LogLine):
-            log.write(Text(event.text, style={"error": "red", "warning": "yellow"}.get(event.level, "")))
+            log.write(
+                Text(event.text, style={"error": "red", "warning": "yellow"}.get(event.level, ""))
+            )
         elif isinstance(event, RunFinished):
             if event.state != "complete":
                 # cancelled, interrupted or failed: what never finished is pending (resumable), not running
@@ -451,10 +558,17 @@ class RunsPane(Pane):
             self._cancel = None
             s = event.record.get("summary", {})
             self._header_info["state"] = event.state
-            self._update_progress(s.get("done", 0), s.get("total", 0), s.get("passed", 0),
-                                  s.get("done", 0) - s.get("passed", 0), None)
-            self.notify(f"run {message.run_id}: {event.state}, {s.get('passed', 0)}/{s.get('total', 0)} PASSED",
-                        severity="information" if s.get("complete") else "warning")
+            self._update_progress(
+                s.get("done", 0),
+                s.get("total", 0),
+                s.get("passed", 0),
+                s.get("done", 0) - s.get("passed", 0),
+                None,
+            )
+            self.notify(
+                f"run {message.run_id}: {event.state}, {s.get('passed', 0)}/{s.get('total', 0)} PASSED",
+                severity="information" if s.get("complete") else "warning",
+            )
             self.refresh_list()
             ended = getattr(self.app, "run_ended", None)
             if ended is not None:

@@ -43,9 +43,13 @@ class CandidateScreen(ModalScreen["tuple[Choice, Choice] | None"]):
     #pick-lists Vertical { width: 1fr; height: auto; }
     #pick-gate, #pick-base { height: auto; max-height: 16; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Back", id="pick.back", tooltip="Keep the current choice")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Back", id="pick.back", tooltip="Keep the current choice")
+    ]
 
-    def __init__(self, gates: list[Choice], baselines: list[Choice], gate_key: str, base_key: str) -> None:
+    def __init__(
+        self, gates: list[Choice], baselines: list[Choice], gate_key: str, base_key: str
+    ) -> None:
         super().__init__()
         self._gates = gates
         self._baselines = baselines
@@ -54,14 +58,20 @@ class CandidateScreen(ModalScreen["tuple[Choice, Choice] | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="pick-box"):
-            yield Static("[b]What g, s and watch mode run[/b]  ·  Enter picks, then the baseline; Escape keeps the current choice")
+            yield Static(
+                "[b]What g, s and watch mode run[/b]  ·  Enter picks, then the baseline; Escape keeps the current choice"
+            )
             with Horizontal(id="pick-lists"):
                 with Vertical():
                     yield Static("gate")
-                    yield OptionList(*[Option(self._text(c), id=c.key) for c in self._gates], id="pick-gate")
+                    yield OptionList(
+                        *[Option(self._text(c), id=c.key) for c in self._gates], id="pick-gate"
+                    )
                 with Vertical():
                     yield Static("against")
-                    yield OptionList(*[Option(self._text(c), id=c.key) for c in self._baselines], id="pick-base")
+                    yield OptionList(
+                        *[Option(self._text(c), id=c.key) for c in self._baselines], id="pick-base"
+                    )
 
     @staticmethod
     def _text(choice: Choice):
@@ -73,7 +83,10 @@ class CandidateScreen(ModalScreen["tuple[Choice, Choice] | None"]):
         return text
 
     def on_mount(self) -> None:
-        for list_id, items, key in (("#pick-gate", self._gates, self._gate_key), ("#pick-base", self._baselines, self._base_key)):
+        for list_id, items, key in (
+            ("#pick-gate", self._gates, self._gate_key),
+            ("#pick-base", self._baselines, self._base_key),
+        ):
             options = self.query_one(list_id, OptionList)
             index = next((i for i, c in enumerate(items) if c.key == key), 0)
             if options.option_count:

@@ -25,8 +25,14 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm.no", tooltip="Back out"),
     ]
 
-    def __init__(self, title: str, facts: list[tuple[str, str]] | None = None, question: str = "Go ahead?",
-                 yes: str = "Yes (y)", no: str = "No (n)") -> None:
+    def __init__(
+        self,
+        title: str,
+        facts: list[tuple[str, str]] | None = None,
+        question: str = "Go ahead?",
+        yes: str = "Yes (y)",
+        no: str = "No (n)",
+    ) -> None:
         super().__init__()
         self._title = title
         self._facts = facts or []

@@ -16,7 +16,11 @@ class ErrorScreen(ModalScreen[None]):
                  border: thick $error; background: $panel; }
     #error-details { height: auto; max-height: 16; margin-top: 1; color: $text-muted; }
     """
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close", id="error.close", tooltip="Close this message")]
+    BINDINGS = [
+        Binding(
+            "escape,enter,q", "dismiss", "Close", id="error.close", tooltip="Close this message"
+        )
+    ]
 
     def __init__(self, title: str, reason: str, details: str = "") -> None:
         super().__init__()

@@ -11,7 +11,9 @@ from textual.widgets import DataTable, Static
 
 class HelpKeysScreen(ModalScreen[None]):
     BINDINGS = [
-        Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", tooltip="Close this list"),
+        Binding(
+            "escape,q,question_mark", "dismiss", "Close", id="help.close", tooltip="Close this list"
+        ),
     ]
 
     def __init__(self, rows: list[tuple[str, str, str, str]]) -> None:
@@ -20,7 +22,9 @@ class HelpKeysScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"):
-            yield Static("[b]Keys[/b]  (remap any of them by id in keymap.toml in the config folder)")
+            yield Static(
+                "[b]Keys[/b]  (remap any of them by id in keymap.toml in the config folder)"
+            )
             table = DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
             # the id is what keymap.toml names: it comes second, whole; the description wraps last
             table.add_column("key")

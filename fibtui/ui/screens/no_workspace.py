@@ -14,7 +14,13 @@ class NoWorkspaceScreen(ModalScreen[bool]):
     """Dismisses with True to open the demo, False to quit."""
 
     BINDINGS = [
-        Binding("d", "choose(True)", "Open demo", id="noworkspace.demo", tooltip="Copy and open the bundled demo"),
+        Binding(
+            "d",
+            "choose(True)",
+            "Open demo",
+            id="noworkspace.demo",
+            tooltip="Copy and open the bundled demo",
+        ),
         Binding("q,escape", "choose(False)", "Quit", id="noworkspace.quit", tooltip="Quit fibtui"),
     ]
 
@@ -27,9 +33,11 @@ class NoWorkspaceScreen(ModalScreen[bool]):
         with Vertical(id="noworkspace-box"):
             # paths and "[solution]" are text, not markup (a folder named [b] must print as itself)
             text = Text.assemble(
-                ("No workspace found", "bold"), f" from {self._cwd} upward (a config.toml with a [solution] table).\n\n",
+                ("No workspace found", "bold"),
+                f" from {self._cwd} upward (a config.toml with a [solution] table).\n\n",
                 f"Open the bundled demo operator? It is copied to {self._demo_dir} (once) and opened.\n",
-                "Or quit and start fibtui inside your solution repo, or with --workspace DIR.")
+                "Or quit and start fibtui inside your solution repo, or with --workspace DIR.",
+            )
             yield Static(text, id="noworkspace-text")
             with Horizontal(id="noworkspace-buttons"):
                 yield Button("Open demo (d)", id="open-demo", variant="primary")

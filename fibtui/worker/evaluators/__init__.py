@@ -34,6 +34,7 @@ from fibtui.worker.check import Tolerance, Verdict, compare, normalize
 @dataclass
 class Judging:
     """What one correctness check of one input set looks at."""
+
     definition: dict[str, Any]
     names: list[str]
     inputs: list[Any]
@@ -55,12 +56,19 @@ class Evaluator:
     #: the matched ratio when the preset sets none
     default_ratio = 1.0
 
-    def prepare_inputs(self, definition: dict[str, Any], workload: dict[str, Any], inputs: list[Any],
-                       gen: torch.Generator) -> None:
+    def prepare_inputs(
+        self,
+        definition: dict[str, Any],
+        workload: dict[str, Any],
+        inputs: list[Any],
+        gen: torch.Generator,
+    ) -> None:
         """Adjust freshly made inputs in place (the generator is the input set's own, so the
         result is reproducible from the seed)."""
 
-    def normalize(self, result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device) -> list[torch.Tensor]:
+    def normalize(
+        self, result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device
+    ) -> list[torch.Tensor]:
         """A value-returning solution's result as a list of outputs (a wrong count raises: the
         solution's RUNTIME_ERROR, as in flashinfer-bench)."""
         return normalize(result, names, dtypes, device)
@@ -75,7 +83,10 @@ def _registry() -> dict[str, Evaluator]:
     from fibtui.worker.evaluators.lowbit import LowBit
     from fibtui.worker.evaluators.sampling import Sampling
 
-    return {e.name: e for e in (Evaluator(), LowBit(), Sampling(), DsaTopkIndexer(), DsaSparseAttention())}
+    return {
+        e.name: e
+        for e in (Evaluator(), LowBit(), Sampling(), DsaTopkIndexer(), DsaSparseAttention())
+    }
 
 
 def get(name: str) -> Evaluator:

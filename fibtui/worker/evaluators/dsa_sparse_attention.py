@@ -16,7 +16,9 @@ from fibtui.worker.evaluators import Evaluator, Judging
 class DsaSparseAttention(Evaluator):
     name = "dsa_sparse_attention"
 
-    def normalize(self, result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device) -> list[torch.Tensor]:
+    def normalize(
+        self, result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device
+    ) -> list[torch.Tensor]:
         if result is None:
             return []
         items = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -24,7 +26,10 @@ class DsaSparseAttention(Evaluator):
 
     def judge(self, j: Judging) -> Verdict:
         if len(j.outputs) not in (1, 2) or len(j.outputs) > len(j.references):
-            return Verdict("INCORRECT_SHAPE", detail=f"returned {len(j.outputs)} outputs; expected output (and lse)")
+            return Verdict(
+                "INCORRECT_SHAPE",
+                detail=f"returned {len(j.outputs)} outputs; expected output (and lse)",
+            )
         n = len(j.outputs)
         verdict = compare(j.outputs, j.references[:n], j.names[:n], j.tol, self.default_ratio)
         if n == 1 and verdict.status == "PASSED":

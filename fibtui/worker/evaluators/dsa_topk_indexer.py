@@ -46,7 +46,7 @@ def pack_k_cache(k: torch.Tensor) -> torch.Tensor:
     fp8 = (k.float() / scale).to(torch.float8_e4m3fn)
     packed = torch.empty(pages, page_size * (dim + 4), dtype=torch.uint8, device=k.device)
     packed[:, : page_size * dim] = fp8.reshape(pages, page_size * dim).view(torch.uint8)
-    packed[:, page_size * dim:] = scale.reshape(pages, page_size).contiguous().view(torch.uint8)
+    packed[:, page_size * dim :] = scale.reshape(pages, page_size).contiguous().view(torch.uint8)
     return packed.view(pages, page_size, 1, dim + 4).view(torch.int8)
 
 
@@ -56,13 +56,24 @@ def unpack_k_cache(cache: torch.Tensor) -> torch.Tensor:
     pages, page_size, _, dim_sf = raw.shape
     dim = dim_sf - 4
     flat = raw.reshape(pages, page_size * dim_sf)
-    values = flat[:, : page_size * dim].contiguous().view(torch.float8_e4m3fn).float().view(pages, page_size, dim)
-    scales = flat[:, page_size * dim:].contiguous().view(torch.float32).view(pages, page_size, 1)
+    values = (
+        flat[:, : page_size * dim]
+        .contiguous()
+        .view(torch.float8_e4m3fn)
+        .float()
+        .view(pages, page_size, dim)
+    )
+    scales = flat[:, page_size * dim :].contiguous().view(torch.float32).view(pages, page_size, 1)
     return values * scales
 
 
-def scores_at(indices: torch.Tensor, k_all: torch.Tensor, q: torch.Tensor, weights: torch.Tensor,
-              page_size: int) -> torch.Tensor:
+def scores_at(
+    indices: torch.Tensor,
+    k_all: torch.Tensor,
+    q: torch.Tensor,
+    weights: torch.Tensor,
+    page_size: int,
+) -> torch.Tensor:
     """The indexer's score of each global token index ``[B, N]`` (-inf for padding)."""
     valid = indices >= 0
     safe = indices.clamp(min=0).long()
@@ -72,8 +83,9 @@ def scores_at(indices: torch.Tensor, k_all: torch.Tensor, q: torch.Tensor, weigh
     return scores.masked_fill(~valid, -math.inf)
 
 
-def unreachable_rows(indices: torch.Tensor, seq_lens: torch.Tensor, block_table: torch.Tensor,
-                     page_size: int) -> tuple[list[int], list[int]]:
+def unreachable_rows(
+    indices: torch.Tensor, seq_lens: torch.Tensor, block_table: torch.Tensor, page_size: int
+) -> tuple[list[int], list[int]]:
     """Rows holding an index outside their sequence, and rows holding a repeated index."""
     valid = indices >= 0
     safe = indices.clamp(min=0).long()
@@ -88,12 +100,15 @@ def unreachable_rows(indices: torch.Tensor, seq_lens: torch.Tensor, block_table:
     return outside.nonzero().flatten().tolist(), repeated.nonzero().flatten().tolist()
 
 
-def sorted_score_check(sol: torch.Tensor, ref: torch.Tensor, tol: Tolerance,
-                       required: float) -> tuple[float, float, float, bool]:
+def sorted_score_check(
+    sol: torch.Tensor, ref: torch.Tensor, tol: Tolerance, required: float
+) -> tuple[float, float, float, bool]:
     """(max abs, max rel, matched ratio, exceeds) of two sorted score lists; a non-finite pair
     of the same kind matches, a non-finite value facing a finite one does not."""
     x, y = sol.float(), ref.float()
-    same_nonfinite = (x.isnan() & y.isnan()) | (x.isinf() & y.isinf() & (x.signbit() == y.signbit()))
+    same_nonfinite = (x.isnan() & y.isnan()) | (
+        x.isinf() & y.isinf() & (x.signbit() == y.signbit())
+    )
     finite = x.isfinite() & y.isfinite()
     mismatch = ~same_nonfinite & ~finite
     abs_err = torch.zeros_like(x)
@@ -115,8 +130,13 @@ def sorted_score_check(sol: torch.Tensor, ref: torch.Tensor, tol: Tolerance,
 class DsaTopkIndexer(Evaluator):
     name = "dsa_topk_indexer"
 
-    def prepare_inputs(self, definition: dict[str, Any], workload: dict[str, Any], inputs: list[Any],
-                       gen: torch.Generator) -> None:
+    def prepare_inputs(
+        self,
+        definition: dict[str, Any],
+        workload: dict[str, Any],
+        inputs: list[Any],
+        gen: torch.Generator,
+    ) -> None:
         names = list(definition["inputs"])
         if "k_index_cache_fp8" not in names:
             return
@@ -126,31 +146,64 @@ class DsaTopkIndexer(Evaluator):
         i = names.index("k_index_cache_fp8")
         cache = inputs[i]
         pages, page_size, heads, dim_sf = cache.shape
-        k = torch.randn(pages, page_size, heads, dim_sf - 4, dtype=torch.float32, device=cache.device,
-                        generator=gen).to(torch.bfloat16)
+        k = torch.randn(
+            pages,
+            page_size,
+            heads,
+            dim_sf - 4,
+            dtype=torch.float32,
+            device=cache.device,
+            generator=gen,
+        ).to(torch.bfloat16)
         inputs[i] = pack_k_cache(k)
 
     def judge(self, j: Judging) -> Verdict:
         out, ref = j.outputs[0], j.references[0]
         if tuple(out.shape) != tuple(ref.shape):
-            return Verdict("INCORRECT_SHAPE", detail=f"{j.names[0]}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+            return Verdict(
+                "INCORRECT_SHAPE",
+                detail=f"{j.names[0]}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}",
+            )
         if out.dtype != ref.dtype:
-            return Verdict("INCORRECT_DTYPE", detail=f"{j.names[0]}: dtype {out.dtype}, expected {ref.dtype}")
+            return Verdict(
+                "INCORRECT_DTYPE", detail=f"{j.names[0]}: dtype {out.dtype}, expected {ref.dtype}"
+            )
         page_size, topk = _axis(j.definition, "page_size"), _axis(j.definition, "topk")
         out = out.to(ref.device)
-        outside, repeated = unreachable_rows(out, j.input("seq_lens"), j.input("block_table"), page_size)
+        outside, repeated = unreachable_rows(
+            out, j.input("seq_lens"), j.input("block_table"), page_size
+        )
         if outside or repeated:
-            what = (f"indices outside their sequence in row(s) {outside[:8]}" if outside
-                    else f"repeated indices in row(s) {repeated[:8]}")
-            return Verdict("INCORRECT_NUMERICAL", math.inf, math.inf, 0.0, detail=f"{j.names[0]}: {what}")
+            what = (
+                f"indices outside their sequence in row(s) {outside[:8]}"
+                if outside
+                else f"repeated indices in row(s) {repeated[:8]}"
+            )
+            return Verdict(
+                "INCORRECT_NUMERICAL", math.inf, math.inf, 0.0, detail=f"{j.names[0]}: {what}"
+            )
         k_all = unpack_k_cache(j.input("k_index_cache_fp8"))
-        both = scores_at(torch.cat([ref, out], dim=1), k_all, j.input("q_index_fp8"), j.input("weights"), page_size)
+        both = scores_at(
+            torch.cat([ref, out], dim=1),
+            k_all,
+            j.input("q_index_fp8"),
+            j.input("weights"),
+            page_size,
+        )
         ref_scores, sol_scores = both.split(topk, dim=1)
         max_abs, max_rel, ratio, exceeds = sorted_score_check(
-            sol_scores.sort(dim=1, descending=True).values, ref_scores.sort(dim=1, descending=True).values,
-            j.tol, j.tol.ratio(self.default_ratio))
+            sol_scores.sort(dim=1, descending=True).values,
+            ref_scores.sort(dim=1, descending=True).values,
+            j.tol,
+            j.tol.ratio(self.default_ratio),
+        )
         if exceeds:
-            return Verdict("INCORRECT_NUMERICAL", max_abs, max_rel, ratio,
-                           detail=f"{j.names[0]}: the scores of the returned indices differ from the reference's "
-                                  f"(matched {ratio:.4f})")
+            return Verdict(
+                "INCORRECT_NUMERICAL",
+                max_abs,
+                max_rel,
+                ratio,
+                detail=f"{j.names[0]}: the scores of the returned indices differ from the reference's "
+                f"(matched {ratio:.4f})",
+            )
         return Verdict("PASSED", max_abs, max_rel, ratio)

@@ -80,11 +80,20 @@ def valid_mask(probs: torch.Tensor, method: str, params: dict[str, Any]) -> torc
 class Sampling(Evaluator):
     name = "sampling"
 
-    def prepare_inputs(self, definition: dict[str, Any], workload: dict[str, Any], inputs: list[Any],
-                       gen: torch.Generator) -> None:
+    def prepare_inputs(
+        self,
+        definition: dict[str, Any],
+        workload: dict[str, Any],
+        inputs: list[Any],
+        gen: torch.Generator,
+    ) -> None:
         names = list(definition["inputs"])
         kind = ((workload.get("inputs") or {}).get("probs") or {}).get("type", "random")
-        if "probs" in names and kind == "random" and isinstance(inputs[names.index("probs")], torch.Tensor):
+        if (
+            "probs" in names
+            and kind == "random"
+            and isinstance(inputs[names.index("probs")], torch.Tensor)
+        ):
             i = names.index("probs")
             inputs[i] = torch.softmax(inputs[i], dim=-1)
 
@@ -105,17 +114,29 @@ class Sampling(Evaluator):
             samples = (j.outputs if t == 0 else j.call(j.inputs))[0].reshape(-1).long()
             bad = (samples < 0) | (samples >= vocab)
             if bool(bad.any()):
-                return Verdict("INCORRECT_NUMERICAL", float("inf"), float("inf"),
-                               detail=f"samples {samples[bad][:8].tolist()} outside the vocabulary [0, {vocab})")
+                return Verdict(
+                    "INCORRECT_NUMERICAL",
+                    float("inf"),
+                    float("inf"),
+                    detail=f"samples {samples[bad][:8].tolist()} outside the vocabulary [0, {vocab})",
+                )
             row = torch.arange(samples.numel(), device=samples.device) % rows
             outside = ~mask.to(samples.device)[row, samples]
             if bool(outside.any()):
                 i = int(outside.nonzero()[0])
-                return Verdict("INCORRECT_NUMERICAL", float("inf"), float("inf"),
-                               detail=f"sample {int(samples[i])} of row {int(row[i])} is outside its "
-                                      f"{thresholding(j.definition.get('name', ''))} mask")
-        freqs = self._frequencies(j, rows, vocab, int(j.tol.extra.get("sampling_samples", DISTRIBUTION_SAMPLES)))
-        tvds = [0.5 * float((freqs[r] - expected[r].to(freqs.device)).abs().sum()) for r in range(rows)]
+                return Verdict(
+                    "INCORRECT_NUMERICAL",
+                    float("inf"),
+                    float("inf"),
+                    detail=f"sample {int(samples[i])} of row {int(row[i])} is outside its "
+                    f"{thresholding(j.definition.get('name', ''))} mask",
+                )
+        freqs = self._frequencies(
+            j, rows, vocab, int(j.tol.extra.get("sampling_samples", DISTRIBUTION_SAMPLES))
+        )
+        tvds = [
+            0.5 * float((freqs[r] - expected[r].to(freqs.device)).abs().sum()) for r in range(rows)
+        ]
         worst_abs = worst_rel = 0.0
         for r in range(rows):
             c = elementwise("probs", freqs[r], expected[r].to(freqs.device).float(), j.tol, 1.0)
@@ -124,8 +145,13 @@ class Sampling(Evaluator):
         threshold = float(j.tol.extra.get("sampling_tvd_threshold", TVD_THRESHOLD))
         extra = {"tvd": tvd, "tvds_per_batch": tvds}
         if tvd > threshold:
-            return Verdict("INCORRECT_NUMERICAL", worst_abs, worst_rel, detail=f"sampled distribution off: TVD {tvd:.4f} > {threshold:g}",
-                           extra=extra)
+            return Verdict(
+                "INCORRECT_NUMERICAL",
+                worst_abs,
+                worst_rel,
+                detail=f"sampled distribution off: TVD {tvd:.4f} > {threshold:g}",
+                extra=extra,
+            )
         return Verdict("PASSED", worst_abs, worst_rel, extra=extra)
 
     def _frequencies(self, j: Judging, rows: int, vocab: int, samples_per_row: int) -> torch.Tensor:
