@@ -16,8 +16,9 @@ if [ ! -f /tmp/site/.done ]; then
   for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
   touch /tmp/site/.done
 fi
-if [ ! -x /tmp/site/bin/py-spy ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .probe-whl/*.whl || exit 1
+# py-spy in a folder of its own (pip does not replace /tmp/site/bin once it exists)
+if [ ! -x /tmp/spy/bin/py-spy ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/spy .probe-whl/*.whl || exit 1
 fi
 export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache-prof GIT_PYTHON_REFRESH=quiet
 R=$OUT/profile
@@ -33,7 +34,7 @@ for pass in cold warm; do
   /usr/bin/time -f "%e s wall" -o $R/sweep_$pass.time python3 -m fibtui $G > $R/sweep_$pass.json 2> $R/sweep_$pass.err
   echo "sweep $pass: rc=$? $(cat $R/sweep_$pass.time)"
 done
-/tmp/site/bin/py-spy record --subprocesses --idle --rate ${RATE:-200} --format raw -o $R/sweep_pyspy.stacks -- \
+/tmp/spy/bin/py-spy record --subprocesses --idle --rate ${RATE:-200} --format raw -o $R/sweep_pyspy.stacks -- \
   python3 -m fibtui $G > $R/sweep_pyspy.json 2> $R/sweep_pyspy.err
 echo "py-spy sweep: rc=$?"
 python3 - $R <<'PY' | tee $OUT/profile_summary.txt
@@ -52,4 +53,4 @@ for p in ["cold", "warm", "pyspy"]:
           "job wall_s median", round(statistics.median(walls), 4) if walls else None,
           "sum", round(sum(walls), 2) if walls else None)
 PY
-tar -czf $OUT/profile.tar.gz -C $OUT profile && rm -rf $R
+gzip $R/sweep_pyspy.stacks; tar -czf $OUT/profile.tar.gz -C $OUT profile && rm -rf $R
