@@ -79,10 +79,16 @@ class EtaModel:
 
     #: the leave-one-out choice is made over at most this many recent samples (it is quadratic)
     WINDOW = 64
+    #: past this many samples the choice is made again only every ``RECHOOSE_EVERY`` new ones: it
+    #: runs on the runner's path between two jobs, where 5 ms a job was a tenth of a paired job
+    #: on the H200 (optimize_ops/benchmarks/h200_20261202c_profile/)
+    SETTLED = 16
+    RECHOOSE_EVERY = 8
 
     def __init__(self) -> None:
         self._samples: list[tuple[dict[str, float], float]] = []  # (measures, wall s)
         self._paced: list[dict[str, float]] = []  # measures of the jobs finished after the first
+        self._chosen: tuple[int, str | None] | None = None  # (samples when chosen, the choice)
 
     def add(self, axes: Mapping[str, object], wall_s: float | None, first: bool) -> None:
         m = _measures(axes)
@@ -104,6 +110,17 @@ class EtaModel:
                 best, best_err = name, err
         return best
 
+    def _choice(self) -> str | None:
+        """``measure()``, made again while the samples are few and then every few samples."""
+        n = len(self._samples)
+        if self._chosen is not None:
+            at, name = self._chosen
+            if n == at or (n > self.SETTLED and n - at < self.RECHOOSE_EVERY):
+                return name
+        name = self.measure()
+        self._chosen = (n, name)
+        return name
+
     def seconds_left(self, left: Iterable[Mapping[str, object]], elapsed_s: float) -> float | None:
         """Seconds for the jobs of axes ``left``; None before any job finished after the first."""
         left = [_measures(axes) for axes in left]
@@ -111,7 +128,7 @@ class EtaModel:
             return 0.0
         if not self._paced:
             return None
-        name = self.measure()
+        name = self._choice()
 
         def x(m: dict[str, float]) -> float:
             return 0.0 if name is None else m.get(name, 0.0)

@@ -451,6 +451,7 @@ class Engine:
             timing["reference_cache"] = {
                 "hits": self.reference.hits,
                 "misses": self.reference.misses,
+                "memory_hits": self.reference.memory_hits,
             }
             out.append(r)
         if self.device.type == "cuda" and not self.poisoned:
@@ -490,8 +491,9 @@ class Engine:
         with torch.no_grad():
             if self.config.timing_kind == "cupti":
                 idx = self.device.index or 0
+                uuid = _gpu_uuid(self.device)
                 return time_cupti(
-                    calls, n_sets, plan, self.device, clock=lambda: envmod.sm_clock_mhz(idx)[0]
+                    calls, n_sets, plan, self.device, clock=lambda: envmod.sm_clock_now(idx, uuid)
                 )
             return time_wall(calls, n_sets, plan)
 
@@ -512,6 +514,15 @@ class Engine:
             if limit:
                 return {"status": UNSUPPORTED_HERE, "error": f"{limit} ({text[:300]})"}
         return {"status": status, "error": text[:2000]}
+
+
+def _gpu_uuid(device: torch.device) -> str | None:
+    """The GPU's UUID as torch reports it, or None (older torch, no CUDA)."""
+    try:
+        uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    except Exception:  # noqa: BLE001 - the clock is then read by index
+        return None
+    return str(uuid) if uuid else None
 
 
 def _correctness(evaluator: str, verdict: Any, before: dict[str, Any] | None) -> dict[str, Any]:

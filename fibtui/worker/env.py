@@ -25,6 +25,34 @@ def nvml():
     return _nvml or None
 
 
+_handles: dict[str, object] = {}
+
+
+def sm_clock_now(index: int = 0, uuid: str | None = None) -> int | None:
+    """The current SM clock in MHz, when readable: read before every timed block, so it keeps the
+    device handle and asks NVML for nothing else (on the H200 the max-clock query cost ~1.4 ms a
+    call, 16 ms of every paired job: optimize_ops/benchmarks/h200_20261202c_profile/).
+
+    ``uuid``: the GPU's UUID as torch reports it; NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES,
+    so a worker given GPU 3 as its device 0 finds its own GPU by UUID, not by index."""
+    nv = nvml()
+    if nv is None:
+        return None
+    key = uuid or str(index)
+    try:
+        h = _handles.get(key)
+        if h is None:
+            if uuid:
+                name = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+                h = nv.nvmlDeviceGetHandleByUUID(name)
+            else:
+                h = nv.nvmlDeviceGetHandleByIndex(index)
+            _handles[key] = h
+        return nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
+    except Exception:
+        return None
+
+
 def sm_clock_mhz(index: int = 0) -> tuple[int | None, int | None]:
     """(current SM clock, max SM clock) in MHz, when readable."""
     nv = nvml()
