@@ -116,17 +116,35 @@ def _delimiters(device: torch.device):
     grid = (triton.cdiv(n, block),)
     sink = torch.zeros(grid[0], dtype=torch.int32, device=device)
 
-    def flush() -> None:
-        _fibtui_l2_flush[grid](buf, sink, n, BLOCK=block)
-
-    def marker() -> None:
-        _fibtui_marker[(1,)](flag)
-
-    flush()
-    marker()
+    # the first launch through the JIT compiles; later launches go straight to the compiled
+    # kernel when this Triton allows it (the JIT's per-launch argument binding and cache lookup
+    # cost ~40 us a launch on the H200, and a job launches 240 delimiters)
+    flush_kernel = _fibtui_l2_flush[grid](buf, sink, n, BLOCK=block)
+    marker_kernel = _fibtui_marker[(1,)](flag)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    flush = _direct(flush_kernel, grid, (buf, sink, n, block), stream) or (
+        lambda: _fibtui_l2_flush[grid](buf, sink, n, BLOCK=block)
+    )
+    marker = _direct(marker_kernel, (1,), (flag,), stream) or (lambda: _fibtui_marker[(1,)](flag))
     torch.cuda.synchronize(device)
     _delims[key] = (flush, marker)
     return _delims[key]
+
+
+def _direct(compiled: Any, grid: tuple[int, ...], args: tuple[Any, ...], stream: int):
+    """A launcher of an already compiled Triton kernel that skips the JIT's binding, or None when
+    this Triton has no such launcher or it fails (then the JIT launches it, as before).
+    ``FIBTUI_DIRECT_DELIMITERS=0`` always uses the JIT."""
+    import os
+
+    if os.environ.get("FIBTUI_DIRECT_DELIMITERS", "1") == "0":
+        return None
+    try:
+        runner = compiled[grid]
+        runner(*args, stream=stream)  # one launch now: a launcher that does not work is not used
+    except Exception:  # noqa: BLE001 - another Triton: the JIT path stays
+        return None
+    return lambda: runner(*args, stream=stream)
 
 
 def _device_events(prof) -> list[tuple[str, int, int]]:
