@@ -7,7 +7,9 @@ archived demo round (docs/measurement.md, "Adaptive repeats").
    same distribution on both arms). How often it decides "faster" (at tau = 0, where any
    interval wholly below 0 is a false "faster"; and at the demo's tau), against the nominal
    one-sided error (1 - confidence) / 2, and the same count for a naive rule that looks with the
-   fixed design's z after every repeat.
+   fixed design's z after every repeat; the two spending functions; then A/A representative
+   gates through the real rule and scheduler, with the noise known and with the noise estimated
+   from the run's own repeats (the archived round's, which differs from band to band).
 2. Replays: fixed-design records (3 and 10 repeats) simulated from the archived round
    (optimize_ops/runs/20261129-103545_demo_local: each workload's paired log ratio, the
    repeat-to-repeat noise of its band) for a real pair (v2_smallb_splitv vs triton, the archived
@@ -227,6 +229,31 @@ def archived_replay(run_id: str, scope: str, floor: stats.NoiseFloor) -> dict[st
     }
 
 
+def aa_gates(
+    model: dict[str, dict[str, Any]], runs: int, rng: random.Random, aa_sigma: float | None
+) -> dict[str, Any]:
+    """A/A representative gates (cap 5) through the real rule and scheduler at tau 0, where any
+    band or workload called faster is a false decision: how often a workload stops as "faster",
+    and how often a gate's word has a faster band. ``aa_sigma``: the noise treated as known
+    (None: the rule estimates it from the run's own repeats)."""
+    floor = stats.NoiseFloor(0.0, "tau 0", 0.0, aa_sigma=aa_sigma)
+    rule = rule_for(5, "sample", floor)
+    faster = decisions = gates = 0
+    for _ in range(runs):
+        rows = simulate_record(model, list(REPRESENTATIVES), 5, rng, change=0.0)
+        result = sequential.replay(rule, rows)
+        faster += sum(s.word == stats.FASTER for s in result.stops)
+        decisions += len(result.stops)
+        m = result.adaptive["candidate"].measured
+        gates += m is not None and any(b.word == stats.FASTER for b in m.bands)
+    return {
+        "gates": runs,
+        "workload_faster": faster / decisions,
+        "workloads": decisions,
+        "gates_with_a_faster_band": gates / runs,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=200, help="simulated records per case")
@@ -244,8 +271,18 @@ def main(argv: list[str] | None = None) -> int:
                 out = rule_alone(plan, 0.0069, tau, args.rule_runs, rng, naive=naive)
                 name = "naive z at every look" if naive else "repeated intervals"
                 print(f"   cap {cap:2d} tau {tau:.2%} {name:22s} {out}")
+    print("\n   spending functions, cap 10, tau 1%: A/A (no change) and a 2% change")
+    for spending in sequential.SPENDINGS:
+        plan = sequential.SequentialPlan(10, spending=spending)
+        for delta in (0.0, -0.02):
+            out = rule_alone(plan, 0.0069, floor.tau, args.rule_runs, rng, delta=delta)
+            print(f"   {spending:15s} change {delta:+.0%}: {out}")
     model = noise_model(archived_record())
     everything = list(model)
+    known = {u: {**w, "sigma": 0.0069} for u, w in model.items()}
+    print(f"\n   through the scheduler: {args.runs * 10} A/A representative gates, cap 5, tau 0")
+    print(f"   noise 0.69%, known:          {aa_gates(known, args.runs * 10, rng, 0.0069)}")
+    print(f"   archived noise, from the run: {aa_gates(model, args.runs * 10, rng, None)}")
     print(f"\n2. replays ({args.runs} simulated fixed-design records per line)")
     for scope, uuids in (("sample", list(REPRESENTATIVES)), ("full", everything)):
         for name, change in (("real", 1.0), ("reverse", -1.0), ("A/A", 0.0)):

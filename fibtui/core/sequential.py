@@ -242,12 +242,22 @@ def _role_rows(rows: Iterable[Any]) -> tuple[list[Any], dict[str, list[Any]]]:
 
 
 def _workload_interval(
-    pair: stats.WorkloadPair, sigma: float, plan: SequentialPlan
+    pair: stats.WorkloadPair, noise: stats.PairNoise, plan: SequentialPlan
 ) -> tuple[float, float, float]:
-    """(low, high, critical) of one workload's log ratio at its own look (its paired repeats)."""
-    c = plan.critical(pair.pairs)
-    half = c * sigma / math.sqrt(max(pair.pairs, 1))
+    """(low, high, critical) of one workload's log ratio at its own look (its paired repeats):
+    the look's critical value, as a Student t quantile of the same tail when sigma was estimated
+    with few degrees of freedom."""
+    c = critical_t(plan.critical(pair.pairs), noise.df)
+    half = c * noise.sigma / math.sqrt(max(pair.pairs, 1))
     return pair.log_ratio - half, pair.log_ratio + half, c
+
+
+def critical_t(c: float, df: float | None) -> float:
+    """The critical value ``c`` (normal) moved to Student's t with ``df`` degrees of freedom at the
+    same two-sided tail (None: the normal, sigma known)."""
+    if df is None:
+        return c
+    return stats.t_quantile(_NORMAL.cdf(c), df)
 
 
 @dataclass
@@ -316,7 +326,7 @@ class AdaptiveRule:
         pair = next((p for p in c.pairs if p.uuid == uuid), None)
         if pair is None or c.noise is None or not c.noise.estimated or c.no_speed_reason:
             return stats.UNDECIDED, False, c.no_speed_reason or ""
-        lo, hi, crit = _workload_interval(pair, c.noise.sigma, self.plan)
+        lo, hi, crit = _workload_interval(pair, c.noise, self.plan)
         word = stats.classify(lo, hi, c.tau.tau)
         straddles = self.scope == "full" and self._straddles(pair, c)
         detail = (
@@ -330,7 +340,7 @@ class AdaptiveRule:
     def _straddles(self, pair: stats.WorkloadPair, c: stats.Comparison) -> bool:
         """Does this workload's interval hold the guard's margin, log(1 + margin)?"""
         assert c.noise is not None
-        lo, hi, _ = _workload_interval(pair, c.noise.sigma, self.plan)
+        lo, hi, _ = _workload_interval(pair, c.noise, self.plan)
         return lo <= math.log1p(c.guard_margin) <= hi
 
     def _gate(self, c: stats.Comparison) -> tuple[bool, str]:

@@ -1284,7 +1284,8 @@ def _guard(
         groups.setdefault(p.band, []).append(p)
     bands: list[BandResult] = []
     band_p: list[float] = []
-    z = _NORMAL.inv_cdf(0.5 + confidence / 2.0)
+    # Student's t with sigma's degrees of freedom (the normal for A/A sigma, treated as known)
+    z = t_quantile(0.5 + confidence / 2.0, noise.df)
     for name, group in groups.items():
         n = len(group)
         log_g = sum(p.log_ratio for p in group) / n
