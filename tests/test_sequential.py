@@ -305,7 +305,7 @@ def test_replayed_fixed_records_give_the_same_verdicts(sim, cap, scope, change, 
     through the adaptive rule with the same cap: the same verdict (the full set) or word (the
     representatives) as the fixed design in at least ``least`` of them. A/A samples at 3 repeats
     are the close cases: their bands sit near the noise floor (scripts/sim_adaptive.py, 200
-    records: 92.5% at 3 repeats, 99.5% at 10)."""
+    records: 92.5% at 3 repeats, 100% at 10)."""
     floor = sim.demo_floor()
     model = sim.noise_model(sim.archived_record())
     uuids = list(sim.REPRESENTATIVES) if scope == "sample" else list(model)

@@ -45,6 +45,12 @@ Verdict (the interval verdict)
     INCONCLUSIVE. With a 95% two-sided interval, a candidate that is not faster is promoted at most
     2.5% of the time (``error_rate``); tau only lowers that.
 
+What a sample measured (``measure``, ``Comparison.measured``)
+    per band, its interval against tau: faster (wholly below -tau), slower (wholly above +tau),
+    unchanged (wholly inside), else undecided; overall the bands' word when they agree, else
+    ``mixed``, in one sentence with each band's change and its share of the definition's latency.
+    A sample (scope ``sample``) never says PROMOTE: that is the full sweep's.
+
 Final verdict
     ``NOT_JUDGED`` when a row says UNSUPPORTED_HERE (this machine cannot build or run a solution:
     a limit of the tool, not the kernel's failure); else ``INCOMPLETE`` when any row of either arm did not PASS or a workload lacks one arm (only runs
@@ -58,8 +64,9 @@ Regression guard
     fires is named in ``blocked_by``.
 
 Noise of one paired log ratio (sigma), for the guard, the band intervals and the z-interval
-    the larger of this run's pooled repeat-to-repeat spread (workloads with 2+ paired repeats) and
-    the A/A sessions' pooled sigma; with neither, the standard deviation of the per-workload ratios
+    the largest of this run's pooled repeat-to-repeat spread (workloads with 2+ paired repeats),
+    the A/A sessions' pooled sigma and the jobs' paired blocks (``block_noise``: sqrt(pi/2) x the
+    pooled spread of log(cand block / base block) / sqrt(blocks)); with none of them, the standard deviation of the per-workload ratios
     around their band's mean, scaled by sqrt(repeats) (real differences inside a band count as noise
     there, so the guard errs toward not blocking); never below 0.3%.
 
@@ -72,8 +79,8 @@ Latency summaries of one arm (``ArmSummary``)
 
 Bands
     per band: mean latency before and after (means over the band's workloads of their per-workload
-    means), percent change of those means, the band's geometric-mean ratio with a z-interval
-    (sigma above), and wins / ties / losses per workload with a tie band of +-0.5% (fibtui.toml
+    means), percent change of those means, the band's geometric-mean ratio with its interval
+    (sigma above, Student's t with sigma's degrees of freedom), and wins / ties / losses per workload with a tie band of +-0.5% (fibtui.toml
     ``[stats] tie_band``). A band whose whole interval is below -tau while the global verdict is
     not PROMOTE is reported as a dispatch candidate: "archive as a dispatch candidate for band X".
 
