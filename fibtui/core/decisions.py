@@ -124,7 +124,9 @@ def compare(
     settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
     definition = base.table.definition or (cand.table.definition if cand else None)
     band_of, total = band_map(ws, definition, base.table.rows)
-    shares, share_source = band_shares(ws, definition)
+    # a sample names each band's share of the latency (the full set holds it all)
+    sample = total is None or len({r.uuid for r in base.table.rows}) < total
+    shares, share_source = band_shares(ws, definition) if sample else (None, None)
     return stats.compare_sources(
         base,
         cand,
