@@ -174,6 +174,17 @@ def _interval_text(c) -> str:
     )
 
 
+def _undecided_hint(c) -> str:
+    """What decides a sample's undecided bands: more repeats, as many as they need."""
+    m = c.measured
+    if m is None or not any(b.word == "undecided" for b in m.bands) or c.look is not None:
+        return ""
+    return (
+        "undecided bands need more repeats: fibtui run --adaptive repeats each workload until "
+        "its band is decided (docs/measurement.md, Adaptive repeats)"
+    )
+
+
 def print_verdict(con, outcome) -> None:
     """The verdict of a paired run, in a few lines (``fibtui run``): a sample (a representative
     gate, a selection) says what it measured per band; the full set says its verdict."""
@@ -204,6 +215,9 @@ def print_verdict(con, outcome) -> None:
                 f"  [dim]across the {c.workloads} workloads: {c.verdict}  {_interval_text(c)}; "
                 "PROMOTE is the full sweep's (--workloads all)[/]"
             )
+            hint = _undecided_hint(c)
+            if hint:
+                con.print(f"  [dim]{hint}[/]")
         else:
             con.print(f"  [bold {colour}]{c.verdict}[/]  {_interval_text(c)}")
             if line is not None:
@@ -246,6 +260,8 @@ def _print_one(con, c, outcome) -> None:
     colour = _COLOUR.get(c.verdict, "white")
     if c.scope == "sample" and c.no_speed_reason is None and measured_line(c) is not None:
         con.print(measured_line(c))
+        if _undecided_hint(c):
+            con.print(f"[dim]{_undecided_hint(c)}[/]")
         con.print("[dim]across these workloads (PROMOTE is the full sweep's):[/]")
     if c.no_speed_reason is not None:
         con.print(f"[bold {colour}]{c.verdict}[/]  {escape(c.no_speed_reason)}")

@@ -25,6 +25,16 @@ def verdict(rec: dict) -> str:
     return str(comp.get("verdict"))
 
 
+def noise(rec: dict) -> str:
+    """The noise of one paired log ratio the verdict used, and where it came from."""
+    pn = (rec.get("comparison") or {}).get("pair_noise") or {}
+    if not pn:
+        return "-"
+    source = str(pn.get("source") or "")
+    short = "A/A" if source.startswith("A/A") else source.split(" ")[0]
+    return f"{pn['sigma'] * 100:.2f}% {short}"
+
+
 def timed_gpu_ms(rec: dict) -> float:
     """The timed device time: latency x calls per block x blocks, summed over the results."""
     plan = ((rec.get("settings") or {}).get("engine") or {}).get("plan") or {}
@@ -51,7 +61,7 @@ def main(folder: str) -> int:
         try:
             rec = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
-            rows.append((pair, scope, design, "no record", "-", "-", "-", "-", ""))
+            rows.append((pair, scope, design, "no record", "-", "-", "-", "-", "", "-"))
             continue
         wall = path.with_suffix(".wall")
         s = rec.get("summary") or {}
@@ -67,9 +77,13 @@ def main(folder: str) -> int:
                 f"{worker_s(rec):.1f}",
                 wall.read_text().strip() if wall.is_file() else "-",
                 str(adaptive.get("stopped") or ""),
+                noise(rec),
             )
         )
-    head = ("pair", "scope", "design", "verdict", "jobs", "GPU ms", "worker s", "wall s", "stopped")
+    head = (
+        "pair", "scope", "design", "verdict", "jobs", "GPU ms", "worker s", "wall s", "stopped",
+        "noise",
+    )  # fmt: skip
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)))
