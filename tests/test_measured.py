@@ -116,6 +116,19 @@ def test_compare_on_a_representative_record_in_the_demo(capsys, tmp_path) -> Non
     code, out, _ = run_cli(capsys, "compare", str(path), "--workspace", str(demo_ws))
     first = out.splitlines()[1]
     assert code == 0 and first.startswith("MIXED  faster at batch_size=1 by 24%")
+    # what `fibtui run` prints after a paired run (the same comparison)
+    from rich.console import Console
+
+    from fibtui.core import decisions
+    from fibtui.core.workspace import open_workspace
+    from fibtui.verbs.compare import print_verdict
+
+    con = Console(record=True, width=200)
+    print_verdict(con, decisions.compare(open_workspace(demo_ws), str(path)))
+    text = con.export_text()
+    assert "MIXED  faster at batch_size=1 by 24% (4.9% of latency); unchanged at" in text
+    assert "batch_size=48: ratio 1.0004" in text and "unchanged, 19.6% of latency" in text
+    assert "across the 3 workloads: INCONCLUSIVE" in text and "PROMOTE is the full sweep's" in text
 
 
 def test_aa_representative_gates_read_unchanged() -> None:
