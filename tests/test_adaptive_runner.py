@@ -191,3 +191,29 @@ def test_a_retried_job_reopens_its_stopped_workload(tmp_path: Path) -> None:
     journal.append_retry([jobs[0].key])
     contents = read_journal(folder / "journal.jsonl")
     assert contents.stops == {} and contents.skipped_keys() == set()
+
+
+class Broken:
+    plan = SequentialPlan(2)
+
+    def assess(self, rows, repeats):
+        raise RuntimeError("planted")
+
+
+def test_a_failing_rule_falls_back_to_the_fixed_design(tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    ws = open_workspace(root)
+    options = RunOptions(
+        backend="interpreter", workloads="all", baseline=str(root / "solution" / "triton"),
+        repeats=2, adaptive=True,
+    )  # fmt: skip
+    prepared = prepare_run(ws, options)
+    prepared.runner.adaptive = Broken()
+    events: list[object] = []
+    record = prepared.runner.run(events.append)
+    assert record["state"] == "complete" and record["summary"]["done"] == 8
+    assert record["adaptive"]["stopped"] == "every repeat ran"
+    assert any(
+        isinstance(e, LogLine) and "the rule failed (RuntimeError: planted)" in e.text
+        for e in events
+    )

@@ -463,8 +463,11 @@ def schedule(
 
 def run_outcome(stops: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
     """Why a finished adaptive run stopped, from its workloads' stops: (word, sentence); word is
-    ``decided`` (the run's verdict, or every workload's interval), ``cap reached`` or ``failed``."""
+    ``decided`` (the run's verdict, or every workload's interval), ``cap reached``, ``failed``, or
+    ``every repeat ran`` (no stop: the rule failed and the run went on as a fixed design)."""
     stops = list(stops)
+    if not stops:
+        return "every repeat ran", "the rule stopped no workload: every planned repeat ran"
     reasons = [str(s.get("reason")) for s in stops]
     looks = max((int(s.get("repeats") or 0) for s in stops), default=0)
     if FAILED in reasons:

@@ -412,6 +412,20 @@ class LocalRunner:
             self._write_failed = self._write_failed or exc
             cancel.set()
             return []
+        except Exception as exc:  # noqa: BLE001 - the rule failing must not lose the run
+            self.adaptive = None
+            self._on_event(
+                LogLine(
+                    f"adaptive: the rule failed ({type(exc).__name__}: {exc}); the planned "
+                    "repeats of the workloads not stopped run as a fixed design",
+                    "error",
+                )
+            )
+            settled = set(self.recorder.results) | self.recorder.skipped
+            return [
+                Task(u, r, sids)
+                for (u, r), sids in pending_groups(self.header, settled, self.sid_of).items()
+            ]
         if step.stops:
             reasons: dict[str, int] = {}
             for stop in step.stops:
