@@ -4,6 +4,7 @@ and what promoting, rejecting or archiving writes."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,50 @@ def band_map(
     return dict(report.table.select("uuid", "band").iter_rows()), len(workloads)
 
 
+def band_shares(
+    ws: Workspace | None, definition: str | None
+) -> tuple[dict[str, float] | None, str | None]:
+    """(band -> its share of the definition's latency, where the latency came from) from the
+    regime analysis of the newest GPU run that covered every workload (what ``fibtui regimes``
+    shows), or (None, None) when there is none: a gate's own rows say nothing about the shares."""
+    from fibtui.core import regimes
+    from fibtui.core.runs import latest_rows
+
+    d, workloads = dataset_for(ws, definition) if ws is not None else (None, None)
+    if ws is None or d is None:
+        return None, None
+    found = latest_rows(ws.archive_root, d.name, workloads=len(workloads))
+    if found is None or len({r.uuid for r in found[0]}) < len(workloads):
+        return None, None
+    try:
+        report = regimes.analyze(d, workloads, found[0])
+    except InputError:
+        return None, None
+    if not report.has_latency:
+        return None, None
+    shares = {b.name: b.latency_share for b in report.bands if b.latency_share is not None}
+    return shares, f"latency shares from the regime analysis of {found[1]}"
+
+
+def look_of(source: stats.Source) -> stats.Look | None:
+    """An adaptive run's look: the most paired repeats any workload got, under its plan."""
+    from fibtui.core.sequential import SequentialPlan
+
+    if not source.adaptive:
+        return None
+    try:
+        plan = SequentialPlan.from_json(source.adaptive)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(
+            source.path, f"bad adaptive plan: {exc}", field="settings.adaptive"
+        ) from None
+    repeats: dict[str, set[int]] = {}
+    for r in source.table.rows:
+        if r.repeat is not None:
+            repeats.setdefault(r.uuid, set()).add(r.repeat)
+    return plan.look(max((len(v) for v in repeats.values()), default=1))
+
+
 def compare(
     ws: Workspace | None,
     base_spec: str,
@@ -79,6 +124,9 @@ def compare(
     settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
     definition = base.table.definition or (cand.table.definition if cand else None)
     band_of, total = band_map(ws, definition, base.table.rows)
+    # a sample names each band's share of the latency (the full set holds it all)
+    sample = total is None or len({r.uuid for r in base.table.rows}) < total
+    shares, share_source = band_shares(ws, definition) if sample else (None, None)
     return stats.compare_sources(
         base,
         cand,
@@ -88,7 +136,52 @@ def compare(
         archive_root=archive_root,
         band_of=band_of,
         total_workloads=total,
+        band_shares=shares,
+        share_source=share_source,
+        look=look_of(base) if cand is None or cand.path == base.path else None,
     )
+
+
+def adaptive_rule(ws: Workspace, header: Any) -> Any:
+    """The sequential rule of an adaptive run (``fibtui run --adaptive``): its plan from the run
+    header, the noise floor of the rows' timing key from the workspace's A/A history (the run
+    itself left out), bands from the regime analysis, and the scope (full when the run holds
+    every workload of the definition)."""
+    from fibtui.core.sequential import AdaptiveRule, SequentialPlan
+
+    plan = SequentialPlan.from_json(header.settings["adaptive"])
+    settings = stats.StatsSettings.from_workspace(ws.root)
+    d, workloads = dataset_for(ws, header.definition)
+    uuids = {j.uuid for j in header.jobs}
+    scope = "full" if workloads is not None and len(uuids) >= len(workloads) else "sample"
+    floors: dict[Any, stats.NoiseFloor] = {}
+
+    def floor_for(key: stats.TimingKey | None) -> stats.NoiseFloor:
+        if key is None or key.kind == stats.CPU_INTERPRETER:
+            return stats.noise_floor(settings)
+        if key not in floors:
+            sessions = stats.aa_sessions(
+                ws.archive_root,
+                key.device,
+                exclude_runs=[header.run_id],
+                definition=header.definition,
+                timing_kind=key.kind,
+            )
+            floors[key] = stats.noise_floor(
+                settings, sessions, stats.aa_key_label(header.definition, key)
+            )
+        return floors[key]
+
+    def bands_for(rows: Any) -> dict[str, str] | None:
+        return band_map(ws, header.definition, rows)[0]
+
+    timing = None
+    if os.environ.get("FIBTUI_TEST_JUDGE_INTERPRETER") == "1":
+        # test-only: the rule judges CPU-interpreter wall times as if they were a GPU's, so the
+        # scheduling can be exercised on a CPU (nothing else reads them so: compare still says
+        # NO_SPEED_VERDICT)
+        timing = (stats.TimingKey("test-judged-interpreter"),) * 2
+    return AdaptiveRule(plan, scope, settings, floor_for, bands_for, timing)
 
 
 def latest_paired_run(ws: Workspace) -> str | None:

@@ -373,8 +373,15 @@ class Journal:
         (a user's explicit retry of failed jobs; the run keeps one journal)."""
         self._append(json.dumps({"kind": "retry", "keys": keys, "reason": reason, "at": now_iso()}))
 
-    def append_end(self, state: str, reason: str = "") -> None:
-        self._append(json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso()}))
+    def append_end(self, state: str, reason: str = "", **extra: Any) -> None:
+        self._append(
+            json.dumps({"kind": "end", "state": state, "reason": reason, "at": now_iso(), **extra})
+        )
+
+    def append_stop(self, stop: dict[str, Any]) -> None:
+        """An adaptive run stops repeating a workload (``uuid``, ``repeats`` done, ``reason``:
+        fibtui.core.sequential): its jobs not run yet are settled, never pending."""
+        self._append(json.dumps({"kind": "stop", **stop, "at": now_iso()}))
 
     def read(self) -> JournalContents:
         return read_journal(self.path)
@@ -387,6 +394,14 @@ class JournalContents:
     end: dict[str, Any] | None
     corrupt_lines: list[int]
     duplicate_lines: list[int]
+    #: adaptive runs: uuid -> the stop line of a workload no longer repeated
+    stops: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def skipped_keys(self) -> set[str]:
+        """Jobs an adaptive run decided not to run: the missing jobs of stopped workloads."""
+        return {
+            j.key for j in self.header.jobs if j.uuid in self.stops and j.key not in self.results
+        }
 
 
 def read_journal(path: Path) -> JournalContents:
@@ -400,6 +415,7 @@ def read_journal(path: Path) -> JournalContents:
     end: dict[str, Any] | None = None
     corrupt: list[int] = []
     duplicates: list[int] = []
+    stops: dict[str, dict[str, Any]] = {}
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -433,7 +449,14 @@ def read_journal(path: Path) -> JournalContents:
                 continue
             for key in keys:
                 results.pop(key, None)
+                stops.pop(key.rsplit("|", 1)[-1], None)  # a reopened job reopens its workload
             end = None  # the run is open again
+            continue
+        if kind == "stop":
+            if not _is_text(obj.get("uuid")) or not _is_int(obj.get("repeats")):
+                corrupt.append(number)
+                continue
+            stops[obj["uuid"]] = obj
             continue
         if kind != "result":
             corrupt.append(number)
@@ -454,7 +477,7 @@ def read_journal(path: Path) -> JournalContents:
     stray = [k for k in results if k not in known]
     for k in stray:
         results.pop(k)
-    return JournalContents(header, results, end, corrupt, duplicates)
+    return JournalContents(header, results, end, corrupt, duplicates, stops)
 
 
 # --------------------------------------------------------------------------------------------
@@ -507,7 +530,7 @@ def run_state(folder: Path, contents: JournalContents | None = None) -> str:
     if pid_alive(lock_holder(folder)) and contents.end is None:
         return "running"
     done = len(contents.results)
-    total = len(contents.header.jobs)
+    total = len(contents.header.jobs) - len(contents.skipped_keys())
     if done < total:
         return (
             "interrupted"
@@ -529,7 +552,8 @@ def build_record(folder: Path, contents: JournalContents | None = None) -> dict[
         job = r.to_json()
         jobs.append(job)
     passed = sum(1 for r in results if r.status == PASSED)
-    total = len(h.jobs)
+    skipped = contents.skipped_keys()
+    total = len(h.jobs) - len(skipped)
     per_solution: dict[str, dict[str, Any]] = {}
     for ref in h.solutions:
         mine = [r for r in results if r.solution == ref.name and r.role == ref.role]
@@ -537,7 +561,11 @@ def build_record(folder: Path, contents: JournalContents | None = None) -> dict[
         per_solution[ref.key] = {
             "name": ref.name,
             "role": ref.role,
-            "jobs": sum(1 for j in h.jobs if j.solution == ref.name and j.role == ref.role),
+            "jobs": sum(
+                1
+                for j in h.jobs
+                if j.solution == ref.name and j.role == ref.role and j.key not in skipped
+            ),
             "done": len(mine),
             "passed": sum(1 for r in mine if r.status == PASSED),
             "mean_latency_ms": numbers.mean(lat),
@@ -568,11 +596,34 @@ def build_record(folder: Path, contents: JournalContents | None = None) -> dict[
             "failed": len(results) - passed,
             "complete": passed == total and total > 0,
             "per_solution": per_solution,
+            "planned": len(h.jobs),
+            "skipped": len(skipped),
         },
+        **_adaptive(contents),
         "journal": {
             "corrupt_lines": contents.corrupt_lines,
             "duplicate_lines": contents.duplicate_lines,
         },
+    }
+
+
+def _adaptive(contents: JournalContents) -> dict[str, Any]:
+    """``adaptive`` of an adaptive run's record: its plan, why each workload stopped (the journal's
+    stop lines) and why the run stopped (its end line); nothing for a fixed design."""
+    plan = contents.header.settings.get("adaptive")
+    if not isinstance(plan, dict):
+        return {}
+    end = contents.end or {}
+    return {
+        "adaptive": {
+            "plan": plan,
+            "stopped": end.get("stopped") or (end.get("state") if end else None),
+            "reason": end.get("reason") if end else None,
+            "workloads": {
+                uuid: {k: v for k, v in stop.items() if k not in ("kind", "uuid")}
+                for uuid, stop in contents.stops.items()
+            },
+        }
     }
 
 
@@ -627,7 +678,7 @@ def list_runs(archive_root: Path) -> list[RunListing]:
                 run_id=h.run_id,
                 state=run_state(folder, contents),
                 jobs_done=len(contents.results),
-                jobs_total=len(h.jobs),
+                jobs_total=len(h.jobs) - len(contents.skipped_keys()),
                 backend=h.backend,
                 started=h.started,
                 definition=h.definition,

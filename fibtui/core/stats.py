@@ -45,6 +45,12 @@ Verdict (the interval verdict)
     INCONCLUSIVE. With a 95% two-sided interval, a candidate that is not faster is promoted at most
     2.5% of the time (``error_rate``); tau only lowers that.
 
+What a sample measured (``measure``, ``Comparison.measured``)
+    per band, its interval against tau: faster (wholly below -tau), slower (wholly above +tau),
+    unchanged (wholly inside), else undecided; overall the bands' word when they agree, else
+    ``mixed``, in one sentence with each band's change and its share of the definition's latency.
+    A sample (scope ``sample``) never says PROMOTE: that is the full sweep's.
+
 Final verdict
     ``NOT_JUDGED`` when a row says UNSUPPORTED_HERE (this machine cannot build or run a solution:
     a limit of the tool, not the kernel's failure); else ``INCOMPLETE`` when any row of either arm did not PASS or a workload lacks one arm (only runs
@@ -58,8 +64,9 @@ Regression guard
     fires is named in ``blocked_by``.
 
 Noise of one paired log ratio (sigma), for the guard, the band intervals and the z-interval
-    the larger of this run's pooled repeat-to-repeat spread (workloads with 2+ paired repeats) and
-    the A/A sessions' pooled sigma; with neither, the standard deviation of the per-workload ratios
+    the largest of this run's pooled repeat-to-repeat spread (workloads with 2+ paired repeats),
+    the A/A sessions' pooled sigma and the jobs' paired blocks (``block_noise``: sqrt(pi/2) x the
+    pooled spread of log(cand block / base block) / sqrt(blocks)); with none of them, the standard deviation of the per-workload ratios
     around their band's mean, scaled by sqrt(repeats) (real differences inside a band count as noise
     there, so the guard errs toward not blocking); never below 0.3%.
 
@@ -72,8 +79,8 @@ Latency summaries of one arm (``ArmSummary``)
 
 Bands
     per band: mean latency before and after (means over the band's workloads of their per-workload
-    means), percent change of those means, the band's geometric-mean ratio with a z-interval
-    (sigma above), and wins / ties / losses per workload with a tie band of +-0.5% (fibtui.toml
+    means), percent change of those means, the band's geometric-mean ratio with its interval
+    (sigma above, Student's t with sigma's degrees of freedom), and wins / ties / losses per workload with a tie band of +-0.5% (fibtui.toml
     ``[stats] tie_band``). A band whose whole interval is below -tau while the global verdict is
     not PROMOTE is reported as a dispatch candidate: "archive as a dispatch candidate for band X".
 
@@ -680,7 +687,14 @@ class PairNoise:
     estimated: bool = True
 
 
-def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> PairNoise:
+def pair_noise(
+    pairs: Sequence[WorkloadPair],
+    aa_sigma: float | None = None,
+    blocks: PairNoise | None = None,
+) -> PairNoise:
+    """The noise of one paired log ratio: the largest of the estimates at hand (this run's
+    repeat-to-repeat spread, the A/A history, the paired blocks of the jobs: :func:`block_noise`),
+    else a fallback marked as not estimated."""
     ss = 0.0
     dof = 0
     for p in pairs:
@@ -696,6 +710,8 @@ def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> 
         )
     if aa_sigma is not None and aa_sigma > 0:
         options.append(PairNoise(aa_sigma, None, "A/A history"))
+    if blocks is not None:
+        options.append(blocks)
     if options:
         best = max(options, key=lambda o: o.sigma)
     else:
@@ -731,6 +747,68 @@ def pair_noise(pairs: Sequence[WorkloadPair], aa_sigma: float | None = None) -> 
             MIN_NOISE, best.df, f"{best.source}, floored at {_pct(MIN_NOISE)}", best.estimated
         )
     return best
+
+
+#: the variance of the median of B normal values is about (pi / 2) sigma^2 / B (large B; for B = 6
+#: it is nearer 1.3 sigma^2 / B, so pi / 2 errs wide)
+MEDIAN_VARIANCE = math.pi / 2.0
+
+
+def _blocks_of(row: Any) -> list[float] | None:
+    """A PASSED job's block medians: a journal row's ``timing.block_medians_ms``, or a result
+    table row's ``block_medians_ms``."""
+    timing = _get(row, "timing")
+    blocks = (
+        timing.get("block_medians_ms")
+        if isinstance(timing, Mapping)
+        else _get(row, "block_medians_ms")
+    )
+    if not isinstance(blocks, list) or len(blocks) < 2:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in blocks):
+        return None
+    return [float(x) for x in blocks]
+
+
+def block_noise(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any]) -> PairNoise | None:
+    """The noise of one paired log ratio from the jobs' own paired blocks (docs/measurement.md,
+    "The noise of one paired log ratio"): in a paired job block ``b`` of the baseline and block
+    ``b`` of the candidate ran next to each other (ABBA) on the same inputs, so
+    ``l_b = log(cand_b / base_b)`` varies only by the noise of one block. Pooled over the jobs,
+    ``s^2 = sum_j sum_b (l_jb - mean_j)^2 / sum_j (B_j - 1)``; a job's latency is a median of ``B``
+    block medians, so one paired log ratio has ``sigma^2 = (pi / 2) s^2 / B``. None when no job of
+    both arms carries two or more block medians (foreign result files, single-block runs)."""
+    base = {
+        (str(_get(r, "uuid")), _get(r, "repeat")): r
+        for r in baseline_rows
+        if _get(r, "status") == PASSED
+    }
+    ss_over_b = 0.0
+    dof = 0
+    jobs = 0
+    sizes: set[int] = set()
+    for c in candidate_rows:
+        if _get(c, "status") != PASSED:
+            continue
+        b = base.get((str(_get(c, "uuid")), _get(c, "repeat")))
+        cb, bb = _blocks_of(c), _blocks_of(b) if b is not None else None
+        if cb is None or bb is None or len(cb) != len(bb):
+            continue
+        logs = [math.log(x / y) for x, y in zip(cb, bb, strict=True)]
+        m = sum(logs) / len(logs)
+        ss_over_b += sum((x - m) ** 2 for x in logs) / len(logs)
+        dof += len(logs) - 1
+        jobs += 1
+        sizes.add(len(logs))
+    if dof < 2:
+        return None
+    sigma = math.sqrt(MEDIAN_VARIANCE * ss_over_b / dof)
+    size = "/".join(str(n) for n in sorted(sizes))
+    return PairNoise(
+        sigma,
+        float(dof),
+        f"paired blocks of {jobs} job(s): sqrt(pi/2) x block spread / sqrt({size}), {dof} df",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -786,6 +864,153 @@ class BandResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Look:
+    """Where an adaptive run is (or stopped): look ``look`` of at most ``cap``, each a repeat of
+    the workloads still measured, with the critical value ``critical`` of the repeated confidence
+    intervals there (:mod:`fibtui.core.sequential`). A comparison at a look uses that critical value
+    where a fixed design uses ``z`` at its confidence, so every look's interval holds together with
+    the others at the overall confidence."""
+
+    look: int
+    cap: int
+    critical: float
+    spending: str = "obrien-fleming"
+
+    @property
+    def nominal_confidence(self) -> float:
+        """The two-sided confidence one interval at this look has on its own."""
+        return 1.0 - 2.0 * _NORMAL.cdf(-self.critical)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "nominal_confidence": self.nominal_confidence}
+
+
+FASTER = "faster"
+SLOWER = "slower"
+UNCHANGED = "unchanged"
+UNDECIDED = "undecided"
+MIXED = "mixed"
+WORDS = (FASTER, SLOWER, UNCHANGED, UNDECIDED)
+
+
+def classify(log_low: float, log_high: float, tau: float) -> str:
+    """What an interval of a log ratio says against the noise floor: ``faster`` (wholly below
+    -tau), ``slower`` (wholly above +tau), ``unchanged`` (wholly inside (-tau, +tau)), else
+    ``undecided``."""
+    if log_high < -tau:
+        return FASTER
+    if log_low > tau:
+        return SLOWER
+    if -tau < log_low and log_high < tau:
+        return UNCHANGED
+    return UNDECIDED
+
+
+@dataclass
+class BandWord:
+    """What one band's measured workloads say (a sample gate: its representatives)."""
+
+    band: str
+    word: str
+    workloads: int
+    ratio: float
+    ci_low: float
+    ci_high: float
+    #: the band's share of the definition's latency in the regime analysis (None: not known)
+    share: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def phrase(self) -> str:
+        """``batch_size=1 by 24% (5% of latency)``; an undecided band shows its interval."""
+        share = f"{_amount(self.share)} of latency" if self.share is not None else ""
+        if self.word in (FASTER, SLOWER):
+            change = 1.0 - self.ratio if self.word == FASTER else self.ratio - 1.0
+            return f"{self.band} by {_amount(change)}" + (f" ({share})" if share else "")
+        if self.word == UNDECIDED:
+            said = (
+                f"{_signed(self.ratio - 1.0)}, interval {_signed(self.ci_low - 1.0)} to "
+                f"{_signed(self.ci_high - 1.0)}"
+            )
+            return f"{self.band} ({said}" + (f"; {share})" if share else ")")
+        return self.band + (f" ({share})" if share else "")
+
+
+def _amount(x: float) -> str:
+    pct = abs(x) * 100.0
+    return f"{pct:.0f}%" if pct >= 9.95 else f"{pct:.1f}%"
+
+
+def _signed(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    import re
+
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text))
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@dataclass
+class Measured:
+    """What a comparison measured, band by band: ``faster`` / ``slower`` / ``unchanged`` /
+    ``undecided`` where every band says the same, ``mixed`` where they do not; ``text`` says it
+    in one line ("mixed: faster at batch_size=1 by 24% (5% of latency); unchanged at
+    batch_size=48 (20% of latency) and batch_size=64 (25% of latency)")."""
+
+    word: str
+    text: str
+    bands: list[BandWord]
+    tau: float
+    #: the share of the definition's latency the measured bands hold (None: shares not known)
+    share: float | None = None
+    share_source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["bands"] = [b.to_json() for b in self.bands]
+        return out
+
+
+def measure(
+    bands: Sequence[BandResult],
+    tau: float,
+    shares: Mapping[str, float] | None = None,
+    share_source: str | None = None,
+) -> Measured | None:
+    """The word of each band (its interval against tau, :func:`classify`) and the overall word."""
+    if not bands:
+        return None
+    shares = shares or {}
+    words = [
+        BandWord(
+            b.band,
+            classify(math.log(b.ci_low), math.log(b.ci_high), tau),
+            b.workloads,
+            b.geomean_ratio,
+            b.ci_low,
+            b.ci_high,
+            shares.get(b.band),
+        )
+        for b in sorted(bands, key=lambda b: _natural(b.band))
+    ]
+    kinds = [w for w in WORDS if any(b.word == w for b in words)]
+    groups = [f"{kind} at " + _and([b.phrase() for b in words if b.word == kind]) for kind in kinds]
+    word = kinds[0] if len(kinds) == 1 else MIXED
+    text = "; ".join(groups)
+    if word == MIXED:
+        text = f"{MIXED}: {text}"
+    known = [b.share for b in words if b.share is not None]
+    share = sum(known) if shares and len(known) == len(words) else None
+    return Measured(word, text, words, tau, share, share_source if share is not None else None)
+
+
 @dataclass
 class Comparison:
     baseline: ArmSummary
@@ -812,6 +1037,11 @@ class Comparison:
     scope: str = "full"
     #: why the timings give no speed verdict (CPU interpreter, mixed timing kinds or devices)
     no_speed_reason: str | None = None
+    #: what the bands measured (faster / slower / unchanged / mixed / undecided), when the band
+    #: intervals were judged: a sample gate's headline
+    measured: Measured | None = None
+    #: an adaptive run's look (its intervals are repeated confidence intervals), else None
+    look: Look | None = None
 
     @property
     def blocked_by(self) -> list[str]:
@@ -928,6 +1158,8 @@ class Comparison:
             "notes": list(self.notes),
             "no_speed_reason": self.no_speed_reason,
             "guard_judged": self.noise is not None and self.noise.estimated,
+            "measured": self.measured.to_json() if self.measured else None,
+            "look": self.look.to_json() if self.look else None,
         }
 
 
@@ -1059,7 +1291,8 @@ def _guard(
         groups.setdefault(p.band, []).append(p)
     bands: list[BandResult] = []
     band_p: list[float] = []
-    z = _NORMAL.inv_cdf(0.5 + confidence / 2.0)
+    # Student's t with sigma's degrees of freedom (the normal for A/A sigma, treated as known)
+    z = t_quantile(0.5 + confidence / 2.0, noise.df)
     for name, group in groups.items():
         n = len(group)
         log_g = sum(p.log_ratio for p in group) / n
@@ -1115,17 +1348,29 @@ def paired_verdict(
     candidate_hash: str | None = None,
     scope: str = "full",
     timing: tuple[TimingKey | None, TimingKey | None] | None = None,
+    band_shares: Mapping[str, float] | None = None,
+    share_source: str | None = None,
+    look: Look | None = None,
 ) -> Comparison:
     """Compare a candidate's rows with the baseline's (see the module docstring).
 
     ``scope``: ``full`` when the workloads are the whole set the decision is about (a full
-    sweep), ``sample`` when they stand in for it (a representative gate, a selection).
+    sweep), ``sample`` when they stand in for it (a representative gate, a selection). A sample
+    never says PROMOTE: it says what it measured (``measured``: per band, against tau).
+
+    ``band_shares``: band -> its share of the definition's latency (the regime analysis), named in
+    ``measured``. ``look``: an adaptive run's look; its intervals use the look's critical value.
 
     ``timing``: how each arm was timed (default: what the rows carry); CPU-interpreter timings, or
     arms timed differently or on different devices, give NO_SPEED_VERDICT: correctness only."""
     if scope not in ("full", "sample"):
         raise ValueError(f"scope must be 'full' or 'sample', got {scope!r}")
-    settings = settings or StatsSettings()
+    overall = settings or StatsSettings()
+    settings = overall
+    if look is not None:  # the repeated interval at this look: its critical value, not z
+        from dataclasses import replace
+
+        settings = replace(overall, confidence=look.nominal_confidence)
     floor = floor or noise_floor(settings)
     if band_of is None:
         band_of = bands_from_axes(list(baseline_rows) + list(candidate_rows))
@@ -1163,7 +1408,7 @@ def paired_verdict(
             failures,
             notes,
             floor,
-            settings,
+            overall,
             scope,
             weights is not None,
             no_speed,
@@ -1173,7 +1418,11 @@ def paired_verdict(
     log_g = (
         _weighted_mean([p.log_ratio for p in pairs], [p.weight for p in pairs]) if pairs else None
     )
-    noise = pair_noise(pairs, floor.aa_sigma) if pairs else None
+    noise = (
+        pair_noise(pairs, floor.aa_sigma, block_noise(baseline_rows, candidate_rows))
+        if pairs
+        else None
+    )
     aa_noise = noise if (noise is not None and floor.aa_sigma is not None) else None
     interval = interval_for(
         pairs, settings.confidence, aa_noise, settings.bootstrap_resamples, settings.seed, scope
@@ -1211,11 +1460,23 @@ def paired_verdict(
         verdict = BLOCKED
     elif interval_verdict == PROMOTE and not guard_judged:
         verdict = INCONCLUSIVE  # promotion needs the guard, and the guard needs a noise estimate
+    elif interval_verdict == PROMOTE and scope == "sample":
+        verdict = INCONCLUSIVE  # PROMOTE is the full sweep's: a sample says what it measured
+        notes.append(
+            "the interval across these workloads is below -tau, but a sample never promotes: "
+            "run the full sweep (--workloads all) to decide"
+        )
     else:
         verdict = interval_verdict
     if verdict == PROMOTE:
         for b in bands:
             b.dispatch_candidate = False
+    if look is not None:
+        notes.append(
+            f"adaptive run: look {look.look} of at most {look.cap}; its intervals are repeated "
+            f"{overall.confidence:.0%} intervals (critical value {look.critical:.3f}, "
+            f"{look.spending} spending)"
+        )
     return Comparison(
         baseline=base,
         candidate=cand,
@@ -1225,7 +1486,7 @@ def paired_verdict(
         log_g=log_g,
         interval=interval,
         tau=floor,
-        confidence=settings.confidence,
+        confidence=overall.confidence,
         noise=noise,
         workloads=len(pairs),
         pairs=pairs,
@@ -1239,6 +1500,8 @@ def paired_verdict(
         notes=notes,
         weighted=weights is not None,
         scope=scope,
+        measured=measure(bands, tau, band_shares, share_source) if complete else None,
+        look=look,
     )
 
 
@@ -1603,6 +1866,8 @@ class Source:
     selection: str | None = None
     hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (role, name) -> source hash
     gpu: str | None = None
+    #: a fibtui run's adaptive plan (its header's ``settings.adaptive``), None for a fixed design
+    adaptive: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -1659,6 +1924,8 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         except (OSError, json.JSONDecodeError):
             record = {}
         src.selection = record.get("workload_selection")
+        adaptive = (record.get("settings") or {}).get("adaptive")
+        src.adaptive = adaptive if isinstance(adaptive, dict) else None
         for s in record.get("solutions") or []:
             if isinstance(s, dict) and s.get("source_hash"):
                 src.hashes[(str(s.get("role")), str(s.get("name")))] = str(s["source_hash"])
@@ -1803,8 +2070,12 @@ def compare_sources(
     archive_root: Path | None = None,
     band_of: Mapping[str, str] | None = None,
     total_workloads: int | None = None,
+    band_shares: Mapping[str, float] | None = None,
+    share_source: str | None = None,
+    look: Look | None = None,
 ) -> CompareOutcome:
-    """Pair the baseline with every candidate of the two sources, each with its own verdict."""
+    """Pair the baseline with every candidate of the two sources, each with its own verdict
+    (``band_shares``, ``share_source`` and ``look``: see :func:`paired_verdict`)."""
     settings = settings or StatsSettings()
     base_name, base_rows, cands = select_arms(base, cand, solution_base, solution_cand)
     other = cand if cand is not None else base
@@ -1843,6 +2114,9 @@ def compare_sources(
         floor=floor,
         scope=scope,
         timing=(key_base, key_cand),
+        band_shares=band_shares,
+        share_source=share_source,
+        look=look,
     )
     notes = []
     if scope == "sample":

@@ -113,20 +113,47 @@ class JobRecorder:
         #: the axes of each job not finished yet, and the session's cost model (fibtui.core.eta)
         self._left = {j.key: dict(j.axes) for j in header.jobs}
         self._eta = EtaModel()
+        #: every result of the run (the journal's and this session's): an adaptive run's rule reads them
+        self.results: dict[str, JobResult] = {}
+        #: adaptive runs: uuid -> the stop line of each workload no longer repeated
+        self.stops: dict[str, dict[str, Any]] = {}
+        #: jobs an adaptive run will not run (its stopped workloads' missing jobs)
+        self.skipped: set[str] = set()
 
     def resume(self) -> set[str]:
-        """Read what the journal already holds; returns the keys of finished jobs."""
+        """Read what the journal already holds; returns the keys of settled jobs (finished, or
+        not needed by an adaptive run)."""
         contents = read_journal(self.journal.path)
         self.journal.guard()
         done_keys = set(contents.results)
+        self.results = dict(contents.results)
+        self.stops = dict(contents.stops)
+        self.skipped = contents.skipped_keys()
         self.done = len(done_keys)
         self.passed = sum(1 for r in contents.results.values() if r.status == PASSED)
         self.failed = self.done - self.passed
         self._t_first = None
-        for key in done_keys:
+        for key in done_keys | self.skipped:
             self._left.pop(key, None)
         self._eta = EtaModel()
-        return done_keys
+        return done_keys | self.skipped
+
+    def stop(self, stop: dict[str, Any]) -> None:
+        """An adaptive run stops repeating a workload: the stop line (fsync), and its jobs not run
+        yet leave the total."""
+        uuid = str(stop["uuid"])
+        with self._lock:
+            self.journal.append_stop(stop)
+            self.stops[uuid] = stop
+            for j in self.header.jobs:
+                if j.uuid == uuid and j.key not in self.results:
+                    self.skipped.add(j.key)
+                    self._left.pop(j.key, None)
+
+    @property
+    def total(self) -> int:
+        """The jobs that count: the plan's, less those an adaptive run decided not to run."""
+        return len(self.header.jobs) - len(self.skipped)
 
     def record(
         self,
@@ -166,6 +193,8 @@ class JobRecorder:
         with self._lock:
             restored = self.journal.restored
             self.journal.append_result(result)
+            self.results[result.key] = result
+            self.skipped.discard(result.key)  # a job in flight when its workload stopped
             if self.journal.restored != restored:
                 on_event(LogLine(_RESTORED, "warning"))
             self.done += 1
@@ -173,7 +202,7 @@ class JobRecorder:
                 self.passed += 1
             else:
                 self.failed += 1
-            total = len(self.header.jobs)
+            total = self.total
             remaining = total - self.done
             now = time.monotonic()
             self._left.pop(job_key(uuid, name, role, repeat), None)
@@ -213,6 +242,11 @@ class JobRecorder:
             self.journal.append_end("interrupted", interrupted)
         elif cancelled:  # ``reason``: why fibtui stopped it, when the user did not
             self.journal.append_end("cancelled", reason or "cancelled by the user")
+        elif isinstance(self.header.settings.get("adaptive"), dict):
+            from fibtui.core.sequential import run_outcome
+
+            stopped, why = run_outcome(self.stops.values())
+            self.journal.append_end("finished", why, stopped=stopped)
         else:
             self.journal.append_end("finished")
         record = write_record(self.folder)

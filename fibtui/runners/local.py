@@ -355,6 +355,11 @@ class LocalRunner:
         #: a worker that ends is the runner's doing, and its job stays pending, never a result
         self._stopping = threading.Event()
         self._workers_lock = threading.Lock()
+        #: adaptive repeats (``fibtui run --adaptive``): the rule (fibtui.core.sequential) that
+        #: says after each pass which workloads get another repeat; None: every planned job runs
+        self.adaptive: Any = None
+        self._on_event: EventSink = lambda _e: None
+        self._cancel: threading.Event | None = None
 
     # -- the queue ----------------------------------------------------------------------------
 
@@ -380,7 +385,61 @@ class LocalRunner:
     def _task_done(self) -> None:
         with self._cond:
             self._outstanding -= 1
+            if self._outstanding == 0 and not self._tasks and self.adaptive is not None:
+                for task in self._next_pass():  # an adaptive run's pass ended: the rule decides
+                    self._tasks.append(task)
+                    self._outstanding += 1
             self._cond.notify_all()
+
+    def _next_pass(self) -> list[Task]:
+        """An adaptive run between passes (every slot idle): write the stops the rule decided and
+        return the tasks of the next pass (none: the run is over). Called with the queue's lock."""
+        from fibtui.core.sequential import schedule
+
+        cancel = self._cancel
+        if cancel is None or self._halted(cancel):
+            return []
+        sizes: dict[tuple[str, int], int] = {}
+        for job in self.header.jobs:
+            sizes[(job.uuid, job.repeat)] = sizes.get((job.uuid, job.repeat), 0) + 1
+        try:
+            step = schedule(
+                self.adaptive, sizes, list(self.recorder.results.values()), self.recorder.stops
+            )
+            for stop in step.stops:
+                self.recorder.stop(stop.to_json())
+        except WriteFailed as exc:
+            self._write_failed = self._write_failed or exc
+            cancel.set()
+            return []
+        except Exception as exc:  # noqa: BLE001 - the rule failing must not lose the run
+            self.adaptive = None
+            self._on_event(
+                LogLine(
+                    f"adaptive: the rule failed ({type(exc).__name__}: {exc}); the planned "
+                    "repeats of the workloads not stopped run as a fixed design",
+                    "error",
+                )
+            )
+            settled = set(self.recorder.results) | self.recorder.skipped
+            return [
+                Task(u, r, sids)
+                for (u, r), sids in pending_groups(self.header, settled, self.sid_of).items()
+            ]
+        if step.stops:
+            reasons: dict[str, int] = {}
+            for stop in step.stops:
+                reasons[stop.reason] = reasons.get(stop.reason, 0) + 1
+            said = ", ".join(f"{n} {why}" for why, n in reasons.items())
+            self._on_event(
+                LogLine(
+                    f"adaptive: after {step.assessment.look if step.assessment else 0} repeat(s), "
+                    f"{len(step.stops)} workload(s) stop ({said}); {len(step.run)} get another repeat",
+                    "info",
+                )
+            )
+        missing = pending_groups(self.header, set(self.recorder.results), self.sid_of)
+        return [Task(u, r, missing[(u, r)]) for u, r in step.run if (u, r) in missing]
 
     # -- running ------------------------------------------------------------------------------
 
@@ -397,9 +456,17 @@ class LocalRunner:
         try:
             done_keys = self.recorder.resume()
             done = self.recorder.done
+            self._on_event, self._cancel = on_event, cancel
             on_event(RunStarted(self.header, str(self.folder), resumed=done > 0, done_before=done))
-            for (uuid, repeat), sids in pending_groups(self.header, done_keys, self.sid_of).items():
-                self._push(Task(uuid, repeat, sids))
+            if self.adaptive is not None:
+                with self._cond:  # the first pass (or the rest of an interrupted one)
+                    self._outstanding += 1
+                self._task_done()
+            else:
+                for (uuid, repeat), sids in pending_groups(
+                    self.header, done_keys, self.sid_of
+                ).items():
+                    self._push(Task(uuid, repeat, sids))
             threads = [
                 threading.Thread(
                     target=self._slot,

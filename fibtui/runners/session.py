@@ -59,6 +59,9 @@ class RunOptions:
     #: modal backend only: run the Modal function's body in this process (Function.local()), on
     #: the local GPU or Triton's CPU interpreter; for tests and for checking the path offline
     modal_in_process: bool = False
+    #: adaptive repeats: ``repeats`` is the cap, and a workload is repeated only while its paired
+    #: interval is undecided (fibtui.core.sequential; local and interpreter backends, paired runs)
+    adaptive: bool = False
 
 
 @dataclass
@@ -174,6 +177,8 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
         refs.append(snapshot(sol, "candidate", folder, index=0))
     timing_kind = backends.timing_kind_of(engine_backend)
     settings: dict[str, Any] = {"engine": config, "workspace": str(ws.root)}
+    if options.adaptive:
+        settings["adaptive"] = _adaptive_plan(ws, options, baseline)
     spec = registry.get(options.backend)
     if spec.header_settings is not None:
         settings[spec.name] = spec.header_settings(ws, options, config)
@@ -195,7 +200,31 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
     if isinstance(runner, LocalRunner):
         runner.warm = options.warm  # watch mode's warm workers, for a new run only
+    _attach_rule(ws, header, runner)
     return PreparedRun(folder, header, runner)
+
+
+def _adaptive_plan(ws: Workspace, options: RunOptions, baseline: Any) -> dict[str, Any]:
+    """``settings.adaptive`` of a new adaptive run's header (refused where it cannot work)."""
+    from fibtui.core import stats
+    from fibtui.core.sequential import MAX_CAP, SequentialPlan
+
+    if options.backend not in ("local", "interpreter"):
+        raise UsageError("--adaptive runs on the local and interpreter backends")
+    if baseline is None:
+        raise UsageError("--adaptive needs a paired run: give --baseline DIR (or best)")
+    if not 1 <= options.repeats <= MAX_CAP:
+        raise UsageError(f"--repeats under --adaptive is the cap: 1 to {MAX_CAP}")
+    confidence = stats.StatsSettings.from_workspace(ws.root).confidence
+    return SequentialPlan(options.repeats, confidence).to_json()
+
+
+def _attach_rule(ws: Workspace, header: RunHeader, runner: Runner) -> None:
+    """An adaptive run's runner gets its rule (a new run, or one resumed)."""
+    if isinstance(header.settings.get("adaptive"), dict) and isinstance(runner, LocalRunner):
+        from fibtui.core.decisions import adaptive_rule
+
+        runner.adaptive = adaptive_rule(ws, header)
 
 
 def _runner(
@@ -245,6 +274,7 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     solutions = {ref.key: load_snapshot(folder, ref) for ref in header.solutions}
     options.backend = header.backend
     runner = _runner(ws, folder, header, definition, solutions, workloads, found, config, options)
+    _attach_rule(ws, header, runner)
     return PreparedRun(folder, header, runner)
 
 

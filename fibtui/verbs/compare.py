@@ -27,12 +27,22 @@ INCOMPLETE | NOT_JUDGED | NO_SPEED_VERDICT), ``no_speed_reason``, ``guard_judged
 ``pair_noise``, ``workloads`` (paired), ``unpaired``, ``wins``/``ties``/``losses``, ``tie_band``,
 ``scope`` (full | sample), ``per_band`` (band, workloads, base_mean_ms, cand_mean_ms, change_pct,
 geomean_ratio, ci_low, ci_high, wins, ties, losses, regression, dispatch_candidate),
-``dispatch_bands``, ``blocked_by`` (strings naming each workload or band the guard stopped on),
+``dispatch_bands``, ``measured`` (per band what the interval says against tau, and the overall
+word: ``word`` faster | slower | unchanged | mixed | undecided, ``text``, ``bands``: band, word,
+workloads, ratio, ci_low, ci_high, share of the definition's latency; ``share``, ``share_source``;
+null when the band intervals are not judged), ``look`` (an adaptive run: look, cap, critical,
+spending, nominal_confidence; else null), ``blocked_by`` (strings naming each workload or band the guard stopped on),
 ``guard``, ``guard_margin``, ``complete``, ``failures``, ``threshold``, ``arms`` (mean, p95,
 median, best single repeat, run-to-run CV per arm), ``per_workload``, ``notes``, ``base``, ``cand``.
 With several candidates: ``baseline``, ``leaderboard`` (rank, name, mean_latency_ms,
 p95_latency_ms, run_to_run_cv, complete, verdict, geomean_ratio, ci_low, ci_high, blocked_by,
 dispatch_bands) and ``comparisons`` (one object as above per candidate).
+
+A sample (a representative gate, a selection: ``scope`` sample) never says PROMOTE: its headline is
+what it measured, per band (``measured``): "mixed: faster at batch_size=1 by 24% (4.9% of
+latency); unchanged at batch_size=48 (20% of latency) and batch_size=64 (25% of latency)". The
+full sweep decides promotion. An adaptive run (``fibtui run --adaptive``) is compared at the look
+where it stopped, with its repeated intervals.
 
 Exit codes: 0 a verdict was reached (whatever it is); 2 bad input.
 """
@@ -124,8 +134,103 @@ _COLOUR = {
 }
 
 
+#: colours of the words a comparison measured (fibtui.core.stats.measure)
+_WORD_COLOUR = {
+    "faster": "green",
+    "slower": "red",
+    "unchanged": "cyan",
+    "mixed": "yellow",
+    "undecided": "yellow",
+}
+
+
 def _us(ms) -> str:
     return "-" if ms is None else f"{ms * 1000:.3f}"
+
+
+def measured_line(c) -> str | None:
+    """A sample's headline (rich markup): what it measured, band by band, against tau."""
+    from rich.markup import escape
+
+    m = c.measured
+    if m is None:
+        return None
+    colour = _WORD_COLOUR.get(m.word, "white")
+    share = f"; the bands measured hold {m.share * 100:.0f}% of the latency" if m.share else ""
+    rest = m.text
+    for lead in (f"{m.word}: ", f"{m.word} "):
+        if rest.startswith(lead):
+            rest = rest[len(lead) :]
+            break
+    return f"[bold {colour}]{m.word.upper()}[/]  {escape(rest)}[dim]{escape(share)}[/]"
+
+
+def _interval_text(c) -> str:
+    iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "no interval"
+    kind = "repeated " if c.look is not None else ""
+    return (
+        f"G = {c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)  "
+        f"{c.confidence:.0%} {kind}interval {iv}"
+    )
+
+
+def _undecided_hint(c) -> str:
+    """What decides a sample's undecided bands: more repeats, as many as they need."""
+    m = c.measured
+    if m is None or not any(b.word == "undecided" for b in m.bands) or c.look is not None:
+        return ""
+    return (
+        "undecided bands need more repeats: fibtui run --adaptive repeats each workload until "
+        "its band is decided (docs/measurement.md, Adaptive repeats)"
+    )
+
+
+def print_verdict(con, outcome) -> None:
+    """The verdict of a paired run, in a few lines (``fibtui run``): a sample (a representative
+    gate, a selection) says what it measured per band; the full set says its verdict."""
+    from rich.markup import escape
+
+    for entry in outcome.entries:
+        c = entry.comparison
+        if c is None:
+            continue
+        con.print(
+            f"[bold]{escape(c.candidate.name)}[/] vs [bold]{escape(c.baseline.name)}[/]  "
+            f"(scope {c.scope}, {c.workloads} paired workloads)"
+        )
+        colour = _COLOUR.get(c.verdict, "white")
+        if c.no_speed_reason is not None or c.geomean_ratio is None:
+            con.print(f"  [bold {colour}]{c.verdict}[/]  -> {escape(c.recommendation())}")
+            continue
+        tau = f"tau {c.tau.tau * 100:.2f}% [dim]({escape(c.tau.source)})[/]"
+        line = measured_line(c)
+        if c.scope == "sample" and line is not None:
+            con.print(f"  {line}")
+            for b in c.measured.bands:
+                con.print(
+                    f"    {escape(b.band)}: ratio {b.ratio:.4f} [{b.ci_low:.4f}, {b.ci_high:.4f}] "
+                    f"{b.word}" + (f", {b.share * 100:.1f}% of latency" if b.share else "")
+                )
+            con.print(
+                f"  [dim]across the {c.workloads} workloads: {c.verdict}  {_interval_text(c)}; "
+                "PROMOTE is the full sweep's (--workloads all)[/]"
+            )
+            hint = _undecided_hint(c)
+            if hint:
+                con.print(f"  [dim]{hint}[/]")
+        else:
+            con.print(f"  [bold {colour}]{c.verdict}[/]  {_interval_text(c)}")
+            if line is not None:
+                con.print(f"  by band: {line}")
+        noise = (
+            f"; noise of one paired ratio {c.noise.sigma * 100:.2f}% ({escape(c.noise.source)})"
+            if c.noise
+            else ""
+        )
+        con.print(f"  {tau}{noise}")
+        con.print(f"  -> {escape(c.recommendation())}")
+    for note in outcome.notes:
+        con.print(f"  [yellow]note[/] {escape(note)}")
 
 
 def _print(outcome) -> None:
@@ -153,6 +258,11 @@ def _print_one(con, c, outcome) -> None:
         + f"; {c.workloads} paired workloads, scope {c.scope})"
     )
     colour = _COLOUR.get(c.verdict, "white")
+    if c.scope == "sample" and c.no_speed_reason is None and measured_line(c) is not None:
+        con.print(measured_line(c))
+        if _undecided_hint(c):
+            con.print(f"[dim]{_undecided_hint(c)}[/]")
+        con.print("[dim]across these workloads (PROMOTE is the full sweep's):[/]")
     if c.no_speed_reason is not None:
         con.print(f"[bold {colour}]{c.verdict}[/]  {escape(c.no_speed_reason)}")
         con.print(
@@ -162,10 +272,9 @@ def _print_one(con, c, outcome) -> None:
         con.print(f"-> {escape(c.recommendation())}")
         return
     if c.geomean_ratio is not None:
-        iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "no interval"
         con.print(
-            f"[bold {colour}]{c.verdict}[/]  G = {c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)  "
-            f"{c.confidence:.0%} interval {iv}  tau {c.tau.tau * 100:.2f}% [dim]({c.tau.source})[/]"
+            f"[bold {colour}]{c.verdict}[/]  {_interval_text(c)}  tau {c.tau.tau * 100:.2f}% "
+            f"[dim]({escape(c.tau.source)})[/]"
         )
     else:
         con.print(f"[bold {colour}]{c.verdict}[/]  no paired workloads")
@@ -205,7 +314,8 @@ def _print_one(con, c, outcome) -> None:
     con.print(
         f"per workload: {wins} wins, {ties} ties, {losses} losses (tie band +-{c.tie_band * 100:.1f}%)"
     )
-    if len(c.per_band) > 1:
+    words = {b.band: b.word for b in c.measured.bands} if c.measured else {}
+    if len(c.per_band) > 1 or (c.scope == "sample" and c.per_band):
         bt = Table(
             box=None,
             pad_edge=False,
@@ -228,6 +338,11 @@ def _print_one(con, c, outcome) -> None:
                 if band.regression
                 else ("[cyan]dispatch[/]" if band.dispatch_candidate else "")
             )
+            word = words.get(band.band)
+            if word:
+                flag = f"[{_WORD_COLOUR.get(word, 'white')}]{word}[/]" + (
+                    f" {flag}" if flag else ""
+                )
             bt.add_row(
                 escape(band.band),
                 str(band.workloads),

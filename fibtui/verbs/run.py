@@ -4,7 +4,15 @@
 ``l2_policy``, ``state``, ``jobs`` (each ``uuid``, ``axes``, ``solution``, ``role``, ``repeat``,
 ``status``, ``latency_ms``, ``reference_latency_ms``, ``speedup``, ``max_abs_error``,
 ``max_rel_error``, ``error``, ``timing``) and ``summary`` (``total``, ``done``, ``passed``,
-``failed``, ``complete``, ``per_solution``). Live progress goes to stderr when ``--json`` is given.
+``failed``, ``complete``, ``per_solution``, ``planned``, ``skipped``), ``adaptive`` (adaptive runs:
+``plan``, ``stopped``, ``reason``, ``workloads``: uuid -> ``repeats``, ``reason``, ``detail``,
+``look``) and ``comparison`` (a paired run: what ``fibtui compare RUN_ID --json`` prints, else
+null). Live progress goes to stderr when ``--json`` is given.
+
+``--adaptive`` (paired runs, local or interpreter): ``--repeats N`` is the cap (default 10); after
+each pass a workload gets another repeat only while its paired interval is undecided, and the run
+stops once its verdict is (docs/measurement.md, "Adaptive repeats"). ``summary.total`` then counts
+the jobs that ran or will; ``planned`` is the cap's, ``skipped`` the difference.
 ``fibtui run --backend modal --plan [--json]`` prints what a Modal run would do and cost, with no
 network (:func:`fibtui.runners.modal_runner.plan_modal`).
 
@@ -70,7 +78,19 @@ def register(sub, common) -> None:
         metavar="DIR|best",
         help="baseline to pair with, timed in the same process, interleaved ('best': the promoted best snapshot)",
     )
-    p.add_argument("--repeats", type=int, default=1, metavar="N")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help="repeats of every workload (default 1); with --adaptive, the most (default 10)",
+    )
+    p.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="paired runs: repeat a workload only while its paired interval is undecided, and stop "
+        "once the verdict is (a sequential rule that keeps the error rate; docs/measurement.md)",
+    )
     p.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run from its journal")
     p.add_argument(
         "--retry-failed",
@@ -145,12 +165,15 @@ def run(args: argparse.Namespace) -> int:
                 "--baseline best: nothing was promoted in this workspace yet (optimize_ops/best_solution_*)"
             )
         args.baseline = str(best)
+    from fibtui.core.sequential import DEFAULT_CAP
+
     options = RunOptions(
         backend=args.backend or _default_backend(),
         workloads=args.workloads,
         solutions=list(args.solution),
         baseline=args.baseline,
-        repeats=args.repeats,
+        repeats=args.repeats if args.repeats is not None else (DEFAULT_CAP if args.adaptive else 1),
+        adaptive=args.adaptive,
         workers=args.workers,
         job_timeout_s=args.timeout,
         l2_policy=args.l2,
@@ -208,10 +231,17 @@ def _run_and_report(
     )
     with _quiet_if(stop.received is not None):  # after SIGHUP the terminal may be gone
         if record is not None:
+            outcome = _verdict(args, record)
             if args.json:
-                emit_json(record)
+                emit_json(
+                    {**record, "comparison": outcome.to_json() if outcome is not None else None}
+                )
             else:
                 printer.summary(record)
+                if outcome is not None:
+                    from fibtui.verbs.compare import print_verdict
+
+                    print_verdict(printer.con, outcome)
         if stopped:
             sys.stderr.write(f"\ninterrupted: resume with  fibtui run --resume {prepared.run_id}\n")
             sys.stderr.flush()
@@ -219,6 +249,22 @@ def _run_and_report(
         return 128 + int(stop.received or signal.SIGINT)
     assert record is not None
     return 0 if record["summary"]["complete"] else 1
+
+
+def _verdict(args: argparse.Namespace, record: dict):
+    """The paired verdict of a finished paired run (``fibtui compare RUN_ID``), or None (no
+    baseline, nothing finished, or the comparison cannot be made: the run itself still stands)."""
+    from fibtui.core import decisions
+    from fibtui.core.errors import FibError
+    from fibtui.verbs._common import workspace_from
+
+    roles = {s.get("role") for s in record.get("solutions") or []}
+    if not {"baseline", "candidate"} <= roles or not record["summary"]["done"]:
+        return None
+    try:
+        return decisions.compare(workspace_from(args), record["run_id"])
+    except FibError:
+        return None
 
 
 class _quiet_if:
@@ -384,6 +430,14 @@ class _Printer:
             f"[bold {colour}]{state}[/]: {s['passed']}/{s['total']} PASSED "
             f"({s['done']} done)  record: {record['run_id']}/run.json"
         )
+        adaptive = record.get("adaptive")
+        if adaptive:
+            self.con.print(
+                f"  adaptive (cap {adaptive['plan'].get('cap')} repeats): "
+                f"{escape(str(adaptive.get('stopped') or 'not finished'))}"
+                f"{': ' + escape(str(adaptive['reason'])) if adaptive.get('reason') else ''}; "
+                f"{s['done']} of {s.get('planned', s['total'])} planned jobs ran"
+            )
         for info in s["per_solution"].values():
             mean = info["mean_latency_ms"]
             p95 = info["p95_latency_ms"]

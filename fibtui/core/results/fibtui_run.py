@@ -89,6 +89,7 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
                 source=f"{path}:{where}",
                 role=job.get("role"),
                 repeat=repeat,
+                block_medians_ms=_blocks(job.get("timing")),
             )
         )
     table = RunTable(definition, "fibtui-run", path, rows)
@@ -96,6 +97,20 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
         if key in data:
             table.meta[key] = data[key]
     return table
+
+
+def _blocks(timing: Any) -> list[float] | None:
+    """A job's block medians when they are a list of finite positive numbers (else None: they only
+    feed a noise estimate, and a record without them is still a record)."""
+    import math
+
+    blocks = timing.get("block_medians_ms") if isinstance(timing, dict) else None
+    if not isinstance(blocks, list) or not all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+        for x in blocks
+    ):
+        return None
+    return [float(x) for x in blocks]
 
 
 def read_run_record(path: str | Path, record: dict[str, Any]) -> RunTable:

@@ -32,6 +32,8 @@ class ResultRow:
     source: str = ""
     role: str | None = None  # baseline | candidate (fibtui's paired runs)
     repeat: int | None = None
+    #: fibtui runs: the job's block medians (timing.block_medians_ms), for the block noise estimate
+    block_medians_ms: list[float] | None = None
 
     @property
     def passed(self) -> bool:

@@ -20,6 +20,15 @@ from textual.widgets import DataTable, Static
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
 
+#: what a sample measured (fibtui.core.stats.measure)
+WORD_COLOUR = {
+    "faster": "bold green",
+    "slower": "bold red",
+    "unchanged": "bold cyan",
+    "mixed": "bold yellow",
+    "undecided": "bold yellow",
+}
+
 COLOUR = {
     "PROMOTE": "bold green",
     "REJECT": "bold red",
@@ -145,9 +154,19 @@ class PromotionPane(Pane):
             # the recommendation names the reason, the correctness counts and what to do
             lines = [head, f"[yellow]{escape(c.recommendation())}[/]"]
         else:
+            measured = []
+            if c.scope == "sample" and c.measured is not None:
+                # a sample says what it measured, band by band; PROMOTE is the full sweep's
+                measured = [
+                    f"[{WORD_COLOUR.get(c.measured.word, 'bold')}]measured "
+                    f"{c.measured.word.upper()}[/]  {escape(c.measured.text)}",
+                    "[dim]across these workloads (a sample: the full sweep decides promotion):[/]",
+                ]
+            kind = "repeated interval" if c.look is not None else "interval"
             lines = [
                 head,
-                f"G = {g}  95% interval {iv}",
+                *measured,
+                f"G = {g}  {c.confidence:.0%} {kind} {iv}",
                 f"tau {c.tau.tau * 100:.2f}% ({escape(c.tau.source)})  ·  threshold: the baseline's mean across repeats "
                 f"{(c.baseline.mean_latency_ms or 0) * 1000:.3f} us",
                 f"wins/ties/losses {wins}/{ties}/{losses}  ·  {escape(c.recommendation())}",
@@ -170,12 +189,15 @@ class PromotionPane(Pane):
         lines.append(_parity_line(message.parity))
         lines.append("[dim]A archive · P promote · R reject and restore the previous best[/dim]")
         box.update("\n".join(lines))
+        words = {w.band: w.word for w in c.measured.bands} if c.measured else {}
         for b in c.per_band:
             tag = (
                 "regression"
                 if b.regression
                 else ("dispatch candidate" if b.dispatch_candidate else "")
             )
+            if words.get(b.band):
+                tag = words[b.band] + (f", {tag}" if tag else "")
             style = "green" if b.change_pct < -0.5 else ("red" if b.change_pct > 0.5 else "")
             bands.add_row(
                 b.band,

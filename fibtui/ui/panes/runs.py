@@ -38,6 +38,7 @@ STATUS_STYLE = {
     "RUNNING": "cyan",
     "QUEUED": "dim",
     "PENDING": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
+    "SKIPPED": "dim",  # an adaptive run did not need it (its workload was decided)
 }
 JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
 FLUSH_S = 0.2
@@ -100,6 +101,14 @@ class RunsPane(Pane):
         run_id: str
         record: dict[str, Any]
         floors: dict[str, float]
+        verdict: str = ""
+
+    @dataclass
+    class VerdictReady(Message):
+        """A paired run's verdict line (a sample: what it measured per band)."""
+
+        run_id: str
+        text: str
 
     @dataclass
     class RunEvent(Message):
@@ -143,6 +152,8 @@ class RunsPane(Pane):
         #: (done, total, passed, failed) of the run shown, and when its ETA runs out
         self._progress: tuple[int, int, int, int] | None = None
         self._eta_deadline: float | None = None
+        #: the shown run's verdict line (paired runs), under its progress
+        self._verdict = ""
 
     def compose_body(self) -> ComposeResult:
         yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
@@ -221,7 +232,41 @@ class RunsPane(Pane):
             }
             for j in contents.header.jobs
         ]
-        self.post_message(self.RecordLoaded(run_id, record, self._compute_floors(record)))
+        self.post_message(
+            self.RecordLoaded(
+                run_id, record, self._compute_floors(record), self._verdict_text(run_id, record)
+            )
+        )
+
+    def _verdict_text(self, run_id: str, record: dict[str, Any]) -> str:
+        """The verdict line of a finished paired run (call from a thread), or ''."""
+        from fibtui.core import decisions
+        from fibtui.core.errors import FibError
+
+        roles = {s.get("role") for s in record.get("solutions") or []}
+        if (
+            self.workspace is None
+            or not {"baseline", "candidate"} <= roles
+            or not record["summary"]["done"]
+            or record.get("state") == "running"
+        ):
+            return ""
+        try:
+            outcome = decisions.compare(self.workspace, run_id)
+        except FibError:
+            return ""
+        return verdict_line(outcome)
+
+    @work(thread=True, exclusive=True, group="runs-verdict", exit_on_error=False)
+    def _load_verdict(self, run_id: str, record: dict[str, Any]) -> None:
+        text = self._verdict_text(run_id, record)
+        self.post_message(self.VerdictReady(run_id, text))
+
+    @on(VerdictReady)
+    def _verdict_ready(self, message: VerdictReady) -> None:
+        if message.run_id == self.shown_run:
+            self._verdict = message.text
+            self._render_progress()
 
     def _compute_floors(self, record: dict[str, Any]) -> dict[str, float]:
         """Floor (us) per workload on the run's GPU (B200 when unknown or on the interpreter)."""
@@ -256,6 +301,8 @@ class RunsPane(Pane):
         self._header_info["judged"] = describe_judging(
             (message.record.get("settings") or {}).get("engine")
         )
+        self._verdict = message.verdict
+        stopped = set((message.record.get("adaptive") or {}).get("workloads") or {})
         self._jobs = {}
         done = {
             (j["uuid"], j["solution"], j["role"], j["repeat"]): j for j in message.record["jobs"]
@@ -272,6 +319,8 @@ class RunsPane(Pane):
             )
             if j is not None:
                 self._fill(view, j)
+            elif p["uuid"] in stopped:
+                view.status = "SKIPPED"
             self._jobs[view.key] = view
         self._redraw_jobs()
         s = message.record["summary"]
@@ -368,9 +417,10 @@ class RunsPane(Pane):
         what = self._labels.get(h.get("run_id", ""))
         if what:
             judged = f"\n[b]{escape(what)}[/b]" + judged
+        verdict = f"\n{self._verdict}" if self._verdict else ""
         self.query_one("#runs-status", Static).update(
             f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
-            f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}"
+            f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}{verdict}"
         )
 
     @on(DataTable.RowHighlighted, "#jobs-table")
@@ -514,6 +564,7 @@ class RunsPane(Pane):
                 for j in event.header.jobs
             }
             self._floors = {}
+            self._verdict = ""
             self._redraw_jobs()
             self._update_progress(event.done_before, len(event.header.jobs), 0, 0, None)
             self.refresh_list()
@@ -547,6 +598,11 @@ class RunsPane(Pane):
                 Text(event.text, style={"error": "red", "warning": "yellow"}.get(event.level, ""))
             )
         elif isinstance(event, RunFinished):
+            stopped = set((event.record.get("adaptive") or {}).get("workloads") or {})
+            for view in self._jobs.values():
+                if view.status == "QUEUED" and view.uuid in stopped:
+                    view.status = "SKIPPED"  # an adaptive run decided it was not needed
+                    self._mark(view)
             if event.state != "complete":
                 # cancelled, interrupted or failed: what never finished is pending (resumable), not running
                 for view in self._jobs.values():
@@ -570,6 +626,7 @@ class RunsPane(Pane):
                 severity="information" if s.get("complete") else "warning",
             )
             self.refresh_list()
+            self._load_verdict(message.run_id, event.record)
             ended = getattr(self.app, "run_ended", None)
             if ended is not None:
                 ended()
@@ -642,3 +699,41 @@ class RunsPane(Pane):
         if self.workspace is None or self.shown_run is None:
             return None
         return self.workspace.archive_root / "runs" / self.shown_run
+
+
+#: colours of a verdict line's first word
+VERDICT_STYLE = {
+    "PROMOTE": "bold green",
+    "REJECT": "bold red",
+    "BLOCKED": "bold red",
+    "INCOMPLETE": "bold red",
+    "faster": "bold green",
+    "slower": "bold red",
+    "unchanged": "bold cyan",
+}
+
+
+def verdict_line(outcome: Any) -> str:
+    """One line (rich markup) per candidate of a compared run: a sample (a representative gate)
+    says what it measured per band ("MIXED faster at batch_size=1 by 24% ..."); the full set its
+    verdict, G and interval."""
+    lines = []
+    for entry in outcome.entries:
+        c = entry.comparison
+        if c is None:
+            continue
+        name = escape(c.candidate.name)
+        if c.scope == "sample" and c.measured is not None:
+            m = c.measured
+            style = VERDICT_STYLE.get(m.word, "bold yellow")
+            lines.append(
+                f"[{style}]{m.word.upper()}[/] {name}: {escape(m.text)} "
+                f"[dim](a sample of {c.workloads}: PROMOTE is the full sweep's)[/]"
+            )
+            continue
+        style = VERDICT_STYLE.get(c.verdict, "bold yellow")
+        g = ""
+        if c.geomean_ratio is not None and c.interval is not None:
+            g = f" G = {c.geomean_ratio:.4f} [{c.interval.low:.4f}, {c.interval.high:.4f}]"
+        lines.append(f"[{style}]{c.verdict}[/] {name}{g}")
+    return "\n".join(lines)
