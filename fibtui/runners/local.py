@@ -139,7 +139,6 @@ class WorkerProcess:
         cwd = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         # the worker removes its scratch folder itself if this runner is killed
         env = {**env, "FIBTUI_WORKER_SCRATCH": str(cwd), "FIBTUI_RUNNER_PID": str(os.getpid())}
-        log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
             [sys.executable, "-m", "fibtui.worker", "serve"],
             stdin=subprocess.PIPE,
@@ -149,15 +148,15 @@ class WorkerProcess:
             cwd=str(cwd),
             start_new_session=True,
         )
-        self._attach(proc, cwd, log_path, log)
+        self._attach(proc, cwd, log_path)
 
-    def _attach(self, proc: Any, cwd: Path, log_path: Path, log: Any) -> None:
+    def _attach(self, proc: Any, cwd: Path, log_path: Path) -> None:
         """Read the events of ``proc`` (a Popen, or what stands for one) and drain its stderr
-        into ``log``; ``cwd`` is its scratch folder, removed when it is stopped."""
+        into ``log_path``; ``cwd`` is its scratch folder, removed when it is stopped."""
         self.cwd = cwd
         self._log_lock = threading.Lock()
         self.log_path = log_path
-        self.log = log
+        self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
         self.proc = proc
         self.events: queue.Queue[Any] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)

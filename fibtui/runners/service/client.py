@@ -320,7 +320,7 @@ class AdoptedWorker(WorkerProcess):
     it ended is asked of the service."""
 
     def __init__(self, proc: ForeignProcess, cwd: Path, log_path: Path) -> None:
-        self._attach(proc, cwd, log_path, open(log_path, "ab"))  # noqa: SIM115
+        self._attach(proc, cwd, log_path)
 
     def kill(self) -> None:
         super().kill()
