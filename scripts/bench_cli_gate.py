@@ -126,13 +126,14 @@ def one_call(root: Path, argv: list[str], env: dict[str, str], log: Path) -> dic
         if line.startswith("BENCH "):
             stamps = json.loads(line[6:])
     rel = {k: round(v - t0, 3) for k, v in stamps.items() if k != "taken_from_service"}
-    summary = [ln for ln in proc.stdout.splitlines() if " PASSED (" in ln]
+    lines = proc.stdout.splitlines()
+    summary = [ln.strip() for ln in lines if " PASSED (" in ln or " PASSED  mean " in ln]
     return {
         "exit_code": proc.returncode,
         "wall_s": round(t_end - t0, 3),
         "stamps_s": rel,
         "taken_from_service": bool(stamps.get("taken_from_service")),
-        "summary": summary[0] if summary else None,
+        "summary": " | ".join(summary) if summary else None,
     }
 
 

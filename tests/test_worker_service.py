@@ -175,6 +175,21 @@ def test_hello_take_status_exit_status_and_stop(svc) -> None:
     assert client.hello() is None
 
 
+def test_a_worker_in_use_outlives_its_service_and_then_its_exit_status_is_unknown(svc) -> None:
+    client = Client()
+    client.ensure(60)
+    warm_one(client)
+    w = ServiceWorkers(60).take(POOL, 0, log=svc.tmp / "w.log")
+    assert isinstance(w, AdoptedWorker)
+    assert client.stop() is not None  # the service and its ready workers go; this one goes on
+    w.send({"op": "ping"})
+    assert w.next_event(time.monotonic() + 20) == {"event": "pong"}
+    os.kill(w.proc.pid, signal.SIGSEGV)
+    assert "exit status is unknown" in w.exit_description(wait_s=10)
+    w.kill()
+    assert not w.cwd.exists()
+
+
 def test_bad_requests_are_refused_and_the_service_lives_on(svc) -> None:
     client = Client()
     pid = client.ensure(60)["pid"]

@@ -29,17 +29,29 @@ def register(sub, common) -> None:
     tp.set_defaults(func=stop)
 
 
+def _client():
+    """This installation's service client, or the socket's path when its folder does not exist
+    (then no service runs; nothing is created to say so)."""
+    from fibtui.runners.service.client import Client
+    from fibtui.runners.service.common import ServiceAbsent
+
+    try:
+        return Client(create=False), None
+    except ServiceAbsent as absent:
+        return None, absent.path
+
+
 def status(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from fibtui.runners.service.client import Client
     from fibtui.runners.service.common import facts, log_path
     from fibtui.verbs._common import console, emit_json
 
-    client = Client()
-    found = client.ask({"op": "status"})
+    client, path = _client()
+    found = client.ask({"op": "status"}) if client is not None else None
+    path = client.path if client is not None else path
     if args.json:
-        out = {"running": found is not None, "socket": str(client.path)}
+        out = {"running": found is not None, "socket": str(path)}
         if found is not None:
             found.pop("ok", None)
             out |= found | {"current": found.get("facts") == facts()}
@@ -47,9 +59,9 @@ def status(args: argparse.Namespace) -> int:
         return 0
     con = console()
     if found is None:
-        con.print(escape(f"no worker service is running (socket {client.path})"))
+        con.print(escape(f"no worker service is running (socket {path})"))
         return 0
-    for line in _lines(found, found.get("facts") == facts(), log_path(client.path)):
+    for line in _lines(found, found.get("facts") == facts(), log_path(path)):
         con.print(escape(line), soft_wrap=True)
     return 0
 
@@ -91,13 +103,12 @@ def _lines(found: dict, current: bool, log) -> list[str]:
 def stop(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from fibtui.runners.service.client import Client
     from fibtui.verbs._common import console
 
-    client = Client()
-    pid = client.stop()
+    client, path = _client()
+    pid = client.stop() if client is not None else None
     if pid is None:
-        console().print(escape(f"no worker service was running (socket {client.path})"))
+        console().print(escape(f"no worker service was running (socket {path})"))
     else:
         console().print(f"stopped the worker service (pid {pid}) and its ready workers")
     return 0

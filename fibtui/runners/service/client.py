@@ -100,8 +100,8 @@ def idle_timeout_for(root: Path | None) -> float:
 class Client:
     """One request per connection to the service of this installation (``socket_path()``)."""
 
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path or socket_path()
+    def __init__(self, path: Path | None = None, create: bool = True) -> None:
+        self.path = path or socket_path(create=create)
 
     def request(
         self, obj: dict[str, Any], timeout: float = 10.0, maxfds: int = 0

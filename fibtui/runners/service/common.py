@@ -71,6 +71,14 @@ class LineTooLong(ValueError):
     pass
 
 
+class ServiceAbsent(Exception):
+    """No service folder yet, so no service: ``path`` is where its socket would be."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.path = path
+
+
 # -- where -----------------------------------------------------------------------------------
 
 
@@ -128,8 +136,15 @@ def install_id() -> str:
     return hashlib.sha256(blob).hexdigest()[:12]
 
 
-def socket_path(folder: Path | None = None) -> Path:
-    path = (folder or service_folder()) / f"workers-{install_id()}.sock"
+def socket_path(folder: Path | None = None, create: bool = True) -> Path:
+    """This installation's socket, in ``folder`` or the checked runtime folder (``create``:
+    make that folder when it is absent; without, a missing folder is ServiceAbsent)."""
+    if folder is None:
+        folder = runtime_folder()
+        if not create and not os.path.lexists(folder):
+            raise ServiceAbsent(folder / f"workers-{install_id()}.sock")
+        folder = service_folder(create)
+    path = folder / f"workers-{install_id()}.sock"
     if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
         raise ServiceRefused(
             f"worker service socket {path} is longer than a Unix socket path may be "
