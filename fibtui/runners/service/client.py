@@ -428,8 +428,9 @@ class ServiceWorkers:
             if reply.get("ok"):
                 return adopt(reply, fds, log or Path(os.devnull), client)
             _close(fds)
-            if reply.get("state") == "failed" and say is not None:
-                say(f"the worker service could not start a worker: {reply.get('error')}")
+            if reply.get("error") and say is not None:
+                what = "could not start" if reply.get("state") == "failed" else "did not hand over"
+                say(f"the worker service {what} a worker: {reply.get('error')}")
             if reply.get("state") != "starting" or time.monotonic() > deadline:
                 return None
             if cancel is not None and cancel.is_set():

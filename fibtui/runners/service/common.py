@@ -60,7 +60,9 @@ VOLATILE_ENV = frozenset(
         "_RJEM_MALLOC_CONF",
     }
 )
-_DEVICE = re.compile(r"^(cpu|cuda:[A-Za-z0-9:_-]{1,80})$")
+#: a pool slot: the interpreter's ``cpu``, or ``cuda:`` and a CUDA_VISIBLE_DEVICES entry (an
+#: index, a GPU UUID, a MIG id such as ``MIG-GPU-<uuid>/1/0``)
+_DEVICE = re.compile(r"^(cpu|cuda:[A-Za-z0-9:_./-]{1,120})$")
 
 
 class ServiceRefused(UsageError):
