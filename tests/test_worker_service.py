@@ -28,8 +28,13 @@ import pytest
 
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import WorkerRestarted
-from fibtui.runners.local import SCRATCH_PREFIX, WorkerPool
-from fibtui.runners.service.client import AdoptedWorker, Client, ServiceWorkers
+from fibtui.runners.local import SCRATCH_PREFIX, WarmWorkers, WorkerPool
+from fibtui.runners.service.client import (
+    AdoptedWorker,
+    Client,
+    ServiceWorkers,
+    warm_workers_for,
+)
 from fibtui.runners.service.common import (
     MAX_LINE,
     ServiceRefused,
@@ -470,6 +475,21 @@ def test_a_runner_killed_with_sigkill_leaves_no_worker_and_no_scratch(svc, tmp_p
     leftover = set(marked_pids(svc.mark)) - {service_pid, *ready_pids(client)}
     starting = client.ask({"op": "status"})["starting"]
     assert not leftover or starting, leftover
+
+
+def test_the_tui_keeps_its_warm_worker_in_the_service_unless_it_is_off(
+    svc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    warm = warm_workers_for(root, root / ".fibtui")
+    assert isinstance(warm, ServiceWorkers)
+    assert warm.prewarm(POOL, 0)  # the service starts, then a worker in it
+    assert wait_for(lambda: ready_pids(Client()))
+    monkeypatch.setenv("FIBTUI_WORKERS_DAEMON", "0")
+    assert isinstance(warm_workers_for(root, root / ".fibtui"), WarmWorkers)
+    monkeypatch.delenv("FIBTUI_WORKERS_DAEMON")
+    (root / "fibtui.toml").write_text("[workers]\ndaemon = false\n")
+    assert isinstance(warm_workers_for(root, root / ".fibtui"), WarmWorkers)
 
 
 def test_the_service_modules_import_no_textual_or_gpu_stack() -> None:
