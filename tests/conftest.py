@@ -14,6 +14,9 @@ import pytest
 # builders (which import triton) would otherwise leave a compiled-mode Triton behind for the
 # in-process Modal and interpreter tests of the same xdist worker.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# Runs in tests start their own workers: a worker service (which outlives the command that starts
+# it) is started only by the tests of tests/test_worker_service.py, each in a folder of its own.
+os.environ["FIBTUI_WORKERS_DAEMON"] = "0"
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("FIBTUI_SHARED", REPO.parent / "shared"))

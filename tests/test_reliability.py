@@ -816,9 +816,13 @@ RAW_WRITES_ALLOWED = {
     ): "creates a brand-new demo folder (nothing to lose)",
     (
         "fibtui/runners/local.py",
-        "__init__",
+        "_attach",
     ): "a worker's log, opened for append (logs, not records)",
     ("fibtui/runners/local.py", "switch_log"): "a worker's log, opened for append",
+    (
+        "fibtui/runners/service/client.py",
+        "__init__",
+    ): "the stdin pipe of a worker the worker service handed over (a pipe, not a file)",
     (
         "fibtui/runners/parity.py",
         "_run_logged",

@@ -15,6 +15,9 @@ tables (each optional):
     price_per_gpu_hour_usd = 6.25
     [tui]
     keep_worker_warm = false  # do not keep the next gate's worker started between runs
+    [workers]
+    daemon = false            # runs start their own workers, not the worker service's
+    idle_timeout_s = 600      # how long an idle worker service lives
 """
 
 from __future__ import annotations

@@ -136,14 +136,10 @@ class WorkerProcess:
         if not _swept:
             _swept = True
             sweep_stale_scratch()
-        self.cwd = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
-        cwd = self.cwd
+        cwd = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         # the worker removes its scratch folder itself if this runner is killed
         env = {**env, "FIBTUI_WORKER_SCRATCH": str(cwd), "FIBTUI_RUNNER_PID": str(os.getpid())}
-        self._log_lock = threading.Lock()
-        self.log_path = log_path
-        self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
-        self.proc = subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "fibtui.worker", "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -152,6 +148,16 @@ class WorkerProcess:
             cwd=str(cwd),
             start_new_session=True,
         )
+        self._attach(proc, cwd, log_path)
+
+    def _attach(self, proc: Any, cwd: Path, log_path: Path) -> None:
+        """Read the events of ``proc`` (a Popen, or what stands for one) and drain its stderr
+        into ``log_path``; ``cwd`` is its scratch folder, removed when it is stopped."""
+        self.cwd = cwd
+        self._log_lock = threading.Lock()
+        self.log_path = log_path
+        self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        self.proc = proc
         self.events: queue.Queue[Any] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -245,14 +251,19 @@ class WorkerProcess:
             code = self.proc.wait(timeout=wait_s) if wait_s > 0 else self.proc.poll()
         except subprocess.TimeoutExpired:
             code = None
-        if code is None:
-            return "still running"
-        if code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exited with code {code}"
+        return describe_exit(code)
+
+
+def describe_exit(code: int | None) -> str:
+    """A worker's exit status in words (``killed by SIGSEGV``), as crash attribution says it."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 class WarmWorkers:
@@ -284,15 +295,24 @@ class WarmWorkers:
         w.close()  # the app closed while this worker started
         return False
 
-    def take(self, pool: WorkerPool, slot: int) -> WorkerProcess | None:
+    def take(
+        self, pool: WorkerPool, slot: int, log: Path | None = None, **_: Any
+    ) -> WorkerProcess | None:
+        """A ready worker for this pool slot (its stderr going to ``log`` from now on), or None.
+        (The worker service's take, fibtui.runners.service.client, takes ``cancel`` and ``say``
+        too; these need neither.)"""
         with self._lock:
             ready = self._ready.get(self.key(pool, slot), [])
             while ready:
                 w = ready.pop(0)
                 if w.proc.poll() is None:
-                    return w
+                    break
                 w.kill()
-        return None
+            else:
+                return None
+        if log is not None:
+            w.switch_log(log)
+        return w
 
     def count(self) -> int:
         with self._lock:
@@ -557,11 +577,9 @@ class LocalRunner:
         if old is not None:
             old.kill()
         log = self.folder / f"worker-{slot}.log"
-        w = self.warm.take(self.pool, slot) if self.warm is not None else None
+        w = self._take_warm(slot, log, on_event, cancel)
         fresh = w is None
-        if w is not None:
-            w.switch_log(log)
-        else:
+        if w is None:
             w = WorkerProcess(self.pool.env_for(slot), log)
         # known to the runner at once, so an interrupt stops it even while it starts
         self._set_worker(slot, w)
@@ -613,6 +631,20 @@ class LocalRunner:
                             sid, str(rep.get("error") or "the candidate does not build")
                         )
         return w
+
+    def _take_warm(
+        self, slot: int, log: Path, on_event: EventSink, cancel: threading.Event
+    ) -> WorkerProcess | None:
+        """A ready worker (watch mode's warm ones, or the worker service's), or None: start one."""
+        if self.warm is None or self._halted(cancel):
+            return None
+        return self.warm.take(
+            self.pool,
+            slot,
+            log=log,
+            cancel=cancel,
+            say=lambda text: on_event(LogLine(text, "warning")),
+        )
 
     def _stop_pair(self, task: Task, on_event: EventSink, cancel: threading.Event) -> None:
         """A candidate of a paired run does not build: every job of it is its COMPILE_ERROR at

@@ -1289,12 +1289,12 @@ class FibApp(App[int]):
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
     def _prewarm(self) -> None:
         """Keep one worker process started (torch and triton imported) for the next gate."""
-        from fibtui.runners.local import WarmWorkers
+        from fibtui.runners.service.client import warm_workers_for
         from fibtui.runners.session import check_backend, engine_config, worker_pool
 
         ws = self.workspace
-        if self._warm is None:
-            self._warm = WarmWorkers(ws.state_dir / "warm")
+        if self._warm is None:  # the worker service's, unless [workers] daemon = false
+            self._warm = warm_workers_for(ws.root, ws.state_dir)
         if self._warm.count():
             return
         options = self._gate_options("rep")

@@ -122,6 +122,12 @@ def register(sub, common) -> None:
     p.add_argument("--blocks", type=int, metavar="N")
     p.add_argument("--json", action="store_true", help="print the final run record as JSON")
     p.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="local/interpreter: start this run's own workers and leave the worker service alone "
+        "(default: take a ready worker from it, starting it when none runs; `fibtui workers`)",
+    )
+    p.add_argument(
         "--yes",
         action="store_true",
         help="modal: start even when the worst case costs more than [modal] confirm_above_usd",
@@ -184,6 +190,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.plan:
         return _plan(args, ws, options)
+    from fibtui.runners.service.client import service_workers
+
+    service = service_workers(ws.root, no_daemon=args.no_daemon)  # a bad setting stops it here
     if args.resume:
         prepared = prepare_resume(ws, args.resume, options if args.backend else None)
     elif args.retry_failed:
@@ -195,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         if registry.get(options.backend).billed and not options.modal_in_process:
             _cost_guard(args, ws, options)
         prepared = prepare_run(ws, options)
+    _use_worker_service(prepared, service)
     printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
     cancel = threading.Event()
     from fibtui.runners.journaling import interrupt
@@ -212,6 +222,17 @@ def run(args: argparse.Namespace) -> int:
             return _run_and_report(args, prepared, printer, cancel, stop)
         finally:
             _test_delay("FIBTUI_TEST_SLOW_EXIT_S")
+
+
+def _use_worker_service(prepared, service) -> None:
+    """A local or interpreter run takes its workers from the worker service (started on first
+    use) unless ``--no-daemon``, ``[workers] daemon = false`` or ``FIBTUI_WORKERS_DAEMON=0``
+    (then ``service`` is None and the run starts its own, as before)."""
+    from fibtui.runners.local import LocalRunner
+
+    runner = prepared.runner
+    if service is not None and isinstance(runner, LocalRunner) and runner.warm is None:
+        runner.warm = service
 
 
 def _run_and_report(

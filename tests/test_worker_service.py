@@ -1,0 +1,505 @@
+"""The worker service (fibtui/runners/service): its protocol, its permissions, its lifetime, and
+runs that take their workers from it.
+
+Each test gets a runtime folder and a temp folder of its own (XDG_RUNTIME_DIR, TMPDIR), so its
+service, socket and scratch folders are its own; every process it starts carries
+FIBTUI_TEST_MARK, and whatever is left is killed at the end. tests/conftest.py turns the service
+off for every other test (FIBTUI_WORKERS_DAEMON=0); these turn it on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid as uuidlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fibtui.core.workspace import open_workspace
+from fibtui.runners.events import WorkerRestarted
+from fibtui.runners.local import SCRATCH_PREFIX, WarmWorkers, WorkerPool
+from fibtui.runners.service.client import (
+    AdoptedWorker,
+    Client,
+    ServiceWorkers,
+    warm_workers_for,
+)
+from fibtui.runners.service.common import (
+    MAX_LINE,
+    ServiceRefused,
+    facts,
+    log_path,
+    socket_path,
+)
+from fibtui.runners.session import RunOptions, prepare_run
+from tests.conftest import run_cli
+from tests.runner_helpers import make_candidate, make_tiny_workspace
+from tests.test_reliability import HOSTILE, add_kernel, kill_marked, marked_pids
+
+REPO = Path(__file__).resolve().parent.parent
+POOL = WorkerPool(devices=["cpu"], engine_config={}, interpreter=True)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def svc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A private runtime folder (short: a socket path has at most 108 bytes) and temp folder
+    (``tmp_path`` is made first, so pytest's own temp folders stay where they were)."""
+    base = Path(tempfile.mkdtemp(prefix="fws", dir="/tmp"))
+    os.chmod(base, 0o700)
+    tmp = base / "tmp"
+    tmp.mkdir()
+    mark = uuidlib.uuid4().hex
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    monkeypatch.setenv("FIBTUI_WORKERS_DAEMON", "1")
+    monkeypatch.setenv("FIBTUI_TEST_MARK", mark)
+    monkeypatch.delenv("FIBTUI_WORKERS_IDLE_S", raising=False)
+    yield SimpleNamespace(base=base, tmp=tmp, mark=mark, folder=base / "fibtui")
+    try:
+        Client().stop(wait_s=5)
+    except (ServiceRefused, OSError):
+        pass
+    kill_marked(mark)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def wait_for(predicate, timeout: float = 60.0, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def ready_pids(client: Client) -> list[int]:
+    status = client.ask({"op": "status"}) or {}
+    return [w["pid"] for w in status.get("ready", [])]
+
+
+def warm_one(client: Client) -> int:
+    """Have the service start a worker for POOL's slot 0; its pid once it is ready."""
+    reply = client.ask({"op": "warm", **_slot()})
+    assert reply is not None and reply["ok"] and reply["state"] in ("starting", "ready")
+    pids = wait_for(lambda: ready_pids(client))
+    assert pids, "the service's worker never became ready"
+    return pids[0]
+
+
+def _slot() -> dict:
+    return {"device": "cpu", "interpreter": True, "env": POOL.env_for(0)}
+
+
+def raw_request(path: Path, payload: bytes) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(20)
+        s.connect(str(path))
+        s.sendall(payload)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)
+
+
+def scratch_folders(tmp: Path) -> list[Path]:
+    return sorted(tmp.glob(SCRATCH_PREFIX + "*"))
+
+
+# --------------------------------------------------------------------------------------------
+# protocol
+# --------------------------------------------------------------------------------------------
+
+
+def test_hello_take_status_exit_status_and_stop(svc) -> None:
+    client = Client()
+    hello = client.ensure(60)
+    assert hello["ok"] and hello["facts"] == facts() and hello["idle_timeout_s"] == 60
+    service_pid = hello["pid"]
+    assert alive(service_pid)
+
+    # nothing ready: the answer says so (the client starts its own), one starts for next time
+    reply, fds = client.request({"op": "take", **_slot(), "wait_s": 0}, maxfds=4)
+    assert reply["ok"] is False and reply["state"] in ("none", "starting") and fds == []
+    first = wait_for(lambda: ready_pids(client))[0]
+
+    w = ServiceWorkers(60).take(POOL, 0, log=svc.tmp / "w.log")
+    assert isinstance(w, AdoptedWorker) and w.proc.pid == first
+    # adopted: its scratch folder carries this process's pid now
+    assert w.cwd.is_dir() and w.cwd.name.startswith(f"{SCRATCH_PREFIX}{os.getpid()}-")
+    w.send({"op": "ping"})
+    assert w.next_event(time.monotonic() + 20) == {"event": "pong"}
+    status = client.ask({"op": "status"})
+    assert [(h["pid"], h["owner_pid"]) for h in status["handed"]] == [(first, os.getpid())]
+    # a replacement starts at once; the handed-over worker is never offered again
+    second = wait_for(lambda: ready_pids(client))[0]
+    assert second != first
+    assert first not in ready_pids(client)
+
+    scratch = w.cwd
+    w.kill()
+    assert w.exit_description() == "killed by SIGKILL"
+    assert client.ask({"op": "exit_status", "pid": first}) == {
+        "ok": True,
+        "pid": first,
+        "state": "exited",
+        "returncode": -signal.SIGKILL,
+    }
+    assert client.ask({"op": "exit_status", "pid": 1})["state"] == "unknown"
+    assert not scratch.exists()
+
+    assert client.stop() == service_pid
+    assert not client.path.exists()
+    assert wait_for(lambda: not alive(service_pid) and not alive(second), 20)
+    assert wait_for(lambda: not scratch_folders(svc.tmp), 10), scratch_folders(svc.tmp)
+    assert client.hello() is None
+
+
+def test_a_worker_in_use_outlives_its_service_and_then_its_exit_status_is_unknown(svc) -> None:
+    client = Client()
+    client.ensure(60)
+    warm_one(client)
+    w = ServiceWorkers(60).take(POOL, 0, log=svc.tmp / "w.log")
+    assert isinstance(w, AdoptedWorker)
+    assert client.stop() is not None  # the service and its ready workers go; this one goes on
+    w.send({"op": "ping"})
+    assert w.next_event(time.monotonic() + 20) == {"event": "pong"}
+    os.kill(w.proc.pid, signal.SIGSEGV)
+    assert "exit status is unknown" in w.exit_description(wait_s=10)
+    w.kill()
+    assert not w.cwd.exists()
+
+
+def test_bad_requests_are_refused_and_the_service_lives_on(svc) -> None:
+    client = Client()
+    pid = client.ensure(60)["pid"]
+    path = client.path
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(str(path))  # says nothing: it holds up nobody else
+    try:
+        cases = {
+            b'{"op": "exec", "cmd": "id"}\n': "unknown op 'exec'",
+            b"\xff\xfe\x00garbage\n": "one JSON object",
+            b"[1, 2, 3]\n": "one JSON object",
+            b"a" * (MAX_LINE + 1000): f"longer than {MAX_LINE} bytes",
+            json.dumps({"op": "take", **_slot(), "device": "cuda:0;rm -rf /"}).encode() + b"\n": (
+                "bad device"
+            ),
+            json.dumps(
+                {"op": "take", "device": "cpu", "interpreter": True, "env": {"A": 1}}
+            ).encode()
+            + b"\n": "env must be an object of strings",
+            b'{"op": "exit_status", "pid": "1"}\n': "integer pid",
+        }
+        for payload, why in cases.items():
+            reply = raw_request(path, payload)
+            assert reply["ok"] is False and why in reply["error"], (payload[:60], reply)
+        hello = client.hello()
+        assert hello is not None and hello["pid"] == pid
+        assert client.ask({"op": "status"})["ready"] == []  # nothing was started by any of them
+    finally:
+        silent.close()
+    log = log_path(path).read_text()
+    assert "unknown op 'exec'" in log and f"longer than {MAX_LINE} bytes" in log
+
+
+# --------------------------------------------------------------------------------------------
+# permissions
+# --------------------------------------------------------------------------------------------
+
+
+def test_folder_and_socket_modes(svc) -> None:
+    client = Client()
+    client.ensure(60)
+    assert stat.S_IMODE(os.stat(svc.folder).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(client.path).st_mode) == 0o600
+    assert stat.S_ISSOCK(os.stat(client.path).st_mode)
+    assert stat.S_IMODE(os.stat(log_path(client.path)).st_mode) == 0o600
+
+
+def test_a_folder_open_to_others_or_owned_by_another_user_is_refused(svc, capsys) -> None:
+    svc.folder.mkdir(mode=0o700)
+    os.chmod(svc.folder, 0o755)
+    with pytest.raises(ServiceRefused, match="mode 0755"):
+        socket_path()
+    code, out, err = run_cli(capsys, "workers", "status")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "mode 0755" in err and "Traceback" not in err
+    os.chmod(svc.folder, 0o700)
+    if os.getuid() != 0:
+        return  # only root can give a folder away: the rest needs root
+    os.chown(svc.folder, 65534, 65534)
+    code, out, err = run_cli(capsys, "workers", "stop")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "belongs to uid 65534" in err
+    os.chown(svc.folder, 0, 0)
+    assert socket_path().parent == svc.folder
+
+
+def _connect_as(uid: int, path: Path) -> str:
+    """Fork a child that drops to ``uid`` and sends hello: what it got, in words."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest, no threads of ours; only a socket and a pipe
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.settimeout(10)
+                    s.connect(str(path))
+                    try:
+                        s.sendall(b'{"op": "hello"}\n')
+                    except OSError:
+                        pass  # refused before it asked anything: the refusal is still there
+                    got = s.recv(65536).decode("utf-8", "replace")
+            except OSError as exc:
+                got = f"error {type(exc).__name__}"
+            os.write(w, got.encode()[:4000])
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        got = fh.read().decode()
+    os.waitpid(pid, 0)
+    return got
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="dropping to another uid needs root")
+def test_another_user_cannot_connect(svc) -> None:
+    client = Client()
+    client.ensure(60)
+    # as set up, the folder (0700) keeps another user from even reaching the socket
+    assert _connect_as(65534, client.path) == "error PermissionError"
+    # opened up by hand (a mistake): the service itself still refuses that uid, and logs it
+    os.chmod(svc.base, 0o711)
+    os.chmod(svc.folder, 0o711)
+    os.chmod(client.path, 0o666)
+    try:
+        got = _connect_as(65534, client.path)
+    finally:
+        os.chmod(svc.folder, 0o700)
+        os.chmod(svc.base, 0o700)
+        os.chmod(client.path, 0o600)
+    reply = json.loads(got)
+    assert reply["ok"] is False and "refused" in reply["error"] and "facts" not in reply
+    assert "refused a connection from uid 65534" in log_path(client.path).read_text()
+    assert client.hello() is not None  # and it goes on serving its own user
+
+
+# --------------------------------------------------------------------------------------------
+# lifetime
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_service_with_other_facts_is_stopped_and_replaced(svc) -> None:
+    path = socket_path()
+    old = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fibtui.runners.service",
+            "--socket",
+            str(path),
+            "--test-fact",
+            "torch=0.0-old",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    client = Client()
+    before = wait_for(client.hello, 15)
+    assert before["pid"] == old.pid and before["facts"]["torch"] == "0.0-old"
+    after = client.ensure(60)
+    assert old.wait(timeout=15) == 0  # it was asked to stop, and did
+    assert after["pid"] != old.pid and after["facts"] == facts()
+
+
+def test_an_idle_service_exits_and_removes_its_socket(svc) -> None:
+    workers = ServiceWorkers(idle_timeout_s=1.5)
+    assert workers.prewarm(POOL, 0)  # starts the service, then a worker in it
+    client = Client()
+    hello = client.hello()
+    assert hello is not None and hello["idle_timeout_s"] == 1.5
+    assert wait_for(lambda: not client.path.exists(), 30)
+    assert wait_for(lambda: not alive(hello["pid"]), 10)
+    # its worker (ready or starting) went with it, and so did its scratch folder
+    assert wait_for(lambda: marked_pids(svc.mark) == [], 15), marked_pids(svc.mark)
+    assert wait_for(lambda: not scratch_folders(svc.tmp), 10), scratch_folders(svc.tmp)
+
+
+def test_a_stale_socket_of_a_killed_service_is_replaced(svc) -> None:
+    client = Client()
+    first = client.ensure(60)["pid"]
+    worker = warm_one(client)
+    os.kill(first, signal.SIGKILL)
+    assert wait_for(lambda: not alive(first), 10)
+    assert client.path.exists() and client.hello() is None  # left behind, nobody answers
+    # its ready worker sees its parent go and ends, removing its scratch folder
+    assert wait_for(lambda: not alive(worker), 15)
+    assert wait_for(lambda: not scratch_folders(svc.tmp), 10), scratch_folders(svc.tmp)
+    second = client.ensure(60)["pid"]
+    assert second != first and client.hello()["pid"] == second
+
+
+# --------------------------------------------------------------------------------------------
+# runs
+# --------------------------------------------------------------------------------------------
+
+
+def test_no_daemon_starts_no_service_and_runs_as_before(
+    svc, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    argv = ["run", "--backend", "interpreter", "--workloads", "all", "-w", str(root)]
+    code, out, err = run_cli(capsys, *argv, "--no-daemon")
+    assert code == 0 and "1/1 PASSED" in out, err
+    assert not svc.folder.exists() and marked_pids(svc.mark) == []
+    monkeypatch.delenv("FIBTUI_WORKERS_DAEMON")  # the setting decides (the variable would)
+    (root / "fibtui.toml").write_text("[workers]\ndaemon = false\n")
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0 and "1/1 PASSED" in out, err
+    assert not svc.folder.exists() and marked_pids(svc.mark) == []
+    # a setting of the wrong kind: one line naming it, before any run folder is made
+    runs = sorted((root / "optimize_ops" / "runs").iterdir())
+    (root / "fibtui.toml").write_text('[workers]\ndaemon = "maybe"\n')
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "workers.daemon" in err
+    assert sorted((root / "optimize_ops" / "runs").iterdir()) == runs
+    # the default: the first run starts the service, the second takes its ready worker
+    (root / "fibtui.toml").unlink()
+    for _ in range(2):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 0 and "1/1 PASSED" in out, err
+    log = log_path(socket_path()).read_text()
+    assert len(re.findall(r"handed worker \d+", log)) == 1, log
+
+
+def test_a_crash_in_a_handed_over_worker_is_attributed_as_today(svc, tmp_path: Path) -> None:
+    """A segfault and an os._exit in workers handed over by the service: each is its kernel's
+    RUNTIME_ERROR with the signal or code (the exit status comes from the service), the baseline
+    PASSES, and no worker is handed over twice."""
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    sols = [
+        str(add_kernel(root, "segfault", HOSTILE["segfault"])),
+        str(add_kernel(root, "exits", "    os._exit(7)")),
+    ]
+    base = make_candidate(root, "base_py", "good_py")
+    client = Client()
+    client.ensure(60)
+    warm_one(client)
+    prepared = prepare_run(
+        open_workspace(root),
+        RunOptions(
+            backend="interpreter",
+            workloads="all",
+            solutions=sols,
+            baseline=str(base),
+            job_timeout_s=120,
+        ),
+    )
+    prepared.runner.warm = ServiceWorkers(60)
+    events: list[object] = []
+    record = prepared.runner.run(events.append)
+    status = {j["solution"]: (j["status"], j["error"] or "") for j in record["jobs"]}
+    assert status["base_py"][0] == "PASSED"
+    assert status["segfault"][0] == "RUNTIME_ERROR" and "killed by SIGSEGV" in status["segfault"][1]
+    assert status["exits"][0] == "RUNTIME_ERROR" and "exited with code 7" in status["exits"][1]
+    assert any(isinstance(e, WorkerRestarted) for e in events)
+    handed = re.findall(r"handed worker (\d+)", log_path(client.path).read_text())
+    assert len(handed) >= 2 and len(handed) == len(set(handed)), handed
+    status_now = client.ask({"op": "status"})
+    assert status_now["handed"] == [] and all(
+        str(w["pid"]) not in handed for w in status_now["ready"]
+    )
+
+
+def test_a_runner_killed_with_sigkill_leaves_no_worker_and_no_scratch(svc, tmp_path: Path) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,), kernel="sleeps")
+    client = Client()
+    service_pid = client.ensure(60)["pid"]
+    worker = warm_one(client)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "fibtui", "run", "--backend", "interpreter", "--workloads", "all"]
+        + ["--timeout", "600", "--workspace", str(root)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # adopted: the worker renamed its scratch folder after the runner
+        mine = wait_for(lambda: list(svc.tmp.glob(f"{SCRATCH_PREFIX}{runner.pid}-*")), 60)
+        assert mine, "the runner never adopted a worker"
+        handed = client.ask({"op": "status"})["handed"]
+        assert [(h["pid"], h["owner_pid"]) for h in handed] == [(worker, runner.pid)]
+        time.sleep(1.5)  # into the job: the kernel sleeps
+        assert alive(worker)
+    finally:
+        runner.kill()
+        runner.wait()
+    assert wait_for(lambda: not alive(worker), 15), "the adopted worker outlived its runner"
+    assert wait_for(lambda: not mine[0].exists(), 10)
+    exit_status = client.ask({"op": "exit_status", "pid": worker})
+    assert exit_status["state"] == "exited" and exit_status["returncode"] == 4  # the orphan watch
+    # the service goes on, with a fresh worker for the next run
+    assert client.hello()["pid"] == service_pid
+    leftover = set(marked_pids(svc.mark)) - {service_pid, *ready_pids(client)}
+    starting = client.ask({"op": "status"})["starting"]
+    assert not leftover or starting, leftover
+
+
+def test_the_tui_keeps_its_warm_worker_in_the_service_unless_it_is_off(
+    svc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    warm = warm_workers_for(root, root / ".fibtui")
+    assert isinstance(warm, ServiceWorkers)
+    assert warm.prewarm(POOL, 0)  # the service starts, then a worker in it
+    assert wait_for(lambda: ready_pids(Client()))
+    monkeypatch.setenv("FIBTUI_WORKERS_DAEMON", "0")
+    assert isinstance(warm_workers_for(root, root / ".fibtui"), WarmWorkers)
+    monkeypatch.delenv("FIBTUI_WORKERS_DAEMON")
+    (root / "fibtui.toml").write_text("[workers]\ndaemon = false\n")
+    assert isinstance(warm_workers_for(root, root / ".fibtui"), WarmWorkers)
+
+
+def test_the_service_modules_import_no_textual_or_gpu_stack() -> None:
+    code = (
+        "import json, sys\n"
+        "import fibtui.runners.service.server, fibtui.runners.service.client\n"
+        "import fibtui.verbs.workers\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    for banned in ("textual", "torch", "triton", "modal"):
+        assert banned not in loaded, banned
