@@ -180,6 +180,34 @@ def test_hello_take_status_exit_status_and_stop(svc) -> None:
     assert client.hello() is None
 
 
+def test_no_gpu_worker_starts_while_a_run_uses_that_gpu(svc) -> None:
+    """A run measuring on a GPU never shares it with a worker the service is starting: the
+    replacement of a handed-over GPU worker waits until that worker has ended. (No GPU here: a
+    worker for "cuda:0" imports torch, finds no CUDA and says ready, which is all this needs.)"""
+    gpu = WorkerPool(devices=["cuda:0"], engine_config={}, interpreter=False)
+    slot = {"device": "cuda:0", "interpreter": False, "env": gpu.env_for(0)}
+    client = Client()
+    client.ensure(60)
+    assert client.ask({"op": "warm", **slot})["state"] in ("starting", "ready")
+    first = wait_for(lambda: ready_pids(client))[0]
+    w = ServiceWorkers(60).take(gpu, 0, log=svc.tmp / "w.log")
+    assert isinstance(w, AdoptedWorker) and w.proc.pid == first
+    status = client.ask({"op": "status"})
+    assert status["ready"] == [] and status["starting"] == []
+    assert [x["device"] for x in status["waiting"]] == ["cuda:0"]
+    # asking for another one meanwhile: none can start now, so the client starts its own
+    reply, fds = client.request({"op": "take", **slot, "wait_s": 2}, maxfds=4)
+    assert (reply["ok"], reply["state"], fds) == (False, "none", [])
+    assert client.ask({"op": "warm", **slot})["state"] == "waiting"
+    time.sleep(1.0)
+    assert client.ask({"op": "status"})["starting"] == []
+    # the run is over: now the replacement starts
+    w.close()
+    second = wait_for(lambda: ready_pids(client))[0]
+    assert second != first
+    assert client.ask({"op": "status"})["waiting"] == []
+
+
 def test_a_worker_in_use_outlives_its_service_and_then_its_exit_status_is_unknown(svc) -> None:
     client = Client()
     client.ensure(60)

@@ -3,7 +3,8 @@ ready workers for ``fibtui run`` and the TUI (fibtui/runners/service; docs/archi
 
 ``status --json`` prints ``running`` (false when no service answers) and ``socket``; with a
 service also ``pid``, ``facts``, ``idle_timeout_s``, ``idle_s``, ``uptime_s``, ``ready`` (each
-``key``, ``device``, ``interpreter``, ``pid``, ``ready_for_s``), ``starting`` and ``handed``
+``key``, ``device``, ``interpreter``, ``pid``, ``ready_for_s``), ``starting``, ``waiting``
+(starts held until a run on that GPU is over: ``key``, ``device``) and ``handed``
 (workers handed to a run: ``pid``, ``device``, ``owner_pid``, ``for_s``) and ``current`` (its
 facts are this fibtui's: false means the next run restarts it).
 """
@@ -85,6 +86,10 @@ def _lines(found: dict, current: bool, log) -> list[str]:
         )
     for w in found.get("starting") or []:
         lines.append(f"  starting: {w.get('key')}  for {w.get('for_s')} s")
+    for w in found.get("waiting") or []:
+        lines.append(
+            f"  waiting: {w.get('device')} is in use by a run; a worker starts when it ends"
+        )
     for w in found.get("handed") or []:
         lines.append(
             f"  in use: {w.get('device')}  pid {w.get('pid')}, run pid {w.get('owner_pid')}, "

@@ -7,14 +7,21 @@ connection on a Unix socket:
 - ``hello``: its facts (fibtui version and sources digest, Python, torch, triton, the GPU set),
   pid and idle timeout; a client whose facts differ stops it and starts a new one;
 - ``take`` (device, interpreter, env, wait_s): a ready worker for that key is handed over (its
-  stdin, stdout and stderr pipes and a pidfd, as SCM_RIGHTS) and never given to anyone again; a
-  replacement starts at once. Without one the answer says ``none`` (one starts for next time;
-  the client starts its own), ``starting`` (one is on its way: ask again) or ``failed`` (why the
-  last start failed);
+  stdin, stdout and stderr pipes and a pidfd, as SCM_RIGHTS) and never given to anyone again.
+  Without one, the service starts one and the answer says ``starting`` (ask again: the client
+  waits for it rather than start a second), ``none`` (none can start now, see below: the client
+  starts its own) or ``failed`` (why the last start failed);
 - ``warm``: start one for that key unless one is ready or starting (the TUI, ahead of a gate);
 - ``status``, ``stop``;
 - ``exit_status`` (pid): how a worker it handed over ended (its parent is this service, so only
   it can reap it and know), kept for ``EXIT_MEMORY_S``.
+
+A GPU worker is never started while a worker this service handed over for the same GPU is alive:
+that run is measuring, and a process importing torch, creating a CUDA context and opening a CUPTI
+session beside it is not something its timings should share the GPU with. Such a start waits
+until the handed-over worker has ended (the run is over), then goes ahead; the replacement for a
+worker just handed over starts that way too. Interpreter workers start at once (their timings
+give no speed verdict).
 
 Only the user running the service may connect (the folder is 0700, the socket 0600, and every
 connection's peer uid is checked with SO_PEERCRED); anything else is refused and logged. The env a
@@ -139,6 +146,8 @@ class Service:
         self._handed: dict[int, Handed] = {}
         self._exited: dict[int, tuple[int, float]] = {}
         self._asked: dict[str, float] = {}
+        #: starts waiting for a GPU to be free of handed-over workers: key -> (device, interpreter, env)
+        self._deferred: dict[str, tuple[str, bool, dict[str, str]]] = {}
         self._activity = time.monotonic()
         self._stop = threading.Event()
         self._connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -350,6 +359,7 @@ class Service:
                 }
                 for h in self._handed.values()
             ]
+            waiting = [{"key": k, "device": d} for k, (d, _, _) in self._deferred.items()]
         send_line(
             conn,
             {
@@ -358,6 +368,7 @@ class Service:
                 "ready": ready,
                 "starting": starting,
                 "handed": handed,
+                "waiting": waiting,
                 "idle_s": round(time.monotonic() - self._activity, 1),
             },
         )
@@ -395,7 +406,11 @@ class Service:
         with self._cond:
             self._asked[key] = time.time()
             self._start_locked(key, device, interpreter, env)
-            state = "ready" if self._alive_ready_locked(key) else "starting"
+            state = (
+                "ready"
+                if self._alive_ready_locked(key)
+                else ("starting" if key in self._starting else "waiting")
+            )
         send_line(conn, {"ok": True, "state": state, "key": key})
 
     def _op_take(self, conn: socket.socket, req: dict[str, Any], peer: int) -> None:
@@ -412,16 +427,19 @@ class Service:
                 w = self._pop_ready_locked(key)
                 if w is not None:
                     self._handed[w.proc.pid] = Handed(w.proc.pid, key, device, peer, time.time())
-                    self._start_locked(key, device, interpreter, env)  # the next one's
+                    # the next one's: on a GPU it waits until this one's run is over
+                    self._start_locked(key, device, interpreter, env)
                     break
                 if key not in self._starting:
                     why = self._failed.pop(key, None)
-                    if why is None:
-                        self._start_locked(key, device, interpreter, env)
-                        reply = {"ok": False, "state": "none", "key": key}
-                    else:
+                    if why is not None:
                         reply = {"ok": False, "state": "failed", "key": key, "error": why}
-                    break
+                        break
+                    self._start_locked(key, device, interpreter, env)
+                    if key not in self._starting:  # a run measures on this GPU: no start now
+                        reply = {"ok": False, "state": "none", "key": key}
+                        break
+                    continue  # wait for the one just started
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._stop.is_set():
                     reply = {"ok": False, "state": "starting", "key": key}
@@ -473,6 +491,10 @@ class Service:
         with self._cond:
             self._handed.pop(proc.pid, None)
             self._exited[proc.pid] = (code, time.monotonic())
+            for key, (device, interpreter, env) in list(self._deferred.items()):
+                if not self._gpu_busy_locked(device, interpreter):
+                    del self._deferred[key]
+                    self._start_locked(key, device, interpreter, env)
             self._cond.notify_all()
         self._activity = time.monotonic()
         log(f"worker {proc.pid} ended ({code})")
@@ -491,10 +513,19 @@ class Service:
             threading.Thread(target=self._discard, args=(w,), daemon=True).start()
         return None
 
+    def _gpu_busy_locked(self, device: str, interpreter: bool) -> bool:
+        """A worker handed over for this GPU is alive (its run may be measuring)."""
+        return not interpreter and any(h.device == device for h in self._handed.values())
+
     def _start_locked(self, key: str, device: str, interpreter: bool, env: dict[str, str]) -> None:
-        """Start a worker for ``key`` unless one is ready or starting (call with the lock held)."""
+        """Start a worker for ``key`` unless one is ready or starting (call with the lock held);
+        on a GPU a handed-over worker is using, once it has ended (``_reap``)."""
         if self._stop.is_set() or key in self._starting or self._alive_ready_locked(key):
             return
+        if self._gpu_busy_locked(device, interpreter):
+            self._deferred[key] = (device, interpreter, env)
+            return
+        self._deferred.pop(key, None)
         self._evict_locked(key)
         self._starting[key] = time.time()
         threading.Thread(
