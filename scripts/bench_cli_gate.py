@@ -8,7 +8,11 @@
 On a fresh demo workspace (``fibtui demo DIR --no-tui``) it runs ``fibtui run --workloads rep``
 (plus any arguments after ``--``, run from the workspace) first ``--no-daemon`` (``--plain N``
 times), then with the worker service ``--daemon N`` times (3 by default): the first of those
-starts the service, the later ones find a worker ready. The service runs in a private runtime
+starts the service, the later ones find a worker ready. The service starts a run's next worker
+only once that run is over (never beside a measurement), so before each later call the script
+waits until ``fibtui workers status`` shows one ready (the time an edit between two gates takes;
+the wait is printed), and then makes ``--at-once N`` more calls (1 by default) straight after
+the previous one, which wait inside ``fibtui run`` for the worker still starting. The service runs in a private runtime
 folder (XDG_RUNTIME_DIR) made for this benchmark and is stopped at the end, so a service of
 yours is neither used nor disturbed.
 
@@ -155,6 +159,25 @@ def phases(call: dict) -> dict[str, float | None]:
     }
 
 
+def _wait_ready(env: dict[str, str], timeout_s: float = 120.0) -> float | None:
+    """Seconds until the service shows a ready worker (None: none within ``timeout_s``)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        out = subprocess.run(
+            [sys.executable, "-m", "fibtui", "workers", "status", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout
+        try:
+            if json.loads(out).get("ready"):
+                return round(time.monotonic() - t0, 2)
+        except json.JSONDecodeError:
+            pass
+        time.sleep(0.25)
+    return None
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--as-cli":
         return _as_cli(sys.argv[2:])
@@ -163,6 +186,9 @@ def main() -> int:
     ap.add_argument("--workloads", default="rep")
     ap.add_argument("--plain", type=int, default=1, help="calls with --no-daemon first")
     ap.add_argument("--daemon", type=int, default=3, help="calls with the worker service")
+    ap.add_argument(
+        "--at-once", type=int, default=1, help="service calls right after the previous, no wait"
+    )
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--keep", action="store_true", help="keep the demo workspace and logs")
     ap.add_argument("extra", nargs="*", help="after --: more `fibtui run` arguments")
@@ -186,12 +212,21 @@ def main() -> int:
     print(f"fibtui {' '.join(argv)}   (workspace {root}; load average {os.getloadavg()})")
     calls = []
     try:
-        plan = [("--no-daemon", True)] * args.plain + [("service", False)] * args.daemon
+        plan = (
+            [("--no-daemon", True)] * args.plain
+            + [("service", False)] * args.daemon
+            + [("at once", False)] * args.at_once
+        )
         for i, (label, plain) in enumerate(plan):
+            waited = None
+            if label == "service" and any(c["mode"] == "service" for c in calls):
+                waited = _wait_ready(env)
+                print(f"    (waited {waited} s for the service's next worker to be ready)")
             call = one_call(
                 root, argv + (["--no-daemon"] if plain else []), env, base / f"call{i}.log"
             )
             call["mode"] = label
+            call["waited_for_ready_s"] = waited
             call["load_average"] = os.getloadavg()
             calls.append(call)
             p = phases(call)
