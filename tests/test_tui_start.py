@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import gc
 import io
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,7 +90,7 @@ async def test_the_footer_is_the_same_composed_or_shown_and_hidden(
 
 
 def test_the_collector_held_at_start_comes_back() -> None:
-    from fibtui.verbs.tui import hold_collector, release_collector
+    from fibtui.ui.startup import hold_collector, release_collector
 
     before = gc.get_threshold()
     hold_collector()
@@ -98,3 +102,44 @@ def test_the_collector_held_at_start_comes_back() -> None:
     assert gc.get_threshold() == before
     release_collector()  # nothing held: no change
     assert gc.get_threshold() == before
+
+
+def _start_without_terminal(*argv: str, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fibtui", *argv],
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_without_a_terminal_the_tui_says_so_in_one_line_and_exits_2(demo_ws: Path) -> None:
+    """stdin on /dev/null made Textual's input thread read end-of-file in a loop: 100% of a core
+    until killed. Now one line and exit 2, before Textual is imported."""
+    proc = _start_without_terminal("--workspace", str(demo_ws))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "fibtui: error: the TUI needs a terminal, and standard input and standard error are not "
+        "one here; run it in a terminal, or use a verb for scripts (fibtui --help)"
+    ]
+
+
+def test_a_terminal_for_keys_but_none_to_draw_on_is_refused_too(demo_ws: Path) -> None:
+    primary, secondary = pty.openpty()
+    try:
+        proc = _start_without_terminal("tui", "--workspace", str(demo_ws), stdin=secondary)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert proc.returncode == 2
+    assert "standard error is not one here" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_demo_verb_without_a_terminal_creates_the_workspace_then_refuses_the_tui(
+    tmp_path: Path,
+) -> None:
+    proc = _start_without_terminal("demo", str(tmp_path / "demo"))
+    assert proc.returncode == 2 and (tmp_path / "demo" / "config.toml").is_file()
+    assert proc.stderr.splitlines()[-1].startswith("fibtui: error: the TUI needs a terminal")

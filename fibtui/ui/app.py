@@ -38,6 +38,7 @@ from fibtui.ui.screens.confirm import ConfirmScreen
 from fibtui.ui.screens.error import ErrorScreen
 from fibtui.ui.screens.help import HelpKeysScreen
 from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
+from fibtui.ui.startup import default_demo_dir, open_demo_workspace, release_collector
 from fibtui.ui.themes import DEFAULT_THEME, load_themes
 
 #: actions that belong to one pane: elsewhere their key does nothing and the footer hides it
@@ -273,13 +274,6 @@ class FibCommands(Provider):
                 yield Hit(score, matcher.highlight(text), callback, help=help_text)
 
 
-def _release_collector() -> None:
-    """The collector runs again (fibtui.verbs.tui.open_tui holds it until the first data)."""
-    from fibtui.verbs.tui import release_collector
-
-    release_collector()
-
-
 def _tune_collector() -> None:
     """Keep the cyclic collector's full passes off the key path. Start-up (modules, panes, the
     loaded workspace) is frozen, so a full pass scans only what came after; full passes run a
@@ -288,7 +282,7 @@ def _tune_collector() -> None:
     full passes of ~110-370 ms each, which were the key-to-repaint tail."""
     import gc
 
-    _release_collector()
+    release_collector()
     gc.freeze()
     young, middle, full = gc.get_threshold()
     gc.set_threshold(young, middle, max(full, 100))
@@ -567,7 +561,7 @@ class FibApp(App[int]):
         self._catch_hangups()
         if self.workspace is None:
             self.push_screen(
-                NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()),
+                NoWorkspaceScreen(self.cwd, self.demo_dir or str(default_demo_dir())),
                 self._on_no_workspace,
             )
         else:
@@ -594,7 +588,7 @@ class FibApp(App[int]):
         that follow it (the tables' own layout passes: ~100 ms here before a call_after_refresh ran)."""
         self._first_frame = True
         if self.workspace is None:  # nothing loads before a workspace is chosen
-            _release_collector()
+            release_collector()
         if self._load_waits and self.workspace is not None:
             self._load_waits = False
             self._load_panes(self.workspace)
@@ -635,7 +629,7 @@ class FibApp(App[int]):
         ):
             await asyncio.sleep(0.02)
         await self._next_frame()  # its rows painted first
-        _release_collector()
+        release_collector()
         for pane in PANES:
             if pane.id != visible:
                 await self._open_pane(pane.id)
@@ -1414,8 +1408,6 @@ class FibApp(App[int]):
 
     @work(thread=True, exclusive=True, group="workspace", exit_on_error=False)
     def _open_demo(self) -> None:
-        from fibtui.verbs.tui import open_demo_workspace
-
         ws = open_demo_workspace(target=self.demo_dir)
         self.call_from_thread(self._use_workspace, ws)
 
@@ -1438,12 +1430,6 @@ class FibApp(App[int]):
         self.push_screen(
             ErrorScreen(f"{worker.name or 'a background task'} failed", reason, details)
         )
-
-
-def _default_demo_dir() -> str:
-    from fibtui.verbs.tui import default_demo_dir
-
-    return str(default_demo_dir())
 
 
 def make_app(
