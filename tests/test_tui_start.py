@@ -143,3 +143,99 @@ def test_the_demo_verb_without_a_terminal_creates_the_workspace_then_refuses_the
     proc = _start_without_terminal("demo", str(tmp_path / "demo"))
     assert proc.returncode == 2 and (tmp_path / "demo" / "config.toml").is_file()
     assert proc.stderr.splitlines()[-1].startswith("fibtui: error: the TUI needs a terminal")
+
+
+def _found(gpu: bool):
+    from fibtui.core.backends import Backends
+
+    return Backends(
+        gpu=gpu,
+        gpu_names=["NVIDIA H200"] if gpu else [],
+        gpu_ids=["0"] if gpu else [],
+        ncu=None,
+        interpreter=True,
+        torch=True,
+        triton=True,
+        flashinfer_bench=False,
+        modal_installed=False,
+        modal_credentials=None,
+    )
+
+
+@pytest.mark.parametrize(("gpu", "backend"), [(True, "local"), (False, "interpreter")])
+async def test_the_backend_is_chosen_in_a_worker_by_the_shared_default(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch, gpu: bool, backend: str
+) -> None:
+    """backends.detect runs nvidia-smi (up to 5 s): the TUI calls it from a thread, once, and takes
+    the CLI's default (runners.registry.default_backend)."""
+    import threading
+
+    from fibtui.core import backends
+
+    threads = []
+
+    def detect(probe_gpu: bool = True):
+        threads.append(threading.current_thread())
+        return _found(gpu)
+
+    monkeypatch.setattr(backends, "detect", detect)
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app._backend_name == backend and app._gate_options("rep").backend == backend
+        assert len(threads) == 1 and threads[0] is not threading.main_thread()
+
+
+async def test_a_gate_key_before_the_backend_is_known_waits_for_it_and_keys_still_work(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from fibtui.core import backends
+
+    release = threading.Event()
+
+    def slow_detect(probe_gpu: bool = True):
+        release.wait(30)  # nvidia-smi taking its time
+        return _found(False)
+
+    monkeypatch.setattr(backends, "detect", slow_detect)
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    started = []
+    monkeypatch.setattr(app, "_start", lambda options, label: started.append((options, label)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("3")  # the event loop is free: a pane key still acts at once
+        await pilot.pause()
+        assert app.active_pane == "runs" and not started and app._backend_name is None
+        release.set()
+        await settle(app, pilot)
+        assert len(started) == 1 and started[0][0].backend == "interpreter"
+
+
+async def test_a_sweep_counts_the_workloads_off_the_event_loop(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from fibtui.core.dataset import Dataset
+    from fibtui.ui.screens.confirm import ConfirmScreen
+
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        threads = []
+        workloads = Dataset.workloads
+
+        def counted(self, name):
+            threads.append(threading.current_thread())
+            return workloads(self, name)
+
+        monkeypatch.setattr(Dataset, "workloads", counted)
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)  # 50 workloads: it asks first
+        assert threads and threading.main_thread() not in threads

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -443,6 +444,12 @@ class FibApp(App[int]):
         paths: list[str]
         detected: float
 
+    @dataclass
+    class BackendChosen(Message):
+        """The backend g, s and watch mode run on, decided in a worker (_choose_backend)."""
+
+        name: str
+
     def __init__(
         self,
         workspace: Workspace | None,
@@ -470,6 +477,11 @@ class FibApp(App[int]):
         self.watch_latencies_ms: list[float] = []
         self._watch_detected: float | None = None
         self._warm = None
+        #: the backend g, s and watch mode run on (None until _choose_backend has decided), and
+        #: what waits for it (_with_backend)
+        self._backend_name: str | None = None
+        self._backend_waiters: list[Callable[[], object]] = []
+        self._backend_asked = False
         #: the Runs pane (kept: it is gone from the DOM by the time the app unmounts)
         self._runs_pane: RunsPane | None = None
         self._panes: dict[str, Any] = {}
@@ -630,6 +642,7 @@ class FibApp(App[int]):
             await asyncio.sleep(0.02)
         await self._next_frame()  # its rows painted first
         release_collector()
+        self._ask_backend()
         for pane in PANES:
             if pane.id != visible:
                 await self._open_pane(pane.id)
@@ -942,9 +955,43 @@ class FibApp(App[int]):
     # -- runs -----------------------------------------------------------------------------------
 
     def _backend(self) -> str:
-        from fibtui.core import backends
+        """The backend g, s and watch mode run on: the shared default of the CLI and the TUI
+        (runners.registry.default_backend), decided once in a worker. The actions that need it
+        wait for it (_with_backend); a thread that asks before it is known decides it there."""
+        if self._backend_name is None:
+            from fibtui.runners.registry import default_backend
 
-        return "local" if backends.detect().gpu else "interpreter"
+            self._backend_name = default_backend()
+        return self._backend_name
+
+    def _ask_backend(self) -> None:
+        if not self._backend_asked and self._backend_name is None:
+            self._backend_asked = True
+            self._choose_backend()
+
+    @work(thread=True, group="backend", exit_on_error=False)
+    def _choose_backend(self) -> None:
+        """Detecting the backends runs nvidia-smi (up to 5 s): never on the event loop."""
+        from fibtui.runners.registry import default_backend
+
+        self.post_message(self.BackendChosen(default_backend()))
+
+    @on(BackendChosen)
+    def _backend_chosen(self, message: BackendChosen) -> None:
+        if self._backend_name is None:
+            self._backend_name = message.name
+        waiting, self._backend_waiters = self._backend_waiters, []
+        for callback in waiting:
+            callback()
+
+    def _with_backend(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` now when the backend is known, else once the worker has chosen it
+        (a key typed in the first moments of the app)."""
+        if self._backend_name is not None:
+            callback()
+            return
+        self._backend_waiters.append(callback)
+        self._ask_backend()
 
     def _baseline_dir(self) -> Path | None:
         """The promoted best solution, when there is one: gates are paired against it."""
@@ -1099,6 +1146,9 @@ class FibApp(App[int]):
         minutes, and interpreter wall times give no speed verdict anyway). G runs the full one."""
         if self.workspace is None:
             return
+        self._with_backend(self._gate)
+
+    def _gate(self) -> None:
         options = self._gate_options("rep")
         label = (
             "correctness gate (the smallest workload of each band; G: the representatives)"
@@ -1110,25 +1160,26 @@ class FibApp(App[int]):
     def action_gate_full(self) -> None:
         if self.workspace is None:
             return
-        self._with_note_check(
-            lambda: self._start(self._gate_options("rep", quick=False), "representative gate")
+        self._with_backend(
+            lambda: self._with_note_check(
+                lambda: self._start(self._gate_options("rep", quick=False), "representative gate")
+            )
         )
 
     def action_sweep(self) -> None:
         if self.workspace is None:
             return
+        self._with_backend(self._sweep)
+
+    def _sweep(self) -> None:
         options = self._gate_options("all")
-
-        def go() -> None:
-            self._start(options, "full sweep")
-
-        self._with_note_check(lambda: self._confirm_sweep(options, go))
+        self._with_note_check(lambda: self._plan_sweep(options))
 
     def action_modal_sweep(self) -> None:
         """A full paired sweep fanned out over Modal containers: always asks first, with the plan."""
         if self.workspace is None:
             return
-        self._plan_modal(self._gate_options("all"))
+        self._with_backend(lambda: self._plan_modal(self._gate_options("all")))
 
     @work(thread=True, exclusive=True, group="modal-plan", exit_on_error=False)
     def _plan_modal(self, options) -> None:
@@ -1150,7 +1201,10 @@ class FibApp(App[int]):
             lambda ok: self._start(options, "Modal sweep") if ok else None,
         )
 
-    def _confirm_sweep(self, options, go) -> None:
+    @work(thread=True, exclusive=True, group="sweep-plan", exit_on_error=False)
+    def _plan_sweep(self, options) -> None:
+        """How many workloads a sweep runs and how long earlier runs took per job: read from the
+        files in a worker (the workloads file may be large), answered on the event loop."""
         from fibtui.core.backends import timing_kind_of
         from fibtui.core.runs import history_seconds_per_job
 
@@ -1158,16 +1212,26 @@ class FibApp(App[int]):
         try:
             n = len(ws.dataset().workloads(ws.active.definition))
         except FibError as exc:
-            self.push_screen(ErrorScreen("cannot plan the sweep", exc.one_line()))
+            self.call_from_thread(
+                self.push_screen, ErrorScreen("cannot plan the sweep", exc.one_line())
+            )
             return
+        history = None
+        if n > LARGE_SWEEP or options.repeats > 1:
+            history = history_seconds_per_job(
+                ws.archive_root, ws.active.definition, timing_kind_of(options.backend)
+            )
+        self.call_from_thread(self._confirm_sweep, options, n, history)
+
+    def _confirm_sweep(self, options, n: int, history: tuple[float, str] | None) -> None:
+        def go() -> None:
+            self._start(options, "full sweep")
+
         if n <= LARGE_SWEEP and options.repeats <= 1:
             go()
             return
         solutions = 1 + (1 if options.baseline else 0)
         jobs = n * options.repeats * solutions
-        history = history_seconds_per_job(
-            ws.archive_root, ws.active.definition, timing_kind_of(options.backend)
-        )
         est = (
             f"~{jobs * history[0] / 60:.1f} min of {options.backend} time ({history[1]})"
             if history
@@ -1249,7 +1313,7 @@ class FibApp(App[int]):
             self._on_pane("regimes", "analyze")
             if self._pending_watch_gate:
                 self._pending_watch_gate = False
-                self._start(self._gate_options("rep"), "watch gate")
+                self._with_backend(lambda: self._start(self._gate_options("rep"), "watch gate"))
             elif self.watch_mode or self._keep_worker_warm():
                 self._prewarm()
 
@@ -1280,9 +1344,14 @@ class FibApp(App[int]):
         except FibError:
             return True  # a broken fibtui.toml is reported where it is read for its own tables
 
-    @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
     def _prewarm(self) -> None:
-        """Keep one worker process started (torch and triton imported) for the next gate."""
+        """Keep one worker process started (torch and triton imported) for the next gate: its
+        options are read here, on the event loop (they come from the panes), and the worker
+        starts in a thread."""
+        self._with_backend(lambda: self._prewarm_with(self._gate_options("rep")))
+
+    @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
+    def _prewarm_with(self, options) -> None:
         from fibtui.runners.local import WarmWorkers
         from fibtui.runners.session import check_backend, engine_config, worker_pool
 
@@ -1291,7 +1360,6 @@ class FibApp(App[int]):
             self._warm = WarmWorkers(ws.state_dir / "warm")
         if self._warm.count():
             return
-        options = self._gate_options("rep")
         try:
             found = check_backend(options.backend)
             definition = ws.dataset().definition(ws.active.definition)
@@ -1326,6 +1394,9 @@ class FibApp(App[int]):
             self.notify(f"saved {names}: cancelling the gate in flight, then rerunning it")
             return
         self.notify(f"saved {names}: rerunning the gate")
+        self._with_backend(self._watch_gate)
+
+    def _watch_gate(self) -> None:
         options = self._gate_options("rep")
         if self.note_acknowledged or self._has_note():
             self._start(options, "watch gate")
