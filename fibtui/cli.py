@@ -120,17 +120,24 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(lazy=True)
-    args = parser.parse_args(argv)
+    args = build_parser(lazy=True).parse_args(argv)
+    handler = getattr(args, "func", None)
+    if handler is None:  # no verb: the TUI (it prints no tables, so --wide means nothing to it)
+        from fibtui.verbs.tui import tui
+
+        return _run(tui, args)
     from fibtui.verbs._common import set_wide
 
     set_wide(getattr(args, "wide", False))
     try:
-        handler = getattr(args, "func", None)
-        if handler is None:
-            from fibtui.verbs.tui import tui
+        return _run(handler, args)
+    finally:
+        set_wide(False)  # one invocation's flag (main runs many times in one test process)
 
-            handler = tui
+
+def _run(handler, args: argparse.Namespace) -> int:
+    """A verb's handler, its errors as one line and an exit code."""
+    try:
         return int(handler(args) or 0)
     except FibError as exc:
         # a file's name or contents in the message: its control characters are shown, never obeyed
@@ -141,8 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    finally:
-        set_wide(False)  # one invocation's flag (main runs many times in one test process)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -35,10 +35,6 @@ from fibtui.ui.panes.recon import ReconPane
 from fibtui.ui.panes.regimes import RegimesPane
 from fibtui.ui.panes.runs import RunsPane
 from fibtui.ui.safe_text import ControlCharacters
-from fibtui.ui.screens.confirm import ConfirmScreen
-from fibtui.ui.screens.error import ErrorScreen
-from fibtui.ui.screens.help import HelpKeysScreen
-from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
 from fibtui.ui.startup import default_demo_dir, open_demo_workspace, release_collector
 from fibtui.ui.themes import DEFAULT_THEME, load_themes
 
@@ -572,6 +568,8 @@ class FibApp(App[int]):
         self._runs_pane = self.pane("runs")
         self._catch_hangups()
         if self.workspace is None:
+            from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
+
             self.push_screen(
                 NoWorkspaceScreen(self.cwd, self.demo_dir or str(default_demo_dir())),
                 self._on_no_workspace,
@@ -782,6 +780,8 @@ class FibApp(App[int]):
             rows.append(
                 (key, binding.description or binding.action, binding.tooltip, binding.id or "")
             )
+        from fibtui.ui.screens.help import HelpKeysScreen
+
         self.push_screen(HelpKeysScreen(rows))
 
     async def action_quit(self) -> None:
@@ -1191,6 +1191,8 @@ class FibApp(App[int]):
         self.call_from_thread(self._confirm_modal, options, plan)
 
     def _confirm_modal(self, options, plan) -> None:
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
         lines = plan.lines()
         facts = [("", line.strip()) for line in lines[1:]]
         head = lines[0]
@@ -1207,6 +1209,7 @@ class FibApp(App[int]):
         files in a worker (the workloads file may be large), answered on the event loop."""
         from fibtui.core.backends import timing_kind_of
         from fibtui.core.runs import history_seconds_per_job
+        from fibtui.ui.screens.error import ErrorScreen
 
         ws = self.workspace
         try:
@@ -1224,6 +1227,8 @@ class FibApp(App[int]):
         self.call_from_thread(self._confirm_sweep, options, n, history)
 
     def _confirm_sweep(self, options, n: int, history: tuple[float, str] | None) -> None:
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
         def go() -> None:
             self._start(options, "full sweep")
 
@@ -1253,6 +1258,7 @@ class FibApp(App[int]):
 
     def _with_note_check(self, go) -> None:
         from fibtui.core import recon
+        from fibtui.ui.screens.confirm import ConfirmScreen
 
         ws = self.workspace
         repos = self.pane("recon").repo_count
@@ -1489,6 +1495,8 @@ class FibApp(App[int]):
 
     def report_worker_failure(self, worker: Worker) -> None:
         """The one place worker failures are handled: never a crash, always the error dialog."""
+        from fibtui.ui.screens.error import ErrorScreen
+
         error = worker.error
         if isinstance(error, FibError):
             reason = error.one_line()
