@@ -239,3 +239,31 @@ async def test_a_sweep_counts_the_workloads_off_the_event_loop(
         await settle(app, pilot)
         assert isinstance(app.screen, ConfirmScreen)  # 50 workloads: it asks first
         assert threads and threading.main_thread() not in threads
+
+
+async def test_a_failed_backend_detection_shows_the_error_and_the_next_key_asks_again(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fibtui.core import backends
+    from fibtui.ui.screens.error import ErrorScreen
+
+    calls = []
+
+    def detect(probe_gpu: bool = True):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("nvidia-smi went away")
+        return _found(False)
+
+    monkeypatch.setattr(backends, "detect", detect)
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    started = []
+    monkeypatch.setattr(app, "_start", lambda options, label: started.append(options.backend))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)  # the first detection (after the first data) fails
+        assert isinstance(app.screen, ErrorScreen) and not started
+        await pilot.press("escape")
+        await pilot.press("g")
+        await settle(app, pilot)
+        assert started == ["interpreter"] and len(calls) == 2

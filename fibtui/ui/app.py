@@ -1491,6 +1491,9 @@ class FibApp(App[int]):
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
+            if event.worker.group == "backend":  # what waited for it is dropped; a key asks again
+                self._backend_asked = False
+                self._backend_waiters = []
             self.report_worker_failure(event.worker)
 
     def report_worker_failure(self, worker: Worker) -> None:
