@@ -267,3 +267,18 @@ async def test_a_failed_backend_detection_shows_the_error_and_the_next_key_asks_
         await pilot.press("g")
         await settle(app, pilot)
         assert started == ["interpreter"] and len(calls) == 2
+
+
+async def test_a_sweep_over_an_unreadable_workloads_file_says_why(demo_ws: Path) -> None:
+    from fibtui.ui.screens.error import ErrorScreen
+
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        wl = next((demo_ws / "dataset" / "workloads").rglob("*.jsonl"))
+        wl.write_text("{not json\n")
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ErrorScreen) and app.screen._title == "cannot plan the sweep"
+        assert str(wl) in app.screen._reason

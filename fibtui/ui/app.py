@@ -1209,15 +1209,12 @@ class FibApp(App[int]):
         files in a worker (the workloads file may be large), answered on the event loop."""
         from fibtui.core.backends import timing_kind_of
         from fibtui.core.runs import history_seconds_per_job
-        from fibtui.ui.screens.error import ErrorScreen
 
         ws = self.workspace
         try:
             n = len(ws.dataset().workloads(ws.active.definition))
         except FibError as exc:
-            self.call_from_thread(
-                self.push_screen, ErrorScreen("cannot plan the sweep", exc.one_line())
-            )
+            self.call_from_thread(self._sweep_refused, exc.one_line())
             return
         history = None
         if n > LARGE_SWEEP or options.repeats > 1:
@@ -1225,6 +1222,11 @@ class FibApp(App[int]):
                 ws.archive_root, ws.active.definition, timing_kind_of(options.backend)
             )
         self.call_from_thread(self._confirm_sweep, options, n, history)
+
+    def _sweep_refused(self, reason: str) -> None:
+        from fibtui.ui.screens.error import ErrorScreen
+
+        self.push_screen(ErrorScreen("cannot plan the sweep", reason))
 
     def _confirm_sweep(self, options, n: int, history: tuple[float, str] | None) -> None:
         from fibtui.ui.screens.confirm import ConfirmScreen
