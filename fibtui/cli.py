@@ -1,7 +1,8 @@
 """The headless command line: a thin layer over the same services the TUI uses.
 
 Each module in ``fibtui/verbs/`` registers its own verbs (``register(sub, common)``) and keeps
-heavy imports inside its handlers, so ``fibtui --version`` and the TUI start stay fast.
+heavy imports inside its handlers; the command line imports only the module of the verb it runs
+(``fibtui.verbs.VERBS``), so ``fibtui --version``, a verb and the TUI start stay fast.
 
 Exit codes: 0 ok, 1 a check failed, 2 bad input or usage. A user's mistake is one line on stderr,
 never a traceback.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 from collections.abc import Sequence
 
@@ -28,6 +28,51 @@ class _Parser(argparse.ArgumentParser):
             f"{self.prog}: error: {printable(message, one_line=True)} (see {self.prog} --help)\n"
         )
         raise SystemExit(2)
+
+    def format_help(self) -> str:
+        """The help lists every verb: their modules are imported first."""
+        for action in self._actions:
+            if isinstance(action, _Verbs):
+                action.load_all()
+        return super().format_help()
+
+
+#: a verb whose module is not imported yet
+_PENDING = argparse.ArgumentParser(add_help=False)
+
+
+class _Verbs(argparse._SubParsersAction):
+    """The verb argument: every verb is a valid choice from the start (``fibtui.verbs.VERBS``),
+    and a verb's module is imported, and registers its subparsers, when that verb is given."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        from fibtui.verbs import VERBS
+
+        self._module_of = dict(VERBS)
+        self._loaded: set[str] = set()
+        for name in VERBS:
+            self._name_parser_map[name] = _PENDING
+
+    def add_parser(self, name: str, **kwargs):  # type: ignore[override]
+        if self._name_parser_map.get(name) is _PENDING:
+            del self._name_parser_map[name]
+        return super().add_parser(name, **kwargs)
+
+    def load(self, module: str) -> None:
+        if module not in self._loaded:
+            self._loaded.add(module)
+            importlib.import_module(f"fibtui.verbs.{module}").register(self, common_options)
+
+    def load_all(self) -> None:
+        for module in dict.fromkeys(self._module_of.values()):
+            self.load(module)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        module = self._module_of.get(values[0])
+        if module is not None:
+            self.load(module)
+        super().__call__(parser, namespace, values, option_string)
 
 
 def common_options(p: argparse.ArgumentParser) -> None:
@@ -54,18 +99,9 @@ def common_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _verb_modules():
-    import fibtui.verbs as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"fibtui.verbs.{info.name}")
-        if hasattr(module, "register"):
-            yield module
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; ``lazy``: a verb's module is imported only when the verb is given
+    (or the help is printed)."""
     parser = _Parser(
         prog="fibtui", description="Optimize GPU kernels against FlashInfer-Bench definitions."
     )
@@ -77,24 +113,31 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="open the bundled demo workspace when no workspace is found",
     )
-    sub = parser.add_subparsers(dest="verb", parser_class=_Parser, metavar="VERB")
-    for module in _verb_modules():
-        module.register(sub, common_options)
+    sub = parser.add_subparsers(dest="verb", parser_class=_Parser, metavar="VERB", action=_Verbs)
+    if not lazy:
+        sub.load_all()
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser(lazy=True).parse_args(argv)
+    handler = getattr(args, "func", None)
+    if handler is None:  # no verb: the TUI (it prints no tables, so --wide means nothing to it)
+        from fibtui.verbs.tui import tui
+
+        return _run(tui, args)
     from fibtui.verbs._common import set_wide
 
     set_wide(getattr(args, "wide", False))
     try:
-        handler = getattr(args, "func", None)
-        if handler is None:
-            from fibtui.verbs.tui import tui
+        return _run(handler, args)
+    finally:
+        set_wide(False)  # one invocation's flag (main runs many times in one test process)
 
-            handler = tui
+
+def _run(handler, args: argparse.Namespace) -> int:
+    """A verb's handler, its errors as one line and an exit code."""
+    try:
         return int(handler(args) or 0)
     except FibError as exc:
         # a file's name or contents in the message: its control characters are shown, never obeyed
@@ -105,8 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    finally:
-        set_wide(False)  # one invocation's flag (main runs many times in one test process)
 
 
 if __name__ == "__main__":  # pragma: no cover

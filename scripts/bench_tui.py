@@ -3,6 +3,14 @@
 key-to-repaint, watch-mode save-to-first-job, and memory. Prints a table; with --out writes JSON.
 
     .venv/bin/python scripts/bench_tui.py [--out optimize_ops/benchmarks/tui_<date>.json]
+    .venv/bin/python scripts/bench_tui.py --start-trace            # the start only, traced
+    .venv/bin/python scripts/bench_tui.py --compare /tmp/old-tree  # A/B against another tree
+
+--start-trace: modules loaded, -X importtime own times and the process's CPU time at the first
+frame and at the first workload row, and a cProfile of the main thread to the first frame;
+measures that other processes on a shared machine move less than the wall clock. --compare:
+starts of this tree and of other source trees (``git archive REV | tar -x -C /tmp/old-tree``)
+alternate, so a change in the machine's load falls on each alike.
 
 first paint: `python -m fibtui --workspace DEMO` in a pseudo-terminal (80x24), from spawn to the
 first frame that shows the tab bar; "first data" to the first frame that shows a workload row. It
@@ -57,7 +65,9 @@ def quit_app(pid: int, fd: int, timeout: float = 20.0) -> None:
     os.close(fd)
 
 
-def first_paint(ws: Path, runs: int = 7, cached_bytecode: bool = False) -> dict:
+def first_paint(
+    ws: Path, runs: int = 7, cached_bytecode: bool = False, tree: Path | None = None
+) -> dict:
     paint, data = [], []
     extra = {}
     if cached_bytecode:
@@ -77,6 +87,9 @@ def first_paint(ws: Path, runs: int = 7, cached_bytecode: bool = False) -> dict:
             )
             if cached_bytecode:
                 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+            if tree is not None:  # python -m puts the current folder first on sys.path
+                os.chdir(tree)
+                os.environ["PYTHONPATH"] = str(tree)
             os.execv(sys.executable, [sys.executable, "-m", "fibtui", "--workspace", str(ws)])
         t0 = time.monotonic()
         buf = b""
@@ -116,13 +129,15 @@ def first_paint(ws: Path, runs: int = 7, cached_bytecode: bool = False) -> dict:
     }
 
 
-#: text each pane paints whatever its data (table headers and fixed labels)
+#: text each pane paints at 80x24 (table headers and fixed labels); "official parity", the
+#: Promotion pane's marker until 2026-12-02, is below its fold at 24 rows, so its switches were
+#: never timed (50 of 60 in pane_switch)
 PANE_MARKERS = {
     b"1": b"reusable piece",
     b"2": b"representative",
     b"3": b"state",
     b"4": b"report",
-    b"5": b"official parity",
+    b"5": b"W/T/L",
     b"6": b"round summary",
 }
 
@@ -203,6 +218,185 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24) -> dict:
             "max_ms": max(scroll),
         },
     }
+
+
+#: run in the app's process by start_trace: the real start (``fibtui.cli.main``) in the pty, with
+#: -X importtime's lines on a file (Textual draws on the terminal through /dev/tty instead), the
+#: modules loaded when the first frame is on screen and when the first workload row is filled,
+#: and a cProfile of the main thread from the start to the first frame
+_TRACE_CHILD = r"""
+import cProfile, json, os, sys, time
+out = sys.argv[1]
+log = os.open(out + ".importtime", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+tty = open("/dev/tty", "w")
+os.dup2(log, 2)
+sys.stderr = sys.__stderr__ = tty
+profile = cProfile.Profile() if sys.argv[3] == "profile" else None
+if profile is not None:
+    profile.enable()
+t0 = time.perf_counter()
+marks = {}
+import fibtui.cli
+from fibtui.ui import app as app_module
+from fibtui.ui.panes import regimes as regimes_pane
+
+def mark(name):
+    marks[name] = {
+        "s": time.perf_counter() - t0,
+        "cpu_s": time.process_time(),
+        "modules": sorted(sys.modules),
+    }
+
+ready = app_module.FibApp.on_ready
+def on_ready(self):
+    mark("first_frame")
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(out + ".prof")
+    ready(self)
+app_module.FibApp.on_ready = on_ready
+
+fill = regimes_pane.RegimesPane._fill_workloads
+def fill_workloads(self, report):
+    fill(self, report)
+    mark("first_data")
+    self.app.exit(0)
+regimes_pane.RegimesPane._fill_workloads = fill_workloads
+fibtui.cli.main(["--workspace", sys.argv[2]])
+with open(out + ".json", "w") as f:
+    json.dump(marks, f)
+"""
+
+
+def _traced_start(
+    ws: Path, out: Path, profile: bool, tree: Path = REPO, importtime: bool = True
+) -> dict:
+    """Run _TRACE_CHILD in a pty to its first workload row, with the fibtui of ``tree``; its marks."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(tree)  # python -c puts the current folder first on sys.path
+        os.environ.update(
+            {
+                "TERM": "xterm-256color",
+                "COLUMNS": "80",
+                "LINES": "24",
+                "FIBTUI_CONFIG_DIR": tempfile.mkdtemp(),
+                "PYTHONPATH": str(tree),
+            }
+        )
+        argv = [str(out), str(ws), "profile" if profile else "-"]
+        flags = ["-X", "importtime"] if importtime else []
+        os.execv(sys.executable, [sys.executable, *flags, "-c", _TRACE_CHILD, *argv])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            try:
+                os.read(fd, 65536)
+            except OSError:
+                pass
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise SystemExit("the traced start did not reach its first workload row within 30 s")
+    os.close(fd)
+    return json.loads(Path(f"{out}.json").read_text())
+
+
+def _importtime(path: Path) -> dict[str, int]:
+    """-X importtime's lines: module -> its own import time in microseconds."""
+    import re
+
+    own = {}
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", line)
+        if m:
+            own[m[2]] = own.get(m[2], 0) + int(m[1])
+    return own
+
+
+def start_trace(ws: Path, top: int = 25, runs: int = 5) -> dict:
+    """Measures of the start that depend less on the machine's load than the wall clock: the
+    modules loaded at the first frame and at the first workload row, the sum of their
+    -X importtime own times (importlib.import_module's imports are not in it), the process's CPU
+    time at each (median of ``runs`` starts, with the wall clock beside it), and the functions of
+    the main thread's cProfile to the first frame with the largest cumulative time."""
+    import pstats
+
+    out = Path(tempfile.mkdtemp(prefix="fibtui-trace-")) / "trace"
+    _traced_start(ws, out, profile=True)
+    stats = pstats.Stats(f"{out}.prof")
+    # then starts without the profiler (which slows every import down)
+    starts = []
+    for _ in range(runs):
+        starts.append(_traced_start(ws, out, profile=False))
+        own = _importtime(Path(f"{out}.importtime"))  # the last start's
+    res: dict = {"runs": runs}
+    for name, mark in starts[-1].items():
+        mods = [m for m in mark["modules"] if m in own]
+        by_package: dict[str, int] = {}
+        for m in mods:
+            by_package[m.split(".")[0]] = by_package.get(m.split(".")[0], 0) + own[m]
+        res[name] = {
+            "modules": len(mark["modules"]),
+            "importtime_own_ms": round(sum(own[m] for m in mods) / 1000, 1),
+            "wall_s_median": round(statistics.median(s[name]["s"] for s in starts), 3),
+            # CPU time of the process since it started (every thread)
+            "cpu_s_median": round(statistics.median(s[name]["cpu_s"] for s in starts), 3),
+            "cpu_s_all": [round(s[name]["cpu_s"], 3) for s in starts],
+            "importtime_own_ms_by_package": {
+                k: round(v / 1000, 1)
+                for k, v in sorted(by_package.items(), key=lambda kv: -kv[1])[:top]
+            },
+            "importtime_own_ms_top": {
+                m: round(own[m] / 1000, 1) for m in sorted(mods, key=lambda m: -own[m])[:top]
+            },
+            "module_names": mark["modules"],
+        }
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][3])  # type: ignore[attr-defined]
+    res["profile_to_first_frame"] = {
+        "total_ms": round(stats.total_tt * 1000, 1),  # type: ignore[attr-defined]
+        "top_cumulative_ms": [
+            (f"{Path(f).name}:{line}:{fn}", round(v[3] * 1000, 1))
+            for (f, line, fn), v in rows[:top]
+        ],
+    }
+    shutil.rmtree(out.parent, ignore_errors=True)
+    return res
+
+
+def compare_trees(ws: Path, trees: list[Path], runs: int = 15) -> dict:
+    """A/B of the start between source trees (this one and, say, a `git archive` of an older
+    commit): their starts alternate, so a change in the machine's load falls on each alike.
+    Medians of the wall clock and of the process's CPU time at the first frame and at the first
+    workload row, and the modules loaded at each."""
+    out = Path(tempfile.mkdtemp(prefix="fibtui-ab-")) / "trace"
+    marks: dict[str, list[dict]] = {str(t): [] for t in trees}
+    seen: dict[str, list[dict]] = {str(t): [] for t in trees}
+    for _ in range(runs):
+        for tree in trees:
+            marks[str(tree)].append(_traced_start(ws, out, False, tree, importtime=False))
+            seen[str(tree)].append(first_paint(ws, runs=1, tree=tree))
+    shutil.rmtree(out.parent, ignore_errors=True)
+    res = {}
+    for tree, starts in marks.items():
+        res[tree] = {
+            name: {
+                "wall_ms_median": round(statistics.median(s[name]["s"] for s in starts) * 1000),
+                "cpu_ms_median": round(statistics.median(s[name]["cpu_s"] for s in starts) * 1000),
+                "modules": len(starts[-1][name]["modules"]),
+            }
+            for name in ("first_frame", "first_data")
+        }
+        # what the terminal shows, as first_paint reads it (tab bar; a workload row)
+        res[tree]["terminal_ms_median"] = {
+            what: round(statistics.median(v[f"{what}_s_median"] for v in seen[tree]) * 1000)
+            for what in ("first_paint", "first_data")
+        }
+    return res
 
 
 def big_workspace(n: int) -> Path:
@@ -327,15 +521,73 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def print_start_trace(res: dict) -> None:
+    for name in ("first_frame", "first_data"):
+        m = res[name]
+        print(
+            f"{name:12s} modules {m['modules']}, importtime own {m['importtime_own_ms']:.0f} ms, "
+            f"CPU {m['cpu_s_median'] * 1000:.0f} ms, wall {m['wall_s_median'] * 1000:.0f} ms "
+            f"(medians of {res['runs']})"
+        )
+        print("  by package (ms):", m["importtime_own_ms_by_package"])
+    print("main thread to the first frame, cProfile cumulative (ms):")
+    for where, ms in res["profile_to_first_frame"]["top_cumulative_ms"]:
+        print(f"  {ms:8.1f}  {where}")
+
+
+def start_only(demo: Path, a: argparse.Namespace) -> dict:
+    """--start-trace and --compare: the start alone, in measures less moved by the machine's load."""
+    res: dict = {"load_average_at_start": os.getloadavg()}
+    if a.start_trace:
+        res["start_trace"] = start_trace(demo, runs=a.runs)
+        print_start_trace(res["start_trace"])
+    if a.compare:
+        trees = [REPO, *(Path(t).resolve() for t in a.compare)]
+        res["compare"] = compare_trees(demo, trees, runs=a.runs)
+        for tree, m in res["compare"].items():
+            print(
+                f"{tree}: terminal first paint {m['terminal_ms_median']['first_paint']} ms, "
+                f"first row {m['terminal_ms_median']['first_data']} ms; CPU at the first frame "
+                f"{m['first_frame']['cpu_ms_median']} ms ({m['first_frame']['modules']} modules), "
+                f"at the first row {m['first_data']['cpu_ms_median']} ms "
+                f"({m['first_data']['modules']} modules)"
+            )
+    res["load_average_at_end"] = os.getloadavg()
+    print(
+        f"load average (1, 5, 15 min) at start {' '.join(f'{v:.2f}' for v in res['load_average_at_start'])}, "
+        f"at end {' '.join(f'{v:.2f}' for v in res['load_average_at_end'])}"
+    )
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument(
+        "--start-trace",
+        action="store_true",
+        help="only the start: modules, import times, CPU time and a profile to the first frame",
+    )
+    ap.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="TREE",
+        help="only the start: this tree against other source trees, starts alternating",
+    )
+    ap.add_argument(
+        "--runs", type=int, default=7, help="starts per tree for --start-trace/--compare"
+    )
     a = ap.parse_args()
     from fibtui.core.demo import create_demo_workspace
 
     demo = Path(tempfile.mkdtemp()) / "demo"
     create_demo_workspace(demo, with_history=False, git_init=False)
+    if a.start_trace or a.compare:
+        res = start_only(demo, a)
+        if a.out:
+            Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
+        return
     res = {
         "machine": f"{os.cpu_count()} cores, {sys.version.split()[0]}",
         "load_average_at_start": os.getloadavg(),

@@ -144,3 +144,62 @@ def test_usage_errors_exit_2(capsys) -> None:
     assert code == 2 and "error" in err
     code, _, err = run_cli(capsys, "no-such-verb")
     assert code == 2
+
+
+def _registered_by_module() -> list[tuple[str, str]]:
+    """(verb, module) as each verb module's register adds them, the modules found on disk."""
+    import argparse
+    import importlib
+    import pkgutil
+
+    import fibtui.verbs
+
+    out = []
+    for info in sorted(pkgutil.iter_modules(fibtui.verbs.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"fibtui.verbs.{info.name}")
+        if info.name.startswith("_") or not hasattr(module, "register"):
+            continue
+        sub = argparse.ArgumentParser().add_subparsers()
+        module.register(sub, lambda p: None)
+        out += [(name, info.name) for name in sub._name_parser_map]
+    return out
+
+
+def test_the_verb_table_names_every_verb_and_its_module_in_help_order() -> None:
+    from fibtui.cli import build_parser
+    from fibtui.verbs import VERBS
+
+    assert list(VERBS.items()) == _registered_by_module()
+    verbs = next(a for a in build_parser()._actions if a.dest == "verb")
+    assert [a.dest for a in verbs._choices_actions] == list(VERBS)
+
+
+def _modules_after(*argv: str) -> list[str]:
+    code = (
+        "import json, sys\n"
+        "from fibtui.cli import build_parser\n"
+        f"build_parser(lazy=True).parse_args({list(argv)!r})\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('fibtui.verbs'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_command_line_imports_only_the_module_of_the_verb_it_runs() -> None:
+    assert _modules_after("--workspace", "x") == ["fibtui.verbs"]  # the TUI: fibtui.verbs.tui later
+    assert _modules_after("-w", "x", "runs", "list") == ["fibtui.verbs", "fibtui.verbs.run"]
+    assert _modules_after("round", "list") == ["fibtui.verbs", "fibtui.verbs.decide"]
+
+
+def test_help_and_usage_errors_are_those_of_the_whole_parser(capsys) -> None:
+    """The lazy parser of main prints what the parser with every verb loaded prints."""
+    from fibtui.cli import build_parser
+
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0 and out == build_parser().format_help()
+    for verb in ("status", "ncu", "runs"):
+        assert f"\n    {verb} " in out
+    code, _, err = run_cli(capsys, "no-such-verb")
+    assert code == 2 and "invalid choice: 'no-such-verb' (choose from 'compare', 'promote'" in err
+    code, out, _ = run_cli(capsys, "runs", "--help")
+    assert code == 0 and out.startswith("usage: fibtui runs")

@@ -23,8 +23,6 @@ PACKAGE = REPO / "fibtui"
 #: Strongly connected groups of modules that import each other today. Remove an entry when its
 #: cycle is gone (the test says so); never add one.
 KNOWN_CYCLES: list[frozenset[str]] = [
-    # the TUI: ui/app.py imports verbs/tui.py, which imports ui/app.py (issue 19)
-    frozenset({"fibtui.ui.app", "fibtui.verbs.tui"}),
     # the worker: build.py calls native.py for CUDA builds, native.py uses build.py's types
     frozenset({"fibtui.worker.build", "fibtui.worker.native"}),
     # the worker's evaluators: the package __init__ picks an evaluator class from each module,

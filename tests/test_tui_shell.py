@@ -170,7 +170,7 @@ async def test_full_sweep_of_more_than_40_workloads_asks_first(demo_ws: Path) ->
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pilot.press("s")
-        await pilot.pause()
+        await settle(app, pilot)  # the workloads are counted in a worker
         assert isinstance(app.screen, ConfirmScreen)
         facts = str(app.screen.query_one("#confirm-facts").render())
         assert "50" in facts and "jobs" in facts and "estimated time" in facts

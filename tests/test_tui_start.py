@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import gc
 import io
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,7 +90,7 @@ async def test_the_footer_is_the_same_composed_or_shown_and_hidden(
 
 
 def test_the_collector_held_at_start_comes_back() -> None:
-    from fibtui.verbs.tui import hold_collector, release_collector
+    from fibtui.ui.startup import hold_collector, release_collector
 
     before = gc.get_threshold()
     hold_collector()
@@ -98,3 +102,183 @@ def test_the_collector_held_at_start_comes_back() -> None:
     assert gc.get_threshold() == before
     release_collector()  # nothing held: no change
     assert gc.get_threshold() == before
+
+
+def _start_without_terminal(*argv: str, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fibtui", *argv],
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_without_a_terminal_the_tui_says_so_in_one_line_and_exits_2(demo_ws: Path) -> None:
+    """stdin on /dev/null made Textual's input thread read end-of-file in a loop: 100% of a core
+    until killed. Now one line and exit 2, before Textual is imported."""
+    proc = _start_without_terminal("--workspace", str(demo_ws))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "fibtui: error: the TUI needs a terminal, and standard input and standard error are not "
+        "one here; run it in a terminal, or use a verb for scripts (fibtui --help)"
+    ]
+
+
+def test_a_terminal_for_keys_but_none_to_draw_on_is_refused_too(demo_ws: Path) -> None:
+    primary, secondary = pty.openpty()
+    try:
+        proc = _start_without_terminal("tui", "--workspace", str(demo_ws), stdin=secondary)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert proc.returncode == 2
+    assert "standard error is not one here" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_demo_verb_without_a_terminal_creates_the_workspace_then_refuses_the_tui(
+    tmp_path: Path,
+) -> None:
+    proc = _start_without_terminal("demo", str(tmp_path / "demo"))
+    assert proc.returncode == 2 and (tmp_path / "demo" / "config.toml").is_file()
+    assert proc.stderr.splitlines()[-1].startswith("fibtui: error: the TUI needs a terminal")
+
+
+def _found(gpu: bool):
+    from fibtui.core.backends import Backends
+
+    return Backends(
+        gpu=gpu,
+        gpu_names=["NVIDIA H200"] if gpu else [],
+        gpu_ids=["0"] if gpu else [],
+        ncu=None,
+        interpreter=True,
+        torch=True,
+        triton=True,
+        flashinfer_bench=False,
+        modal_installed=False,
+        modal_credentials=None,
+    )
+
+
+@pytest.mark.parametrize(("gpu", "backend"), [(True, "local"), (False, "interpreter")])
+async def test_the_backend_is_chosen_in_a_worker_by_the_shared_default(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch, gpu: bool, backend: str
+) -> None:
+    """backends.detect runs nvidia-smi (up to 5 s): the TUI calls it from a thread, once, and takes
+    the CLI's default (runners.registry.default_backend)."""
+    import threading
+
+    from fibtui.core import backends
+
+    threads = []
+
+    def detect(probe_gpu: bool = True):
+        threads.append(threading.current_thread())
+        return _found(gpu)
+
+    monkeypatch.setattr(backends, "detect", detect)
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app._backend_name == backend and app._gate_options("rep").backend == backend
+        assert len(threads) == 1 and threads[0] is not threading.main_thread()
+
+
+async def test_a_gate_key_before_the_backend_is_known_waits_for_it_and_keys_still_work(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from fibtui.core import backends
+
+    release = threading.Event()
+
+    def slow_detect(probe_gpu: bool = True):
+        release.wait(30)  # nvidia-smi taking its time
+        return _found(False)
+
+    monkeypatch.setattr(backends, "detect", slow_detect)
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    started = []
+    monkeypatch.setattr(app, "_start", lambda options, label: started.append((options, label)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("3")  # the event loop is free: a pane key still acts at once
+        await pilot.pause()
+        assert app.active_pane == "runs" and not started and app._backend_name is None
+        release.set()
+        await settle(app, pilot)
+        assert len(started) == 1 and started[0][0].backend == "interpreter"
+
+
+async def test_a_sweep_counts_the_workloads_off_the_event_loop(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from fibtui.core.dataset import Dataset
+    from fibtui.ui.screens.confirm import ConfirmScreen
+
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        threads = []
+        workloads = Dataset.workloads
+
+        def counted(self, name):
+            threads.append(threading.current_thread())
+            return workloads(self, name)
+
+        monkeypatch.setattr(Dataset, "workloads", counted)
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)  # 50 workloads: it asks first
+        assert threads and threading.main_thread() not in threads
+
+
+async def test_a_failed_backend_detection_shows_the_error_and_the_next_key_asks_again(
+    demo_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fibtui.core import backends
+    from fibtui.ui.screens.error import ErrorScreen
+
+    calls = []
+
+    def detect(probe_gpu: bool = True):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("nvidia-smi went away")
+        return _found(False)
+
+    monkeypatch.setattr(backends, "detect", detect)
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    started = []
+    monkeypatch.setattr(app, "_start", lambda options, label: started.append(options.backend))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)  # the first detection (after the first data) fails
+        assert isinstance(app.screen, ErrorScreen) and not started
+        await pilot.press("escape")
+        await pilot.press("g")
+        await settle(app, pilot)
+        assert started == ["interpreter"] and len(calls) == 2
+
+
+async def test_a_sweep_over_an_unreadable_workloads_file_says_why(demo_ws: Path) -> None:
+    from fibtui.ui.screens.error import ErrorScreen
+
+    app = make_app(open_workspace(demo_ws))
+    app.note_acknowledged = True
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        wl = next((demo_ws / "dataset" / "workloads").rglob("*.jsonl"))
+        wl.write_text("{not json\n")
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ErrorScreen) and app.screen._title == "cannot plan the sweep"
+        assert str(wl) in app.screen._reason

@@ -162,6 +162,15 @@ BACKENDS: dict[str, Backend] = {
 }
 
 
+def default_backend(found: backends.Backends | None = None) -> str:
+    """The backend a run takes when none is named (``fibtui run``; the TUI's g, s and watch mode):
+    the GPU when this machine shows one, else the CPU interpreter. ``found``: what
+    ``backends.detect()`` found; without it, detected here (nvidia-smi: up to 5 s, so the TUI
+    calls this from a worker)."""
+    found = found if found is not None else backends.detect()
+    return "local" if found.gpu else "interpreter"
+
+
 def names() -> tuple[str, ...]:
     return tuple(BACKENDS)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,10 +35,7 @@ from fibtui.ui.panes.recon import ReconPane
 from fibtui.ui.panes.regimes import RegimesPane
 from fibtui.ui.panes.runs import RunsPane
 from fibtui.ui.safe_text import ControlCharacters
-from fibtui.ui.screens.confirm import ConfirmScreen
-from fibtui.ui.screens.error import ErrorScreen
-from fibtui.ui.screens.help import HelpKeysScreen
-from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
+from fibtui.ui.startup import default_demo_dir, open_demo_workspace, release_collector
 from fibtui.ui.themes import DEFAULT_THEME, load_themes
 
 #: actions that belong to one pane: elsewhere their key does nothing and the footer hides it
@@ -273,13 +271,6 @@ class FibCommands(Provider):
                 yield Hit(score, matcher.highlight(text), callback, help=help_text)
 
 
-def _release_collector() -> None:
-    """The collector runs again (fibtui.verbs.tui.open_tui holds it until the first data)."""
-    from fibtui.verbs.tui import release_collector
-
-    release_collector()
-
-
 def _tune_collector() -> None:
     """Keep the cyclic collector's full passes off the key path. Start-up (modules, panes, the
     loaded workspace) is frozen, so a full pass scans only what came after; full passes run a
@@ -288,7 +279,7 @@ def _tune_collector() -> None:
     full passes of ~110-370 ms each, which were the key-to-repaint tail."""
     import gc
 
-    _release_collector()
+    release_collector()
     gc.freeze()
     young, middle, full = gc.get_threshold()
     gc.set_threshold(young, middle, max(full, 100))
@@ -449,6 +440,12 @@ class FibApp(App[int]):
         paths: list[str]
         detected: float
 
+    @dataclass
+    class BackendChosen(Message):
+        """The backend g, s and watch mode run on, decided in a worker (_choose_backend)."""
+
+        name: str
+
     def __init__(
         self,
         workspace: Workspace | None,
@@ -476,6 +473,11 @@ class FibApp(App[int]):
         self.watch_latencies_ms: list[float] = []
         self._watch_detected: float | None = None
         self._warm = None
+        #: the backend g, s and watch mode run on (None until _choose_backend has decided), and
+        #: what waits for it (_with_backend)
+        self._backend_name: str | None = None
+        self._backend_waiters: list[Callable[[], object]] = []
+        self._backend_asked = False
         #: the Runs pane (kept: it is gone from the DOM by the time the app unmounts)
         self._runs_pane: RunsPane | None = None
         self._panes: dict[str, Any] = {}
@@ -566,8 +568,10 @@ class FibApp(App[int]):
         self._runs_pane = self.pane("runs")
         self._catch_hangups()
         if self.workspace is None:
+            from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
+
             self.push_screen(
-                NoWorkspaceScreen(self.cwd, self.demo_dir or _default_demo_dir()),
+                NoWorkspaceScreen(self.cwd, self.demo_dir or str(default_demo_dir())),
                 self._on_no_workspace,
             )
         else:
@@ -594,7 +598,7 @@ class FibApp(App[int]):
         that follow it (the tables' own layout passes: ~100 ms here before a call_after_refresh ran)."""
         self._first_frame = True
         if self.workspace is None:  # nothing loads before a workspace is chosen
-            _release_collector()
+            release_collector()
         if self._load_waits and self.workspace is not None:
             self._load_waits = False
             self._load_panes(self.workspace)
@@ -635,7 +639,8 @@ class FibApp(App[int]):
         ):
             await asyncio.sleep(0.02)
         await self._next_frame()  # its rows painted first
-        _release_collector()
+        release_collector()
+        self._ask_backend()
         for pane in PANES:
             if pane.id != visible:
                 await self._open_pane(pane.id)
@@ -775,6 +780,8 @@ class FibApp(App[int]):
             rows.append(
                 (key, binding.description or binding.action, binding.tooltip, binding.id or "")
             )
+        from fibtui.ui.screens.help import HelpKeysScreen
+
         self.push_screen(HelpKeysScreen(rows))
 
     async def action_quit(self) -> None:
@@ -948,9 +955,43 @@ class FibApp(App[int]):
     # -- runs -----------------------------------------------------------------------------------
 
     def _backend(self) -> str:
-        from fibtui.core import backends
+        """The backend g, s and watch mode run on: the shared default of the CLI and the TUI
+        (runners.registry.default_backend), decided once in a worker. The actions that need it
+        wait for it (_with_backend); a thread that asks before it is known decides it there."""
+        if self._backend_name is None:
+            from fibtui.runners.registry import default_backend
 
-        return "local" if backends.detect().gpu else "interpreter"
+            self._backend_name = default_backend()
+        return self._backend_name
+
+    def _ask_backend(self) -> None:
+        if not self._backend_asked and self._backend_name is None:
+            self._backend_asked = True
+            self._choose_backend()
+
+    @work(thread=True, group="backend", exit_on_error=False)
+    def _choose_backend(self) -> None:
+        """Detecting the backends runs nvidia-smi (up to 5 s): never on the event loop."""
+        from fibtui.runners.registry import default_backend
+
+        self.post_message(self.BackendChosen(default_backend()))
+
+    @on(BackendChosen)
+    def _backend_chosen(self, message: BackendChosen) -> None:
+        if self._backend_name is None:
+            self._backend_name = message.name
+        waiting, self._backend_waiters = self._backend_waiters, []
+        for callback in waiting:
+            callback()
+
+    def _with_backend(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` now when the backend is known, else once the worker has chosen it
+        (a key typed in the first moments of the app)."""
+        if self._backend_name is not None:
+            callback()
+            return
+        self._backend_waiters.append(callback)
+        self._ask_backend()
 
     def _baseline_dir(self) -> Path | None:
         """The promoted best solution, when there is one: gates are paired against it."""
@@ -1105,6 +1146,9 @@ class FibApp(App[int]):
         minutes, and interpreter wall times give no speed verdict anyway). G runs the full one."""
         if self.workspace is None:
             return
+        self._with_backend(self._gate)
+
+    def _gate(self) -> None:
         options = self._gate_options("rep")
         label = (
             "correctness gate (the smallest workload of each band; G: the representatives)"
@@ -1116,25 +1160,26 @@ class FibApp(App[int]):
     def action_gate_full(self) -> None:
         if self.workspace is None:
             return
-        self._with_note_check(
-            lambda: self._start(self._gate_options("rep", quick=False), "representative gate")
+        self._with_backend(
+            lambda: self._with_note_check(
+                lambda: self._start(self._gate_options("rep", quick=False), "representative gate")
+            )
         )
 
     def action_sweep(self) -> None:
         if self.workspace is None:
             return
+        self._with_backend(self._sweep)
+
+    def _sweep(self) -> None:
         options = self._gate_options("all")
-
-        def go() -> None:
-            self._start(options, "full sweep")
-
-        self._with_note_check(lambda: self._confirm_sweep(options, go))
+        self._with_note_check(lambda: self._plan_sweep(options))
 
     def action_modal_sweep(self) -> None:
         """A full paired sweep fanned out over Modal containers: always asks first, with the plan."""
         if self.workspace is None:
             return
-        self._plan_modal(self._gate_options("all"))
+        self._with_backend(lambda: self._plan_modal(self._gate_options("all")))
 
     @work(thread=True, exclusive=True, group="modal-plan", exit_on_error=False)
     def _plan_modal(self, options) -> None:
@@ -1146,6 +1191,8 @@ class FibApp(App[int]):
         self.call_from_thread(self._confirm_modal, options, plan)
 
     def _confirm_modal(self, options, plan) -> None:
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
         lines = plan.lines()
         facts = [("", line.strip()) for line in lines[1:]]
         head = lines[0]
@@ -1156,7 +1203,10 @@ class FibApp(App[int]):
             lambda ok: self._start(options, "Modal sweep") if ok else None,
         )
 
-    def _confirm_sweep(self, options, go) -> None:
+    @work(thread=True, exclusive=True, group="sweep-plan", exit_on_error=False)
+    def _plan_sweep(self, options) -> None:
+        """How many workloads a sweep runs and how long earlier runs took per job: read from the
+        files in a worker (the workloads file may be large), answered on the event loop."""
         from fibtui.core.backends import timing_kind_of
         from fibtui.core.runs import history_seconds_per_job
 
@@ -1164,16 +1214,31 @@ class FibApp(App[int]):
         try:
             n = len(ws.dataset().workloads(ws.active.definition))
         except FibError as exc:
-            self.push_screen(ErrorScreen("cannot plan the sweep", exc.one_line()))
+            self.call_from_thread(self._sweep_refused, exc.one_line())
             return
+        history = None
+        if n > LARGE_SWEEP or options.repeats > 1:
+            history = history_seconds_per_job(
+                ws.archive_root, ws.active.definition, timing_kind_of(options.backend)
+            )
+        self.call_from_thread(self._confirm_sweep, options, n, history)
+
+    def _sweep_refused(self, reason: str) -> None:
+        from fibtui.ui.screens.error import ErrorScreen
+
+        self.push_screen(ErrorScreen("cannot plan the sweep", reason))
+
+    def _confirm_sweep(self, options, n: int, history: tuple[float, str] | None) -> None:
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
+        def go() -> None:
+            self._start(options, "full sweep")
+
         if n <= LARGE_SWEEP and options.repeats <= 1:
             go()
             return
         solutions = 1 + (1 if options.baseline else 0)
         jobs = n * options.repeats * solutions
-        history = history_seconds_per_job(
-            ws.archive_root, ws.active.definition, timing_kind_of(options.backend)
-        )
         est = (
             f"~{jobs * history[0] / 60:.1f} min of {options.backend} time ({history[1]})"
             if history
@@ -1195,6 +1260,7 @@ class FibApp(App[int]):
 
     def _with_note_check(self, go) -> None:
         from fibtui.core import recon
+        from fibtui.ui.screens.confirm import ConfirmScreen
 
         ws = self.workspace
         repos = self.pane("recon").repo_count
@@ -1255,7 +1321,7 @@ class FibApp(App[int]):
             self._on_pane("regimes", "analyze")
             if self._pending_watch_gate:
                 self._pending_watch_gate = False
-                self._start(self._gate_options("rep"), "watch gate")
+                self._with_backend(lambda: self._start(self._gate_options("rep"), "watch gate"))
             elif self.watch_mode or self._keep_worker_warm():
                 self._prewarm()
 
@@ -1286,9 +1352,14 @@ class FibApp(App[int]):
         except FibError:
             return True  # a broken fibtui.toml is reported where it is read for its own tables
 
-    @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
     def _prewarm(self) -> None:
-        """Keep one worker process started (torch and triton imported) for the next gate."""
+        """Keep one worker process started (torch and triton imported) for the next gate: its
+        options are read here, on the event loop (they come from the panes), and the worker
+        starts in a thread."""
+        self._with_backend(lambda: self._prewarm_with(self._gate_options("rep")))
+
+    @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
+    def _prewarm_with(self, options) -> None:
         from fibtui.runners.service.client import warm_workers_for
         from fibtui.runners.session import check_backend, engine_config, worker_pool
 
@@ -1297,7 +1368,6 @@ class FibApp(App[int]):
             self._warm = warm_workers_for(ws.root, ws.state_dir)
         if self._warm.count():
             return
-        options = self._gate_options("rep")
         try:
             found = check_backend(options.backend)
             definition = ws.dataset().definition(ws.active.definition)
@@ -1332,6 +1402,9 @@ class FibApp(App[int]):
             self.notify(f"saved {names}: cancelling the gate in flight, then rerunning it")
             return
         self.notify(f"saved {names}: rerunning the gate")
+        self._with_backend(self._watch_gate)
+
+    def _watch_gate(self) -> None:
         options = self._gate_options("rep")
         if self.note_acknowledged or self._has_note():
             self._start(options, "watch gate")
@@ -1414,18 +1487,21 @@ class FibApp(App[int]):
 
     @work(thread=True, exclusive=True, group="workspace", exit_on_error=False)
     def _open_demo(self) -> None:
-        from fibtui.verbs.tui import open_demo_workspace
-
         ws = open_demo_workspace(target=self.demo_dir)
         self.call_from_thread(self._use_workspace, ws)
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
+            if event.worker.group == "backend":  # what waited for it is dropped; a key asks again
+                self._backend_asked = False
+                self._backend_waiters = []
             self.report_worker_failure(event.worker)
 
     def report_worker_failure(self, worker: Worker) -> None:
         """The one place worker failures are handled: never a crash, always the error dialog."""
+        from fibtui.ui.screens.error import ErrorScreen
+
         error = worker.error
         if isinstance(error, FibError):
             reason = error.one_line()
@@ -1438,12 +1514,6 @@ class FibApp(App[int]):
         self.push_screen(
             ErrorScreen(f"{worker.name or 'a background task'} failed", reason, details)
         )
-
-
-def _default_demo_dir() -> str:
-    from fibtui.verbs.tui import default_demo_dir
-
-    return str(default_demo_dir())
 
 
 def make_app(

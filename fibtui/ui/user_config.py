@@ -12,8 +12,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from fibtui.core.fsio import atomic_write_text
 
 
@@ -38,6 +36,8 @@ def load_settings() -> dict[str, Any]:
 
 
 def save_setting(key: str, value: Any) -> None:
+    import tomlkit  # only to write (it keeps the file's comments): reading at start uses tomllib
+
     path = config_dir() / "settings.toml"
     try:
         doc = tomlkit.parse(path.read_text(encoding="utf-8"))

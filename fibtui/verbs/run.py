@@ -142,13 +142,8 @@ def register(sub, common) -> None:
     lp.set_defaults(func=runs_list)
 
 
-def _default_backend() -> str:
-    from fibtui.core import backends
-
-    return "local" if backends.detect().gpu else "interpreter"
-
-
 def run(args: argparse.Namespace) -> int:
+    from fibtui.runners.registry import default_backend
     from fibtui.runners.session import (
         RunOptions,
         check_workers,
@@ -174,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     from fibtui.core.sequential import DEFAULT_CAP
 
     options = RunOptions(
-        backend=args.backend or _default_backend(),
+        backend=args.backend or default_backend(),
         workloads=args.workloads,
         solutions=list(args.solution),
         baseline=args.baseline,

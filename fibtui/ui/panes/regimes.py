@@ -164,7 +164,9 @@ class RegimesPane(Pane):
                 key=r.uuid,
             )
         self._fill_workloads(report)
-        self._draw_chart(report)
+        # the chart after the tables' frame: plotext's import and its drawing (tens of ms here)
+        # would otherwise hold back the first frame that shows the workloads
+        self.call_after_refresh(self._draw_chart, report)
 
     def _fill_workloads(self, report) -> None:
         from fibtui.core.roofline import format_speed_of_light
@@ -198,6 +200,8 @@ class RegimesPane(Pane):
         table.add_rows(rows)
 
     def _draw_chart(self, report) -> None:
+        if report is not self.report:  # a newer analysis came in before this one was drawn
+            return
         holder = self.query_one("#regimes-chart", Vertical)
         if not holder.is_attached:  # the app is closing (q right after start): nothing to draw into
             return

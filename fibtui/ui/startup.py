@@ -1,0 +1,76 @@
+"""What opening the TUI needs before and around the app: a terminal to draw on, the cyclic
+collector held until the first data, and the bundled demo workspace. Shared by the ``tui`` verb
+(fibtui.verbs.tui, which makes and runs the app) and the app itself, which imports nothing of the
+verbs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fibtui.core.errors import UsageError
+
+
+def check_terminal() -> None:
+    """The TUI reads keys from stdin and draws on stderr (Textual's terminal driver): both must
+    be a terminal. Without one Textual's input thread reads end-of-file in a loop (100% of a
+    core, forever) and the frames go to a file or nowhere."""
+    missing = [
+        name
+        for name, stream in (("standard input", sys.__stdin__), ("standard error", sys.__stderr__))
+        if not _is_terminal(stream)
+    ]
+    if missing:
+        raise UsageError(
+            f"the TUI needs a terminal, and {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not one here; "
+            "run it in a terminal, or use a verb for scripts (fibtui --help)"
+        )
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):  # closed
+        return False
+
+
+_held_thresholds: tuple[int, ...] | None = None
+
+
+def hold_collector() -> None:
+    """No automatic cyclic-collector passes until release_collector. A zero threshold, not
+    gc.disable(): Textual enables the collector again at the end of each animation."""
+    import gc
+
+    global _held_thresholds
+    if _held_thresholds is None:
+        _held_thresholds = gc.get_threshold()
+        gc.set_threshold(0)
+
+
+def release_collector() -> None:
+    import gc
+
+    global _held_thresholds
+    if _held_thresholds is not None:
+        gc.set_threshold(*_held_thresholds)
+        _held_thresholds = None
+
+
+def default_demo_dir() -> Path:
+    from platformdirs import user_data_path
+
+    return user_data_path("fibtui") / "demo-workspace"
+
+
+def open_demo_workspace(dataset: str | None = None, target: str | Path | None = None):
+    """The bundled demo workspace at ``target`` (default: the user's data folder), created the
+    first time."""
+    from fibtui.core.demo import create_demo_workspace
+    from fibtui.core.workspace import open_workspace
+
+    target = Path(target) if target is not None else default_demo_dir()
+    if not (target / "config.toml").is_file():
+        create_demo_workspace(target)
+    return open_workspace(target, dataset)
