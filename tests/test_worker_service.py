@@ -423,13 +423,15 @@ def test_no_daemon_starts_no_service_and_runs_as_before(
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "workers.daemon" in err
     assert sorted((root / "optimize_ops" / "runs").iterdir()) == runs
-    # the default: the first run starts the service, the second takes its ready worker
+    # the default: the first run starts the service and waits for its worker (one start, not
+    # two), the second takes the next one
     (root / "fibtui.toml").unlink()
     for _ in range(2):
         code, out, err = run_cli(capsys, *argv)
         assert code == 0 and "1/1 PASSED" in out, err
     log = log_path(socket_path()).read_text()
-    assert len(re.findall(r"handed worker \d+", log)) == 1, log
+    assert len(re.findall(r"handed worker \d+", log)) == 2, log
+    assert len(set(re.findall(r"handed worker (\d+)", log))) == 2, log
 
 
 def test_a_crash_in_a_handed_over_worker_is_attributed_as_today(svc, tmp_path: Path) -> None:

@@ -91,9 +91,10 @@ class WorkerPool:
             env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
         # the worker must import this very fibtui, wherever it is installed
         pkg_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = pkg_root + (
-            os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
-        )
+        # (each entry once: the worker service keys its ready workers by this environment, so a
+        # command started with PYTHONPATH naming this fibtui already must get the same key)
+        paths = [pkg_root, *(env.get("PYTHONPATH") or "").split(os.pathsep)]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if p))
         return env
 
     def config_for(self, slot: int) -> dict[str, Any]:
