@@ -23,7 +23,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fibtui.core import numbers
 from fibtui.core.dataset import MAX_AXIS, positive_number_problem
@@ -37,6 +37,9 @@ from fibtui.core.fsio import (
     reserve_unique_path,
 )
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
+
+if TYPE_CHECKING:
+    from fibtui.core.results.table import ResultRow
 
 RUNS_DIR = "runs"
 RECORD_FORMAT = "fibtui-run"
@@ -688,7 +691,7 @@ def latest_rows(
     definition: str,
     timing_kinds: tuple[str, ...] = ("cupti",),
     workloads: int | None = None,
-):
+) -> tuple[list[ResultRow], str, str | None] | None:
     """Result rows of the newest run of ``definition`` measured on a GPU, as
     ``(rows, label, hardware)``, or None. With ``workloads`` (the definition's count), the newest
     run that covered every workload wins over newer partial ones (a gate). Rows are the first

@@ -143,9 +143,8 @@ def timing_key_of_rows(rows: Sequence[Any]) -> TimingKey | None:
     for r in rows:
         timing = _get(r, "timing")
         if isinstance(timing, Mapping) and isinstance(timing.get("kind"), str):
-            env = (
-                timing.get("environment") if isinstance(timing.get("environment"), Mapping) else {}
-            )
+            raw_env = timing.get("environment")
+            env: Mapping[str, Any] = raw_env if isinstance(raw_env, Mapping) else {}
             device = env.get("gpu") if env.get("backend") != "interpreter" else None
             return TimingKey(str(timing["kind"]), str(device) if device else None)
     return None
@@ -1654,8 +1653,8 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
             record = (
                 json.loads(path.read_text(encoding="utf-8"))
                 if path.is_file()
-                else build_record(folder)
-            )  # type: ignore[arg-type]
+                else build_record(path.parent)  # the run folder: path is its run.json
+            )
         except (OSError, json.JSONDecodeError):
             record = {}
         src.selection = record.get("workload_selection")
@@ -1829,7 +1828,7 @@ def compare_sources(
         scope = "full" if (other.selection or base.selection) == "all" else "sample"
     else:
         scope = "full"
-    hashes = {}
+    hashes: dict[str, str] = {}
     for src in (base, other):
         for (_role, name), h in src.hashes.items():
             hashes.setdefault(name, h)

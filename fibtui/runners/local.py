@@ -555,10 +555,10 @@ class LocalRunner:
             tasks, self._tasks = [task, *self._tasks], []
             self._outstanding -= len(tasks) - 1  # the slot's own task is done by its caller
             unbuilt = dict(self._unbuilt)
-            first = self._stop_reason is None
-            if first:
+            announce = None  # the reason, said once by the first slot to stop the pair
+            if self._stop_reason is None:
                 names = ", ".join(self.ref_of[sid][1] for sid in unbuilt)
-                self._stop_reason = (
+                announce = self._stop_reason = (
                     f"{names}: COMPILE_ERROR; the pair was stopped before its baseline was measured"
                 )
         for t in tasks:
@@ -567,8 +567,8 @@ class LocalRunner:
                     self._record(
                         sid, t, {"status": "COMPILE_ERROR", "error": unbuilt[sid]}, on_event
                     )
-        if first:
-            on_event(LogLine(self._stop_reason, "error"))
+        if announce is not None:
+            on_event(LogLine(announce, "error"))
         cancel.set()
 
     def _next_workloads(self, slot: int, n: int = 4) -> list[dict[str, Any]]:
