@@ -102,8 +102,9 @@ class JobResult:
     timing: dict[str, Any] = field(default_factory=dict)
     attempt: int = 1
     #: which evaluator judged the outputs and its numbers (``evaluator``, ``matched_ratio``,
-    #: ``tvd``...); empty for results that were never judged (a build failure, an infra error)
-    correctness: dict[str, Any] = field(default_factory=dict)
+    #: ``tvd``...); empty for results that were never judged (a build failure, an infra error);
+    #: None for a result read from a record older than the field (it stays absent when written)
+    correctness: dict[str, Any] | None = field(default_factory=dict)
     started: str | None = None
     finished: str | None = None
     wall_s: float | None = None
@@ -113,12 +114,17 @@ class JobResult:
         return job_key(self.uuid, self.solution, self.role, self.repeat)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.correctness is None:
+            del out["correctness"]
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> JobResult:
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in obj.items() if k in known})
+        fields_ = {k: v for k, v in obj.items() if k in known}
+        fields_.setdefault("correctness", None)
+        return cls(**fields_)
 
     @classmethod
     def from_journal(cls, obj: dict[str, Any]) -> JobResult | None:
@@ -521,62 +527,173 @@ def run_state(folder: Path, contents: JournalContents | None = None) -> str:
     return "failed" if failed else "complete"
 
 
-def build_record(folder: Path, contents: JournalContents | None = None) -> dict[str, Any]:
+@dataclass
+class SolutionTally:
+    """One solution's line of a run record's summary (``summary.per_solution``)."""
+
+    name: str
+    role: str
+    jobs: int
+    done: int
+    passed: int
+    mean_latency_ms: float | None
+    p95_latency_ms: float | None
+
+
+@dataclass
+class RunSummary:
+    """The counts of a run record (``summary``): every job, finished or not."""
+
+    total: int
+    done: int
+    passed: int
+    failed: int
+    complete: bool
+    per_solution: dict[str, SolutionTally]  # "role:name" -> its tally
+
+
+@dataclass
+class JournalNotes:
+    """What reading the journal left out (``journal``): 1-based line numbers."""
+
+    corrupt_lines: list[int]
+    duplicate_lines: list[int]
+
+
+@dataclass
+class RunRecord:
+    """A run record: ``run.json``, derived from the journal alone (:func:`build_record`).
+
+    :meth:`to_json` is the file's content, key for key and in the same order, so a record read
+    with :meth:`from_json` and written again is the same bytes."""
+
+    run_id: str
+    definition: str
+    backend: str
+    timing_kind: str
+    l2_policy: str
+    state: str  # running | interrupted | cancelled | complete | failed
+    started: str
+    finished: str | None
+    repeats: int
+    workload_selection: str
+    settings: dict[str, Any]
+    environment: dict[str, Any]
+    solutions: list[SolutionRef]
+    jobs: list[JobResult]  # the finished jobs, in the plan's order
+    summary: RunSummary
+    journal: JournalNotes
+    format: str = RECORD_FORMAT
+    version: int = RECORD_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "version": self.version,
+            "run_id": self.run_id,
+            "definition": self.definition,
+            "backend": self.backend,
+            "timing_kind": self.timing_kind,
+            "l2_policy": self.l2_policy,
+            "state": self.state,
+            "started": self.started,
+            "finished": self.finished,
+            "repeats": self.repeats,
+            "workload_selection": self.workload_selection,
+            "settings": self.settings,
+            "environment": self.environment,
+            "solutions": [asdict(s) for s in self.solutions],
+            "jobs": [j.to_json() for j in self.jobs],
+            "summary": asdict(self.summary),
+            "journal": asdict(self.journal),
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any, path: Path | None = None) -> RunRecord:
+        """A record read back (``run.json``); a malformed one is one :class:`InputError`.
+
+        The values are taken as they are: :func:`fibtui.core.results.check_run_record` is
+        the check of a record's numbers."""
+        try:
+            summary = obj["summary"]
+            return cls(
+                format=obj["format"],
+                version=obj["version"],
+                run_id=obj["run_id"],
+                definition=obj["definition"],
+                backend=obj["backend"],
+                timing_kind=obj["timing_kind"],
+                l2_policy=obj["l2_policy"],
+                state=obj["state"],
+                started=obj["started"],
+                finished=obj["finished"],
+                repeats=obj["repeats"],
+                workload_selection=obj["workload_selection"],
+                settings=dict(obj["settings"]),
+                environment=dict(obj["environment"]),
+                solutions=[SolutionRef(**s) for s in obj["solutions"]],
+                jobs=[JobResult.from_json(j) for j in obj["jobs"]],
+                summary=RunSummary(
+                    **{
+                        **summary,
+                        "per_solution": {
+                            k: SolutionTally(**v) for k, v in summary["per_solution"].items()
+                        },
+                    }
+                ),
+                journal=JournalNotes(**obj["journal"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(path, f"not a fibtui run record: {exc}") from None
+
+
+def build_record(folder: Path, contents: JournalContents | None = None) -> RunRecord:
     """The run record (run.json), derived from the journal alone."""
     contents = contents or read_journal(folder / "journal.jsonl")
     h = contents.header
     order = {j.key: i for i, j in enumerate(h.jobs)}
     results = sorted(contents.results.values(), key=lambda r: order.get(r.key, 1 << 30))
-    jobs = []
-    for r in results:
-        job = r.to_json()
-        jobs.append(job)
     passed = sum(1 for r in results if r.status == PASSED)
     total = len(h.jobs)
-    per_solution: dict[str, dict[str, Any]] = {}
-    for ref in h.solutions:
-        mine = [r for r in results if r.solution == ref.name and r.role == ref.role]
-        lat = [r.latency_ms for r in mine if r.status == PASSED and r.latency_ms is not None]
-        per_solution[ref.key] = {
-            "name": ref.name,
-            "role": ref.role,
-            "jobs": sum(1 for j in h.jobs if j.solution == ref.name and j.role == ref.role),
-            "done": len(mine),
-            "passed": sum(1 for r in mine if r.status == PASSED),
-            "mean_latency_ms": numbers.mean(lat),
-            "p95_latency_ms": numbers.p95(lat),
-        }
-    state = run_state(folder, contents)
-    return {
-        "format": RECORD_FORMAT,
-        "version": RECORD_VERSION,
-        "run_id": h.run_id,
-        "definition": h.definition,
-        "backend": h.backend,
-        "timing_kind": h.timing_kind,
-        "l2_policy": h.l2_policy,
-        "state": state,
-        "started": h.started,
-        "finished": (contents.end or {}).get("at"),
-        "repeats": h.repeats,
-        "workload_selection": h.workload_selection,
-        "settings": h.settings,
-        "environment": _environment(results),
-        "solutions": [asdict(s) for s in h.solutions],
-        "jobs": jobs,
-        "summary": {
-            "total": total,
-            "done": len(results),
-            "passed": passed,
-            "failed": len(results) - passed,
-            "complete": passed == total and total > 0,
-            "per_solution": per_solution,
-        },
-        "journal": {
-            "corrupt_lines": contents.corrupt_lines,
-            "duplicate_lines": contents.duplicate_lines,
-        },
-    }
+    return RunRecord(
+        run_id=h.run_id,
+        definition=h.definition,
+        backend=h.backend,
+        timing_kind=h.timing_kind,
+        l2_policy=h.l2_policy,
+        state=run_state(folder, contents),
+        started=h.started,
+        finished=(contents.end or {}).get("at"),
+        repeats=h.repeats,
+        workload_selection=h.workload_selection,
+        settings=h.settings,
+        environment=_environment(results),
+        solutions=list(h.solutions),
+        jobs=results,
+        summary=RunSummary(
+            total=total,
+            done=len(results),
+            passed=passed,
+            failed=len(results) - passed,
+            complete=passed == total and total > 0,
+            per_solution={ref.key: _tally(ref, h.jobs, results) for ref in h.solutions},
+        ),
+        journal=JournalNotes(list(contents.corrupt_lines), list(contents.duplicate_lines)),
+    )
+
+
+def _tally(ref: SolutionRef, planned: list[JobSpec], results: list[JobResult]) -> SolutionTally:
+    mine = [r for r in results if r.solution == ref.name and r.role == ref.role]
+    lat = [r.latency_ms for r in mine if r.status == PASSED and r.latency_ms is not None]
+    return SolutionTally(
+        name=ref.name,
+        role=ref.role,
+        jobs=sum(1 for j in planned if j.solution == ref.name and j.role == ref.role),
+        done=len(mine),
+        passed=sum(1 for r in mine if r.status == PASSED),
+        mean_latency_ms=numbers.mean(lat),
+        p95_latency_ms=numbers.p95(lat),
+    )
 
 
 def _environment(results: list[JobResult]) -> dict[str, Any]:
@@ -587,9 +704,9 @@ def _environment(results: list[JobResult]) -> dict[str, Any]:
     return {}
 
 
-def write_record(folder: Path, contents: JournalContents | None = None) -> dict[str, Any]:
+def write_record(folder: Path, contents: JournalContents | None = None) -> RunRecord:
     record = build_record(folder, contents)
-    atomic_write_json(folder / "run.json", record)
+    atomic_write_json(folder / "run.json", record.to_json())
     return record
 
 

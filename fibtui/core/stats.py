@@ -1629,7 +1629,7 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         if (folder / "run.json").is_file():
             table = load_results(folder / "run.json", axes_lookup)
         elif (folder / "journal.jsonl").is_file():
-            table = read_run_record(folder / "run.json", build_record(folder))
+            table = read_run_record(folder / "run.json", build_record(folder).to_json())
         else:
             raise InputError(folder, "folder is not a fibtui run (no run.json or journal.jsonl)")
         path = folder / "run.json"
@@ -1653,7 +1653,7 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
             record = (
                 json.loads(path.read_text(encoding="utf-8"))
                 if path.is_file()
-                else build_record(path.parent)  # the run folder: path is its run.json
+                else build_record(path.parent).to_json()  # the run folder: path is its run.json
             )
         except (OSError, json.JSONDecodeError):
             record = {}

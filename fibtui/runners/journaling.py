@@ -25,6 +25,7 @@ from fibtui.core.runs import (
     JobResult,
     Journal,
     RunHeader,
+    RunRecord,
     job_key,
     now_iso,
     read_journal,
@@ -200,7 +201,7 @@ class JobRecorder:
         on_event: EventSink,
         interrupted: str | None = None,
         reason: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> RunRecord:
         """The journal's end line, run.json regenerated from the journal, RunFinished.
 
         ``interrupted`` (or :attr:`interrupted`): why the run was interrupted (a signal, the app
@@ -216,7 +217,7 @@ class JobRecorder:
         else:
             self.journal.append_end("finished")
         record = write_record(self.folder)
-        on_event(RunFinished(record["state"], record))
+        on_event(RunFinished(record.state, record))
         return record
 
 

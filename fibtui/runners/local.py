@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core.errors import WriteFailed
-from fibtui.core.runs import RunHeader, now_iso, pid_alive, release_lock, take_lock
+from fibtui.core.runs import RunHeader, RunRecord, now_iso, pid_alive, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import EventSink, JobStarted, LogLine, RunStarted, WorkerRestarted
 from fibtui.runners.journaling import (
@@ -384,7 +384,7 @@ class LocalRunner:
 
     # -- running ------------------------------------------------------------------------------
 
-    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]:
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> RunRecord:
         """Run the pending jobs; returns the run record. ``cancel``: set it to stop (the user's
         cancel reads ``cancelled``; :func:`~fibtui.runners.journaling.interrupt` reads
         ``interrupted``): the slot threads stop their workers and the jobs in flight stay pending.

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 from fibtui.core.errors import FibError, InputError
 from fibtui.core.runs import (
     RunHeader,
+    RunRecord,
     history_seconds_per_job,
     now_iso,
     release_lock,
@@ -758,7 +759,7 @@ class ModalRunner:
 
     # -- running --------------------------------------------------------------------------------
 
-    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]:
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> RunRecord:
         cancel = cancel or threading.Event()
         take_lock(self.folder)
         try:

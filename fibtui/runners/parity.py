@@ -367,7 +367,7 @@ def _record_of(folder: Path) -> dict[str, Any] | None:
     try:
         if path.is_file():
             return json.loads(path.read_text(encoding="utf-8"))
-        return build_record(folder, read_journal(folder / "journal.jsonl"))
+        return build_record(folder, read_journal(folder / "journal.jsonl")).to_json()
     except (OSError, ValueError, InputError):
         return None
 

@@ -28,6 +28,10 @@ import signal
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fibtui.core.runs import RunRecord
 
 
 def register(sub, common) -> None:
@@ -204,12 +208,12 @@ def _run_and_report(
         record = None
     # a signal that came after the last job leaves nothing to resume: the run's own outcome counts
     stopped = record is None or (
-        stop.received is not None and record["summary"]["done"] < record["summary"]["total"]
+        stop.received is not None and record.summary.done < record.summary.total
     )
     with _quiet_if(stop.received is not None):  # after SIGHUP the terminal may be gone
         if record is not None:
             if args.json:
-                emit_json(record)
+                emit_json(record.to_json())
             else:
                 printer.summary(record)
         if stopped:
@@ -218,7 +222,7 @@ def _run_and_report(
     if stopped:
         return 128 + int(stop.received or signal.SIGINT)
     assert record is not None
-    return 0 if record["summary"]["complete"] else 1
+    return 0 if record.summary.complete else 1
 
 
 class _quiet_if:
@@ -374,32 +378,29 @@ class _Printer:
             elif isinstance(event, RunFinished):
                 pass
 
-    def summary(self, record: dict) -> None:
+    def summary(self, record: RunRecord) -> None:
         from rich.markup import escape
 
-        s = record["summary"]
-        state = record["state"]
-        colour = "green" if s["complete"] else "red"
+        s = record.summary
+        colour = "green" if s.complete else "red"
         self.con.print(
-            f"[bold {colour}]{state}[/]: {s['passed']}/{s['total']} PASSED "
-            f"({s['done']} done)  record: {record['run_id']}/run.json"
+            f"[bold {colour}]{record.state}[/]: {s.passed}/{s.total} PASSED "
+            f"({s.done} done)  record: {record.run_id}/run.json"
         )
-        for info in s["per_solution"].values():
-            mean = info["mean_latency_ms"]
-            p95 = info["p95_latency_ms"]
+        for info in s.per_solution.values():
+            mean = info.mean_latency_ms
+            p95 = info.p95_latency_ms
             stats = (
                 f"  mean {_fmt_latency(mean)}  p95 {_fmt_latency(p95)}" if mean is not None else ""
             )
             self.con.print(
-                f"  {info['role']:<9} {escape(info['name'])}  {info['passed']}/{info['jobs']} PASSED{stats}"
+                f"  {info.role:<9} {escape(info.name)}  {info.passed}/{info.jobs} PASSED{stats}"
             )
-        if record["timing_kind"] == "cpu-interpreter":
+        if record.timing_kind == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
         from fibtui.core.numbers import count
 
-        unsupported = sum(
-            1 for j in record.get("jobs", []) if j.get("status") == "UNSUPPORTED_HERE"
-        )
+        unsupported = sum(1 for j in record.jobs if j.status == "UNSUPPORTED_HERE")
         if unsupported:
             self.con.print(
                 f"  [yellow]{count(unsupported, 'job')} UNSUPPORTED_HERE: not judged on this machine "
