@@ -76,3 +76,33 @@ def test_a_record_missing_a_field_is_one_input_error(drop: str) -> None:
     with pytest.raises(InputError) as exc:
         RunRecord.from_json(obj, path)
     assert str(path) in exc.value.one_line() and "not a fibtui run record" in exc.value.one_line()
+
+
+def test_the_result_types_share_one_measurement_and_keep_their_json_keys() -> None:
+    from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement
+    from fibtui.core.results import ResultRow
+
+    measured = {
+        "latency_ms": 0.5,
+        "reference_latency_ms": 1.0,
+        "speedup": 2.0,
+        "max_abs_error": 1e-3,
+        "max_rel_error": 2e-3,
+        "error": None,
+    }
+    assert list(MEASUREMENT_FIELDS) == list(measured)
+    row = ResultRow("d", "s", "u", {"n": 1}, "PASSED", source="f:1", **measured)
+    job = JobResult("u", {"n": 1}, "s", "candidate", 0, "PASSED", **measured)
+    assert isinstance(row, Measurement) and isinstance(job, Measurement)
+    assert row.measured() == job.measured() == measured
+    # the keys, in the order the files written before the shared type hold them
+    assert list(row.to_json()) == [
+        *("definition", "solution", "uuid", "axes", "status"),
+        *measured,
+        *("source", "role", "repeat"),
+    ]
+    assert list(job.to_json()) == [
+        *("uuid", "axes", "solution", "role", "repeat", "status"),
+        *measured,
+        *("timing", "attempt", "correctness", "started", "finished", "wall_s"),
+    ]

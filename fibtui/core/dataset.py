@@ -25,6 +25,7 @@ import polars as pl
 from fibtui.core.dtypes import KNOWN_DTYPES
 from fibtui.core.errors import InputError
 from fibtui.core.fsio import read_input, read_input_text
+from fibtui.core.measurement import Measurement
 from fibtui.core.status import ALL_STATUSES
 
 # --------------------------------------------------------------------------------------------
@@ -183,18 +184,14 @@ class Solution:
 
 
 @dataclass
-class Trace:
-    """One line of a traces JSONL: a workload, the solution that ran and its evaluation."""
+class Trace(Measurement):
+    """One line of a traces JSONL: a workload, the solution that ran and its evaluation (its
+    ``error`` is the last line of the evaluation's log when the status is not PASSED)."""
 
     definition: str
     workload: Workload
     solution: str | None
     status: str | None
-    latency_ms: float | None = None
-    reference_latency_ms: float | None = None
-    speedup: float | None = None
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
     hardware: str | None = None
     libs: dict[str, str] = field(default_factory=dict)
     timestamp: str | None = None
@@ -984,6 +981,8 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     trace.timestamp = ts if isinstance(ts, str) else None
     log = ev.get("log")
     trace.log = log if isinstance(log, str) else ""
+    if status != "PASSED" and trace.log.strip():
+        trace.error = trace.log.strip().splitlines()[-1][:300]
     corr = ev.get("correctness")
     if corr is not None:
         corr = ctx.obj(corr, "evaluation.correctness")

@@ -36,6 +36,7 @@ from fibtui.core.fsio import (
     read_input,
     reserve_unique_path,
 )
+from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement, ordered_json
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
 
 if TYPE_CHECKING:
@@ -85,19 +86,13 @@ def job_key(uuid: str, solution: str, role: str, repeat: int) -> str:
 
 
 @dataclass
-class JobResult:
+class JobResult(Measurement):
     uuid: str
     axes: dict[str, int]
     solution: str
     role: str
     repeat: int
     status: str
-    latency_ms: float | None = None
-    reference_latency_ms: float | None = None
-    speedup: float | None = None
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
-    error: str | None = None
     #: how the latency was measured: samples (block medians), kernels seen, clocks...
     timing: dict[str, Any] = field(default_factory=dict)
     attempt: int = 1
@@ -114,7 +109,7 @@ class JobResult:
         return job_key(self.uuid, self.solution, self.role, self.repeat)
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = ordered_json(self, JOB_JSON_ORDER)
         if self.correctness is None:
             del out["correctness"]
         return out
@@ -165,6 +160,14 @@ class JobResult:
         ):
             return None
         return cls.from_json(obj)
+
+
+#: the keys of a journal's result line and of run.json's jobs, in their order
+JOB_JSON_ORDER = (
+    *("uuid", "axes", "solution", "role", "repeat", "status"),
+    *MEASUREMENT_FIELDS,
+    *("timing", "attempt", "correctness", "started", "finished", "wall_s"),
+)
 
 
 def _is_text(v: Any) -> bool:
@@ -587,26 +590,12 @@ class RunRecord:
     version: int = RECORD_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "version": self.version,
-            "run_id": self.run_id,
-            "definition": self.definition,
-            "backend": self.backend,
-            "timing_kind": self.timing_kind,
-            "l2_policy": self.l2_policy,
-            "state": self.state,
-            "started": self.started,
-            "finished": self.finished,
-            "repeats": self.repeats,
-            "workload_selection": self.workload_selection,
-            "settings": self.settings,
-            "environment": self.environment,
-            "solutions": [asdict(s) for s in self.solutions],
-            "jobs": [j.to_json() for j in self.jobs],
-            "summary": asdict(self.summary),
-            "journal": asdict(self.journal),
-        }
+        out: dict[str, Any] = {key: getattr(self, key) for key in _RECORD_PLAIN}
+        out["solutions"] = [asdict(s) for s in self.solutions]
+        out["jobs"] = [j.to_json() for j in self.jobs]
+        out["summary"] = asdict(self.summary)
+        out["journal"] = asdict(self.journal)
+        return out
 
     @classmethod
     def from_json(cls, obj: Any, path: Path | None = None) -> RunRecord:
@@ -615,36 +604,30 @@ class RunRecord:
         The values are taken as they are: :func:`fibtui.core.results.check_run_record` is
         the check of a record's numbers."""
         try:
+            plain = {key: obj[key] for key in _RECORD_PLAIN}
             summary = obj["summary"]
-            return cls(
-                format=obj["format"],
-                version=obj["version"],
-                run_id=obj["run_id"],
-                definition=obj["definition"],
-                backend=obj["backend"],
-                timing_kind=obj["timing_kind"],
-                l2_policy=obj["l2_policy"],
-                state=obj["state"],
-                started=obj["started"],
-                finished=obj["finished"],
-                repeats=obj["repeats"],
-                workload_selection=obj["workload_selection"],
-                settings=dict(obj["settings"]),
-                environment=dict(obj["environment"]),
+            tallies = {k: SolutionTally(**v) for k, v in summary["per_solution"].items()}
+            record = cls(
+                **plain,
                 solutions=[SolutionRef(**s) for s in obj["solutions"]],
                 jobs=[JobResult.from_json(j) for j in obj["jobs"]],
-                summary=RunSummary(
-                    **{
-                        **summary,
-                        "per_solution": {
-                            k: SolutionTally(**v) for k, v in summary["per_solution"].items()
-                        },
-                    }
-                ),
+                summary=RunSummary(**{**summary, "per_solution": tallies}),
                 journal=JournalNotes(**obj["journal"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(path, f"not a fibtui run record: {exc}") from None
+        for key in ("settings", "environment"):
+            if not isinstance(plain[key], dict):
+                raise InputError(path, f"not a fibtui run record: {key} is not an object")
+        return record
+
+
+#: RunRecord's fields that run.json holds as they are, in the file's order (the structured ones
+#: follow them: solutions, jobs, summary, journal)
+_RECORD_PLAIN = (
+    *("format", "version", "run_id", "definition", "backend", "timing_kind", "l2_policy"),
+    *("state", "started", "finished", "repeats", "workload_selection", "settings", "environment"),
+)
 
 
 def build_record(folder: Path, contents: JournalContents | None = None) -> RunRecord:

@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, Static
 
+from fibtui.core.measurement import Measurement
 from fibtui.core.presets import describe_judging
 from fibtui.ui.panes.base import Pane
 
@@ -62,7 +63,7 @@ def fmt_latency(ms: float | None) -> str:
 
 
 @dataclass
-class JobView:
+class JobView(Measurement):
     """What one row shows (derived from the record or from a live event)."""
 
     key: str
@@ -72,10 +73,7 @@ class JobView:
     role: str
     repeat: int
     status: str = "QUEUED"
-    latency_ms: float | None = None
-    reference_latency_ms: float | None = None
     speed_of_light_pct: float | None = None
-    error: str | None = None
     timing: dict[str, Any] = field(default_factory=dict)
     #: which evaluator judged it, with its numbers (JobResult.correctness)
     correctness: dict[str, Any] = field(default_factory=dict)
@@ -279,9 +277,7 @@ class RunsPane(Pane):
         from fibtui.core.roofline import speed_of_light_pct
 
         view.status = j.status
-        view.latency_ms = j.latency_ms
-        view.reference_latency_ms = j.reference_latency_ms
-        view.error = j.error
+        view.take_measurement(j)
         view.timing = dict(j.timing or {})
         view.correctness = dict(j.correctness or {})
         view.speed_of_light_pct = speed_of_light_pct(view.latency_ms, self._floors.get(view.uuid))
