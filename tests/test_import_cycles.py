@@ -25,19 +25,6 @@ PACKAGE = REPO / "fibtui"
 KNOWN_CYCLES: list[frozenset[str]] = [
     # the TUI: ui/app.py imports verbs/tui.py, which imports ui/app.py (issue 19)
     frozenset({"fibtui.ui.app", "fibtui.verbs.tui"}),
-    # the worker: build.py calls native.py for CUDA builds, native.py uses build.py's types
-    frozenset({"fibtui.worker.build", "fibtui.worker.native"}),
-    # the worker's evaluators: the package __init__ picks an evaluator class from each module,
-    # and each module imports Evaluator / Judging from the package __init__
-    frozenset(
-        {
-            "fibtui.worker.evaluators",
-            "fibtui.worker.evaluators.dsa_sparse_attention",
-            "fibtui.worker.evaluators.dsa_topk_indexer",
-            "fibtui.worker.evaluators.lowbit",
-            "fibtui.worker.evaluators.sampling",
-        }
-    ),
 ]
 
 #: Packages that must be in no cycle at all, known or not.

@@ -828,7 +828,7 @@ RAW_WRITES_ALLOWED = {
         "prepare_dataset_dir",
     ): "a scratch dataset folder made for one parity run",
     (
-        "fibtui/worker/build.py",
+        "fibtui/worker/build_job.py",
         "write_sources",
     ): "the worker's private build folder (a temp folder)",
     ("fibtui/worker/protocol.py", "claim_stdout"): "the worker's own stdout pipe",
