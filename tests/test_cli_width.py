@@ -485,7 +485,7 @@ def test_demo_lines_are_not_wrapped_when_piped(capsys, tmp_path, piped) -> None:
 
 
 def _printer_output(record: dict, long_name: str) -> str:
-    from fibtui.core.runs import JobResult
+    from fibtui.core.runs import JobResult, RunRecord
     from fibtui.runners.events import JobFinished
     from fibtui.verbs.run import _Printer
 
@@ -502,7 +502,7 @@ def _printer_output(record: dict, long_name: str) -> str:
         reference_latency_ms=0.5,
     )
     printer(JobFinished(result=job, done=7, total=100, passed=7, failed=0, eta_s=42.0))
-    printer.summary(record)
+    printer.summary(RunRecord.from_json(record))  # the record as run.json holds it
     return stream.getvalue()
 
 

@@ -22,21 +22,7 @@ PACKAGE = REPO / "fibtui"
 
 #: Strongly connected groups of modules that import each other today. Remove an entry when its
 #: cycle is gone (the test says so); never add one.
-KNOWN_CYCLES: list[frozenset[str]] = [
-    # the worker: build.py calls native.py for CUDA builds, native.py uses build.py's types
-    frozenset({"fibtui.worker.build", "fibtui.worker.native"}),
-    # the worker's evaluators: the package __init__ picks an evaluator class from each module,
-    # and each module imports Evaluator / Judging from the package __init__
-    frozenset(
-        {
-            "fibtui.worker.evaluators",
-            "fibtui.worker.evaluators.dsa_sparse_attention",
-            "fibtui.worker.evaluators.dsa_topk_indexer",
-            "fibtui.worker.evaluators.lowbit",
-            "fibtui.worker.evaluators.sampling",
-        }
-    ),
-]
+KNOWN_CYCLES: list[frozenset[str]] = []
 
 #: Packages that must be in no cycle at all, known or not.
 CYCLE_FREE = ("fibtui.core", "fibtui.runners.ncu")

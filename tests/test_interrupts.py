@@ -327,14 +327,16 @@ def test_the_runner_stopped_mid_job_records_nothing_for_it(
     events: list[object] = []
     stop = (lambda: interrupt(cancel, "a test's interrupt")) if how == "interrupt" else cancel.set
     helper = _when_job_2_runs(tmp_path, stop)
-    record = prepared.runner.run(events.append, cancel)
+    record = prepared.runner.run(events.append, cancel).to_json()
     helper.join(timeout=10)
     assert record["state"] == ("interrupted" if how == "interrupt" else "cancelled")
     assert record["summary"]["done"] == 1
     assert not [e for e in events if type(e).__name__ == "WorkerRestarted"]
     assert all(w.proc.poll() is not None for w in prepared.runner._workers.values())
     check_journal(root, 1)
-    record = prepare_resume(open_workspace(root), prepared.run_id).runner.run(lambda e: None)
+    record = (
+        prepare_resume(open_workspace(root), prepared.run_id).runner.run(lambda e: None).to_json()
+    )
     assert record["state"] == "complete" and record["summary"]["passed"] == TOTAL
     check_journal(root, TOTAL)
 
@@ -391,7 +393,7 @@ def _after_the_app(root: Path, tmp_path: Path) -> None:
     run = only_run(root)
     assert run.state == "interrupted" and run.jobs_done == 1
     check_journal(root, 1)
-    record = prepare_resume(open_workspace(root), run.run_id).runner.run(lambda e: None)
+    record = prepare_resume(open_workspace(root), run.run_id).runner.run(lambda e: None).to_json()
     assert record["state"] == "complete"
     check_journal(root, TOTAL)
 

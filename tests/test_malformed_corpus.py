@@ -679,7 +679,7 @@ def test_journals_fuzz(fuzz_dir: Path, data: bytes) -> None:
     contents = read_with(runs.read_journal, folder / "journal.jsonl", data, line_based=True)
     if contents is not None:
         record = runs.build_record(folder, contents)
-        json.dumps(record, default=str)
+        json.dumps(record.to_json(), default=str)
         planned = {j.key for j in contents.header.jobs}
         assert set(contents.results) <= planned
         runs.list_runs(fuzz_dir)

@@ -455,7 +455,7 @@ def test_fake_calls_flow_into_the_journal_like_a_local_run(tmp_path: Path) -> No
     caller = FakeCaller()
     prepared.runner.caller = caller
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     assert (
         record["state"] == "complete"
         and record["summary"]["passed"] == 8
@@ -501,7 +501,7 @@ def test_a_failed_slice_is_retried_alone_and_merged_back(tmp_path: Path) -> None
     caller = FakeCaller(behave)
     prepared.runner.caller = caller
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     assert record["state"] == "complete" and record["summary"]["passed"] == 8
     assert len(caller.calls) == 3
     retry = caller.calls[-1].request
@@ -529,7 +529,7 @@ def test_a_slice_that_keeps_failing_is_isolated_down_to_the_culprit(tmp_path: Pa
 
     caller = FakeCaller(behave)
     prepared.runner.caller = caller
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     st = {(j["uuid"], j["role"]): (j["status"], j["error"]) for j in record["jobs"]}
     assert st[(bad, "candidate")][0] == "INFRA_ERROR" and "alone" in st[(bad, "candidate")][1]
     assert "container exited" in st[(bad, "candidate")][1]
@@ -552,7 +552,7 @@ def test_a_timeout_alone_is_a_timeout(tmp_path: Path) -> None:
         return fake_out(request)
 
     prepared.runner.caller = FakeCaller(behave)
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     st = {j["role"]: j for j in record["jobs"]}
     assert st["candidate"]["status"] == "TIMEOUT" and "per-call timeout" in st["candidate"]["error"]
     assert st["baseline"]["status"] == "PASSED"
@@ -576,7 +576,7 @@ def test_infra_results_inside_a_slice_are_retried_alone(tmp_path: Path) -> None:
 
     caller = FakeCaller(behave)
     prepared.runner.caller = caller
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     assert record["state"] == "complete" and record["summary"]["passed"] == 4
     retry_jobs = [
         (j["workload"]["uuid"], j["solutions"]) for c in caller.calls[2:] for j in c.request["jobs"]
@@ -607,14 +607,14 @@ def test_cancel_stops_the_calls_in_flight_and_resume_finishes(tmp_path: Path) ->
         if isinstance(e, JobFinished) and e.done >= 4:
             cancel.set()
 
-    record = prepared.runner.run(on_event, cancel)
+    record = prepared.runner.run(on_event, cancel).to_json()
     assert record["state"] == "cancelled" and record["summary"]["done"] == 4
     assert caller.calls[1].cancelled.is_set() and len(caller.calls) == 2
     assert journal_lines(prepared.folder)[-1]["state"] == "cancelled"
     resumed = prepare_resume(ws, prepared.run_id)
     caller2 = FakeCaller()
     resumed.runner.caller = caller2
-    record = resumed.runner.run(lambda e: None)
+    record = resumed.runner.run(lambda e: None).to_json()
     assert record["state"] == "complete" and record["summary"]["done"] == 8
     assert (
         sum(len(j["solutions"]) for c in caller2.calls for j in c.request["jobs"]) == 4
@@ -711,7 +711,7 @@ def test_remote_mode_requests_use_container_paths_and_sync_the_volume(
     prepared.runner.caller = modal_app.ModalCaller(handles)
     prepared.runner.volume = volume
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     assert record["state"] == "complete" and handles.runs == 1
     assert volume.put == [(str(ds / "blob" / "b.safetensors"), "/dataset/blob/b.safetensors")]
     assert (
@@ -743,7 +743,7 @@ def test_failure_messages_never_carry_a_token(tmp_path: Path, monkeypatch) -> No
 
     prepared.runner.caller = FakeCaller(behave)
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     assert record["summary"]["done"] == 2 and {j["status"] for j in record["jobs"]} == {
         "INFRA_ERROR"
     }
@@ -807,7 +807,7 @@ def test_in_process_modal_run_on_the_demo_matches_a_local_run(
     )
     events: list[object] = []
     interpret_before = os.environ.get("TRITON_INTERPRET")
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     assert (
         os.environ.get("TRITON_INTERPRET") == interpret_before
     )  # the in-process caller restores it
@@ -828,7 +828,7 @@ def test_in_process_modal_run_on_the_demo_matches_a_local_run(
         ws,
         RunOptions(backend="interpreter", workloads=uuids[0], baseline=base, solutions=[str(twin)]),
     )
-    local_record = local.runner.run(lambda e: None)
+    local_record = local.runner.run(lambda e: None).to_json()
     assert set(local_record) == set(record)
     assert set(local_record["jobs"][0]) == set(record["jobs"][0])
     assert set(local_record["jobs"][0]["timing"]) | {"container"} == set(
@@ -1046,4 +1046,4 @@ def test_modal_unreachable_is_one_line_and_the_run_can_resume(tmp_path: Path, mo
     assert exc.value.exit_code == 1 and not (prepared.folder / "lock").exists()
     resumed = prepare_resume(ws, prepared.run_id)
     resumed.runner.caller = FakeCaller()
-    assert resumed.runner.run(lambda e: None)["state"] == "complete"
+    assert resumed.runner.run(lambda e: None).state == "complete"

@@ -125,7 +125,7 @@ def test_a_poisoned_container_is_never_given_another_job(
     fake = FakeModal(max_containers=1, startup_s=5.0, timeout_s=120.0)
     prepared.runner.caller = fake
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     statuses = by_status(record)
     assert statuses.get("RUNTIME_ERROR") == [(1, "candidate")], statuses
     assert len(statuses["PASSED"]) == 7 and record["summary"]["done"] == 8
@@ -150,7 +150,7 @@ def test_no_queued_slice_is_timed_out_and_calls_never_exceed_containers(
     )
     fake = FakeModal(max_containers=2, startup_s=5.0, timeout_s=30.0)
     prepared.runner.caller = fake
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     assert fake.max_in_flight <= 2 and fake.timeouts == 0
     statuses = by_status(record)
     assert statuses.get("TIMEOUT") == [(2, "candidate")], statuses
@@ -167,7 +167,7 @@ def test_a_hanging_job_costs_one_job_timeout_plus_start_up(
     )
     fake = FakeModal(max_containers=1, startup_s=5.0, timeout_s=600.0)
     prepared.runner.caller = fake
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     (job,) = record["jobs"]
     assert job["status"] == "TIMEOUT" and "2 s job timeout" in job["error"]
     (c,) = fake.containers
@@ -199,7 +199,7 @@ def test_the_worst_case_shown_is_what_an_all_hanging_run_is_billed(
     ) == pytest.approx(4 * (1.0 + 0.2 + 4.0))
     fake = FakeModal(max_containers=2, startup_s=startup, timeout_s=600.0)
     prepared.runner.caller = fake
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     assert [j["status"] for j in record["jobs"]] == ["TIMEOUT"] * 4
     assert len(fake.containers) == 4 and all(
         len(c.inputs) == 1 and c.stopped_fetching for c in fake.containers
@@ -422,6 +422,6 @@ def test_cancel_during_the_image_build_launches_nothing(tmp_path: Path) -> None:
         target=lambda: (building.wait(), _time.sleep(0.3), cancel.set()), daemon=True
     ).start()
     t0 = _time.monotonic()
-    record = prepared.runner.run(lambda e: None, cancel)
+    record = prepared.runner.run(lambda e: None, cancel).to_json()
     assert _time.monotonic() - t0 < 2.5, "the cancel waited for the build"
     assert record["state"] == "cancelled" and fake.calls == [] and record["summary"]["done"] == 0

@@ -29,7 +29,7 @@ def test_three_workers_share_one_queue_and_keep_pairs_together(tmp_path: Path) -
             backend="interpreter", workloads="all", workers=3, baseline=str(base), repeats=2
         ),
     )
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     assert record["summary"]["complete"] and record["summary"]["total"] == 32
     slots: dict[tuple[str, int], set[int]] = defaultdict(set)
     for job in record["jobs"]:
@@ -70,7 +70,7 @@ def test_a_killed_worker_is_replaced_and_the_others_go_on(tmp_path: Path) -> Non
                 os.killpg(victim.proc.pid, signal.SIGKILL)
                 killed.set()
 
-    record = runner.run(on_event)
+    record = runner.run(on_event).to_json()
     assert killed.is_set()
     assert record["summary"]["complete"] and record["summary"]["passed"] == 20
     on_one = [r for r in restarts if r.slot == 1]

@@ -224,7 +224,7 @@ def test_the_whole_parity_run_with_a_fake_flashinfer_bench(
     gate = prepare_run(ws, RunOptions(backend="interpreter", workloads=",".join(small))).runner.run(
         lambda e: None
     )
-    assert gate["summary"]["complete"]
+    assert gate.summary.complete
 
     code, out, err = run_cli(
         capsys, "parity", "--workloads", ",".join(small), "--json", "--workspace", str(demo_ws)
@@ -273,7 +273,7 @@ def test_the_whole_parity_run_with_a_fake_flashinfer_bench(
     assert rec["complete"] and rec["passed"] == rec["total"] == 2 and rec["source"] == "run"
     comp = rec["comparisons"][0]
     assert (
-        comp["fibtui"].startswith(f"fibtui run {gate['run_id']}")
+        comp["fibtui"].startswith(f"fibtui run {gate.run_id}")
         and comp["fibtui_timing_kind"] == "cpu-interpreter"
     )
     assert [r["fibtui_status"] for r in comp["rows"]] == ["PASSED", "PASSED"] and not comp[
@@ -390,7 +390,7 @@ def test_import_beside_interpreter_records_made_here(demo_ws: Path) -> None:
             solutions=[str(demo_ws), str(demo_ws / "candidates" / "bad_one_element_off")],
         ),
     ).runner.run(lambda e: None)
-    names = {j["solution"]: j["status"] for j in record["jobs"]}
+    names = {j.solution: j.status for j in record.jobs}
     assert names == {SOLUTION: "PASSED", "bad_one_element_off": "INCORRECT_NUMERICAL"}
     rec = import_parity(ws, DEMO_TRACES)
     by_solution = {c.solution: c for c in rec.comparisons}

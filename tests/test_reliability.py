@@ -116,7 +116,7 @@ def run_in_process(root: Path, **opts):
     ws = open_workspace(root)
     prepared = prepare_run(ws, RunOptions(backend="interpreter", workloads="all", **opts))
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     return record, events, prepared
 
 
@@ -791,8 +791,8 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(
             )
             i += 1
         record = finished()[0].record
-    statuses = {j["status"] for j in record["jobs"]}
-    assert statuses == {"RUNTIME_ERROR"} and all("SIGSEGV" in j["error"] for j in record["jobs"])
+    statuses = {j.status for j in record.jobs}
+    assert statuses == {"RUNTIME_ERROR"} and all("SIGSEGV" in (j.error or "") for j in record.jobs)
     print(
         f"key-to-repaint while the hostile kernel ran: n={len(latencies)} max {max(latencies) * 1000:.0f} ms"
     )
@@ -832,7 +832,7 @@ RAW_WRITES_ALLOWED = {
         "prepare_dataset_dir",
     ): "a scratch dataset folder made for one parity run",
     (
-        "fibtui/worker/build.py",
+        "fibtui/worker/build_job.py",
         "write_sources",
     ): "the worker's private build folder (a temp folder)",
     ("fibtui/worker/protocol.py", "claim_stdout"): "the worker's own stdout pipe",
@@ -1241,7 +1241,7 @@ def test_a_full_disk_fails_each_step_with_one_line_and_truncates_nothing(
         if k.startswith(f"optimize_ops/runs/{first.run_id}/")
     }
     monkeypatch.setattr(fsio, "os", os)
-    record = prepare_resume(open_ws(root), second.run_id).runner.run(lambda e: None)
+    record = prepare_resume(open_ws(root), second.run_id).runner.run(lambda e: None).to_json()
     assert record["state"] == "complete" and set(valid_result_keys(journal).values()) == {1}
     assert {k: v.to_json() for k, v in kept.results.items()} == {
         k: v.to_json() for k, v in read_journal(journal).results.items() if k in kept.results

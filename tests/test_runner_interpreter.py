@@ -28,7 +28,7 @@ def run_ws(root: Path, **opts):
     options = RunOptions(backend="interpreter", workloads="all", **opts)
     prepared = prepare_run(ws, options)
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     return record, events, prepared
 
 
@@ -180,7 +180,7 @@ def test_kill_the_runner_and_resume_exactly_once(tmp_path: Path) -> None:
     assert listing[run_id].state == "interrupted"
     ws = open_workspace(root)
     prepared = prepare_resume(ws, run_id)
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     after = read_journal(journal)
     assert len(after.results) == 6 and not after.duplicate_lines
     assert {k: v.latency_ms for k, v in before.results.items()} == {
@@ -199,9 +199,9 @@ def test_cancel_stops_and_resume_finishes(tmp_path: Path) -> None:
         if isinstance(e, JobFinished) and e.done >= 1:
             cancel.set()
 
-    record = prepared.runner.run(on_event, cancel)
+    record = prepared.runner.run(on_event, cancel).to_json()
     assert record["state"] == "cancelled" and record["summary"]["done"] < 4
-    record = prepare_resume(ws, prepared.run_id).runner.run(lambda e: None)
+    record = prepare_resume(ws, prepared.run_id).runner.run(lambda e: None).to_json()
     assert record["state"] == "complete" and record["summary"]["done"] == 4
 
 
@@ -211,7 +211,7 @@ def test_demo_gate_on_the_interpreter(demo_ws: Path) -> None:
     workloads = ws.dataset().workloads("demo_gdn_decode_qk4_v8_d128_k_last")
     small = [u for u in workloads.uuids if workloads.axes_of(u)["batch_size"] == 1][:2]
     prepared = prepare_run(ws, RunOptions(backend="interpreter", workloads=",".join(small)))
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     assert record["summary"]["passed"] == 2 and record["summary"]["complete"]
     assert all(j["max_abs_error"] < 0.5 for j in record["jobs"])
 
@@ -310,12 +310,12 @@ def test_retry_failed_jobs_merges_back_into_the_same_run(tmp_path: Path) -> None
     kernel.write_text(good.replace("* alpha, mask=mask)", "* alpha * 1.5, mask=mask)"))
     ws = open_workspace(root)
     prepared = prepare_run(ws, RunOptions(backend="interpreter", workloads="all"))
-    record = prepared.runner.run(lambda e: None)
+    record = prepared.runner.run(lambda e: None).to_json()
     assert record["summary"]["passed"] == 0
     # A retry reruns the run's own snapshot (never the workspace): still wrong, still one journal.
     from fibtui.runners.session import prepare_retry
 
-    record = prepare_retry(ws, prepared.run_id).runner.run(lambda e: None)
+    record = prepare_retry(ws, prepared.run_id).runner.run(lambda e: None).to_json()
     contents = read_journal(prepared.folder / "journal.jsonl")
     assert len(contents.results) == 2 and record["summary"]["done"] == 2
     assert all(

@@ -919,7 +919,7 @@ def test_a_kernel_never_sees_any_kind_of_planted_secret(
     for name, value in planted.items():
         monkeypatch.setenv(name, value)
     prepared = prepare_run(open_workspace(root), RunOptions(backend="interpreter", workloads="all"))
-    record = prepared.runner.run(lambda event: None)
+    record = prepared.runner.run(lambda event: None).to_json()
     assert [j["status"] for j in record["jobs"]] == ["PASSED", "PASSED"], [
         j.get("error") for j in record["jobs"]
     ]

@@ -508,6 +508,7 @@ async def test_keeping_a_worker_warm_without_a_backend_is_silent(
         assert app._warm is not None and app._warm.count() == 0
 
 
+@pytest.mark.slow  # every pane key from each focusable widget of each pane: 33 s alone here
 async def test_pane_keys_work_from_every_table_and_input(demo_ws: Path) -> None:
     """No focus trap: with focus on each focusable widget of each pane (reached by Tab, as a
     user does), every pane key shows its pane, and focus moves into it."""

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Backends:
     modal_installed: bool
     modal_credentials: str | None  # where they come from ("env", "~/.modal.toml"), never the token
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal, overload
 
 import polars as pl
 
 from fibtui.core.dtypes import KNOWN_DTYPES
 from fibtui.core.errors import InputError
 from fibtui.core.fsio import read_input, read_input_text
+from fibtui.core.measurement import Measurement
 from fibtui.core.status import ALL_STATUSES
 
 # --------------------------------------------------------------------------------------------
@@ -73,7 +74,11 @@ class Definition:
 
     @property
     def const_axes(self) -> dict[str, int]:
-        return {a.name: int(a.value) for a in self.axes.values() if a.kind == "const"}
+        return {
+            a.name: int(a.value)
+            for a in self.axes.values()
+            if a.kind == "const" and a.value is not None
+        }
 
     def axis_values(self, workload_axes: dict[str, int]) -> dict[str, int]:
         """Every axis of the definition bound to a number: consts plus the workload's vars."""
@@ -179,18 +184,14 @@ class Solution:
 
 
 @dataclass
-class Trace:
-    """One line of a traces JSONL: a workload, the solution that ran and its evaluation."""
+class Trace(Measurement):
+    """One line of a traces JSONL: a workload, the solution that ran and its evaluation (its
+    ``error`` is the last line of the evaluation's log when the status is not PASSED)."""
 
     definition: str
     workload: Workload
     solution: str | None
     status: str | None
-    latency_ms: float | None = None
-    reference_latency_ms: float | None = None
-    speedup: float | None = None
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
     hardware: str | None = None
     libs: dict[str, str] = field(default_factory=dict)
     timestamp: str | None = None
@@ -226,6 +227,16 @@ class _Ctx:
         if key not in obj or obj[key] is None:
             raise self.fail(name, "required field is missing")
         return obj[key]
+
+    @overload
+    def string(
+        self, obj: dict[str, Any], key: str, prefix: str = "", required: Literal[True] = True
+    ) -> str: ...
+
+    @overload
+    def string(
+        self, obj: dict[str, Any], key: str, prefix: str = "", *, required: bool
+    ) -> str | None: ...
 
     def string(
         self, obj: dict[str, Any], key: str, prefix: str = "", required: bool = True
@@ -512,7 +523,7 @@ def _tensor_specs(
         specs[name] = TensorSpec(
             name=name,
             shape=tuple(shape) if shape is not None else None,
-            dtype=dtype,  # type: ignore[arg-type]
+            dtype=dtype,
             optional=optional,
             description=spec.get("description")
             if isinstance(spec.get("description"), str)
@@ -570,12 +581,12 @@ def parse_definition(obj: Any, path: Path | str | None = None) -> Definition:
             ) from None
     description = obj.get("description")
     return Definition(
-        name=name,  # type: ignore[arg-type]
-        op_type=op_type,  # type: ignore[arg-type]
+        name=name,
+        op_type=op_type,
         axes=axes,
         inputs=inputs,
         outputs=outputs,
-        reference=reference,  # type: ignore[arg-type]
+        reference=reference,
         description=description if isinstance(description, str) else None,
         tags=ctx.str_list(obj, "tags"),
         constraints=constraints,
@@ -650,7 +661,7 @@ def parse_workload(
         for name in inputs:
             if name not in definition.inputs:
                 raise ctx.fail(f"{prefix}inputs.{name}", f"not an input of {definition.name}")
-    return Workload(uuid=uuid, axes=axes, inputs=inputs, line=ctx.line)  # type: ignore[arg-type]
+    return Workload(uuid=uuid, axes=axes, inputs=inputs, line=ctx.line)
 
 
 class WorkloadSet:
@@ -759,7 +770,7 @@ def _fast_workloads(
         "uuid": pl.String,
         "axes": pl.Struct({a: pl.Int64 for a in axis_names}),
     }
-    schema = {"definition": pl.String, "workload": pl.Struct(workload_fields)}
+    schema: dict[str, Any] = {"definition": pl.String, "workload": pl.Struct(workload_fields)}
     try:
         df = pl.read_ndjson(io.BytesIO(data), schema=schema)
     except Exception:
@@ -916,12 +927,12 @@ def parse_solution(obj: Any, path: Path | str | None = None) -> Solution:
     if entry_file not in {s.path for s in sources}:
         raise ctx.fail("spec.entry_point", f"file {entry_file!r} is not among the sources")
     return Solution(
-        name=name,  # type: ignore[arg-type]
-        definition=definition,  # type: ignore[arg-type]
-        author=author,  # type: ignore[arg-type]
+        name=name,
+        definition=definition,
+        author=author,
         spec=BuildSpec(
-            language=language,  # type: ignore[arg-type]
-            entry_point=entry,  # type: ignore[arg-type]
+            language=language,
+            entry_point=entry,
             target_hardware=ctx.str_list(spec_raw, "target_hardware", "spec."),
             dependencies=ctx.str_list(spec_raw, "dependencies", "spec."),
             destination_passing_style=dps,
@@ -951,7 +962,7 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     evaluation = obj.get("evaluation")
     trace = Trace(
         definition=definition, workload=workload, solution=solution, status=None, line=ctx.line
-    )  # type: ignore[arg-type]
+    )
     if evaluation is None:
         return trace
     ev = ctx.obj(evaluation, "evaluation")
@@ -970,6 +981,8 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     trace.timestamp = ts if isinstance(ts, str) else None
     log = ev.get("log")
     trace.log = log if isinstance(log, str) else ""
+    if status != "PASSED" and trace.log.strip():
+        trace.error = trace.log.strip().splitlines()[-1][:300]
     corr = ev.get("correctness")
     if corr is not None:
         corr = ctx.obj(corr, "evaluation.correctness")

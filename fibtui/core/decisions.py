@@ -5,16 +5,23 @@ and what promoting, rejecting or archiving writes."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from fibtui.core import archive, stats
 from fibtui.core.errors import InputError, UsageError
 from fibtui.core.settings import get_setting
 from fibtui.core.workspace import SolutionConfig, Workspace
 
+if TYPE_CHECKING:
+    from fibtui.core.dataset import Definition, WorkloadSet
+    from fibtui.core.results import AxesLookup
 
-def dataset_for(ws: Workspace, definition: str | None):
+
+def dataset_for(
+    ws: Workspace, definition: str | None
+) -> tuple[Definition, WorkloadSet] | tuple[None, None]:
     """(Definition, WorkloadSet) of ``definition`` from the workspace's dataset, or (None, None)."""
     if ws.dataset_root is None or not definition:
         return None, None
@@ -27,13 +34,13 @@ def dataset_for(ws: Workspace, definition: str | None):
         return None, None
 
 
-def axes_lookup(ws: Workspace | None):
+def axes_lookup(ws: Workspace | None) -> AxesLookup | None:
     """uuid -> axes from the workspace's dataset (for result files that carry no axes)."""
     if ws is None or ws.dataset_root is None:
         return None
     ds = ws.dataset()
 
-    def lookup(definition: str, uuid: str):
+    def lookup(definition: str, uuid: str) -> dict[str, int] | None:
         if definition not in ds.definition_paths:
             return None
         try:
@@ -46,7 +53,7 @@ def axes_lookup(ws: Workspace | None):
 
 
 def band_map(
-    ws: Workspace | None, definition: str | None, rows
+    ws: Workspace | None, definition: str | None, rows: Sequence[Any]
 ) -> tuple[dict[str, str] | None, int | None]:
     """(uuid -> band, workload count) from the workspace's regimes, or (None, None)."""
     from fibtui.core import regimes
@@ -54,7 +61,7 @@ def band_map(
     if ws is None:
         return None, None
     d, workloads = dataset_for(ws, definition)
-    if d is None:
+    if d is None or workloads is None:
         return None, None
     try:
         report = regimes.analyze(d, workloads, rows)
@@ -208,6 +215,28 @@ class Gathered:
     workloads: Any
 
 
+@overload
+def gather(
+    ws: Workspace,
+    run_ids: list[str] | None = None,
+    candidate: str | None = None,
+    *,
+    required: Literal[True] = True,
+    candidate_hash: str | None = None,
+) -> Gathered: ...
+
+
+@overload
+def gather(
+    ws: Workspace,
+    run_ids: list[str] | None = None,
+    candidate: str | None = None,
+    *,
+    required: bool,
+    candidate_hash: str | None = None,
+) -> Gathered | None: ...
+
+
 def gather(
     ws: Workspace,
     run_ids: list[str] | None = None,
@@ -256,7 +285,6 @@ def promote(
     commit: bool = True,
 ) -> archive.DecisionResult:
     g = gather(ws, run_ids, candidate)
-    assert g is not None
     cfg = config_for(ws, g.inputs.deciding.record.get("definition", ""))
     lang = g.inputs.candidate.get("language") or cfg.language
     if lang != cfg.language:
@@ -298,6 +326,7 @@ def reject(
 ) -> archive.DecisionResult:
     """Archive the rejected candidate first, then restore the checked-in kernel."""
     cfg = ws.config_for(None)
+    g: Gathered | None
     if run_ids:
         g = gather(ws, run_ids, candidate)
         cfg = config_for(ws, g.inputs.deciding.record.get("definition", ""))
@@ -337,7 +366,6 @@ def archive_round(
     reason: str | None = None,
 ) -> archive.DecisionResult:
     g = gather(ws, run_ids, candidate)
-    assert g is not None
     return archive.archive_only(
         g.inputs, topic=topic, reason=reason, definition_obj=g.definition, workloads=g.workloads
     )

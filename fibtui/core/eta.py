@@ -123,8 +123,8 @@ class EtaModel:
 
     def seconds_left(self, left: Iterable[Mapping[str, object]], elapsed_s: float) -> float | None:
         """Seconds for the jobs of axes ``left``; None before any job finished after the first."""
-        left = [_measures(axes) for axes in left]
-        if not left:
+        todo = [_measures(axes) for axes in left]
+        if not todo:
             return 0.0
         if not self._paced:
             return None
@@ -137,4 +137,4 @@ class EtaModel:
         done = sum(a + b * x(m) for m in self._paced)
         if done <= 0:
             return None
-        return elapsed_s * sum(a + b * x(m) for m in left) / done
+        return elapsed_s * sum(a + b * x(m) for m in todo) / done

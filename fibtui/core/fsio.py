@@ -19,10 +19,14 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from fibtui.core.errors import WriteFailed
+
+if TYPE_CHECKING:
+    from fibtui.core.errors import InputError
 
 BOM = "\ufeff"
 BOM_BYTES = BOM.encode("utf-8")
@@ -77,7 +81,7 @@ _FILE_KINDS = (
 )
 
 
-def _not_regular(path: Path, mode: int, folder_message: str):
+def _not_regular(path: Path, mode: int, folder_message: str) -> InputError:
     from fibtui.core.errors import InputError
 
     if stat.S_ISDIR(mode):
@@ -188,7 +192,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_via_temp(path: Path, fill) -> Path:
+def _write_via_temp(path: Path, fill: Callable[[BinaryIO], object]) -> Path:
     """A temp file beside ``path``, filled by ``fill(file object)``, fsynced, renamed over ``path``."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

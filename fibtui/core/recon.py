@@ -634,7 +634,7 @@ def _grep_repo(
     if status == 1 and not err:
         return commit, []
     if status != 0:
-        message = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
+        message = str(err)  # GitPython decodes stderr even when stdout stays bytes
         raise git.GitCommandError(
             cmd[:1] + ["grep"], status, " ".join(message.split()) or f"status {status}"
         )

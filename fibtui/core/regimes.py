@@ -245,10 +245,10 @@ def axis_bins(
                 break
             step += 1
         if len(keys) >= 3:
-            bins = [
+            log_bins = [
                 (0, 0) if k < 0 else (1 << (k * step), (1 << ((k + 1) * step)) - 1) for k in keys
             ]
-            return bins, "log2" if step == 1 else f"log2 (x{1 << step} wide)"
+            return log_bins, "log2" if step == 1 else f"log2 (x{1 << step} wide)"
     target = min(max_bins, QUANTILE_BINS)
     total = float(sum(counts))
     bins: list[tuple[int, int]] = []
@@ -683,9 +683,9 @@ def _merge_tiny(protos: list[_Proto], n: int, total_latency: float | None) -> li
         return few and light
 
     def protected(p: _Proto) -> bool:
-        return bool(total_latency) and p.lat_sum / total_latency >= max(
-            OUTLIER_SHARE, 2.0 * p.count / n
-        )  # type: ignore[operator]
+        if not total_latency:
+            return False
+        return p.lat_sum / total_latency >= max(OUTLIER_SHARE, 2.0 * p.count / n)
 
     def distance(a: _Proto, b: _Proto) -> int:
         return min(
@@ -784,7 +784,7 @@ def smallest_per_band(report: RegimeReport) -> list[str]:
         .select("uuid", "line", "band", "_fib_size")
         .sort(["_fib_size", "line"])
     )
-    first = {}
+    first: dict[str, str] = {}
     for r in t.iter_rows(named=True):
         first.setdefault(r["band"], r["uuid"])
     order = [b.name for b in report.bands]
@@ -1089,7 +1089,7 @@ def _evaluate(node: ast.AST, values: dict[str, int]) -> int:
         return _evaluate(node.body, values)
     if isinstance(node, ast.Name):
         return int(values[node.id])
-    if isinstance(node, ast.Constant):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return int(node.value)
     assert isinstance(node, ast.BinOp)
     left, right = _evaluate(node.left, values), _evaluate(node.right, values)

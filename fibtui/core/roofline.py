@@ -243,7 +243,7 @@ def _walk(node: ast.AST, leaf: Callable[[str], Any], const: Callable[[float], An
         return -inner if isinstance(node.op, ast.USub) else inner
     if isinstance(node, ast.Name):
         return leaf(node.id)
-    if isinstance(node, ast.Constant):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return const(node.value)
     raise TypeError(type(node).__name__)  # parse_flops_expression lets nothing else through
 

@@ -23,7 +23,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fibtui.core import numbers
 from fibtui.core.dataset import MAX_AXIS, positive_number_problem
@@ -36,7 +36,11 @@ from fibtui.core.fsio import (
     read_input,
     reserve_unique_path,
 )
+from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement, ordered_json
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
+
+if TYPE_CHECKING:
+    from fibtui.core.results.table import ResultRow
 
 RUNS_DIR = "runs"
 RECORD_FORMAT = "fibtui-run"
@@ -82,25 +86,20 @@ def job_key(uuid: str, solution: str, role: str, repeat: int) -> str:
 
 
 @dataclass
-class JobResult:
+class JobResult(Measurement):
     uuid: str
     axes: dict[str, int]
     solution: str
     role: str
     repeat: int
     status: str
-    latency_ms: float | None = None
-    reference_latency_ms: float | None = None
-    speedup: float | None = None
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
-    error: str | None = None
     #: how the latency was measured: samples (block medians), kernels seen, clocks...
     timing: dict[str, Any] = field(default_factory=dict)
     attempt: int = 1
     #: which evaluator judged the outputs and its numbers (``evaluator``, ``matched_ratio``,
-    #: ``tvd``...); empty for results that were never judged (a build failure, an infra error)
-    correctness: dict[str, Any] = field(default_factory=dict)
+    #: ``tvd``...); empty for results that were never judged (a build failure, an infra error);
+    #: None for a result read from a record older than the field (it stays absent when written)
+    correctness: dict[str, Any] | None = field(default_factory=dict)
     started: str | None = None
     finished: str | None = None
     wall_s: float | None = None
@@ -110,12 +109,17 @@ class JobResult:
         return job_key(self.uuid, self.solution, self.role, self.repeat)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = ordered_json(self, JOB_JSON_ORDER)
+        if self.correctness is None:
+            del out["correctness"]
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> JobResult:
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in obj.items() if k in known})
+        fields_ = {k: v for k, v in obj.items() if k in known}
+        fields_.setdefault("correctness", None)
+        return cls(**fields_)
 
     @classmethod
     def from_journal(cls, obj: dict[str, Any]) -> JobResult | None:
@@ -156,6 +160,14 @@ class JobResult:
         ):
             return None
         return cls.from_json(obj)
+
+
+#: the keys of a journal's result line and of run.json's jobs, in their order
+JOB_JSON_ORDER = (
+    *("uuid", "axes", "solution", "role", "repeat", "status"),
+    *MEASUREMENT_FIELDS,
+    *("timing", "attempt", "correctness", "started", "finished", "wall_s"),
+)
 
 
 def _is_text(v: Any) -> bool:
@@ -541,70 +553,176 @@ def run_state(folder: Path, contents: JournalContents | None = None) -> str:
     return "failed" if failed else "complete"
 
 
-def build_record(folder: Path, contents: JournalContents | None = None) -> dict[str, Any]:
+@dataclass
+class SolutionTally:
+    """One solution's line of a run record's summary (``summary.per_solution``)."""
+
+    name: str
+    role: str
+    jobs: int
+    done: int
+    passed: int
+    mean_latency_ms: float | None
+    p95_latency_ms: float | None
+
+
+@dataclass
+class RunSummary:
+    """The counts of a run record (``summary``): every job, finished or not."""
+
+    total: int
+    done: int
+    passed: int
+    failed: int
+    complete: bool
+    per_solution: dict[str, SolutionTally]  # "role:name" -> its tally
+    #: jobs in the plan, and those an adaptive run settled without running (absent in records
+    #: written before adaptive repeats: then None, and not written back)
+    planned: int | None = None
+    skipped: int | None = None
+
+
+@dataclass
+class JournalNotes:
+    """What reading the journal left out (``journal``): 1-based line numbers."""
+
+    corrupt_lines: list[int]
+    duplicate_lines: list[int]
+
+
+@dataclass
+class RunRecord:
+    """A run record: ``run.json``, derived from the journal alone (:func:`build_record`).
+
+    :meth:`to_json` is the file's content, key for key and in the same order, so a record read
+    with :meth:`from_json` and written again is the same bytes."""
+
+    run_id: str
+    definition: str
+    backend: str
+    timing_kind: str
+    l2_policy: str
+    state: str  # running | interrupted | cancelled | complete | failed
+    started: str
+    finished: str | None
+    repeats: int
+    workload_selection: str
+    settings: dict[str, Any]
+    environment: dict[str, Any]
+    solutions: list[SolutionRef]
+    jobs: list[JobResult]  # the finished jobs, in the plan's order
+    summary: RunSummary
+    journal: JournalNotes
+    #: an adaptive run's plan and stops (``adaptive``); None for a fixed design
+    adaptive: dict[str, Any] | None = None
+    format: str = RECORD_FORMAT
+    version: int = RECORD_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {key: getattr(self, key) for key in _RECORD_PLAIN}
+        out["solutions"] = [asdict(s) for s in self.solutions]
+        out["jobs"] = [j.to_json() for j in self.jobs]
+        summary = asdict(self.summary)
+        for key in ("planned", "skipped"):
+            if summary[key] is None:
+                del summary[key]
+        out["summary"] = summary
+        if self.adaptive is not None:
+            out["adaptive"] = self.adaptive
+        out["journal"] = asdict(self.journal)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Any, path: Path | None = None) -> RunRecord:
+        """A record read back (``run.json``); a malformed one is one :class:`InputError`.
+
+        The values are taken as they are: :func:`fibtui.core.results.check_run_record` is
+        the check of a record's numbers."""
+        try:
+            plain = {key: obj[key] for key in _RECORD_PLAIN}
+            summary = obj["summary"]
+            tallies = {k: SolutionTally(**v) for k, v in summary["per_solution"].items()}
+            record = cls(
+                **plain,
+                solutions=[SolutionRef(**s) for s in obj["solutions"]],
+                jobs=[JobResult.from_json(j) for j in obj["jobs"]],
+                summary=RunSummary(**{**summary, "per_solution": tallies}),
+                journal=JournalNotes(**obj["journal"]),
+                adaptive=obj.get("adaptive"),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(path, f"not a fibtui run record: {exc}") from None
+        for key in ("settings", "environment"):
+            if not isinstance(plain[key], dict):
+                raise InputError(path, f"not a fibtui run record: {key} is not an object")
+        return record
+
+
+#: RunRecord's fields that run.json holds as they are, in the file's order (the structured ones
+#: follow them: solutions, jobs, summary, journal)
+_RECORD_PLAIN = (
+    *("format", "version", "run_id", "definition", "backend", "timing_kind", "l2_policy"),
+    *("state", "started", "finished", "repeats", "workload_selection", "settings", "environment"),
+)
+
+
+def build_record(folder: Path, contents: JournalContents | None = None) -> RunRecord:
     """The run record (run.json), derived from the journal alone."""
     contents = contents or read_journal(folder / "journal.jsonl")
     h = contents.header
     order = {j.key: i for i, j in enumerate(h.jobs)}
     results = sorted(contents.results.values(), key=lambda r: order.get(r.key, 1 << 30))
-    jobs = []
-    for r in results:
-        job = r.to_json()
-        jobs.append(job)
     passed = sum(1 for r in results if r.status == PASSED)
     skipped = contents.skipped_keys()
     total = len(h.jobs) - len(skipped)
-    per_solution: dict[str, dict[str, Any]] = {}
-    for ref in h.solutions:
-        mine = [r for r in results if r.solution == ref.name and r.role == ref.role]
-        lat = [r.latency_ms for r in mine if r.status == PASSED and r.latency_ms is not None]
-        per_solution[ref.key] = {
-            "name": ref.name,
-            "role": ref.role,
-            "jobs": sum(
-                1
-                for j in h.jobs
-                if j.solution == ref.name and j.role == ref.role and j.key not in skipped
-            ),
-            "done": len(mine),
-            "passed": sum(1 for r in mine if r.status == PASSED),
-            "mean_latency_ms": numbers.mean(lat),
-            "p95_latency_ms": numbers.p95(lat),
-        }
-    state = run_state(folder, contents)
-    return {
-        "format": RECORD_FORMAT,
-        "version": RECORD_VERSION,
-        "run_id": h.run_id,
-        "definition": h.definition,
-        "backend": h.backend,
-        "timing_kind": h.timing_kind,
-        "l2_policy": h.l2_policy,
-        "state": state,
-        "started": h.started,
-        "finished": (contents.end or {}).get("at"),
-        "repeats": h.repeats,
-        "workload_selection": h.workload_selection,
-        "settings": h.settings,
-        "environment": _environment(results),
-        "solutions": [asdict(s) for s in h.solutions],
-        "jobs": jobs,
-        "summary": {
-            "total": total,
-            "done": len(results),
-            "passed": passed,
-            "failed": len(results) - passed,
-            "complete": passed == total and total > 0,
-            "per_solution": per_solution,
-            "planned": len(h.jobs),
-            "skipped": len(skipped),
-        },
-        **_adaptive(contents),
-        "journal": {
-            "corrupt_lines": contents.corrupt_lines,
-            "duplicate_lines": contents.duplicate_lines,
-        },
-    }
+    return RunRecord(
+        run_id=h.run_id,
+        definition=h.definition,
+        backend=h.backend,
+        timing_kind=h.timing_kind,
+        l2_policy=h.l2_policy,
+        state=run_state(folder, contents),
+        started=h.started,
+        finished=(contents.end or {}).get("at"),
+        repeats=h.repeats,
+        workload_selection=h.workload_selection,
+        settings=h.settings,
+        environment=_environment(results),
+        solutions=list(h.solutions),
+        jobs=results,
+        summary=RunSummary(
+            total=total,
+            done=len(results),
+            passed=passed,
+            failed=len(results) - passed,
+            complete=passed == total and total > 0,
+            per_solution={ref.key: _tally(ref, h.jobs, results, skipped) for ref in h.solutions},
+            planned=len(h.jobs),
+            skipped=len(skipped),
+        ),
+        journal=JournalNotes(list(contents.corrupt_lines), list(contents.duplicate_lines)),
+        adaptive=_adaptive(contents).get("adaptive"),
+    )
+
+
+def _tally(
+    ref: SolutionRef, planned: list[JobSpec], results: list[JobResult], skipped: set[str]
+) -> SolutionTally:
+    mine = [r for r in results if r.solution == ref.name and r.role == ref.role]
+    lat = [r.latency_ms for r in mine if r.status == PASSED and r.latency_ms is not None]
+    return SolutionTally(
+        name=ref.name,
+        role=ref.role,
+        jobs=sum(
+            1
+            for j in planned
+            if j.solution == ref.name and j.role == ref.role and j.key not in skipped
+        ),
+        done=len(mine),
+        passed=sum(1 for r in mine if r.status == PASSED),
+        mean_latency_ms=numbers.mean(lat),
+        p95_latency_ms=numbers.p95(lat),
+    )
 
 
 def _adaptive(contents: JournalContents) -> dict[str, Any]:
@@ -635,9 +753,9 @@ def _environment(results: list[JobResult]) -> dict[str, Any]:
     return {}
 
 
-def write_record(folder: Path, contents: JournalContents | None = None) -> dict[str, Any]:
+def write_record(folder: Path, contents: JournalContents | None = None) -> RunRecord:
     record = build_record(folder, contents)
-    atomic_write_json(folder / "run.json", record)
+    atomic_write_json(folder / "run.json", record.to_json())
     return record
 
 
@@ -739,7 +857,7 @@ def latest_rows(
     definition: str,
     timing_kinds: tuple[str, ...] = ("cupti",),
     workloads: int | None = None,
-):
+) -> tuple[list[ResultRow], str, str | None] | None:
     """Result rows of the newest run of ``definition`` measured on a GPU, as
     ``(rows, label, hardware)``, or None. With ``workloads`` (the definition's count), the newest
     run that covered every workload wins over newer partial ones (a gate). Rows are the first

@@ -150,9 +150,8 @@ def timing_key_of_rows(rows: Sequence[Any]) -> TimingKey | None:
     for r in rows:
         timing = _get(r, "timing")
         if isinstance(timing, Mapping) and isinstance(timing.get("kind"), str):
-            env = (
-                timing.get("environment") if isinstance(timing.get("environment"), Mapping) else {}
-            )
+            raw_env = timing.get("environment")
+            env: Mapping[str, Any] = raw_env if isinstance(raw_env, Mapping) else {}
             device = env.get("gpu") if env.get("backend") != "interpreter" else None
             return TimingKey(str(timing["kind"]), str(device) if device else None)
     return None
@@ -1895,7 +1894,7 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         if (folder / "run.json").is_file():
             table = load_results(folder / "run.json", axes_lookup)
         elif (folder / "journal.jsonl").is_file():
-            table = read_run_record(folder / "run.json", build_record(folder))
+            table = read_run_record(folder / "run.json", build_record(folder).to_json())
         else:
             raise InputError(folder, "folder is not a fibtui run (no run.json or journal.jsonl)")
         path = folder / "run.json"
@@ -1919,8 +1918,8 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
             record = (
                 json.loads(path.read_text(encoding="utf-8"))
                 if path.is_file()
-                else build_record(folder)
-            )  # type: ignore[arg-type]
+                else build_record(path.parent).to_json()  # the run folder: path is its run.json
+            )
         except (OSError, json.JSONDecodeError):
             record = {}
         src.selection = record.get("workload_selection")
@@ -2100,7 +2099,7 @@ def compare_sources(
         scope = "full" if (other.selection or base.selection) == "all" else "sample"
     else:
         scope = "full"
-    hashes = {}
+    hashes: dict[str, str] = {}
     for src in (base, other):
         for (_role, name), h in src.hashes.items():
             hashes.setdefault(name, h)

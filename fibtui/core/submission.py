@@ -367,8 +367,8 @@ def existing_submission_tags(
     remote_error = None
     if remote is not None:
         try:
-            out = repo.git.ls_remote(
-                "--tags", remote, kill_after_timeout=timeout_s, env=_NETWORK_ENV
+            out = str(
+                repo.git.ls_remote("--tags", remote, kill_after_timeout=timeout_s, env=_NETWORK_ENV)
             )
         except git.GitCommandError as exc:
             remote_error = " ".join(str(exc.stderr or exc).replace("stderr:", "").split()).strip(
@@ -378,10 +378,10 @@ def existing_submission_tags(
         peeled: dict[str, str] = {}
         plain: dict[str, str] = {}
         for line in out.splitlines():
-            sha, _, ref = line.partition("\t")
-            if not ref.startswith("refs/tags/"):
+            sha, _, refname = line.partition("\t")
+            if not refname.startswith("refs/tags/"):
                 continue
-            name = ref[len("refs/tags/") :]
+            name = refname[len("refs/tags/") :]
             if name.endswith("^{}"):
                 peeled[name[:-3]] = sha
             else:

@@ -172,7 +172,9 @@ def load_config(path: str | Path) -> SolutionConfig:
     if not isinstance(build, dict):
         raise InputError(path, "expected a table", field="build")
 
-    def text(table: dict[str, Any], key: str, section: str, required: bool = True) -> str | None:
+    def optional_text(
+        table: dict[str, Any], key: str, section: str, required: bool = False
+    ) -> str | None:
         value = table.get(key)
         if value is None:
             if required:
@@ -184,9 +186,14 @@ def load_config(path: str | Path) -> SolutionConfig:
             )
         return value
 
+    def text(table: dict[str, Any], key: str, section: str) -> str:
+        value = optional_text(table, key, section, required=True)
+        assert value is not None  # optional_text raised otherwise
+        return value
+
     name = text(sol, "name", "solution")
     definition = text(sol, "definition", "solution")
-    author = text(sol, "author", "solution", required=False) or ""
+    author = optional_text(sol, "author", "solution") or ""
     language = text(build, "language", "build")
     if language not in LANGUAGE_SUFFIXES:
         raise InputError(
@@ -195,7 +202,7 @@ def load_config(path: str | Path) -> SolutionConfig:
             field="build.language",
         )
     entry = text(build, "entry_point", "build")
-    assert entry is not None and language is not None
+    entry_file: str | None  # None: a bare function name found in no single file
     if "::" in entry:
         entry_file, _, function = entry.partition("::")
         if not entry_file or not function:
@@ -219,7 +226,7 @@ def load_config(path: str | Path) -> SolutionConfig:
     else:
         function = entry
         entry_file = _resolve_bare_entry(path.parent / "solution" / language, language, function)
-    binding = text(build, "binding", "build", required=False)
+    binding = optional_text(build, "binding", "build")
     dps = build.get("destination_passing_style")
     if dps is not None and not isinstance(dps, bool):
         raise InputError(
@@ -227,8 +234,8 @@ def load_config(path: str | Path) -> SolutionConfig:
         )
     return SolutionConfig(
         path=path,
-        name=name,  # type: ignore[arg-type]
-        definition=definition,  # type: ignore[arg-type]
+        name=name,
+        definition=definition,
         author=author,
         language=language,
         entry_point_raw=entry,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
-from fibtui.core.runs import JobResult, RunHeader
+from fibtui.core.runs import JobResult, RunHeader, RunRecord
 
 
 @dataclass
@@ -52,7 +52,7 @@ class LogLine:
 @dataclass
 class RunFinished:
     state: str  # complete | failed | interrupted | cancelled
-    record: dict[str, Any] = field(default_factory=dict)
+    record: RunRecord
 
 
 #: Every event a runner emits.
@@ -66,4 +66,4 @@ class Runner(Protocol):
     """A prepared run of any backend: ``run`` sends the events to ``on_event`` until the run
     ends (or ``cancel`` is set) and returns the run record (``run.json``'s content)."""
 
-    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]: ...
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> RunRecord: ...

@@ -7,11 +7,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fibtui.core.errors import FibError, UsageError
 from fibtui.core.fsio import atomic_write_json
 from fibtui.runners.ncu import worker_env
+
+if TYPE_CHECKING:
+    from fibtui.core.workspace import Workspace
 
 
 class HostViewFailed(FibError):
@@ -19,7 +22,7 @@ class HostViewFailed(FibError):
 
 
 def host_view(
-    ws,
+    ws: Workspace,
     uuids: list[str],
     solution: str | None = None,
     backend: str = "local",
@@ -67,7 +70,7 @@ def host_view(
     )
 
 
-def require_uuids(selection: str, ws) -> list[str]:
+def require_uuids(selection: str, ws: Workspace) -> list[str]:
     from fibtui.core.plan import select_workloads
 
     cfg = ws.config_for(None)

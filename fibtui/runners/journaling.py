@@ -25,6 +25,7 @@ from fibtui.core.runs import (
     JobResult,
     Journal,
     RunHeader,
+    RunRecord,
     job_key,
     now_iso,
     read_journal,
@@ -229,7 +230,7 @@ class JobRecorder:
         on_event: EventSink,
         interrupted: str | None = None,
         reason: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> RunRecord:
         """The journal's end line, run.json regenerated from the journal, RunFinished.
 
         ``interrupted`` (or :attr:`interrupted`): why the run was interrupted (a signal, the app
@@ -250,7 +251,7 @@ class JobRecorder:
         else:
             self.journal.append_end("finished")
         record = write_record(self.folder)
-        on_event(RunFinished(record["state"], record))
+        on_event(RunFinished(record.state, record))
         return record
 
 

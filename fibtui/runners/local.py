@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core.errors import WriteFailed
-from fibtui.core.runs import RunHeader, now_iso, pid_alive, release_lock, take_lock
+from fibtui.core.runs import RunHeader, RunRecord, now_iso, pid_alive, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners.events import EventSink, JobStarted, LogLine, RunStarted, WorkerRestarted
 from fibtui.runners.journaling import (
@@ -464,7 +464,7 @@ class LocalRunner:
 
     # -- running ------------------------------------------------------------------------------
 
-    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]:
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> RunRecord:
         """Run the pending jobs; returns the run record. ``cancel``: set it to stop (the user's
         cancel reads ``cancelled``; :func:`~fibtui.runners.journaling.interrupt` reads
         ``interrupted``): the slot threads stop their workers and the jobs in flight stay pending.
@@ -655,10 +655,10 @@ class LocalRunner:
             tasks, self._tasks = [task, *self._tasks], []
             self._outstanding -= len(tasks) - 1  # the slot's own task is done by its caller
             unbuilt = dict(self._unbuilt)
-            first = self._stop_reason is None
-            if first:
+            announce = None  # the reason, said once by the first slot to stop the pair
+            if self._stop_reason is None:
                 names = ", ".join(self.ref_of[sid][1] for sid in unbuilt)
-                self._stop_reason = (
+                announce = self._stop_reason = (
                     f"{names}: COMPILE_ERROR; the pair was stopped before its baseline was measured"
                 )
         for t in tasks:
@@ -667,8 +667,8 @@ class LocalRunner:
                     self._record(
                         sid, t, {"status": "COMPILE_ERROR", "error": unbuilt[sid]}, on_event
                     )
-        if first:
-            on_event(LogLine(self._stop_reason, "error"))
+        if announce is not None:
+            on_event(LogLine(announce, "error"))
         cancel.set()
 
     def _next_workloads(self, slot: int, n: int = 4) -> list[dict[str, Any]]:

@@ -23,12 +23,12 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import modal
 from modal.exception import NotFoundError
@@ -366,7 +366,7 @@ class _LineStream:
 
 
 @contextmanager
-def modal_output(sink: Callable[[str], None] | None):
+def modal_output(sink: Callable[[str], None] | None) -> Iterator[None]:
     """Modal's own output (image build and pull, container start, function logs) while the app
     runs, as ``modal.enable_output()`` gives it, but line by line to ``sink`` instead of this
     process's stdout (which is the TUI's screen, or --json's document). Without a sink, nothing."""
@@ -381,12 +381,13 @@ def modal_output(sink: Callable[[str], None] | None):
 
         manager = RichOutputManager()
         stream = _LineStream(sink)
+        text_io = cast(IO[str], stream)  # rich only calls write() and flush() on its file
         # the manager's two consoles (modal 1.6: _console, _stderr_console) write to the sink
         for attr in ("_console", "_stderr_console"):
             if not hasattr(manager, attr):
                 raise AttributeError(attr)
             setattr(
-                manager, attr, Console(file=stream, width=120, highlight=False, color_system=None)
+                manager, attr, Console(file=text_io, width=120, highlight=False, color_system=None)
             )
     except (ImportError, AttributeError):  # another client version: its output is not shown
         yield
@@ -413,7 +414,7 @@ class ModalCaller:
         self.image_id: str | None = None
 
     @contextmanager
-    def session(self):
+    def session(self) -> Iterator[ModalCaller]:
         with modal_output(self.output), self.handles.app.run():
             self.app_id = getattr(self.handles.app, "app_id", None)
             self.image_id = getattr(getattr(self.handles, "image", None), "object_id", None)
@@ -452,7 +453,7 @@ class InProcessCaller:
         self._pool: Any = None
 
     @contextmanager
-    def session(self):
+    def session(self) -> Iterator[InProcessCaller]:
         from concurrent.futures import ThreadPoolExecutor
 
         old = os.environ.get("TRITON_INTERPRET")

@@ -49,14 +49,16 @@ import os
 import queue
 import shlex
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fibtui.core.errors import FibError, InputError
 from fibtui.core.runs import (
     RunHeader,
+    RunRecord,
     history_seconds_per_job,
     now_iso,
     release_lock,
@@ -72,6 +74,11 @@ from fibtui.runners.journaling import (
     report_builds,
     take_job_fields,
 )
+
+if TYPE_CHECKING:
+    from fibtui.core.dataset import Definition
+    from fibtui.core.workspace import Workspace
+    from fibtui.runners.session import RunOptions
 
 IMAGE_REPO = "flashinfer/flashinfer-ci-cu132"
 #: The contest's evaluation image (the starter kit's EVALUATION.md).
@@ -378,7 +385,7 @@ class ModalPlan:
         return out
 
 
-def _fmt_bytes(n: int) -> str:
+def _fmt_bytes(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -450,7 +457,7 @@ def worst_case_gpu_seconds(jobs: int, job_timeout_s: float, container_overhead_s
     return jobs * (job_timeout_s + WATCHDOG_INTERVAL_S + container_overhead_s)
 
 
-def plan_modal(ws, options) -> ModalPlan:
+def plan_modal(ws: Workspace, options: RunOptions) -> ModalPlan:
     """The plan of ``fibtui run --backend modal`` with these options; no network, no modal."""
     from fibtui.core import backends
     from fibtui.core.plan import resolve_run
@@ -547,7 +554,9 @@ def plan_modal(ws, options) -> ModalPlan:
 # --------------------------------------------------------------------------------------------
 
 
-def modal_header_settings(ws, options, engine_config: dict[str, Any]) -> dict[str, Any]:
+def modal_header_settings(
+    ws: Workspace, options: RunOptions, engine_config: dict[str, Any]
+) -> dict[str, Any]:
     """The ``modal`` part of a run's header: the settings the run uses (fibtui.toml over the
     defaults, ``--workers`` and ``--timeout`` over both). For a run that goes to Modal, the engine
     config's dataset root and reference cache are rewritten in place to their container paths, so
@@ -572,10 +581,10 @@ def modal_header_settings(ws, options, engine_config: dict[str, Any]) -> dict[st
 
 
 def modal_runner_for(
-    ws,
+    ws: Workspace,
     folder: Path,
     header: RunHeader,
-    definition,
+    definition: Definition,
     solutions: dict[str, Any],
     workloads: dict[str, dict[str, Any]],
     engine_config: dict[str, Any],
@@ -663,7 +672,7 @@ class ModalRunner:
         self.in_process = in_process
         self.caller = caller
         self.volume_files = list(volume_files or [])
-        self.volume = None  # a modal.Volume (or a stand-in in tests) for the upload check
+        self.volume: Any = None  # a modal.Volume (or a stand-in in tests) for the upload check
         ids = SolutionIds(header, solutions)
         self.sid_of, self.ref_of, self.solutions = ids.sid_of, ids.ref_of, ids.solutions
         self.recorder = JobRecorder(folder, header, self.ref_of)
@@ -750,7 +759,7 @@ class ModalRunner:
 
     # -- running --------------------------------------------------------------------------------
 
-    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> dict[str, Any]:
+    def run(self, on_event: EventSink, cancel: threading.Event | None = None) -> RunRecord:
         cancel = cancel or threading.Event()
         take_lock(self.folder)
         try:
@@ -794,7 +803,7 @@ class ModalRunner:
             release_lock(self.folder)
 
     @contextmanager
-    def _session(self, cancel: threading.Event, on_event: EventSink):
+    def _session(self, cancel: threading.Event, on_event: EventSink) -> Iterator[bool]:
         """The caller's session, entered in a thread of its own: building or pulling the image can
         take minutes, and a cancel meanwhile returns at once (yielding False; nothing is launched,
         and the thread leaves the session as soon as it is in)."""
@@ -948,7 +957,9 @@ class ModalRunner:
             if active:
                 on_event(LogLine(f"cancelled {len(active)} call(s) in flight", "warning"))
 
-    def _launch(self, sl: Slice, finished: queue.Queue, on_event: EventSink) -> Any:
+    def _launch(
+        self, sl: Slice, finished: queue.Queue[tuple[int, Any]], on_event: EventSink
+    ) -> Any:
         self.calls += 1
         for t in sl.tasks:
             on_event(JobStarted(t.uuid, t.repeat, [self.ref_of[s][1] for s in t.sids], sl.number))
@@ -1010,7 +1021,7 @@ class ModalRunner:
         }
         self._compile_logged.update(fresh)
         report_builds(self.folder, self.ref_of, fresh, on_event)
-        by_key = {(t.uuid, t.repeat): t for t in sl.tasks}
+        by_key: dict[tuple[object, object], Task] = {(t.uuid, t.repeat): t for t in sl.tasks}
         seen: set[tuple[str, int, str]] = set()
         retry: list[Task] = []
         requeue: list[Task] = []

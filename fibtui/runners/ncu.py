@@ -155,7 +155,7 @@ class ProfileResult:
     log: Path
     command: list[str]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | list[str]]:
         return {
             "report": str(self.report),
             "details_csv": str(self.details_csv),

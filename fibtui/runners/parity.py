@@ -58,7 +58,7 @@ from fibtui.core.results import ResultRow, detect_format, load_results
 from fibtui.core.runs import build_record, list_runs, now_iso, read_journal, run_dir
 from fibtui.core.status import PASSED
 from fibtui.core.toolchain import bench_version
-from fibtui.core.workspace import archive_root_of
+from fibtui.core.workspace import SolutionConfig, Workspace, archive_root_of
 
 PARITY_DIR = "parity"
 RECORD_FORMAT = "fibtui-parity"
@@ -183,7 +183,7 @@ def _new_id(definition: str) -> str:
 
 
 def plan_parity(
-    ws,
+    ws: Workspace,
     selection: str = "rep",
     definition: str | None = None,
     representatives: list[str] | None = None,
@@ -219,7 +219,7 @@ def plan_parity(
     )
 
 
-def solution_json_for(ws, cfg, solution: str | None) -> dict[str, Any]:
+def solution_json_for(ws: Workspace, cfg: SolutionConfig, solution: str | None) -> dict[str, Any]:
     """The solution.json flashinfer-bench runs: config.toml's solution packed as ``fibtui pack``
     packs it, or ``--solution``'s (a contest-style folder packed from its own config.toml, a bare
     folder with the workspace's language and entry point, or a solution.json as it is)."""
@@ -367,7 +367,7 @@ def _record_of(folder: Path) -> dict[str, Any] | None:
     try:
         if path.is_file():
             return json.loads(path.read_text(encoding="utf-8"))
-        return build_record(folder, read_journal(folder / "journal.jsonl"))
+        return build_record(folder, read_journal(folder / "journal.jsonl")).to_json()
     except (OSError, ValueError, InputError):
         return None
 
@@ -753,7 +753,7 @@ def parity_status(workspace: Any, definition: str) -> ParityStatus | None:
 
 
 def _finish_record(
-    record: ParityRecord, traces: Path | None, ws, against: str | Path | None
+    record: ParityRecord, traces: Path | None, ws: Workspace, against: str | Path | None
 ) -> ParityRecord:
     """Import the traces, compare, write comparison.json and parity.json."""
     tau, tau_source = parity_tau(ws.root, record.definition)
@@ -902,7 +902,10 @@ def _concat(files: list[Path], target: Path) -> None:
 
 
 def import_parity(
-    ws, path: str | Path, definition: str | None = None, against: str | Path | None = None
+    ws: Workspace,
+    path: str | Path,
+    definition: str | None = None,
+    against: str | Path | None = None,
 ) -> ParityRecord:
     """Archive an existing parity result (a traces JSONL, or a folder holding traces) and set it
     beside fibtui's record."""
@@ -957,7 +960,7 @@ def import_parity(
 
 
 def run_parity(
-    ws,
+    ws: Workspace,
     plan: ParityPlan,
     on_line: LineSink | None = None,
     cancel: threading.Event | None = None,
@@ -1107,7 +1110,7 @@ def _run_logged(
         return proc.wait()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)

@@ -106,7 +106,7 @@ def engine_config(
 ) -> dict[str, Any]:
     preset = preset_for(definition)
     interpreter = backend == "interpreter"
-    plan = dict(INTERPRETER_PLAN if interpreter else GPU_PLAN)
+    plan: dict[str, int | str] = dict(INTERPRETER_PLAN if interpreter else GPU_PLAN)
     if options.calls_per_block:
         plan["calls_per_block"] = options.calls_per_block
     if options.blocks:

@@ -36,6 +36,10 @@ import signal
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fibtui.core.runs import RunRecord
 
 
 def register(sub, common) -> None:
@@ -243,14 +247,17 @@ def _run_and_report(
         record = None
     # a signal that came after the last job leaves nothing to resume: the run's own outcome counts
     stopped = record is None or (
-        stop.received is not None and record["summary"]["done"] < record["summary"]["total"]
+        stop.received is not None and record.summary.done < record.summary.total
     )
     with _quiet_if(stop.received is not None):  # after SIGHUP the terminal may be gone
         if record is not None:
             outcome = _verdict(args, record)
             if args.json:
                 emit_json(
-                    {**record, "comparison": outcome.to_json() if outcome is not None else None}
+                    {
+                        **record.to_json(),
+                        "comparison": outcome.to_json() if outcome is not None else None,
+                    }
                 )
             else:
                 printer.summary(record)
@@ -264,21 +271,21 @@ def _run_and_report(
     if stopped:
         return 128 + int(stop.received or signal.SIGINT)
     assert record is not None
-    return 0 if record["summary"]["complete"] else 1
+    return 0 if record.summary.complete else 1
 
 
-def _verdict(args: argparse.Namespace, record: dict):
+def _verdict(args: argparse.Namespace, record: RunRecord):
     """The paired verdict of a finished paired run (``fibtui compare RUN_ID``), or None (no
     baseline, nothing finished, or the comparison cannot be made: the run itself still stands)."""
     from fibtui.core import decisions
     from fibtui.core.errors import FibError
     from fibtui.verbs._common import workspace_from
 
-    roles = {s.get("role") for s in record.get("solutions") or []}
-    if not {"baseline", "candidate"} <= roles or not record["summary"]["done"]:
+    roles = {s.role for s in record.solutions}
+    if not {"baseline", "candidate"} <= roles or not record.summary.done:
         return None
     try:
-        return decisions.compare(workspace_from(args), record["run_id"])
+        return decisions.compare(workspace_from(args), record.run_id)
     except FibError:
         return None
 
@@ -436,40 +443,38 @@ class _Printer:
             elif isinstance(event, RunFinished):
                 pass
 
-    def summary(self, record: dict) -> None:
+    def summary(self, record: RunRecord) -> None:
         from rich.markup import escape
 
-        s = record["summary"]
-        state = record["state"]
-        colour = "green" if s["complete"] else "red"
+        s = record.summary
+        colour = "green" if s.complete else "red"
         self.con.print(
-            f"[bold {colour}]{state}[/]: {s['passed']}/{s['total']} PASSED "
-            f"({s['done']} done)  record: {record['run_id']}/run.json"
+            f"[bold {colour}]{record.state}[/]: {s.passed}/{s.total} PASSED "
+            f"({s.done} done)  record: {record.run_id}/run.json"
         )
-        adaptive = record.get("adaptive")
+        adaptive = record.adaptive
         if adaptive:
+            planned = s.planned if s.planned is not None else s.total
             self.con.print(
                 f"  adaptive (cap {adaptive['plan'].get('cap')} repeats): "
                 f"{escape(str(adaptive.get('stopped') or 'not finished'))}"
                 f"{': ' + escape(str(adaptive['reason'])) if adaptive.get('reason') else ''}; "
-                f"{s['done']} of {s.get('planned', s['total'])} planned jobs ran"
+                f"{s.done} of {planned} planned jobs ran"
             )
-        for info in s["per_solution"].values():
-            mean = info["mean_latency_ms"]
-            p95 = info["p95_latency_ms"]
+        for info in s.per_solution.values():
+            mean = info.mean_latency_ms
+            p95 = info.p95_latency_ms
             stats = (
                 f"  mean {_fmt_latency(mean)}  p95 {_fmt_latency(p95)}" if mean is not None else ""
             )
             self.con.print(
-                f"  {info['role']:<9} {escape(info['name'])}  {info['passed']}/{info['jobs']} PASSED{stats}"
+                f"  {info.role:<9} {escape(info.name)}  {info.passed}/{info.jobs} PASSED{stats}"
             )
-        if record["timing_kind"] == "cpu-interpreter":
+        if record.timing_kind == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
         from fibtui.core.numbers import count
 
-        unsupported = sum(
-            1 for j in record.get("jobs", []) if j.get("status") == "UNSUPPORTED_HERE"
-        )
+        unsupported = sum(1 for j in record.jobs if j.status == "UNSUPPORTED_HERE")
         if unsupported:
             self.con.print(
                 f"  [yellow]{count(unsupported, 'job')} UNSUPPORTED_HERE: not judged on this machine "

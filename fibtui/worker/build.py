@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import inspect
 import os
 import re
 import sys
@@ -30,60 +29,32 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from fibtui.core.toolchain import INSTALL_HINT, builder_for, has_module, own_top_names, says_no_gpu
+from fibtui.worker.build_job import (
+    BuildError,
+    BuildJob,
+    BuiltSolution,
+    ToolLimit,
+    check_signature,
+    write_sources,
+)
+
+__all__ = [
+    "BuildError",
+    "BuildJob",
+    "BuiltSolution",
+    "ToolLimit",
+    "build",
+    "check_signature",
+    "prepare",
+    "split_entry",
+    "write_sources",
+]
 
 PACKAGE_PREFIX = "fibtui_solution_"
-
-
-class BuildError(Exception):
-    """The solution's sources do not build or import: COMPILE_ERROR with this message."""
-
-    status = "COMPILE_ERROR"
-
-    def __init__(self, message: str, log: str = "", where: str | None = None) -> None:
-        super().__init__(message)
-        self.log = log
-        #: ``file:line`` inside the solution's sources, when known
-        self.where = where
-
-
-class ToolLimit(BuildError):
-    """This machine cannot build or run the solution (no GPU, no nvcc, a package not installed):
-    UNSUPPORTED_HERE, not the kernel's fault."""
-
-    status = "UNSUPPORTED_HERE"
-
-
-@dataclass
-class BuiltSolution:
-    sid: str  # the id the runner gave it ("baseline-0", "candidate-1"...)
-    name: str
-    fn: Callable[..., Any]
-    dps: bool
-    language: str
-    folder: Path  # where its sources were written (tracebacks inside it are the solution's)
-    source_hash: str
-    #: how it was built: builder, cached, build_s, the compiler log's path
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _safe_rel(rel: str) -> Path:
-    p = PurePosixPath(rel.replace("\\", "/"))
-    if (
-        p.is_absolute()
-        or rel.startswith(("/", "\\"))
-        or ".." in p.parts
-        or not p.parts
-        or (len(rel) > 1 and rel[1] == ":")
-    ):
-        raise BuildError(f"source path {rel!r} is absolute or leaves the solution folder")
-    if any(ord(c) < 32 for c in rel):
-        raise BuildError(f"source path {rel!r} holds control characters")
-    return Path(*p.parts)
 
 
 def source_hash(sources: list[dict[str, str]]) -> str:
@@ -94,19 +65,6 @@ def source_hash(sources: list[dict[str, str]]) -> str:
         h.update(s["content"].encode())
         h.update(b"\0")
     return h.hexdigest()[:16]
-
-
-def write_sources(sources: list[dict[str, str]], folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for s in sources:
-        target = folder / _safe_rel(s["path"])
-        if folder.resolve() not in target.resolve().parents:
-            raise BuildError(f"source path {s['path']!r} leaves the solution folder")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(s["content"], encoding="utf-8")
-        except (OSError, ValueError) as exc:
-            raise BuildError(f"cannot write source {s['path']!r}: {exc}") from None
 
 
 def split_entry(entry: str, sources: list[dict[str, str]]) -> tuple[str, str]:
@@ -147,68 +105,6 @@ def build(
 ) -> BuiltSolution:
     """Build one solution; raises BuildError (COMPILE_ERROR) or ToolLimit (UNSUPPORTED_HERE)."""
     return prepare(sid, solution, workdir, device_type=device_type, cache_root=cache_root).run()
-
-
-@dataclass
-class BuildJob:
-    """One solution's build, planned: ``compiles`` says whether running it compiles anything
-    (a compiled solution not yet in the build cache)."""
-
-    sid: str
-    solution: dict[str, Any]
-    builder: str
-    compiles: bool
-    _run: Callable[[], BuiltSolution]
-    #: (inputs, outputs) of the definition, to check the entry point's signature against
-    arity: tuple[int, int] | None = None
-
-    def run(self) -> BuiltSolution:
-        built = self._run()
-        if self.arity is not None:
-            check_signature(built.fn, self.arity[0], self.arity[1], built.dps)
-        return built
-
-
-def check_signature(fn: Callable[..., Any], n_inputs: int, n_outputs: int, dps: bool) -> None:
-    """The checks flashinfer-bench's builders make on the entry point (a BuildError there is a
-    COMPILE_ERROR here too): it must take the positional arguments the harness passes (inputs,
-    then outputs in destination-passing style; extra parameters with defaults are fine), and a
-    value-returning one's return annotation, when it has one, must fit the number of outputs.
-    Skipped when Python cannot tell the signature (compiled functions)."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return
-    expected = n_inputs + n_outputs if dps else n_inputs
-    style = "destination-passing" if dps else "value-returning"
-    try:
-        signature.bind(*[object()] * expected)
-    except TypeError as exc:
-        raise BuildError(
-            f"the {style} entry point must take {expected} positional arguments; "
-            f"its signature {signature} does not: {exc}"
-        ) from None
-    if dps or signature.return_annotation is inspect.Signature.empty:
-        return
-    ret = signature.return_annotation
-    if getattr(ret, "__origin__", None) is tuple:
-        args = getattr(ret, "__args__", None)
-        if args is not None and len(args) != n_outputs:
-            raise BuildError(
-                f"a value-returning entry point with {n_outputs} outputs must return a "
-                f"{n_outputs}-element tuple; it is annotated {ret}"
-            )
-    elif ret is None:
-        if n_outputs != 0:
-            raise BuildError(
-                f"a value-returning entry point with {n_outputs} outputs must not return None"
-            )
-    elif n_outputs != 1:
-        # as flashinfer-bench: an annotation that is not a tuple (a string, under
-        # `from __future__ import annotations`, is not one) means one output
-        raise BuildError(
-            f"a value-returning entry point annotated {ret!r} returns one output; the definition has {n_outputs}"
-        )
 
 
 def prepare(

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core import toolchain
-from fibtui.worker.build import BuildError, BuildJob, BuiltSolution, ToolLimit, write_sources
+from fibtui.worker.build_job import BuildError, BuildJob, BuiltSolution, ToolLimit, write_sources
 
 CUDA_SUFFIXES = (".cu",)
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c")

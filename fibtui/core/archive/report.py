@@ -327,13 +327,13 @@ def _shape_matrix(
         first_by_band.setdefault(band, uuid)
     matrix = []
     for b in per_band:
-        uuid = rep_by_band.get(b.band) or first_by_band.get(b.band)
-        names = kernels.get(uuid or "", [])
+        rep = rep_by_band.get(b.band) or first_by_band.get(b.band)
+        found = kernels.get(rep or "", [])
         matrix.append(
             {
                 "band": b.band,
-                "uuid": uuid,
-                "dominant_kernel": names[0] if names else None,
+                "uuid": rep,
+                "dominant_kernel": found[0] if found else None,
                 "bottleneck": None,
                 "limiter": None,
                 "source": "kernel names from the timing records; not profiled with NCU in this round",

@@ -60,7 +60,7 @@ def load_run(archive_root: Path, run_id: str) -> RunData:
         except ValueError:  # an integer of more than 4300 digits
             raise InputError(path, "not JSON: a number with more than 4300 digits") from None
     else:
-        record = build_record(folder)
+        record = build_record(folder).to_json()
     if not isinstance(record, dict) or record.get("format") != "fibtui-run":
         raise InputError(path, "not a fibtui run record")
     if from_file:  # a record built from the journal is valid by construction

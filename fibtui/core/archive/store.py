@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def copy_tree_into(src: Path, dest: Path, skip_dirs: tuple[str, ...] = ()) -> No
 
 
 @contextlib.contextmanager
-def claimed(path: Path):
+def claimed(path: Path) -> Iterator[Path]:
     """A just-reserved archive name: removed again when filling it fails, so a failed step leaves
     no half-made entry behind."""
     try:

@@ -9,11 +9,15 @@ git only through this module."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fibtui.core.errors import UsageError
 
+if TYPE_CHECKING:
+    import git
 
-def open_repo(root: Path):
+
+def open_repo(root: Path) -> git.Repo | None:
     import git
 
     try:

@@ -340,7 +340,7 @@ def _occupancy_limiter(num: Numbers, evidence: dict[str, Any]) -> tuple[str | No
     tied = [k for k, v in known.items() if v == smallest]
     limiter = tied[0]
     theo = num("theoretical_occupancy_pct")
-    ev = {f"block_limit_{k}": v for k, v in known.items()}
+    ev: dict[str, Any] = {f"block_limit_{k}": v for k, v in known.items()}
     ev.update(
         {"theoretical_occupancy_pct": theo, "registers_per_thread": num("registers_per_thread")}
     )

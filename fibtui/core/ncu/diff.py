@@ -5,7 +5,7 @@ changes flagged."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +151,7 @@ def diff_summaries(base: Sequence[KernelSummary], cand: Sequence[KernelSummary])
     left, right = list(base), list(cand)
     pairs: list[KernelDiff] = []
 
-    def match(key) -> None:
+    def match(key: Callable[[KernelSummary, KernelSummary], bool]) -> None:
         for b in list(left):
             for c in right:
                 if key(b, c):

@@ -189,13 +189,13 @@ def shape_matrix(
         for s in bands:
             grouped.setdefault(s.band, []).append(s)
     rows: list[dict[str, Any]] = []
-    for label, summaries in grouped.items():
+    for band, summaries in grouped.items():
         if not summaries:
             continue
         top = max(summaries, key=_weight)
         rows.append(
             {
-                "band": label,
+                "band": band,
                 "workload": top.workload,
                 "kernel": top.name,
                 "bottleneck": top.bottleneck,

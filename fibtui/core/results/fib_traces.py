@@ -8,7 +8,6 @@ from pathlib import Path
 from fibtui.core.dataset import load_traces
 from fibtui.core.results.base import Probe, ResultFormat
 from fibtui.core.results.table import ResultRow, RunTable
-from fibtui.core.status import PASSED
 
 
 def sniff(probe: Probe) -> bool:
@@ -35,17 +34,8 @@ def _from_traces(path: Path) -> RunTable:
                 uuid=t.workload.uuid,
                 axes=dict(t.workload.axes),
                 status=t.status,
-                latency_ms=t.latency_ms,
-                reference_latency_ms=t.reference_latency_ms,
-                speedup=t.speedup,
-                max_abs_error=t.max_abs_error,
-                max_rel_error=t.max_rel_error,
-                error=(
-                    t.log.strip().splitlines()[-1][:300]
-                    if t.status != PASSED and t.log.strip()
-                    else None
-                ),
                 source=f"{path}:{t.line}",
+                **t.measured(),
             )
         )
     definitions = sorted({t.definition for t in traces})

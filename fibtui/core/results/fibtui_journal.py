@@ -42,9 +42,9 @@ def _from_journal(path: Path) -> RunTable:
 
     contents = read_journal(path)
     record = build_record(path.parent, contents)
-    table = read_run_record(path, record)
+    table = read_run_record(path, record.to_json())
     table.meta["read_from"] = "journal"
-    table.meta["state"] = record.get("state")
+    table.meta["state"] = record.state
     if contents.corrupt_lines:
         table.notes.append(
             f"journal lines left out as corrupt or torn: {', '.join(map(str, contents.corrupt_lines))}"
@@ -53,11 +53,9 @@ def _from_journal(path: Path) -> RunTable:
         table.notes.append(
             f"journal lines left out as repeats of a finished job: {', '.join(map(str, contents.duplicate_lines))}"
         )
-    summary = record.get("summary") or {}
-    if summary.get("done", 0) < summary.get("total", 0):
-        table.notes.append(
-            f"run {record.get('state')}: {summary.get('done')} of {summary.get('total')} jobs finished"
-        )
+    summary = record.summary
+    if summary.done < summary.total:
+        table.notes.append(f"run {record.state}: {summary.done} of {summary.total} jobs finished")
     return table
 
 

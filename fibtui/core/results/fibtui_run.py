@@ -25,9 +25,9 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
     definition = data.get("definition")
     if definition is not None and not isinstance(definition, str):
         raise ctx.fail("definition", f"expected a string, got {_kind(definition)}")
-    for key in _RECORD_TEXT_FIELDS:
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise ctx.fail(key, f"expected a string, got {_kind(data[key])}")
+    for field in _RECORD_TEXT_FIELDS:
+        if data.get(field) is not None and not isinstance(data[field], str):
+            raise ctx.fail(field, f"expected a string, got {_kind(data[field])}")
     if data.get("environment") is not None and not isinstance(data["environment"], dict):
         raise ctx.fail("environment", f"expected an object, got {_kind(data['environment'])}")
     jobs = data.get("jobs")
@@ -56,9 +56,9 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
                     f"{where}.axes.{name}",
                     f"expected an axis value within 0 .. 2**63 - 1, got {_shown(value)}",
                 )
-        for key in ("solution", "role", "error"):
-            if job.get(key) is not None and not isinstance(job[key], str):
-                raise ctx.fail(f"{where}.{key}", f"expected a string, got {_kind(job[key])}")
+        for field in ("solution", "role", "error"):
+            if job.get(field) is not None and not isinstance(job[field], str):
+                raise ctx.fail(f"{where}.{field}", f"expected a string, got {_kind(job[field])}")
         repeat = job.get("repeat")
         if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int)):
             raise ctx.fail(f"{where}.repeat", f"expected an integer, got {_kind(repeat)}")
@@ -93,9 +93,9 @@ def _from_fibtui_run(path: Path, data: dict[str, Any]) -> RunTable:
             )
         )
     table = RunTable(definition, "fibtui-run", path, rows)
-    for key in (*_RECORD_TEXT_FIELDS, "environment"):
-        if key in data:
-            table.meta[key] = data[key]
+    for field in (*_RECORD_TEXT_FIELDS, "environment"):
+        if field in data:
+            table.meta[field] = data[field]
     return table
 
 

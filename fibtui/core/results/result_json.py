@@ -100,10 +100,10 @@ def _from_results_json(ctx: _Ctx, path: Path, data: dict[str, Any]) -> RunTable:
         if isinstance(sol_obj, str):
             solution_name = sol_obj
     rows: list[ResultRow] = []
-    for definition, per_uuid in results.items():
-        per_uuid = ctx.obj(per_uuid, f"results.{definition}")
+    for name, per_uuid in results.items():
+        per_uuid = ctx.obj(per_uuid, f"results.{name}")
         for uuid, entry in per_uuid.items():
-            rows.append(_row_from_entry(ctx, definition, uuid, entry, solution_name, path))
+            rows.append(_row_from_entry(ctx, name, uuid, entry, solution_name, path))
     definition = data.get("definition") if isinstance(data.get("definition"), str) else None
     if (
         definition is None

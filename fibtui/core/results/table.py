@@ -6,29 +6,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fibtui.core import numbers
+from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement, ordered_json
 from fibtui.core.status import INFRA_STATUSES, PASSED
 
 AxesLookup = Callable[[str, str], dict[str, int] | None]
 
 
 @dataclass
-class ResultRow:
+class ResultRow(Measurement):
     definition: str
     solution: str | None
     uuid: str
     axes: dict[str, int]
     status: str
-    latency_ms: float | None = None
-    reference_latency_ms: float | None = None
-    speedup: float | None = None
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
-    error: str | None = None
     source: str = ""
     role: str | None = None  # baseline | candidate (fibtui's paired runs)
     repeat: int | None = None
@@ -40,7 +35,15 @@ class ResultRow:
         return self.status == PASSED
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return ordered_json(self, ROW_JSON_ORDER)
+
+
+#: the keys of ``fibtui results show --json``'s rows, in their order
+ROW_JSON_ORDER = (
+    *("definition", "solution", "uuid", "axes", "status"),
+    *MEASUREMENT_FIELDS,
+    *("source", "role", "repeat"),
+)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.text import Text
@@ -22,8 +22,13 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, Static
 
+from fibtui.core.measurement import Measurement
 from fibtui.core.presets import describe_judging
 from fibtui.ui.panes.base import Pane
+
+if TYPE_CHECKING:
+    from fibtui.core.runs import JobResult, JobSpec, RunListing, RunRecord
+    from fibtui.runners.events import RunEvent as RunnerEvent
 
 STATUS_STYLE = {
     "PASSED": "bold green",
@@ -59,7 +64,7 @@ def fmt_latency(ms: float | None) -> str:
 
 
 @dataclass
-class JobView:
+class JobView(Measurement):
     """What one row shows (derived from the record or from a live event)."""
 
     key: str
@@ -69,10 +74,7 @@ class JobView:
     role: str
     repeat: int
     status: str = "QUEUED"
-    latency_ms: float | None = None
-    reference_latency_ms: float | None = None
     speed_of_light_pct: float | None = None
-    error: str | None = None
     timing: dict[str, Any] = field(default_factory=dict)
     #: which evaluator judged it, with its numbers (JobResult.correctness)
     correctness: dict[str, Any] = field(default_factory=dict)
@@ -94,12 +96,14 @@ class RunsPane(Pane):
 
     @dataclass
     class RunsListed(Message):
-        runs: list[Any]
+        runs: list[RunListing]
 
     @dataclass
     class RecordLoaded(Message):
         run_id: str
-        record: dict[str, Any]
+        record: RunRecord
+        #: every job of the plan, finished or not (the record holds the finished ones)
+        planned: list[JobSpec]
         floors: dict[str, float]
         verdict: str = ""
 
@@ -113,7 +117,7 @@ class RunsPane(Pane):
     @dataclass
     class RunEvent(Message):
         run_id: str
-        event: Any
+        event: RunnerEvent
 
     @dataclass
     class RunFailed(Message):
@@ -221,34 +225,23 @@ class RunsPane(Pane):
         folder = run_dir(self.workspace.archive_root, run_id)
         contents = read_journal(folder / "journal.jsonl")
         record = build_record(folder, contents)
-        record["_planned"] = [
-            {
-                "uuid": j.uuid,
-                "axes": j.axes,
-                "solution": j.solution,
-                "role": j.role,
-                "repeat": j.repeat,
-                "key": j.key,
-            }
-            for j in contents.header.jobs
-        ]
+        planned = list(contents.header.jobs)
+        floors = self._compute_floors(record.definition, planned, record.environment.get("gpu"))
         self.post_message(
-            self.RecordLoaded(
-                run_id, record, self._compute_floors(record), self._verdict_text(run_id, record)
-            )
+            self.RecordLoaded(run_id, record, planned, floors, self._verdict_text(run_id, record))
         )
 
-    def _verdict_text(self, run_id: str, record: dict[str, Any]) -> str:
+    def _verdict_text(self, run_id: str, record: RunRecord) -> str:
         """The verdict line of a finished paired run (call from a thread), or ''."""
         from fibtui.core import decisions
         from fibtui.core.errors import FibError
 
-        roles = {s.get("role") for s in record.get("solutions") or []}
+        roles = {s.role for s in record.solutions}
         if (
             self.workspace is None
             or not {"baseline", "candidate"} <= roles
-            or not record["summary"]["done"]
-            or record.get("state") == "running"
+            or not record.summary.done
+            or record.state == "running"
         ):
             return ""
         try:
@@ -258,7 +251,7 @@ class RunsPane(Pane):
         return verdict_line(outcome)
 
     @work(thread=True, exclusive=True, group="runs-verdict", exit_on_error=False)
-    def _load_verdict(self, run_id: str, record: dict[str, Any]) -> None:
+    def _load_verdict(self, run_id: str, record: RunRecord) -> None:
         text = self._verdict_text(run_id, record)
         self.post_message(self.VerdictReady(run_id, text))
 
@@ -268,23 +261,24 @@ class RunsPane(Pane):
             self._verdict = message.text
             self._render_progress()
 
-    def _compute_floors(self, record: dict[str, Any]) -> dict[str, float]:
+    def _compute_floors(
+        self, definition_name: str, planned: list[JobSpec], gpu: str | None = None
+    ) -> dict[str, float]:
         """Floor (us) per workload on the run's GPU (B200 when unknown or on the interpreter)."""
         from fibtui.core import roofline
         from fibtui.core.errors import FibError
 
         try:
-            definition = self.workspace.dataset().definition(record["definition"])
-            gpu = (record.get("environment") or {}).get("gpu") or "B200"
+            definition = self.workspace.dataset().definition(definition_name)
             try:
-                device = roofline.get_device(gpu, self.workspace.root)
+                device = roofline.get_device(gpu or "B200", self.workspace.root)
             except FibError:
                 device = roofline.get_device("B200", self.workspace.root)
             floors = {}
-            for job in record.get("_planned", []):
-                if job["uuid"] not in floors:
-                    floors[job["uuid"]] = roofline.floor(
-                        definition, {**definition.const_axes, **job["axes"]}, device
+            for job in planned:
+                if job.uuid not in floors:
+                    floors[job.uuid] = roofline.floor(
+                        definition, {**definition.const_axes, **job.axes}, device
                     ).floor_us
             return floors
         except (FibError, KeyError, OSError):
@@ -294,47 +288,45 @@ class RunsPane(Pane):
     def _record_loaded(self, message: RecordLoaded) -> None:
         self.shown_run = message.run_id
         self._floors = message.floors
+        record = message.record
         self._header_info = {
-            k: message.record.get(k)
-            for k in ("run_id", "backend", "timing_kind", "l2_policy", "state")
+            "run_id": record.run_id,
+            "backend": record.backend,
+            "timing_kind": record.timing_kind,
+            "l2_policy": record.l2_policy,
+            "state": record.state,
         }
-        self._header_info["judged"] = describe_judging(
-            (message.record.get("settings") or {}).get("engine")
-        )
+        self._header_info["judged"] = describe_judging(record.settings.get("engine"))
         self._verdict = message.verdict
-        stopped = set((message.record.get("adaptive") or {}).get("workloads") or {})
+        stopped = set((record.adaptive or {}).get("workloads") or {})
         self._jobs = {}
-        done = {
-            (j["uuid"], j["solution"], j["role"], j["repeat"]): j for j in message.record["jobs"]
-        }
-        for p in message.record.get("_planned", []):
-            j = done.get((p["uuid"], p["solution"], p["role"], p["repeat"]))
+        done = {j.key: j for j in record.jobs}
+        for p in message.planned:
             view = JobView(
-                key=p["key"],
-                uuid=p["uuid"],
-                axes=p["axes"],
-                solution=p["solution"],
-                role=p["role"],
-                repeat=p["repeat"],
+                key=p.key,
+                uuid=p.uuid,
+                axes=p.axes,
+                solution=p.solution,
+                role=p.role,
+                repeat=p.repeat,
             )
+            j = done.get(p.key)
             if j is not None:
                 self._fill(view, j)
-            elif p["uuid"] in stopped:
+            elif p.uuid in stopped:
                 view.status = "SKIPPED"
             self._jobs[view.key] = view
         self._redraw_jobs()
-        s = message.record["summary"]
-        self._update_progress(s["done"], s["total"], s["passed"], s["done"] - s["passed"], None)
+        s = record.summary
+        self._update_progress(s.done, s.total, s.passed, s.done - s.passed, None)
 
-    def _fill(self, view: JobView, j: dict[str, Any]) -> None:
+    def _fill(self, view: JobView, j: JobResult) -> None:
         from fibtui.core.roofline import speed_of_light_pct
 
-        view.status = j["status"]
-        view.latency_ms = j.get("latency_ms")
-        view.reference_latency_ms = j.get("reference_latency_ms")
-        view.error = j.get("error")
-        view.timing = j.get("timing") or {}
-        view.correctness = j.get("correctness") or {}
+        view.status = j.status
+        view.take_measurement(j)
+        view.timing = dict(j.timing or {})
+        view.correctness = dict(j.correctness or {})
         view.speed_of_light_pct = speed_of_light_pct(view.latency_ms, self._floors.get(view.uuid))
 
     def _row(self, v: JobView) -> tuple:
@@ -581,7 +573,7 @@ class RunsPane(Pane):
             r = event.result
             view = self._jobs.get(r.key)
             if view is not None:
-                self._fill(view, r.to_json())
+                self._fill(view, r)
                 self._mark(view)
             self._pending_progress = (
                 event.done,
@@ -598,7 +590,7 @@ class RunsPane(Pane):
                 Text(event.text, style={"error": "red", "warning": "yellow"}.get(event.level, ""))
             )
         elif isinstance(event, RunFinished):
-            stopped = set((event.record.get("adaptive") or {}).get("workloads") or {})
+            stopped = set((event.record.adaptive or {}).get("workloads") or {})
             for view in self._jobs.values():
                 if view.status == "QUEUED" and view.uuid in stopped:
                     view.status = "SKIPPED"  # an adaptive run decided it was not needed
@@ -612,18 +604,12 @@ class RunsPane(Pane):
             self.flush(force=True)
             self.active_run = None
             self._cancel = None
-            s = event.record.get("summary", {})
+            s = event.record.summary
             self._header_info["state"] = event.state
-            self._update_progress(
-                s.get("done", 0),
-                s.get("total", 0),
-                s.get("passed", 0),
-                s.get("done", 0) - s.get("passed", 0),
-                None,
-            )
+            self._update_progress(s.done, s.total, s.passed, s.done - s.passed, None)
             self.notify(
-                f"run {message.run_id}: {event.state}, {s.get('passed', 0)}/{s.get('total', 0)} PASSED",
-                severity="information" if s.get("complete") else "warning",
+                f"run {message.run_id}: {event.state}, {s.passed}/{s.total} PASSED",
+                severity="information" if s.complete else "warning",
             )
             self.refresh_list()
             self._load_verdict(message.run_id, event.record)
@@ -636,13 +622,10 @@ class RunsPane(Pane):
         from fibtui.core.runs import run_dir
 
         folder = run_dir(self.workspace.archive_root, run_id)
-        record = {"definition": None, "_planned": []}
         from fibtui.core.runs import read_journal
 
         contents = read_journal(folder / "journal.jsonl")
-        record["definition"] = contents.header.definition
-        record["_planned"] = [{"uuid": j.uuid, "axes": j.axes} for j in contents.header.jobs]
-        floors = self._compute_floors(record)
+        floors = self._compute_floors(contents.header.definition, contents.header.jobs)
         self.app.call_from_thread(self._set_floors, floors)
 
     def _set_floors(self, floors: dict[str, float]) -> None:

@@ -17,64 +17,19 @@ runner, ``fibtui status`` and the Runs pane). Each evaluator is a module of its 
 An evaluator may also prepare a workload's random inputs the way the official one does (the top-k
 indexer packs a random K cache into its FP8 page layout; sampling turns random probabilities into
 a distribution). docs/evaluators.md describes each in full.
+
+The interface (:class:`Evaluator`, :class:`Judging`) lives in ``base``, which every evaluator
+module imports; this package's ``__init__`` is the registry and imports the modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from fibtui.core.presets import evaluator_for
-from fibtui.worker.check import Tolerance, Verdict, compare, normalize
+from fibtui.worker.evaluators.base import Evaluator, Judging
 
-
-@dataclass
-class Judging:
-    """What one correctness check of one input set looks at."""
-
-    definition: dict[str, Any]
-    names: list[str]
-    inputs: list[Any]
-    outputs: list[torch.Tensor]
-    references: list[torch.Tensor]
-    tol: Tolerance
-    #: calls the solution again on given inputs and returns its outputs (the sampling evaluator
-    #: calls it many times); None where the caller cannot
-    call: Callable[[list[Any]], list[torch.Tensor]] | None = None
-
-    def input(self, name: str) -> Any:
-        return self.inputs[list(self.definition["inputs"]).index(name)]
-
-
-class Evaluator:
-    """The default evaluator: every output elementwise against the reference."""
-
-    name = "default"
-    #: the matched ratio when the preset sets none
-    default_ratio = 1.0
-
-    def prepare_inputs(
-        self,
-        definition: dict[str, Any],
-        workload: dict[str, Any],
-        inputs: list[Any],
-        gen: torch.Generator,
-    ) -> None:
-        """Adjust freshly made inputs in place (the generator is the input set's own, so the
-        result is reproducible from the seed)."""
-
-    def normalize(
-        self, result: Any, names: list[str], dtypes: list[torch.dtype], device: torch.device
-    ) -> list[torch.Tensor]:
-        """A value-returning solution's result as a list of outputs (a wrong count raises: the
-        solution's RUNTIME_ERROR, as in flashinfer-bench)."""
-        return normalize(result, names, dtypes, device)
-
-    def judge(self, j: Judging) -> Verdict:
-        return compare(j.outputs, j.references, j.names, j.tol, self.default_ratio)
+__all__ = ["Evaluator", "Judging", "for_definition", "get"]
 
 
 def _registry() -> dict[str, Evaluator]:

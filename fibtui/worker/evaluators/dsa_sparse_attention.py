@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from fibtui.worker.check import Verdict, compare
-from fibtui.worker.evaluators import Evaluator, Judging
+from fibtui.worker.evaluators.base import Evaluator, Judging
 
 
 class DsaSparseAttention(Evaluator):

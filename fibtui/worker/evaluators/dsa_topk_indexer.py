@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from fibtui.worker.check import Tolerance, Verdict
-from fibtui.worker.evaluators import Evaluator, Judging
+from fibtui.worker.evaluators.base import Evaluator, Judging
 
 FP8_MAX = 448.0
 

@@ -4,7 +4,7 @@ matched ratio is reported."""
 
 from __future__ import annotations
 
-from fibtui.worker.evaluators import Evaluator
+from fibtui.worker.evaluators.base import Evaluator
 
 
 class LowBit(Evaluator):

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from fibtui.worker.check import Verdict, elementwise
-from fibtui.worker.evaluators import Evaluator, Judging
+from fibtui.worker.evaluators.base import Evaluator, Judging
 
 VALIDATION_TRIALS = 100
 DISTRIBUTION_SAMPLES = 500_000
