@@ -99,7 +99,7 @@ def test_the_result_types_share_one_measurement_and_keep_their_json_keys() -> No
     assert list(row.to_json()) == [
         *("definition", "solution", "uuid", "axes", "status"),
         *measured,
-        *("source", "role", "repeat"),
+        *("source", "role", "repeat", "block_medians_ms"),
     ]
     assert list(job.to_json()) == [
         *("uuid", "axes", "solution", "role", "repeat", "status"),

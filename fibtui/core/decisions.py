@@ -82,7 +82,7 @@ def band_shares(
     from fibtui.core.runs import latest_rows
 
     d, workloads = dataset_for(ws, definition) if ws is not None else (None, None)
-    if ws is None or d is None:
+    if ws is None or d is None or workloads is None:
         return None, None
     found = latest_rows(ws.archive_root, d.name, workloads=len(workloads))
     if found is None or len({r.uuid for r in found[0]}) < len(workloads):

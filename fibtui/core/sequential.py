@@ -45,6 +45,7 @@ from functools import lru_cache
 from typing import Any
 
 from fibtui.core import stats
+from fibtui.core.status import PASSED
 
 OBRIEN_FLEMING = "obrien-fleming"
 POCOCK = "pocock"
@@ -308,7 +309,7 @@ class AdaptiveRule:
         states = {u: WorkloadState(u, n) for u, n in repeats.items()}
         for r in rows:
             state = states.get(str(stats._get(r, "uuid")))
-            if state is not None and stats._get(r, "status") != stats.PASSED:
+            if state is not None and stats._get(r, "status") != PASSED:
                 state.failed = True
         gate = [self._gate(c) for c in comps.values()]
         gate_decided = bool(gate) and all(decided for decided, _ in gate)

@@ -302,15 +302,17 @@ class WarmWorkers:
         """A ready worker for this pool slot (its stderr going to ``log`` from now on), or None.
         (The worker service's take, fibtui.runners.service.client, takes ``cancel`` and ``say``
         too; these need neither.)"""
+        w: WorkerProcess | None = None
         with self._lock:
             ready = self._ready.get(self.key(pool, slot), [])
             while ready:
-                w = ready.pop(0)
-                if w.proc.poll() is None:
+                candidate = ready.pop(0)
+                if candidate.proc.poll() is None:
+                    w = candidate
                     break
-                w.kill()
-            else:
-                return None
+                candidate.kill()
+        if w is None:
+            return None
         if log is not None:
             w.switch_log(log)
         return w

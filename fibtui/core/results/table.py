@@ -42,7 +42,7 @@ class ResultRow(Measurement):
 ROW_JSON_ORDER = (
     *("definition", "solution", "uuid", "axes", "status"),
     *MEASUREMENT_FIELDS,
-    *("source", "role", "repeat"),
+    *("source", "role", "repeat", "block_medians_ms"),
 )
 
 

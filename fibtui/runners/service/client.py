@@ -342,7 +342,10 @@ def adopt(reply: dict[str, Any], fds: list[int], log: Path, client: Client) -> A
     answer as it should (it is killed then; the run starts its own)."""
     pid, scratch = reply.get("pid"), reply.get("scratch")
     pidfd = fds[3] if reply.get("pidfd") and len(fds) >= 4 else None
-    if len(fds) < 3 or not isinstance(pid, int) or not _scratch_ok(scratch):
+    if len(fds) < 3 or not isinstance(pid, int) or not isinstance(scratch, str):
+        _close(fds)
+        return None
+    if not _scratch_ok(scratch):
         _close(fds)
         return None
     _close(fds[4:] if pidfd is not None else fds[3:])
