@@ -229,3 +229,28 @@ def test_block_noise_predicts_the_repeat_spread_of_the_archived_round() -> None:
     assert 1.0 <= blocks.sigma / repeats.sigma <= 1.4, (blocks.sigma, repeats.sigma)
     # a row without blocks (another harness's file) gives no block estimate
     assert stats.block_noise([{**r, "timing": {}} for r in base], cand) is None
+
+
+def test_an_interval_past_the_float_range_is_infinite_and_its_json_is_null() -> None:
+    """Found on the H200: an adaptive gate of torch_eager against the Triton baseline stopped
+    after one repeat, and the critical value of that look as Student's t with one degree of
+    freedom (about 1e9) gave an interval end exp() could not hold: `fibtui run --json` died with
+    OverflowError. The end is infinite now, and JSON says null."""
+    iv = stats.Interval(-0.5, 1e9 * 0.9, "t, 1 df")
+    assert iv.high == math.inf and iv.low == pytest.approx(math.exp(-0.5))
+    band = stats.BandResult("b=1", 1, 1.0, 20.0, 1900.0, 20.0, 0.5, math.inf, 0, 0, 1)
+    assert band.to_json()["ci_high"] is None and band.to_json()["ci_low"] == 0.5
+    m = stats.measure([band], 0.01)
+    assert m is not None and m.word == stats.UNDECIDED and "inf" in m.text
+    json.dumps(m.to_json(), allow_nan=False)  # strict JSON: no Infinity
+    rows = [
+        {"uuid": "w", "axes": {"n": 1}, "role": role, "repeat": 0, "status": "PASSED",
+         "latency_ms": lat}
+        for role, lat in (("baseline", 0.01), ("candidate", 0.2))
+    ]  # fmt: skip
+    base, cand = _arms(rows)
+    c = stats.paired_verdict(base, cand, scope="sample", floor=_demo_floor())
+    c.interval = iv
+    out = c.to_json()
+    assert out["ci_high"] is None and out["log_ci"][1] == 1e9 * 0.9  # the log end is finite
+    json.dumps(out, allow_nan=False)

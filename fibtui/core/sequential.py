@@ -331,8 +331,8 @@ class AdaptiveRule:
         word = stats.classify(lo, hi, c.tau.tau)
         straddles = self.scope == "full" and self._straddles(pair, c)
         detail = (
-            f"{c.candidate.name}: {word}, ratio {pair.ratio:.4f} [{math.exp(lo):.4f}, "
-            f"{math.exp(hi):.4f}] after {pair.pairs} repeat(s) (critical value {crit:.3f})"
+            f"{c.candidate.name}: {word}, ratio {pair.ratio:.4f} [{stats.exp_or_inf(lo):.4f}, "
+            f"{stats.exp_or_inf(hi):.4f}] after {pair.pairs} repeat(s) (critical value {crit:.3f})"
         )
         if straddles:
             detail += f"; could still be beyond the guard's +{c.guard_margin:.0%}"

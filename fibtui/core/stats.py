@@ -815,6 +815,21 @@ def block_noise(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any]) -> 
 # --------------------------------------------------------------------------------------------
 
 
+def exp_or_inf(x: float) -> float:
+    """``math.exp``, but infinity past the float range: an interval whose critical value is huge
+    (Student's t with one degree of freedom at an early look of an adaptive run) has an end no
+    ratio can reach, which is what infinity says."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """``x`` when it is a finite number, else None (JSON has no infinity)."""
+    return x if x is not None and math.isfinite(x) else None
+
+
 @dataclass
 class Interval:
     log_low: float
@@ -824,11 +839,11 @@ class Interval:
 
     @property
     def low(self) -> float:
-        return math.exp(self.log_low)
+        return exp_or_inf(self.log_low)
 
     @property
     def high(self) -> float:
-        return math.exp(self.log_high)
+        return exp_or_inf(self.log_high)
 
 
 @dataclass
@@ -860,7 +875,9 @@ class BandResult:
     dispatch_candidate: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["ci_low"], out["ci_high"] = finite_or_none(self.ci_low), finite_or_none(self.ci_high)
+        return out
 
 
 @dataclass(frozen=True)
@@ -920,7 +937,9 @@ class BandWord:
     share: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["ci_low"], out["ci_high"] = finite_or_none(self.ci_low), finite_or_none(self.ci_high)
+        return out
 
     def phrase(self) -> str:
         """``batch_size=1 by 24% (5% of latency)``; an undecided band shows its interval."""
@@ -1123,9 +1142,9 @@ class Comparison:
             "candidate": self.candidate.name,
             "geomean_ratio": self.geomean_ratio,
             "log_g": self.log_g,
-            "ci_low": iv.low if iv else None,
-            "ci_high": iv.high if iv else None,
-            "log_ci": [iv.log_low, iv.log_high] if iv else None,
+            "ci_low": finite_or_none(iv.low) if iv else None,
+            "ci_high": finite_or_none(iv.high) if iv else None,
+            "log_ci": [finite_or_none(iv.log_low), finite_or_none(iv.log_high)] if iv else None,
             "interval_method": iv.method if iv else None,
             "confidence": self.confidence,
             "error_rate": self.error_rate,
@@ -1306,8 +1325,8 @@ def _guard(
                 cand_mean_ms=cand_mean,
                 change_pct=100.0 * (cand_mean / base_mean - 1.0),
                 geomean_ratio=math.exp(log_g),
-                ci_low=math.exp(log_g - z * se),
-                ci_high=math.exp(log_g + z * se),
+                ci_low=exp_or_inf(log_g - z * se),
+                ci_high=exp_or_inf(log_g + z * se),
                 wins=sum(p.outcome == "win" for p in group),
                 ties=sum(p.outcome == "tie" for p in group),
                 losses=sum(p.outcome == "loss" for p in group),
@@ -1581,8 +1600,8 @@ class LeaderboardEntry:
             "complete": a.complete,
             "verdict": c.verdict,
             "geomean_ratio": c.geomean_ratio,
-            "ci_low": c.interval.low if c.interval else None,
-            "ci_high": c.interval.high if c.interval else None,
+            "ci_low": finite_or_none(c.interval.low) if c.interval else None,
+            "ci_high": finite_or_none(c.interval.high) if c.interval else None,
             "blocked_by": c.blocked_by,
             "dispatch_bands": c.dispatch_bands,
         }
