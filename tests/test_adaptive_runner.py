@@ -73,7 +73,7 @@ def test_a_decided_workload_gets_no_more_repeats_and_a_resume_keeps_it(tmp_path:
         if isinstance(e, JobFinished) and e.done >= 8:  # into the second pass
             cancel.set()
 
-    record = prepared.runner.run(on_event, cancel)
+    record = prepared.runner.run(on_event, cancel).to_json()
     assert record["state"] == "cancelled"
     assert record["adaptive"]["workloads"][n1]["reason"] == "decided"
     assert any(
@@ -83,7 +83,7 @@ def test_a_decided_workload_gets_no_more_repeats_and_a_resume_keeps_it(tmp_path:
     resumed = prepare_resume(ws, prepared.run_id)
     rule = Scripted(3, {n1})
     resumed.runner.adaptive = rule
-    record = resumed.runner.run(lambda e: None)
+    record = resumed.runner.run(lambda e: None).to_json()
     assert record["state"] == "complete" and record["summary"]["complete"]
     repeats = {}
     for j in record["jobs"]:
@@ -210,7 +210,7 @@ def test_a_failing_rule_falls_back_to_the_fixed_design(tmp_path: Path) -> None:
     prepared = prepare_run(ws, options)
     prepared.runner.adaptive = Broken()
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     assert record["state"] == "complete" and record["summary"]["done"] == 8
     assert record["adaptive"]["stopped"] == "every repeat ran"
     assert any(

@@ -696,7 +696,8 @@ def test_references_are_computed_while_a_build_compiles(tmp_path: Path) -> None:
         assert len(list((tmp_path / "ref").rglob("*.pt"))) == 1
         out = engine.run_job({"job_id": "0|w-pre", "workload": workload, "repeat": 0})
         assert out["results"][0]["status"] == "PASSED"
-        assert engine.reference.hits == 1 and engine.reference.misses == 1
+        # the prefetched outputs: from the worker's memory, neither recomputed nor read back
+        assert engine.reference.memory_hits == 1 and engine.reference.misses == 1
     with Engine(
         config
     ) as engine:  # a second load of the same sources: from the cache, no prefetch needed

@@ -459,7 +459,7 @@ def test_a_crash_in_a_handed_over_worker_is_attributed_as_today(svc, tmp_path: P
     )
     prepared.runner.warm = ServiceWorkers(60)
     events: list[object] = []
-    record = prepared.runner.run(events.append)
+    record = prepared.runner.run(events.append).to_json()
     status = {j["solution"]: (j["status"], j["error"] or "") for j in record["jobs"]}
     assert status["base_py"][0] == "PASSED"
     assert status["segfault"][0] == "RUNTIME_ERROR" and "killed by SIGSEGV" in status["segfault"][1]

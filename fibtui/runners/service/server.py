@@ -148,6 +148,9 @@ class Service:
         self._asked: dict[str, float] = {}
         #: starts waiting for a GPU to be free of handed-over workers: key -> (device, interpreter, env)
         self._deferred: dict[str, tuple[str, bool, dict[str, str]]] = {}
+        #: workers being started: key -> (process, scratch folder), and the threads starting them
+        self._booting: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+        self._boots: list[threading.Thread] = []
         self._activity = time.monotonic()
         self._stop = threading.Event()
         self._connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -267,9 +270,18 @@ class Service:
         with self._cond:
             ready = [w for ws in self._ready.values() for w in ws]
             self._ready.clear()
+            booting = list(self._booting.values())
+            boots = list(self._boots)
             self._cond.notify_all()
         for w in ready:
             self._discard(w)
+        # workers still starting: stopped here, and their threads given the time to clean up
+        # (this process exiting would end those threads before they removed the scratch folders)
+        for proc, scratch in booting:
+            _kill_group(proc)
+            shutil.rmtree(scratch, ignore_errors=True)
+        for t in boots:
+            t.join(timeout=5)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -528,12 +540,14 @@ class Service:
         self._deferred.pop(key, None)
         self._evict_locked(key)
         self._starting[key] = time.time()
-        threading.Thread(
+        boot = threading.Thread(
             target=self._boot,
             args=(key, device, interpreter, env),
             daemon=True,
             name="fibtui-service-boot",
-        ).start()
+        )
+        self._boots = [t for t in self._boots if t.is_alive()] + [boot]
+        boot.start()
 
     def _evict_locked(self, key: str) -> None:
         """At most ``max_ready`` workers ready or starting: stop the one asked for longest ago."""
@@ -566,11 +580,19 @@ class Service:
                 cwd=scratch,
                 start_new_session=True,
             )
-            why = self._wait_ready(proc, time.monotonic() + START_TIMEOUT_S)
+            with self._cond:
+                self._booting[key] = (proc, scratch)
+                stopping = self._stop.is_set()
+            why = (
+                "the service is stopping"
+                if stopping
+                else self._wait_ready(proc, time.monotonic() + START_TIMEOUT_S)
+            )
         except OSError as exc:
             why = f"the worker could not be started: {exc}"
         with self._cond:
             self._starting.pop(key, None)
+            self._booting.pop(key, None)
             if why is None and proc is not None and not self._stop.is_set():
                 self._ready.setdefault(key, []).append(
                     Ready(key, device, interpreter, proc, scratch, time.time())
