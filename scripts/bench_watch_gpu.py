@@ -65,7 +65,7 @@ def one(variant: str, base: Path) -> dict[str, float]:
         if isinstance(event, JobFinished) and not first:
             first.append(time.monotonic() - t0)
 
-    record = prepared.runner.run(on_event)
+    record = prepared.runner.run(on_event).to_json()
     end = time.monotonic() - t0
     warm.close()
     assert record["summary"]["complete"], record["summary"]
