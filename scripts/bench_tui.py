@@ -47,21 +47,26 @@ def quit_app(pid: int, fd: int, timeout: float = 20.0) -> None:
     """Press q and reap the app, reading the terminal meanwhile: an app whose last frames fill the
     pty buffer blocks on its way out until somebody reads them."""
     os.write(fd, b"q")
+    _drain_until_exit(pid, fd, timeout, f"the app did not quit within {timeout:.0f} s of q")
+
+
+def _drain_until_exit(pid: int, fd: int, timeout: float, failure: str) -> None:
+    """Read the pty until the child exits (its output blocks otherwise); kill it and stop with
+    ``failure`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done:
-            break
+            return
         r, _, _ = select.select([fd], [], [], 0.05)
         if r:
             try:
                 os.read(fd, 65536)
             except OSError:
                 pass
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        raise SystemExit(f"the app did not quit within {timeout:.0f} s of q")
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise SystemExit(failure)
     os.close(fd)
 
 
@@ -287,21 +292,9 @@ def _traced_start(
         argv = [str(out), str(ws), "profile" if profile else "-"]
         flags = ["-X", "importtime"] if importtime else []
         os.execv(sys.executable, [sys.executable, *flags, "-c", _TRACE_CHILD, *argv])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        r, _, _ = select.select([fd], [], [], 0.05)
-        if r:
-            try:
-                os.read(fd, 65536)
-            except OSError:
-                pass
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        raise SystemExit("the traced start did not reach its first workload row within 30 s")
+    _drain_until_exit(
+        pid, fd, 30, "the traced start did not reach its first workload row within 30 s"
+    )
     os.close(fd)
     return json.loads(Path(f"{out}.json").read_text())
 
@@ -461,11 +454,10 @@ async def keys(ws: Path, n_scroll: int) -> dict:
 async def watch_latency(saves: int = 10) -> dict:
     from fibtui.core.workspace import open_workspace
     from fibtui.runners.events import RunFinished
+    from fibtui.runners.service.client import Client, ServiceWorkers
     from fibtui.ui.app import make_app
     from fibtui.ui.panes.runs import RunsPane
     from tests.runner_helpers import GOOD_TRITON, make_tiny_workspace
-
-    from fibtui.runners.service.client import Client, ServiceWorkers
 
     root = make_tiny_workspace(Path(tempfile.mkdtemp()) / "ws", batch_sizes=(1,))
     kernel = root / "solution" / "triton" / "kernel.py"

@@ -116,17 +116,9 @@ def _owner_alive() -> bool:
         import select
 
         return not select.select([pidfd], [], [], 0)[0]
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    from fibtui.worker.protocol import process_alive
+
+    return process_alive(pid)
 
 
 def _orphan_watch() -> None:

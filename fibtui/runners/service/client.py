@@ -301,17 +301,9 @@ class ForeignProcess:
 
 
 def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    from fibtui.worker.protocol import process_alive
+
+    return process_alive(pid)
 
 
 class AdoptedWorker(WorkerProcess):
