@@ -752,3 +752,29 @@ def test_smallest_workload_of_each_band(demo_ws: Path) -> None:
     ]
     for u in picked:  # nothing in its band is smaller
         assert sizes[u] == min(sizes[v] for v in bands if bands[v] == bands[u])
+
+
+def test_the_gate_and_fibtui_regimes_name_the_same_representatives(tmp_path: Path, capsys) -> None:
+    """One analysis behind a representative gate (core.plan.workspace_regimes): what the TUI's
+    Regimes pane shows and gates on, what `fibtui run --workloads rep` and `fibtui parity` gate
+    on, and what `fibtui regimes` lists, on the demo with its archived H200 latencies; a pin
+    moves all of them."""
+    from fibtui.core.demo import create_demo_workspace
+    from fibtui.core.plan import gate_representatives, workspace_regimes
+    from fibtui.core.workspace import open_workspace
+
+    root = tmp_path / "demo"
+    create_demo_workspace(root, with_history=True, git_init=False)
+    ws = open_workspace(root)
+    found = workspace_regimes(ws)
+    assert found.report.has_latency and found.hardware  # the archived GPU round's latencies
+    gate = gate_representatives(ws)
+    assert gate == [r.uuid for r in found.report.representatives] and len(gate) >= 2
+    code, out, _ = run_cli(capsys, "regimes", "--workspace", str(root), "--json")
+    assert code == 0
+    assert [r["uuid"] for r in json.loads(out)["representatives"]] == gate
+    extra = next(u for u in found.workloads.uuids if u not in gate)
+    regimes.pin(root, extra)
+    assert extra in gate_representatives(open_workspace(root))
+    code, out, _ = run_cli(capsys, "regimes", "--workspace", str(root), "--json")
+    assert extra in [r["uuid"] for r in json.loads(out)["representatives"]]

@@ -11,13 +11,22 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fibtui.core.dataset import Dataset, Definition, load_solution, parse_solution
+from fibtui.core.dataset import Dataset, Definition, WorkloadSet, load_solution, parse_solution
 from fibtui.core.errors import InputError, UsageError
 from fibtui.core.fsio import atomic_write_json, atomic_write_text
 from fibtui.core.runs import JobSpec, RunHeader, SolutionRef, now_iso
-from fibtui.core.workspace import CONFIG_NAME, IGNORED_SOURCE_PARTS, SolutionConfig, load_config
+from fibtui.core.workspace import (
+    CONFIG_NAME,
+    IGNORED_SOURCE_PARTS,
+    SolutionConfig,
+    Workspace,
+    load_config,
+)
+
+if TYPE_CHECKING:
+    from fibtui.core.regimes import RegimeReport
 
 MAX_SOURCE_BYTES = 8 * 2**20
 
@@ -197,6 +206,54 @@ def load_snapshot(run_folder: Path, ref: SolutionRef) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # Workloads
 # --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class WorkspaceRegimes:
+    """The regime analysis of a workspace's definition, as its gates use it."""
+
+    report: RegimeReport
+    definition: Definition
+    workloads: WorkloadSet
+    hardware: str | None
+
+
+def workspace_regimes(ws: Workspace, definition: str | None = None) -> WorkspaceRegimes:
+    """The one regime analysis behind a gate's representatives: the definition's workloads, the
+    newest GPU rows that cover them (fibtui's own run records), the user's pins, floors on those
+    rows' GPU (the B200 when unknown). The Regimes pane shows it; `fibtui run --workloads rep`,
+    the TUI's gates and `fibtui parity --workloads rep` gate on its representatives."""
+    # imported here: regimes and roofline bring polars, which a run of explicit uuids never needs
+    from fibtui.core import regimes, roofline
+    from fibtui.core.errors import FibError
+    from fibtui.core.runs import latest_rows
+
+    cfg = ws.config_for(definition)
+    ds = ws.dataset()
+    d = ds.definition(cfg.definition)
+    workloads = ds.workloads(d.name)
+    latest = latest_rows(ws.archive_root, d.name, workloads=len(workloads))
+    rows, label, hardware = latest if latest else (None, None, None)
+    try:
+        device = roofline.get_device(hardware or "B200", ws.root)
+    except FibError:
+        device = roofline.get_device("B200", ws.root)
+    pinned, unpinned = regimes.load_pins(ws.root)
+    report = regimes.analyze(
+        d,
+        workloads,
+        rows,
+        pinned=pinned,
+        unpinned=unpinned,
+        device=device,
+        latency_source=label,
+    )
+    return WorkspaceRegimes(report, d, workloads, hardware)
+
+
+def gate_representatives(ws: Workspace, definition: str | None = None) -> list[str]:
+    """The uuids a representative gate runs (:func:`workspace_regimes`'s representatives)."""
+    return [r.uuid for r in workspace_regimes(ws, definition).report.representatives]
 
 
 def simple_representatives(definition: Definition, dataset: Dataset) -> list[str]:

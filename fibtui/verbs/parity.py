@@ -67,9 +67,9 @@ def register(sub, common) -> None:
 def _representatives(ws, args: argparse.Namespace) -> list[str] | None:
     if args.workloads != "rep":
         return None
-    from fibtui.verbs.regimes import representatives_for_workspace
+    from fibtui.core.plan import gate_representatives
 
-    return representatives_for_workspace(ws, args.definition)
+    return gate_representatives(ws, args.definition)
 
 
 def parity(args: argparse.Namespace) -> int:

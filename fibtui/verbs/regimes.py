@@ -120,27 +120,6 @@ def latest_results(workspace, definition: str):
     return latest_rows(workspace.archive_root, definition, workloads=count)
 
 
-def representatives_for_workspace(ws, definition: str | None = None) -> list[str]:
-    """The uuids `fibtui run --workloads rep` gates on: the regime analysis's representatives
-    (latest GPU results when there are some, the user's pins honored)."""
-    from fibtui.core import regimes
-
-    cfg = ws.config_for(definition)
-    ds = ws.dataset()
-    d = ds.definition(cfg.definition)
-    latest = latest_results(ws, d.name)
-    pinned, unpinned = regimes.load_pins(ws.root)
-    report = regimes.analyze(
-        d,
-        ds.workloads(d.name),
-        latest[0] if latest else None,
-        pinned=pinned,
-        unpinned=unpinned,
-        latency_source=latest[1] if latest else None,
-    )
-    return [r.uuid for r in report.representatives]
-
-
 def _rows_from_file(
     args: argparse.Namespace, definition: str, ds
 ) -> tuple[list[Any], str, str | None]:

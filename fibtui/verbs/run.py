@@ -367,9 +367,9 @@ def _representatives(ws, options) -> list[str] | None:
     """Representatives for ``--workloads rep`` from the regime analysis (pins honored)."""
     if options.workloads != "rep":
         return None
-    from fibtui.verbs.regimes import representatives_for_workspace
+    from fibtui.core.plan import gate_representatives
 
-    return representatives_for_workspace(ws, options.definition)
+    return gate_representatives(ws, options.definition)
 
 
 class _Printer:

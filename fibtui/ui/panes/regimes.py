@@ -69,9 +69,8 @@ class RegimesPane(Pane):
 
     @work(thread=True, exclusive=True, group="regimes", exit_on_error=False)
     def analyze(self) -> None:
-        from fibtui.core import regimes, roofline
         from fibtui.core.errors import FibError
-        from fibtui.core.runs import latest_rows
+        from fibtui.core.plan import workspace_regimes
 
         ws = self.workspace
         if ws is None or ws.active is None:
@@ -80,29 +79,12 @@ class RegimesPane(Pane):
             )
             return
         try:
-            ds = ws.dataset()
-            definition = ds.definition(ws.active.definition)
-            workloads = ds.workloads(definition.name)
-            latest = latest_rows(ws.archive_root, definition.name, workloads=len(workloads))
-            rows, label, hardware = latest if latest else (None, None, None)
-            try:
-                device = roofline.get_device(hardware or "B200", ws.root)
-            except FibError:
-                device = roofline.get_device("B200", ws.root)
-            pinned, unpinned = regimes.load_pins(ws.root)
-            report = regimes.analyze(
-                definition,
-                workloads,
-                rows,
-                pinned=pinned,
-                unpinned=unpinned,
-                device=device,
-                latency_source=label,
-            )
+            # the same analysis `fibtui run --workloads rep` gates on (core.plan)
+            found = workspace_regimes(ws)
         except FibError as exc:
             self.post_message(self.Failed(exc.one_line()))
             return
-        self.post_message(self.Analyzed(report, definition, workloads))
+        self.post_message(self.Analyzed(found.report, found.definition, found.workloads))
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:
