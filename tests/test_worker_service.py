@@ -498,8 +498,15 @@ def test_a_runner_killed_with_sigkill_leaves_no_worker_and_no_scratch(svc, tmp_p
         runner.wait()
     assert wait_for(lambda: not alive(worker), 15), "the adopted worker outlived its runner"
     assert wait_for(lambda: not mine[0].exists(), 10)
-    exit_status = client.ask({"op": "exit_status", "pid": worker})
-    assert exit_status["state"] == "exited" and exit_status["returncode"] == 4  # the orphan watch
+    # the service reaps it in a thread of its own: its exit status comes a moment after the end
+    exit_status = wait_for(
+        lambda: (
+            (reply := client.ask({"op": "exit_status", "pid": worker}))["state"] == "exited"
+            and reply
+        ),
+        10,
+    )
+    assert exit_status and exit_status["returncode"] == 4  # the orphan watch
     # the service goes on, with a fresh worker for the next run
     assert client.hello()["pid"] == service_pid
     leftover = set(marked_pids(svc.mark)) - {service_pid, *ready_pids(client)}
