@@ -7,7 +7,7 @@ fibtui.core.decisions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.text import Text
@@ -19,6 +19,11 @@ from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
+
+if TYPE_CHECKING:
+    from fibtui.core.archive import DecisionResult
+    from fibtui.core.stats import CompareOutcome
+    from fibtui.runners.parity import ParityStatus
 
 #: what a sample measured (fibtui.core.stats.measure)
 WORD_COLOUR = {
@@ -51,14 +56,14 @@ class PromotionPane(Pane):
     @dataclass
     class Evaluated(Message):
         run_id: str | None
-        outcome: Any  # fibtui.core.stats.CompareOutcome | None
+        outcome: CompareOutcome | None
         reason: str = ""
-        parity: Any = None  # fibtui.runners.parity.ParityStatus | None
+        parity: ParityStatus | None = None
 
     @dataclass
     class Decided(Message):
         action: str
-        result: Any  # fibtui.core.archive.DecisionResult
+        result: DecisionResult
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -8,7 +8,7 @@ Keys: r refresh the repos, f search, a add the selected hit to the note (relevan
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -18,6 +18,9 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from fibtui.ui.panes.base import Pane
+
+if TYPE_CHECKING:
+    from fibtui.core.recon import ReconNote, RefRepo, RefreshResult, SearchResult
 
 RELEVANCE = ("direct", "partial", "concept")
 
@@ -59,16 +62,16 @@ class ReconPane(Pane):
 
     @dataclass
     class Refreshed(Message):
-        results: list[Any]
-        repos: list[Any]
+        results: list[RefreshResult]
+        repos: list[RefRepo]
 
     @dataclass
     class Searched(Message):
-        result: Any
+        result: SearchResult
 
     @dataclass
     class NoteLoaded(Message):
-        note: Any
+        note: ReconNote | None
 
     @dataclass
     class Failed(Message):

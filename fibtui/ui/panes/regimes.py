@@ -9,7 +9,7 @@ Latency comes from the newest GPU run of fibtui in this workspace; without one t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -19,6 +19,10 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.ui.panes.base import Pane
+
+if TYPE_CHECKING:
+    from fibtui.core.dataset import Definition, WorkloadSet
+    from fibtui.core.regimes import RegimeReport
 
 
 class RegimesPane(Pane):
@@ -33,9 +37,9 @@ class RegimesPane(Pane):
 
     @dataclass
     class Analyzed(Message):
-        report: Any  # fibtui.core.regimes.RegimeReport
-        definition: Any
-        workloads: Any
+        report: RegimeReport
+        definition: Definition
+        workloads: WorkloadSet
 
     @dataclass
     class Failed(Message):
