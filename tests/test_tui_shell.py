@@ -161,7 +161,8 @@ async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None
             assert time.monotonic() < deadline, "the gate never finished"
             await pilot.pause(0.1)
         await pilot.pause(1.0)
-        assert app._warm is None
+        # no idle worker kept (the gate itself asked where started workers are kept)
+        assert app._warm is None or app._warm.count() == 0
 
 
 async def test_full_sweep_of_more_than_40_workloads_asks_first(demo_ws: Path) -> None:

@@ -540,3 +540,19 @@ def test_the_service_modules_import_no_textual_or_gpu_stack() -> None:
     loaded = set(json.loads(out.stdout))
     for banned in ("textual", "torch", "triton", "modal"):
         assert banned not in loaded, banned
+
+
+def test_a_worker_key_ignores_the_terminal_it_was_asked_from() -> None:
+    """A CLI run in one tmux pane and the TUI in another (or over SSH) find the same ready
+    worker: the terminal's own variables are not part of a worker's key; what a kernel can see
+    (PATH, CUDA_VISIBLE_DEVICES, PYTHONPATH...) is."""
+    from fibtui.runners.service.common import worker_key
+
+    base = {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "0", "HOME": "/root"}
+    here = {**base, "TMUX": "/tmp/tmux-0/default,1,0", "TMUX_PANE": "%1", "TERM": "xterm"}
+    there = {**base, "TMUX": "/tmp/tmux-0/other,9,2", "TMUX_PANE": "%7", "TERM": "screen"}
+    ssh = {**base, "SSH_TTY": "/dev/pts/3", "SSH_CONNECTION": "a b c d", "COLUMNS": "80"}
+    keys = {worker_key("cuda:0", False, env) for env in (base, here, there, ssh)}
+    assert len(keys) == 1
+    assert worker_key("cuda:0", False, {**base, "CUDA_VISIBLE_DEVICES": "1"}) not in keys
+    assert worker_key("cuda:0", False, {**base, "PATH": "/opt/bin"}) not in keys

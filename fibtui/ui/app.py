@@ -1033,7 +1033,7 @@ class FibApp(App[int]):
             solutions=solutions,
             baseline=baseline,
             representatives=reps or None,
-            warm=self._warm,
+            warm=self._warm_workers(),
         )
 
     def _quick_gate(self, backend: str, workloads: str, quick: bool = True) -> bool:
@@ -1358,14 +1358,24 @@ class FibApp(App[int]):
         starts in a thread."""
         self._with_backend(lambda: self._prewarm_with(self._gate_options("rep")))
 
+    def _warm_workers(self):
+        """Where gates find a started worker: the worker service's (so the first gate of a
+        session takes one a CLI run left ready), unless ``[workers] daemon = false``. Made once,
+        on the event loop."""
+        from fibtui.runners.service.client import warm_workers_for
+
+        if self._warm is None and self.workspace is not None:
+            ws = self.workspace
+            self._warm = warm_workers_for(ws.root, ws.state_dir)
+        return self._warm
+
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
     def _prewarm_with(self, options) -> None:
-        from fibtui.runners.service.client import warm_workers_for
         from fibtui.runners.session import check_backend, engine_config, worker_pool
 
         ws = self.workspace
-        if self._warm is None:  # the worker service's, unless [workers] daemon = false
-            self._warm = warm_workers_for(ws.root, ws.state_dir)
+        if self._warm is None:  # made on the event loop by _gate_options; a thread only reads it
+            return
         if self._warm.count():
             return
         try:
