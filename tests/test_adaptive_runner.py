@@ -116,19 +116,22 @@ def test_cli_adaptive_gate_stops_when_its_workloads_are_decided(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr[-2000:]
     rec = json.loads(proc.stdout)
     s = rec["summary"]
-    assert (s["done"], s["total"], s["planned"], s["skipped"], s["complete"]) == (
-        6, 6, 18, 12, True,
-    )  # fmt: skip
-    assert rec["state"] == "complete" and rec["adaptive"]["stopped"] == "decided"
-    assert "decided" in rec["adaptive"]["reason"] and "1 repeat(s)" in rec["adaptive"]["reason"]
-    stops = rec["adaptive"]["workloads"]
     # each workload's own interval is decided (the interval of G across three workloads this
-    # different is not, at the first look): every one stops after its first repeat
+    # different is not, at the first look): every one stops before the cap of 3, nearly always
+    # after its first repeat (the noise comes from the interpreter's wall times on a machine
+    # that may be loaded: one workload was seen to need a second look in a full parallel run)
+    stops = rec["adaptive"]["workloads"]
     assert len(stops) == 3 and {v["reason"] for v in stops.values()} <= {"gate decided", "decided"}
     assert {v["word"] for v in stops.values()} == {"slower"}
-    assert {v["repeats"] for v in stops.values()} == {1}
+    assert {v["repeats"] for v in stops.values()} <= {1, 2}
+    ran = 2 * sum(v["repeats"] for v in stops.values())
+    assert (s["done"], s["total"], s["planned"], s["skipped"], s["complete"]) == (
+        ran, ran, 18, 18 - ran, True,
+    )  # fmt: skip
+    assert rec["state"] == "complete" and rec["adaptive"]["stopped"] == "decided"
+    assert "decided" in rec["adaptive"]["reason"]
     assert rec["comparison"]["verdict"] == stats.NO_SPEED_VERDICT
-    assert "3 workload(s) stop" in proc.stderr
+    assert "workload(s) stop" in proc.stderr
     journal = Path(root / "optimize_ops" / "runs" / rec["run_id"] / "journal.jsonl")
     kinds = [json.loads(line)["kind"] for line in journal.read_text().splitlines()]
     assert kinds.count("stop") == 3 and kinds[-1] == "end"
