@@ -778,3 +778,24 @@ def test_the_gate_and_fibtui_regimes_name_the_same_representatives(tmp_path: Pat
     assert extra in gate_representatives(open_workspace(root))
     code, out, _ = run_cli(capsys, "regimes", "--workspace", str(root), "--json")
     assert extra in [r["uuid"] for r in json.loads(out)["representatives"]]
+
+
+def test_the_sweep_estimate_counts_jobs_and_paces_them_on_earlier_runs(tmp_path: Path) -> None:
+    """core.plan.sweep_estimate, what the TUI asks before a large sweep: the jobs of the whole
+    set, and the seconds per job of earlier runs here with the same kind of timing (the demo's
+    archived H200 runs for a GPU backend; none for the interpreter)."""
+    from fibtui.core.demo import create_demo_workspace
+    from fibtui.core.plan import sweep_estimate
+    from fibtui.core.runs import history_seconds_per_job
+    from fibtui.core.workspace import open_workspace
+
+    root = tmp_path / "demo"
+    create_demo_workspace(root, with_history=True, git_init=False)
+    ws = open_workspace(root)
+    gpu = sweep_estimate(ws, "local", 3, paired=True)
+    assert (gpu.workloads, gpu.repeats, gpu.solutions, gpu.jobs) == (50, 3, 2, 300)
+    per_job, source = history_seconds_per_job(ws.archive_root, DEMO_DEFINITION, "cupti")
+    assert gpu.seconds_per_job == per_job and gpu.history == source
+    assert gpu.seconds == pytest.approx(300 * per_job)
+    cpu = sweep_estimate(ws, "interpreter", 1, paired=False)
+    assert (cpu.jobs, cpu.seconds, cpu.history) == (50, None, None)

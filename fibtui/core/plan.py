@@ -256,6 +256,41 @@ def gate_representatives(ws: Workspace, definition: str | None = None) -> list[s
     return [r.uuid for r in workspace_regimes(ws, definition).report.representatives]
 
 
+@dataclass(frozen=True)
+class SweepEstimate:
+    """What a full sweep of a workspace's definition runs, and how long it should take from the
+    seconds per job of earlier runs of that definition here, on the same kind of timing."""
+
+    workloads: int
+    repeats: int
+    solutions: int
+    seconds_per_job: float | None
+    #: where ``seconds_per_job`` comes from (None: no earlier run to go by)
+    history: str | None
+
+    @property
+    def jobs(self) -> int:
+        return self.workloads * self.repeats * self.solutions
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.seconds_per_job is None else self.jobs * self.seconds_per_job
+
+
+def sweep_estimate(
+    ws: Workspace, backend: str, repeats: int, paired: bool, definition: str | None = None
+) -> SweepEstimate:
+    """The TUI's sweep question and its answer's numbers (read the files: call it from a worker)."""
+    from fibtui.core.backends import timing_kind_of
+    from fibtui.core.runs import history_seconds_per_job
+
+    cfg = ws.config_for(definition)
+    n = len(ws.dataset().workloads(cfg.definition))
+    history = history_seconds_per_job(ws.archive_root, cfg.definition, timing_kind_of(backend))
+    per_job, source = history if history else (None, None)
+    return SweepEstimate(n, max(1, repeats), 2 if paired else 1, per_job, source)
+
+
 def simple_representatives(definition: Definition, dataset: Dataset) -> list[str]:
     """One workload per distinct value of the first varying axis (the fallback picker)."""
     workloads = dataset.workloads(definition.name)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -37,6 +37,9 @@ from fibtui.ui.panes.runs import RunsPane
 from fibtui.ui.safe_text import ControlCharacters
 from fibtui.ui.startup import default_demo_dir, open_demo_workspace, release_collector
 from fibtui.ui.themes import DEFAULT_THEME, load_themes
+
+if TYPE_CHECKING:
+    from fibtui.core.plan import SweepEstimate
 
 #: actions that belong to one pane: elsewhere their key does nothing and the footer hides it
 PANE_ACTIONS = {
@@ -1205,56 +1208,50 @@ class FibApp(App[int]):
 
     @work(thread=True, exclusive=True, group="sweep-plan", exit_on_error=False)
     def _plan_sweep(self, options) -> None:
-        """How many workloads a sweep runs and how long earlier runs took per job: read from the
-        files in a worker (the workloads file may be large), answered on the event loop."""
-        from fibtui.core.backends import timing_kind_of
-        from fibtui.core.runs import history_seconds_per_job
+        """How many jobs a sweep runs and how long earlier runs took per job (core.plan's
+        estimate, read from the files in a worker: the workloads file may be large), answered on
+        the event loop."""
+        from fibtui.core.plan import sweep_estimate
 
-        ws = self.workspace
         try:
-            n = len(ws.dataset().workloads(ws.active.definition))
+            est = sweep_estimate(
+                self.workspace, options.backend, options.repeats, bool(options.baseline)
+            )
         except FibError as exc:
             self.call_from_thread(self._sweep_refused, exc.one_line())
             return
-        history = None
-        if n > LARGE_SWEEP or options.repeats > 1:
-            history = history_seconds_per_job(
-                ws.archive_root, ws.active.definition, timing_kind_of(options.backend)
-            )
-        self.call_from_thread(self._confirm_sweep, options, n, history)
+        self.call_from_thread(self._confirm_sweep, options, est)
 
     def _sweep_refused(self, reason: str) -> None:
         from fibtui.ui.screens.error import ErrorScreen
 
         self.push_screen(ErrorScreen("cannot plan the sweep", reason))
 
-    def _confirm_sweep(self, options, n: int, history: tuple[float, str] | None) -> None:
+    def _confirm_sweep(self, options, est: SweepEstimate) -> None:
         from fibtui.ui.screens.confirm import ConfirmScreen
 
         def go() -> None:
             self._start(options, "full sweep")
 
-        if n <= LARGE_SWEEP and options.repeats <= 1:
+        if est.workloads <= LARGE_SWEEP and est.repeats <= 1:
             go()
             return
-        solutions = 1 + (1 if options.baseline else 0)
-        jobs = n * options.repeats * solutions
-        est = (
-            f"~{jobs * history[0] / 60:.1f} min of {options.backend} time ({history[1]})"
-            if history
+        when = (
+            f"~{est.seconds / 60:.1f} min of {options.backend} time ({est.history})"
+            if est.seconds is not None
             else "unknown (no earlier run of this definition here on this backend)"
         )
         facts = [
-            ("workloads", str(n)),
-            ("repeats", str(options.repeats)),
-            ("solutions", str(solutions)),
-            ("jobs", str(jobs)),
+            ("workloads", str(est.workloads)),
+            ("repeats", str(est.repeats)),
+            ("solutions", str(est.solutions)),
+            ("jobs", str(est.jobs)),
             ("backend", options.backend),
-            ("estimated time", est),
+            ("estimated time", when),
             ("cost", "none (local)"),
         ]
         self.push_screen(
-            ConfirmScreen(f"Full sweep of {n} workloads", facts, "Start it?"),
+            ConfirmScreen(f"Full sweep of {est.workloads} workloads", facts, "Start it?"),
             lambda ok: go() if ok else None,
         )
 
