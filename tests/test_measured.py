@@ -27,8 +27,9 @@ REPRESENTATIVES = (
 
 def _record(run_id: str) -> dict:
     path = REPO / "optimize_ops" / "runs" / run_id / "run.json"
-    if not path.is_file():
-        pytest.skip("the archived demo round is not in this checkout")
+    assert path.is_file(), (
+        "the archived demo round (optimize_ops/runs/) is committed with the repository and is missing"
+    )
     return json.loads(path.read_text())
 
 

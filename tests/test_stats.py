@@ -532,8 +532,9 @@ def test_aa_file_parser_never_crashes(tmp_path: Path, lines: list[str]) -> None:
 def demo_history(tmp_path: Path) -> Path:
     from fibtui.core.demo import create_demo_workspace
 
-    if not (REPO / "optimize_ops" / "runs" / SWEEP_RUN).is_dir():
-        pytest.skip("the archived demo round is not in this checkout")
+    assert (REPO / "optimize_ops" / "runs" / SWEEP_RUN).is_dir(), (
+        "the archived demo round (optimize_ops/runs/) is committed with the repository and is missing"
+    )
     return create_demo_workspace(tmp_path / "ws", git_init=False)
 
 

@@ -56,8 +56,10 @@ def representative_gate(ws_root: Path) -> Path:
 async def test_panes_lead_with_what_a_representative_gate_measured(tmp_path: Path) -> None:
     from fibtui.core.demo import create_demo_workspace
 
-    if not (Path(__file__).resolve().parents[1] / "optimize_ops" / "runs" / SWEEP_RUN).is_dir():
-        pytest.skip("the archived demo round is not in this checkout")
+    runs = Path(__file__).resolve().parents[1] / "optimize_ops" / "runs"
+    assert (runs / SWEEP_RUN).is_dir(), (
+        "the archived demo round (optimize_ops/runs/) is committed with the repository and is missing"
+    )
     root = create_demo_workspace(tmp_path / "ws", git_init=False)
     representative_gate(root)
     app = make_app(open_workspace(root))

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from fibtui.core import archive, stats
-from fibtui.core.errors import InputError, UsageError
+from fibtui.core.errors import FibError, InputError, UsageError
 from fibtui.core.settings import get_setting
 from fibtui.core.workspace import SolutionConfig, Workspace
 
 if TYPE_CHECKING:
     from fibtui.core.dataset import Definition, WorkloadSet
     from fibtui.core.results import AxesLookup
+    from fibtui.core.runs import RunRecord
 
 
 def dataset_for(
@@ -147,6 +148,21 @@ def compare(
         share_source=share_source,
         look=look_of(base) if cand is None or cand.path == base.path else None,
     )
+
+
+def run_verdict(ws: Workspace, record: RunRecord) -> stats.CompareOutcome | None:
+    """The verdict of a finished paired run (``fibtui compare RUN_ID``), or None: no baseline,
+    nothing finished, still running, or no comparison can be made (the run itself still stands).
+    What ``fibtui run`` prints at its end and the Runs pane shows under a run."""
+    roles = {s.role for s in record.solutions}
+    if not {"baseline", "candidate"} <= roles or not record.summary.done:
+        return None
+    if record.state == "running":
+        return None
+    try:
+        return compare(ws, record.run_id)
+    except FibError:
+        return None
 
 
 def adaptive_rule(ws: Workspace, header: Any) -> Any:

@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import argparse
 
+from fibtui.verdict_colours import colour_of
+
 
 def register(sub, common) -> None:
     p = sub.add_parser("compare", help="paired verdict: is the candidate faster than the baseline?")
@@ -123,26 +125,6 @@ def compare(args: argparse.Namespace) -> int:
 # Human output
 # --------------------------------------------------------------------------------------------
 
-_COLOUR = {
-    "PROMOTE": "green",
-    "REJECT": "red",
-    "INCONCLUSIVE": "yellow",
-    "BLOCKED": "red",
-    "INCOMPLETE": "red",
-    "NOT_JUDGED": "yellow",
-    "NO_SPEED_VERDICT": "yellow",
-}
-
-
-#: colours of the words a comparison measured (fibtui.core.stats.measure)
-_WORD_COLOUR = {
-    "faster": "green",
-    "slower": "red",
-    "unchanged": "cyan",
-    "mixed": "yellow",
-    "undecided": "yellow",
-}
-
 
 def _us(ms) -> str:
     return "-" if ms is None else f"{ms * 1000:.3f}"
@@ -155,7 +137,7 @@ def measured_line(c) -> str | None:
     m = c.measured
     if m is None:
         return None
-    colour = _WORD_COLOUR.get(m.word, "white")
+    colour = colour_of(m.word, "white")
     share = f"; the bands measured hold {m.share * 100:.0f}% of the latency" if m.share else ""
     rest = m.text
     for lead in (f"{m.word}: ", f"{m.word} "):
@@ -198,7 +180,7 @@ def print_verdict(con, outcome) -> None:
             f"[bold]{escape(c.candidate.name)}[/] vs [bold]{escape(c.baseline.name)}[/]  "
             f"(scope {c.scope}, {c.workloads} paired workloads)"
         )
-        colour = _COLOUR.get(c.verdict, "white")
+        colour = colour_of(c.verdict, "white")
         if c.no_speed_reason is not None or c.geomean_ratio is None:
             con.print(f"  [bold {colour}]{c.verdict}[/]  -> {escape(c.recommendation())}")
             continue
@@ -257,7 +239,7 @@ def _print_one(con, c, outcome) -> None:
         + (f" / {escape(outcome.cand.label)}" if outcome.cand is not outcome.base else "")
         + f"; {c.workloads} paired workloads, scope {c.scope})"
     )
-    colour = _COLOUR.get(c.verdict, "white")
+    colour = colour_of(c.verdict, "white")
     if c.scope == "sample" and c.no_speed_reason is None and measured_line(c) is not None:
         con.print(measured_line(c))
         if _undecided_hint(c):
@@ -340,9 +322,7 @@ def _print_one(con, c, outcome) -> None:
             )
             word = words.get(band.band)
             if word:
-                flag = f"[{_WORD_COLOUR.get(word, 'white')}]{word}[/]" + (
-                    f" {flag}" if flag else ""
-                )
+                flag = f"[{colour_of(word, 'white')}]{word}[/]" + (f" {flag}" if flag else "")
             bt.add_row(
                 escape(band.band),
                 str(band.workloads),
@@ -406,7 +386,7 @@ def _print_leaderboard(con, outcome) -> None:
         cv = "-" if a.run_to_run_cv is None else f"{a.run_to_run_cv * 100:.2f}%"
         g = "-" if c.geomean_ratio is None else f"{c.geomean_ratio:.4f}"
         iv = "-" if c.interval is None else f"[{c.interval.low:.3f}, {c.interval.high:.3f}]"
-        colour = _COLOUR.get(c.verdict, "white")
+        colour = colour_of(c.verdict, "white")
         t.add_row(
             str(e.rank),
             escape(e.name),

@@ -275,19 +275,12 @@ def _run_and_report(
 
 
 def _verdict(args: argparse.Namespace, record: RunRecord):
-    """The paired verdict of a finished paired run (``fibtui compare RUN_ID``), or None (no
-    baseline, nothing finished, or the comparison cannot be made: the run itself still stands)."""
+    """The paired verdict of a finished paired run, or None (core.decisions.run_verdict)."""
     from fibtui.core import decisions
-    from fibtui.core.errors import FibError
     from fibtui.verbs._common import workspace_from
 
-    roles = {s.role for s in record.solutions}
-    if not {"baseline", "candidate"} <= roles or not record.summary.done:
-        return None
-    try:
-        return decisions.compare(workspace_from(args), record.run_id)
-    except FibError:
-        return None
+    ws = workspace_from(args)
+    return decisions.run_verdict(ws, record) if ws is not None else None
 
 
 class _quiet_if:

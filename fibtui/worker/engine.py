@@ -490,12 +490,15 @@ class Engine:
         calls = {sid: caller(sid) for sid in sids}
         with torch.no_grad():
             if self.config.timing_kind == "cupti":
-                idx = self.device.index or 0
-                uuid = _gpu_uuid(self.device)
-                return time_cupti(
-                    calls, n_sets, plan, self.device, clock=lambda: envmod.sm_clock_now(idx, uuid)
-                )
+                return time_cupti(calls, n_sets, plan, self.device, clock=self._clock)
             return time_wall(calls, n_sets, plan)
+
+    def _clock(self) -> int | None:
+        """The SM clock of this worker's GPU, read before each timed block (its UUID looked up
+        once: NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES)."""
+        if not hasattr(self, "_gpu_uuid"):
+            self._gpu_uuid = _gpu_uuid(self.device)
+        return envmod.sm_clock_now(self.device.index or 0, self._gpu_uuid)
 
     def _failure(self, exc: BaseException) -> dict[str, Any]:
         kind = type(exc).__name__

@@ -19,30 +19,12 @@ from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
+from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
     from fibtui.core.archive import DecisionResult
     from fibtui.core.stats import CompareOutcome
     from fibtui.runners.parity import ParityStatus
-
-#: what a sample measured (fibtui.core.stats.measure)
-WORD_COLOUR = {
-    "faster": "bold green",
-    "slower": "bold red",
-    "unchanged": "bold cyan",
-    "mixed": "bold yellow",
-    "undecided": "bold yellow",
-}
-
-COLOUR = {
-    "PROMOTE": "bold green",
-    "REJECT": "bold red",
-    "INCONCLUSIVE": "bold yellow",
-    "BLOCKED": "bold red",
-    "INCOMPLETE": "bold red",
-    "NOT_JUDGED": "bold yellow",
-    "NO_SPEED_VERDICT": "bold yellow",
-}
 
 
 class PromotionPane(Pane):
@@ -152,7 +134,7 @@ class PromotionPane(Pane):
         )
         wins, ties, losses = c.wins
         head = (
-            f"[{COLOUR.get(c.verdict, 'bold')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
+            f"[bold {colour_of(c.verdict, 'white')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
             f"{escape(c.baseline.name)}  (run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)"
         )
         if c.no_speed_reason is not None:
@@ -163,7 +145,7 @@ class PromotionPane(Pane):
             if c.scope == "sample" and c.measured is not None:
                 # a sample says what it measured, band by band; PROMOTE is the full sweep's
                 measured = [
-                    f"[{WORD_COLOUR.get(c.measured.word, 'bold')}]measured "
+                    f"[bold {colour_of(c.measured.word, 'white')}]measured "
                     f"{c.measured.word.upper()}[/]  {escape(c.measured.text)}",
                     "[dim]across these workloads (a sample: the full sweep decides promotion):[/]",
                 ]

@@ -25,6 +25,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 from fibtui.core.measurement import Measurement
 from fibtui.core.presets import describe_judging
 from fibtui.ui.panes.base import Pane
+from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
     from fibtui.core.runs import JobResult, JobSpec, RunListing, RunRecord
@@ -228,31 +229,19 @@ class RunsPane(Pane):
         planned = list(contents.header.jobs)
         floors = self._compute_floors(record.definition, planned, record.environment.get("gpu"))
         self.post_message(
-            self.RecordLoaded(run_id, record, planned, floors, self._verdict_text(run_id, record))
+            self.RecordLoaded(run_id, record, planned, floors, self._verdict_text(record))
         )
 
-    def _verdict_text(self, run_id: str, record: RunRecord) -> str:
+    def _verdict_text(self, record: RunRecord) -> str:
         """The verdict line of a finished paired run (call from a thread), or ''."""
         from fibtui.core import decisions
-        from fibtui.core.errors import FibError
 
-        roles = {s.role for s in record.solutions}
-        if (
-            self.workspace is None
-            or not {"baseline", "candidate"} <= roles
-            or not record.summary.done
-            or record.state == "running"
-        ):
-            return ""
-        try:
-            outcome = decisions.compare(self.workspace, run_id)
-        except FibError:
-            return ""
-        return verdict_line(outcome)
+        outcome = decisions.run_verdict(self.workspace, record) if self.workspace else None
+        return verdict_line(outcome) if outcome is not None else ""
 
     @work(thread=True, exclusive=True, group="runs-verdict", exit_on_error=False)
     def _load_verdict(self, run_id: str, record: RunRecord) -> None:
-        text = self._verdict_text(run_id, record)
+        text = self._verdict_text(record)
         self.post_message(self.VerdictReady(run_id, text))
 
     @on(VerdictReady)
@@ -684,18 +673,6 @@ class RunsPane(Pane):
         return self.workspace.archive_root / "runs" / self.shown_run
 
 
-#: colours of a verdict line's first word
-VERDICT_STYLE = {
-    "PROMOTE": "bold green",
-    "REJECT": "bold red",
-    "BLOCKED": "bold red",
-    "INCOMPLETE": "bold red",
-    "faster": "bold green",
-    "slower": "bold red",
-    "unchanged": "bold cyan",
-}
-
-
 def verdict_line(outcome: Any) -> str:
     """One line (rich markup) per candidate of a compared run: a sample (a representative gate)
     says what it measured per band ("MIXED faster at batch_size=1 by 24% ..."); the full set its
@@ -708,13 +685,13 @@ def verdict_line(outcome: Any) -> str:
         name = escape(c.candidate.name)
         if c.scope == "sample" and c.measured is not None:
             m = c.measured
-            style = VERDICT_STYLE.get(m.word, "bold yellow")
+            style = f"bold {colour_of(m.word)}"
             lines.append(
                 f"[{style}]{m.word.upper()}[/] {name}: {escape(m.text)} "
                 f"[dim](a sample of {c.workloads}: PROMOTE is the full sweep's)[/]"
             )
             continue
-        style = VERDICT_STYLE.get(c.verdict, "bold yellow")
+        style = f"bold {colour_of(c.verdict)}"
         g = ""
         if c.geomean_ratio is not None and c.interval is not None:
             g = f" G = {c.geomean_ratio:.4f} [{c.interval.low:.4f}, {c.interval.high:.4f}]"
