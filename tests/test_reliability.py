@@ -824,6 +824,10 @@ RAW_WRITES_ALLOWED = {
         "__init__",
     ): "the stdin pipe of a worker the worker service handed over (a pipe, not a file)",
     (
+        "fibtui/runners/service/server.py",
+        "_take_back",
+    ): "the stdin pipe of a worker given back to the worker service (a pipe, not a file)",
+    (
         "fibtui/runners/parity.py",
         "_run_logged",
     ): "flashinfer-bench's console log, appended as it runs",

@@ -28,7 +28,7 @@ import pytest
 
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import WorkerRestarted
-from fibtui.runners.local import SCRATCH_PREFIX, WarmWorkers, WorkerPool
+from fibtui.runners.local import GIVE_BACKS, SCRATCH_PREFIX, WarmWorkers, WorkerPool
 from fibtui.runners.service.client import (
     AdoptedWorker,
     Client,
@@ -424,14 +424,23 @@ def test_no_daemon_starts_no_service_and_runs_as_before(
     assert code == 2 and len(err.strip().splitlines()) == 1 and "workers.daemon" in err
     assert sorted((root / "optimize_ops" / "runs").iterdir()) == runs
     # the default: the first run starts the service and waits for its worker (one start, not
-    # two), the second takes the next one
+    # two) and gives it back after its last job; the second run is handed that same worker
     (root / "fibtui.toml").unlink()
     for _ in range(2):
         code, out, err = run_cli(capsys, *argv)
         assert code == 0 and "1/1 PASSED" in out, err
+    GIVE_BACKS.wait()
     log = log_path(socket_path()).read_text()
-    assert len(re.findall(r"handed worker \d+", log)) == 2, log
-    assert len(set(re.findall(r"handed worker (\d+)", log))) == 2, log
+    handed = re.findall(r"handed worker (\d+)", log)
+    assert len(handed) == 2 and len(set(handed)) == 1, log
+    assert re.findall(r"worker (\d+) \(\S+\) given back by pid \d+ after (\d) run", log) == [
+        (handed[0], "1"),
+        (handed[0], "2"),
+    ], log
+    ready = Client().ask({"op": "status"})["ready"]
+    assert [(w["pid"], w["runs"]) for w in ready if w["pid"] == int(handed[0])] == [
+        (int(handed[0]), 2)
+    ]
 
 
 def test_a_crash_in_a_handed_over_worker_is_attributed_as_today(svc, tmp_path: Path) -> None:
@@ -465,12 +474,18 @@ def test_a_crash_in_a_handed_over_worker_is_attributed_as_today(svc, tmp_path: P
     assert status["segfault"][0] == "RUNTIME_ERROR" and "killed by SIGSEGV" in status["segfault"][1]
     assert status["exits"][0] == "RUNTIME_ERROR" and "exited with code 7" in status["exits"][1]
     assert any(isinstance(e, WorkerRestarted) for e in events)
-    handed = re.findall(r"handed worker (\d+)", log_path(client.path).read_text())
+    GIVE_BACKS.wait()
+    log = log_path(client.path).read_text()
+    handed = re.findall(r"handed worker (\d+)", log)
     assert len(handed) >= 2 and len(handed) == len(set(handed)), handed
+    # a worker that crashed never comes back (the one serving at the end of the run may)
+    given_back = re.findall(r"worker (\d+) \(\S+\) given back by", log)
+    ended = re.findall(r"worker (\d+) ended \(", log)
+    assert len(ended) >= 2 and not set(given_back) & set(ended), log
+    assert len(given_back) <= 1 and set(given_back) <= set(handed), log
     status_now = client.ask({"op": "status"})
-    assert status_now["handed"] == [] and all(
-        str(w["pid"]) not in handed for w in status_now["ready"]
-    )
+    assert status_now["handed"] == []
+    assert [str(w["pid"]) for w in status_now["ready"] if str(w["pid"]) in handed] == given_back
 
 
 def test_a_runner_killed_with_sigkill_leaves_no_worker_and_no_scratch(svc, tmp_path: Path) -> None:

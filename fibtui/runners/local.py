@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -55,6 +56,12 @@ _HALT = object()
 _POLL_S = 0.2
 #: how long an interrupted runner waits for its slot threads once it has stopped their workers
 _STOP_JOIN_S = 15.0
+#: how often the stderr drainer looks whether it must stop (a worker being detached)
+_DRAIN_POLL_S = 0.1
+#: how long a worker has to answer ``release`` at the end of a run
+RELEASE_TIMEOUT_S = 10.0
+#: how long a take waits for a worker this process is giving back (the last run's) to be back
+GIVE_BACK_WAIT_S = 15.0
 
 #: Environment variables a kernel never gets: tokens, secrets, passwords, keys (a kernel's prints and
 #: errors land in logs and journals that are archived and committed).
@@ -160,6 +167,11 @@ class WorkerProcess:
         self.log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
         self.proc = proc
         self.events: queue.Queue[Any] = queue.Queue()
+        #: set once the worker may go to another reader (:meth:`release`): the threads stop
+        self.detached = False
+        self._detaching = threading.Event()
+        #: runs this worker has served, as it said in its last ``released``
+        self.runs = 0
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._drainer = threading.Thread(target=self._drain, daemon=True)
@@ -169,19 +181,29 @@ class WorkerProcess:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
             try:
-                self.events.put(json.loads(raw))
+                ev = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                self.events.put({"event": "garbage", "text": raw[:200].decode("utf-8", "replace")})
+                ev = {"event": "garbage", "text": raw[:200].decode("utf-8", "replace")}
+            self.events.put(ev)
+            if isinstance(ev, dict) and ev.get("event") == "released":
+                return  # idle until its next request: it may go to another reader (release)
         self.events.put(_EOF)
 
     def _drain(self) -> None:
+        """Copy the worker's stderr into its log until it ends or :meth:`detach` stops this
+        (stderr is read straight from the descriptor, so nothing stays buffered here)."""
         assert self.proc.stderr is not None
-        while True:
-            chunk = (
-                self.proc.stderr.read1(65536)
-                if hasattr(self.proc.stderr, "read1")
-                else self.proc.stderr.read(65536)
-            )
+        try:
+            fd = self.proc.stderr.fileno()
+        except (OSError, ValueError):
+            return
+        while not self._detaching.is_set():
+            try:
+                if not select.select([fd], [], [], _DRAIN_POLL_S)[0]:
+                    continue
+                chunk = os.read(fd, 65536)
+            except (OSError, ValueError):
+                break
             if not chunk:
                 break
             with self._log_lock:
@@ -190,6 +212,48 @@ class WorkerProcess:
                     self.log.flush()
                 except (OSError, ValueError):
                     pass
+
+    def note(self, text: str) -> None:
+        """A line of fibtui's own in this worker's log."""
+        with self._log_lock:
+            try:
+                self.log.write(f"fibtui: {text}\n".encode())
+                self.log.flush()
+            except (OSError, ValueError):
+                pass
+
+    def release(self, timeout_s: float | None = None) -> bool:
+        """After a run's last job: ask the worker to forget that run (``release``). True when it
+        says it is fit for another run; it is then detached (nothing reads its pipes here any more)
+        and may be handed to the next run. False: close it as before."""
+        if self.proc.poll() is not None or not self.send({"op": "release"}):
+            return False
+        ev = self.next_event(time.monotonic() + (timeout_s or RELEASE_TIMEOUT_S))
+        if not (isinstance(ev, dict) and ev.get("event") == "released"):
+            self.note(f"worker {self.proc.pid} did not answer release: not kept for another run")
+            return False
+        if ev.get("keep") is not True:
+            self.note(f"worker {self.proc.pid} not kept for another run: {ev.get('why')}")
+            return False
+        self.runs = int(ev.get("runs") or 0)
+        self.note(f"worker {self.proc.pid} kept for another run ({self.runs} served so far)")
+        self.detach()
+        return True
+
+    def detach(self) -> None:
+        """Stop reading the worker (after ``released``): its pipes may go to another reader."""
+        self._detaching.set()
+        self._drainer.join(timeout=2)
+        self._reader.join(timeout=2)
+        with self._log_lock:
+            self.log.close()
+        self.detached = True
+
+    def reattach(self, log_path: Path) -> None:
+        """Read a detached worker again, its stderr going to ``log_path`` (the next run's log)."""
+        runs = self.runs
+        self._attach(self.proc, self.cwd, log_path)
+        self.runs = runs
 
     def switch_log(self, log_path: Path) -> None:
         """Send what the worker prints from now on to ``log_path`` (a warm worker joining a run)."""
@@ -231,6 +295,7 @@ class WorkerProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        self._detaching.set()
         self._drainer.join(timeout=2)
         with self._log_lock:
             self.log.close()
@@ -267,22 +332,66 @@ def describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+class GiveBacks:
+    """Workers on their way back after a run (:meth:`WorkerProcess.release` and handing back run
+    in a thread, so a run's verdict never waits for them). A take waits for them first: the
+    worker of the run that just ended is the warmest there is. The threads are not daemons: a
+    command that ends waits for its worker to be back."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._in_flight = 0
+
+    def start(self, work: Any) -> threading.Thread:
+        with self._cond:
+            self._in_flight += 1
+
+        def run() -> None:
+            try:
+                work()
+            finally:
+                with self._cond:
+                    self._in_flight -= 1
+                    self._cond.notify_all()
+
+        thread = threading.Thread(target=run, name="fibtui-give-back", daemon=False)
+        thread.start()
+        return thread
+
+    def wait(self, timeout_s: float = GIVE_BACK_WAIT_S) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._in_flight == 0, timeout_s)
+
+
+#: this process's workers on their way back (every warm-worker pool's takes wait for them)
+GIVE_BACKS = GiveBacks()
+
+
 class WarmWorkers:
     """Worker processes started ahead of time (torch and triton already imported), so watch mode
-    can start a gate within a fraction of a second of a save. Keyed by the pool's environment."""
+    can start a gate within a fraction of a second of a save, and the workers of finished runs
+    (given back: they serve the next run warm). Keyed by the pool's environment."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._lock = threading.Lock()
         self._ready: dict[str, list[WorkerProcess]] = {}
         self._closed = False
+        #: keep the workers of finished runs for the next (the TUI's ``[tui] keep_worker_warm``)
+        self.keep_given_back = True
 
     @staticmethod
     def key(pool: WorkerPool, slot: int) -> str:
         return f"{'interp' if pool.interpreter else 'gpu'}:{pool.devices[slot]}"
 
     def prewarm(self, pool: WorkerPool, slot: int = 0, timeout_s: float = 120.0) -> bool:
-        """Start one worker for this pool slot and wait until it is ready (call from a thread)."""
+        """Have one worker ready for this pool slot: start one and wait until it is ready (call
+        from a thread), unless one is ready already (the last run's, given back: waited for when
+        it is on its way)."""
+        GIVE_BACKS.wait()
+        with self._lock:
+            if any(w.proc.poll() is None for w in self._ready.get(self.key(pool, slot), [])):
+                return True
         self.folder.mkdir(parents=True, exist_ok=True)
         w = WorkerProcess(pool.env_for(slot), self.folder / f"warm-{time.time_ns()}.log")
         ev = w.next_event(time.monotonic() + timeout_s)
@@ -302,6 +411,7 @@ class WarmWorkers:
         """A ready worker for this pool slot (its stderr going to ``log`` from now on), or None.
         (The worker service's take, fibtui.runners.service.client, takes ``cancel`` and ``say``
         too; these need neither.)"""
+        GIVE_BACKS.wait()
         w: WorkerProcess | None = None
         with self._lock:
             ready = self._ready.get(self.key(pool, slot), [])
@@ -313,9 +423,27 @@ class WarmWorkers:
                 candidate.kill()
         if w is None:
             return None
-        if log is not None:
+        if w.detached:
+            w.reattach(log or self.folder / f"warm-{time.time_ns()}.log")
+        elif log is not None:
             w.switch_log(log)
         return w
+
+    def give_back(self, pool: WorkerPool, slot: int, w: WorkerProcess) -> None:
+        """After a run's last job on this slot: keep its worker for the next run when it says it
+        is fit for one (:meth:`WorkerProcess.release`), else shut it down. In a thread."""
+
+        def back() -> None:
+            if not self.keep_given_back or not w.release():
+                w.close()
+                return
+            with self._lock:
+                if not self._closed:
+                    self._ready.setdefault(self.key(pool, slot), []).insert(0, w)
+                    return
+            w.close()
+
+        GIVE_BACKS.start(back)
 
     def count(self) -> int:
         with self._lock:
@@ -734,9 +862,19 @@ class LocalRunner:
         if worker is not None:
             if self._stopping.is_set():
                 worker.kill()
-            else:
+            elif not self._give_back(slot, worker, cancel):
                 worker.close()  # idle between jobs: it shuts down by itself
             self._set_worker(slot, None)
+
+    def _give_back(self, slot: int, worker: WorkerProcess, cancel: threading.Event) -> bool:
+        """The run is over on this slot: its worker goes back to the warm workers it may have come
+        from (the worker service's, watch mode's) to serve the next run, when the run ended as
+        planned (never after a cancel or an interrupt) and the worker is alive."""
+        give = getattr(self.warm, "give_back", None)
+        if give is None or self._halted(cancel) or worker.proc.poll() is not None:
+            return False
+        give(self.pool, slot, worker)
+        return True
 
     def _infra(self, task: Task, reason: str, on_event: EventSink, cancel: threading.Event) -> None:
         if self._halted(cancel):

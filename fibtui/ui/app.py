@@ -1364,6 +1364,8 @@ class FibApp(App[int]):
         if self._warm is None and self.workspace is not None:
             ws = self.workspace
             self._warm = warm_workers_for(ws.root, ws.state_dir)
+        if hasattr(self._warm, "keep_given_back"):  # its own warm workers (the service is off)
+            self._warm.keep_given_back = self._keep_worker_warm()
         return self._warm
 
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False)

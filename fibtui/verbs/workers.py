@@ -3,7 +3,7 @@ ready workers for ``fibtui run`` and the TUI (fibtui/runners/service; docs/archi
 
 ``status --json`` prints ``running`` (false when no service answers) and ``socket``; with a
 service also ``pid``, ``facts``, ``idle_timeout_s``, ``idle_s``, ``uptime_s``, ``ready`` (each
-``key``, ``device``, ``interpreter``, ``pid``, ``ready_for_s``), ``starting``, ``waiting``
+``key``, ``device``, ``interpreter``, ``pid``, ``ready_for_s``, ``runs``: the runs it served), ``starting``, ``waiting``
 (starts held until a run on that GPU is over: ``key``, ``device``) and ``handed``
 (workers handed to a run: ``pid``, ``device``, ``owner_pid``, ``for_s``) and ``current`` (its
 facts are this fibtui's: false means the next run restarts it).
@@ -81,8 +81,10 @@ def _lines(found: dict, current: bool, log) -> list[str]:
         lines.append("  it runs another fibtui, torch or GPU set: the next run restarts it")
     for w in found.get("ready") or []:
         kind = "interpreter" if w.get("interpreter") else "GPU"
+        served = f", {w['runs']} run(s) served" if w.get("runs") else ""
         lines.append(
             f"  ready: {kind} {w.get('device')}  pid {w.get('pid')}  for {w.get('ready_for_s')} s"
+            + served
         )
     for w in found.get("starting") or []:
         lines.append(f"  starting: {w.get('key')}  for {w.get('for_s')} s")

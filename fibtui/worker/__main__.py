@@ -8,10 +8,11 @@ serve: a persistent worker. Requests are JSON lines on stdin::
      "prefetch": [workload, ...]}   # optional: references to compute while CUDA/C++ builds compile
     {"op": "job", "job_id": "...", "workload": {...}, "repeat": 0, "solutions": ["baseline", "candidate"]}
     {"op": "adopt", "runner_pid": 1234}   # a worker the worker service handed over: see below
+    {"op": "release"}   # the run is over: forget its solutions, say whether to keep this worker
     {"op": "shutdown"}
 
 Events are JSON lines on the worker's private stdout: ``ready``, ``loaded``, ``job_started``,
-``result`` (one per job, holding one result per solution), ``error``. A worker whose CUDA context
+``result`` (one per job, holding one result per solution), ``released``, ``error``. A worker whose CUDA context
 is lost answers the job in flight and exits with code 3 so its runner starts a fresh one.
 
 A worker never outlives its runner (``_orphan_watch``): at first that is the process that started
@@ -19,6 +20,14 @@ it. A worker started by the worker service (fibtui/runners/service) is handed to
 not start it; that run sends ``adopt`` with its pid first, and from then on the worker follows that
 process (a pidfd), renames its scratch folder after it, and answers ``adopted`` (its pid and the
 scratch folder's new path).
+
+A worker may serve several runs, one after the other: after its run's last job the runner sends
+``release``; the worker drops that run's solutions (their modules leave ``sys.modules``) and build
+folder and frees the GPU memory the run cached, keeps its reference outputs in memory for a next
+run of the same definition, and answers ``released`` with ``keep``: false (and ``why``) when it is
+not fit for another run (its CUDA context is lost, GPU memory is still held, a solution changed
+torch's global settings or the environment, or it served ``FIBTUI_WORKER_MAX_RUNS`` runs, 100 by
+default). The next run's ``load`` imports its own solutions afresh.
 
 run: one-shot over a request file (what a Modal container runs); prints the same events.
 buildcheck: build every solution of the request (no inputs, no GPU needed for Python/Triton) and
@@ -199,6 +208,9 @@ def _serve() -> int:
         pass
     _cap_memory()
     _warm_cupti()
+    fresh_state = _process_state()
+    kept_reference = None  # the previous run's reference runner (release), for the next load
+    runs = 0  # runs this worker has served (one load each)
     protocol.emit({"event": "ready", "pid": os.getpid()})
     try:
         for line in sys.stdin:
@@ -215,7 +227,13 @@ def _serve() -> int:
                 if op == "load":
                     if engine is not None:
                         engine.close()
-                    engine = Engine(EngineConfig.from_json(req.get("config") or {}), protocol.emit)
+                    engine = Engine(
+                        EngineConfig.from_json(req.get("config") or {}),
+                        protocol.emit,
+                        kept_reference=kept_reference,
+                    )
+                    kept_reference = None
+                    runs += 1
                     report = engine.load(
                         req["definition"], req["solutions"], prefetch=req.get("prefetch")
                     )
@@ -231,6 +249,17 @@ def _serve() -> int:
                     protocol.emit({"event": "result", **result})
                     if result.get("restart"):
                         return 3  # the CUDA context is lost: the runner starts a fresh worker
+                elif op == "release":
+                    said: dict = {"keep": True}
+                    if engine is not None:
+                        said = engine.release()
+                        kept_reference = engine.kept_reference
+                        engine = None
+                    if said.get("keep"):
+                        said = _fit_for_another_run(fresh_state, runs)
+                    if not said.get("keep"):
+                        kept_reference = None
+                    protocol.emit({"event": "released", "runs": runs, **said})
                 elif op == "adopt":
                     protocol.emit({"event": "adopted", **_adopt(req)})
                 elif op == "ping":
@@ -254,6 +283,69 @@ def _serve() -> int:
             engine.close()  # its temporary build folder
         if ended or not _owner_alive():
             _remove_scratch()  # the runner is gone, or will never talk to it again
+
+
+#: runs one worker serves before it is replaced by a fresh one (``FIBTUI_WORKER_MAX_RUNS``)
+DEFAULT_MAX_RUNS = 100
+
+
+def _process_state() -> dict:
+    """What a solution could change for the runs after its own, in this process: torch's global
+    settings and the environment. A worker whose state differs from its fresh one is not kept."""
+    state: dict = {"env": dict(os.environ)}
+    try:
+        import torch
+
+        state["torch"] = {
+            "default_dtype": str(torch.get_default_dtype()),
+            "grad": torch.is_grad_enabled(),
+            "matmul_precision": torch.get_float32_matmul_precision(),
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
+            "threads": torch.get_num_threads(),
+            "cudnn": (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32),
+            "matmul": (
+                torch.backends.cuda.matmul.allow_tf32,
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+            ),
+        }
+        default_device = getattr(torch, "get_default_device", None)
+        if default_device is not None:
+            state["torch"]["default_device"] = str(default_device())
+    except Exception as exc:  # noqa: BLE001 - then nothing about torch can be compared
+        state["torch"] = f"unreadable: {type(exc).__name__}"
+    return state
+
+
+def _fit_for_another_run(fresh: dict, runs: int) -> dict:
+    """``{"keep": True}``, or why this worker must not serve another run: a solution changed
+    torch's global settings or the environment, or it served its share of runs."""
+    try:
+        limit = int(os.environ.get("FIBTUI_WORKER_MAX_RUNS", DEFAULT_MAX_RUNS))
+    except ValueError:
+        limit = DEFAULT_MAX_RUNS
+    if runs >= limit:
+        return {"keep": False, "why": f"it served {runs} runs (FIBTUI_WORKER_MAX_RUNS {limit})"}
+    now = _process_state()
+    if now.get("torch") != fresh.get("torch"):
+        changed = sorted(
+            k
+            for k in set(now["torch"]) | set(fresh["torch"])
+            if isinstance(now["torch"], dict)
+            and isinstance(fresh["torch"], dict)
+            and now["torch"].get(k) != fresh["torch"].get(k)
+        )
+        return {"keep": False, "why": f"torch's global settings changed: {', '.join(changed)}"}
+    env_now, env_fresh = now["env"], fresh["env"]
+    changed = sorted(k for k in set(env_now) | set(env_fresh) if env_now.get(k) != env_fresh.get(k))
+    changed = [k for k in changed if k not in _OWN_ENV]
+    if changed:
+        return {"keep": False, "why": f"the environment changed: {', '.join(changed[:5])}"}
+    return {"keep": True}
+
+
+#: variables this worker itself changes while it serves (adopt renames its scratch folder)
+_OWN_ENV = ("FIBTUI_WORKER_SCRATCH",)
 
 
 def _exit_now(code: int) -> None:

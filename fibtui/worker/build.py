@@ -304,6 +304,16 @@ def _import_entry(
     return fn
 
 
+def forget_solution_modules() -> int:
+    """Take every built solution's package out of ``sys.modules`` (a worker that serves another
+    run imports that run's solutions afresh); how many modules went."""
+    names = [n for n in sys.modules if n.startswith(PACKAGE_PREFIX)]
+    for name in names:
+        sys.modules.pop(name, None)
+    importlib.invalidate_caches()
+    return len(names)
+
+
 def _forget_loose_modules(before: set[str], root: Path) -> None:
     """Take modules imported by plain name from the solution's folder out of ``sys.modules`` (their
     importers keep them), so the next solution's module of the same name is loaded afresh."""

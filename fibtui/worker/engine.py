@@ -21,13 +21,24 @@ import torch
 from fibtui.core.toolchain import GPU_ONLY_MODULES, UNSUPPORTED_HERE, says_no_gpu
 from fibtui.worker import env as envmod
 from fibtui.worker import evaluators
-from fibtui.worker.build import BuildError, BuildJob, BuiltSolution, prepare, sid_of_module
+from fibtui.worker.build import (
+    BuildError,
+    BuildJob,
+    BuiltSolution,
+    forget_solution_modules,
+    prepare,
+    sid_of_module,
+)
 from fibtui.worker.check import Tolerance
 from fibtui.worker.inputs import InputErrorW, InputMaker, seed_for, torch_dtype
 from fibtui.worker.reference import ReferenceRunner
 from fibtui.worker.timing import TimingError, TimingPlan, time_cupti, time_wall
 
 Emit = Callable[[dict[str, Any]], None]
+
+#: GPU memory a released engine may still hold beyond its reference outputs (a solution that keeps
+#: tensors in a global past its run): more, and the worker is not kept for another run
+RELEASE_HELD_LIMIT = 256 * 2**20
 
 
 @dataclass
@@ -73,8 +84,16 @@ class ContextPoisoned(Exception):
 
 
 class Engine:
-    def __init__(self, config: EngineConfig, emit: Emit | None = None) -> None:
+    def __init__(
+        self,
+        config: EngineConfig,
+        emit: Emit | None = None,
+        kept_reference: ReferenceRunner | None = None,
+    ) -> None:
         self.config = config
+        #: the reference runner of this worker's previous run (:meth:`release`), used again when
+        #: the definition and device are the same: its outputs are still in memory
+        self.kept_reference = kept_reference
         self.emit = emit or (lambda _e: None)
         if config.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(
@@ -104,6 +123,39 @@ class Engine:
         if self._owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def release(self) -> dict[str, Any]:
+        """The run is over and this worker may serve another run: forget the solutions (their
+        modules leave ``sys.modules``, so the next run imports its own afresh), remove the build
+        folder, free the GPU memory the run cached. The reference runner stays for the next load
+        (``kept_reference``). Says whether the process is fit to be kept: ``{"keep": bool,
+        "why": str}``."""
+        import gc
+
+        self.solutions.clear()
+        self.build_errors.clear()
+        self._first_call.clear()
+        self.maker = None
+        forget_solution_modules()
+        if self.config.workdir:
+            shutil.rmtree(self.config.workdir, ignore_errors=True)
+        self.close()
+        self.kept_reference, self.reference = self.reference, None
+        gc.collect()
+        if self.device.type != "cuda":
+            return {"keep": True}
+        if self.poisoned or self._context_lost():
+            self.kept_reference = None
+            return {"keep": False, "why": "its CUDA context is lost"}
+        torch.cuda.empty_cache()
+        kept = self.kept_reference.memory_bytes() if self.kept_reference is not None else 0
+        held = torch.cuda.memory_allocated(self.device) - kept
+        if held > RELEASE_HELD_LIMIT:
+            return {
+                "keep": False,
+                "why": f"{held / 2**20:.0f} MiB of GPU memory are still held after the run",
+            }
+        return {"keep": True}
+
     def __enter__(self) -> Engine:
         return self
 
@@ -126,9 +178,17 @@ class Engine:
         self.maker = InputMaker(
             definition, str(self.device), self.config.dataset_root, self.evaluator.prepare_inputs
         )
-        self.reference = ReferenceRunner(
+        kept = self.kept_reference
+        if kept is not None and kept.fits(
             definition, str(self.device), self.device_name, self.config.cache_dir
-        )
+        ):
+            kept.new_run()
+            self.reference = kept
+        else:
+            self.kept_reference = None  # another definition: its outputs leave memory
+            self.reference = ReferenceRunner(
+                definition, str(self.device), self.device_name, self.config.cache_dir
+            )
         self.solutions.clear()
         self.build_errors.clear()
         report: dict[str, Any] = {}

@@ -78,6 +78,25 @@ class ReferenceRunner:
             _, (_, _, dropped) = self._memory.popitem(last=False)
             self._memory_bytes -= dropped
 
+    def fits(
+        self, definition: dict[str, Any], device: str, device_name: str, cache_dir: str | None
+    ) -> bool:
+        """Would a new runner for these be this one? (A worker that serves another run keeps its
+        runner, and the outputs it holds in memory, when the definition and device are the same.)"""
+        return (
+            self.fp == definition_fingerprint(definition)
+            and self.device == torch.device(device)
+            and self.device_name == device_name
+            and self.cache_dir == (Path(cache_dir) if cache_dir else None)
+        )
+
+    def new_run(self) -> None:
+        """Count hits and misses afresh for the next run (the outputs in memory stay)."""
+        self.hits = self.misses = self.memory_hits = 0
+
+    def memory_bytes(self) -> int:
+        return self._memory_bytes
+
     def _recalled(self, key: str) -> tuple[list[torch.Tensor], float | None] | None:
         got = self._memory.get(key)
         if got is None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from fibtui.core.errors import FibError, InputError
 from fibtui.runners.local import (
+    GIVE_BACKS,
     SCRATCH_PREFIX,
     WarmWorkers,
     WorkerPool,
@@ -104,10 +105,15 @@ class Client:
         self.path = path or socket_path(create=create)
 
     def request(
-        self, obj: dict[str, Any], timeout: float = 10.0, maxfds: int = 0
+        self,
+        obj: dict[str, Any],
+        timeout: float = 10.0,
+        maxfds: int = 0,
+        fds: list[int] | None = None,
     ) -> tuple[dict[str, Any], list[int]]:
-        """The reply and the descriptors that came with it. FileNotFoundError or
-        ConnectionRefusedError: no service; ServiceError: it answered wrong."""
+        """The reply and the descriptors that came with it (``fds``: descriptors sent with the
+        request). FileNotFoundError or ConnectionRefusedError: no service; ServiceError: it
+        answered wrong."""
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(str(self.path))
@@ -116,7 +122,7 @@ class Client:
                 raise ServiceRefused(
                     f"the worker service at {self.path} runs as uid {uid}: not used"
                 )
-            send_line(sock, obj)
+            send_line(sock, obj, fds)
             raw, fds = read_line(sock, maxfds=maxfds)
         try:
             reply = json.loads(raw)
@@ -397,6 +403,7 @@ class ServiceWorkers:
     ) -> WorkerProcess | None:
         """A ready worker from the service for this slot, or None (start one: the service then
         starts one for next time). While one is starting there, wait for it (cancel stops that)."""
+        GIVE_BACKS.wait()  # the worker of this process's last run may be on its way back
         client = self._service(say)
         if client is None:
             return None
@@ -431,8 +438,39 @@ class ServiceWorkers:
             if cancel is not None and cancel.is_set():
                 return None
 
+    def give_back(self, pool: WorkerPool, slot: int, w: WorkerProcess) -> None:
+        """After a run's last job on this slot: hand its worker back to the service (``return``),
+        which keeps it ready for the next run, when the worker says it is fit for one
+        (:meth:`WorkerProcess.release`); else shut it down. In a thread (the verdict does not wait
+        for it; the command's end does)."""
+
+        def back() -> None:
+            if not (isinstance(w, AdoptedWorker) and w.release() and self._return(pool, slot, w)):
+                w.close()
+
+        GIVE_BACKS.start(back)
+
+    def _return(self, pool: WorkerPool, slot: int, w: AdoptedWorker) -> bool:
+        client = self._client
+        proc = w.proc
+        if client is None or proc.stdin is None or proc.stdout is None or proc.stderr is None:
+            return False
+        req = {**self._request(pool, slot, "return"), "pid": proc.pid, "runs": w.runs}
+        fds = [proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()]
+        try:
+            reply, got = client.request(req, timeout=15.0, fds=fds)
+        except (OSError, ServiceError, FibError):
+            return False
+        _close(got)
+        if not reply.get("ok"):
+            return False
+        proc.release()  # this process's ends of its pipes, and the pidfd: the service has them
+        return True
+
     def prewarm(self, pool: WorkerPool, slot: int = 0, timeout_s: float = 120.0) -> bool:
-        """Have the service start a worker for this slot (it answers at once)."""
+        """Have the service start a worker for this slot (it answers at once) unless one is
+        ready there, the last run's given back included (waited for, when it is on its way)."""
+        GIVE_BACKS.wait()
         client = self._service(None)
         if client is None:
             return False

@@ -21,9 +21,9 @@ from typing import Any
 from fibtui.core.errors import UsageError
 
 #: bumped when a request or a reply changes shape: a client never talks to a service of another
-PROTOCOL = 1
+PROTOCOL = 2
 #: the requests a service answers; anything else is refused
-OPS = ("hello", "take", "warm", "status", "stop", "exit_status")
+OPS = ("hello", "take", "warm", "return", "status", "stop", "exit_status")
 #: the longest request line (bytes) a service reads; a longer one is refused
 MAX_LINE = 1 << 20
 #: how long a service waits for a request line once a client connected

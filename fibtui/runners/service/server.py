@@ -7,11 +7,17 @@ connection on a Unix socket:
 - ``hello``: its facts (fibtui version and sources digest, Python, torch, triton, the GPU set),
   pid and idle timeout; a client whose facts differ stops it and starts a new one;
 - ``take`` (device, interpreter, env, wait_s): a ready worker for that key is handed over (its
-  stdin, stdout and stderr pipes and a pidfd, as SCM_RIGHTS) and never given to anyone again.
+  stdin, stdout and stderr pipes and a pidfd, as SCM_RIGHTS) and given to no one else unless
+  that run gives it back (``return``).
   Without one, the service starts one and the answer says ``starting`` (ask again: the client
   waits for it rather than start a second), ``none`` (none can start now, see below: the client
   starts its own) or ``failed`` (why the last start failed);
 - ``warm``: start one for that key unless one is ready or starting (the TUI, ahead of a gate);
+- ``return`` (pid, device, interpreter, env, runs; the worker's stdin, stdout and stderr as
+  SCM_RIGHTS): the run that was handed that worker gives it back after its last job, the worker
+  having answered ``release`` fit for another run. Only the process it was handed to may return
+  it; the service makes it its own again (``adopt``: it must answer at once) and keeps it ready,
+  first in line for the next ``take`` of its key, instead of starting a replacement;
 - ``status``, ``stop``;
 - ``exit_status`` (pid): how a worker it handed over ended (its parent is this service, so only
   it can reap it and know), kept for ``EXIT_MEMORY_S``.
@@ -39,6 +45,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -94,6 +101,8 @@ class Ready:
     proc: subprocess.Popen[bytes]
     scratch: str
     since: float
+    #: runs it served before (a worker given back after a run: ``return``)
+    runs: int = 0
 
 
 @dataclass
@@ -103,6 +112,15 @@ class Handed:
     device: str
     owner_pid: int
     since: float
+    interpreter: bool = False
+    proc: subprocess.Popen[bytes] | None = None
+    scratch: str = ""
+
+
+#: how long a worker given back has to answer ``adopt``
+RETURN_ADOPT_TIMEOUT_S = 10.0
+#: workers kept ready for one key at most (more given back are stopped)
+MAX_READY_PER_KEY = 8
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -115,6 +133,29 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _read_event_line(fd: int, deadline: float) -> bytes:
+    """One line from a worker's stdout, read straight from the descriptor (nothing past the
+    line is taken: the worker says one line per request), or what came before the deadline."""
+    line = b""
+    while b"\n" not in line:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            break
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        line += chunk
+    return line.split(b"\n", 1)[0]
 
 
 def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
@@ -145,6 +186,8 @@ class Service:
         self._failed: dict[str, str] = {}
         self._handed: dict[int, Handed] = {}
         self._exited: dict[int, tuple[int, float]] = {}
+        #: pids of workers handed over at least once, whose reaper thread waits for their end
+        self._reaping: set[int] = set()
         self._asked: dict[str, float] = {}
         #: starts waiting for a GPU to be free of handed-over workers: key -> (device, interpreter, env)
         self._deferred: dict[str, tuple[str, bool, dict[str, str]]] = {}
@@ -306,31 +349,37 @@ class Service:
                     log(f"refused a connection from uid {uid} (pid {peer_pid}): not this user")
                     send_line(conn, {"ok": False, "error": "refused: not this service's user"})
                     return
-                req = self._request(conn, peer_pid)
-                if req is None:
-                    return
-                getattr(self, f"_op_{req['op']}")(conn, req, peer_pid)
+                req, fds = self._request(conn, peer_pid)
+                if req["op"] == "return":
+                    self._op_return(conn, req, peer_pid, fds)
+                else:
+                    _close_fds(fds)  # descriptors come with ``return`` alone
+                    getattr(self, f"_op_{req['op']}")(conn, req, peer_pid)
             except ValueError as exc:
                 log(f"refused a request from pid {peer_pid}: {exc}")
                 send_line(conn, {"ok": False, "error": f"refused: {exc}"})
             except OSError:
                 return  # the client went away (or timed out): nothing to answer
 
-    def _request(self, conn: socket.socket, peer_pid: int) -> dict[str, Any] | None:
-        """The request, or None once the refusal is sent (too long, not JSON, an unknown op)."""
+    def _request(self, conn: socket.socket, peer_pid: int) -> tuple[dict[str, Any], list[int]]:
+        """The request and the descriptors that came with it; ValueError (refused) when it is
+        too long, not JSON or an unknown op (its descriptors closed)."""
+        fds: list[int] = []
         try:
-            raw, _ = read_line(conn)
+            raw, fds = read_line(conn, maxfds=3)
             req = json.loads(raw)
             if not isinstance(req, dict):
                 raise ValueError("not an object")
         except LineTooLong as exc:
             raise ValueError(str(exc)) from None
         except (ValueError, UnicodeDecodeError):
+            _close_fds(fds)
             raise ValueError("a request is one JSON object on one line") from None
         op = req.get("op")
         if op not in OPS:
+            _close_fds(fds)
             raise ValueError(f"unknown op {str(op)[:40]!r} (known: {', '.join(OPS)})")
-        return req
+        return req, fds
 
     def _op_hello(self, conn: socket.socket, req: dict[str, Any], peer: int) -> None:
         send_line(conn, {"ok": True, **self._identity()})
@@ -353,6 +402,7 @@ class Service:
                     "interpreter": w.interpreter,
                     "pid": w.proc.pid,
                     "ready_for_s": round(time.time() - w.since, 1),
+                    "runs": w.runs,
                 }
                 for ws in self._ready.values()
                 for w in ws
@@ -438,7 +488,9 @@ class Service:
             while True:
                 w = self._pop_ready_locked(key)
                 if w is not None:
-                    self._handed[w.proc.pid] = Handed(w.proc.pid, key, device, peer, time.time())
+                    self._handed[w.proc.pid] = Handed(
+                        w.proc.pid, key, device, peer, time.time(), interpreter, w.proc, w.scratch
+                    )
                     # the next one's: on a GPU it waits until this one's run is over
                     self._start_locked(key, device, interpreter, env)
                     break
@@ -492,15 +544,100 @@ class Service:
                 os.close(pidfd)
             _close_pipes(proc)
         if sent:
-            log(f"handed worker {proc.pid} ({w.key}) to pid {peer}")
+            served = f", {w.runs} run(s) served" if w.runs else ""
+            log(f"handed worker {proc.pid} ({w.key}{served}) to pid {peer}")
         else:
             _kill_group(proc)
             shutil.rmtree(w.scratch, ignore_errors=True)
-        threading.Thread(target=self._reap, args=(proc,), daemon=True).start()
+        with self._cond:
+            reaped = proc.pid in self._reaping
+            self._reaping.add(proc.pid)
+        if not reaped:  # a worker handed over again already has its reaper
+            threading.Thread(target=self._reap, args=(proc,), daemon=True).start()
+
+    def _op_return(
+        self, conn: socket.socket, req: dict[str, Any], peer: int, fds: list[int]
+    ) -> None:
+        """A run gives back the worker it was handed (see the module's docstring)."""
+        try:
+            ready = self._take_back(req, peer, fds)
+        except ValueError:
+            _close_fds(fds)
+            raise
+        with self._cond:
+            if ready is not None:
+                held = self._ready.setdefault(ready.key, [])
+                if len(held) < MAX_READY_PER_KEY and not self._stop.is_set():
+                    held.insert(0, ready)  # the warmest: first in line
+                    self._deferred.pop(ready.key, None)  # no replacement needed now
+                    self._cond.notify_all()
+                else:
+                    ready, surplus = None, ready
+                    threading.Thread(target=self._discard, args=(surplus,), daemon=True).start()
+        send_line(conn, {"ok": ready is not None})
+
+    def _take_back(self, req: dict[str, Any], peer: int, fds: list[int]) -> Ready | None:
+        """The worker of a ``return`` made this service's again, or None (it is stopped then);
+        ValueError: the request is refused (not that worker's run, not its pipes)."""
+        key, device, interpreter, _env = self._key_of(req)
+        pid = req.get("pid")
+        runs = req.get("runs", 0)
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            raise ValueError("return needs the worker's integer pid")
+        if not isinstance(runs, int) or isinstance(runs, bool) or runs < 0:
+            raise ValueError("runs must be a whole number")
+        with self._cond:
+            handed = self._handed.get(pid)
+            if handed is None or handed.proc is None or handed.owner_pid != peer:
+                raise ValueError(f"worker {pid} was not handed to pid {peer}")
+            if handed.key != key:
+                raise ValueError(f"worker {pid} belongs to another key")
+        if len(fds) != 3 or not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in fds):
+            raise ValueError("return comes with the worker's stdin, stdout and stderr")
+        proc = handed.proc
+        if proc.poll() is not None:
+            _close_fds(fds)
+            return None
+        proc.stdin = os.fdopen(fds[0], "wb")  # the service's ends again
+        proc.stdout = os.fdopen(fds[1], "rb")
+        proc.stderr = os.fdopen(fds[2], "rb")
+        scratch = self._readopt(proc)
+        with self._cond:
+            self._handed.pop(pid, None)
+        if scratch is None:
+            log(f"worker {pid} given back by pid {peer} did not answer adopt: stopped")
+            _kill_group(proc)
+            _close_pipes(proc)
+            shutil.rmtree(handed.scratch, ignore_errors=True)
+            return None
+        log(f"worker {pid} ({key}) given back by pid {peer} after {runs} run(s)")
+        return Ready(key, device, interpreter, proc, scratch, time.time(), runs)
+
+    def _readopt(self, proc: subprocess.Popen[bytes]) -> str | None:
+        """Make a worker given back this service's own again (``adopt`` with this pid): its
+        scratch folder's new path, or None when it does not answer as it should in time."""
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(
+                (json.dumps({"op": "adopt", "runner_pid": os.getpid()}) + "\n").encode()
+            )
+            proc.stdin.flush()
+        except OSError:
+            return None
+        line = _read_event_line(proc.stdout.fileno(), time.monotonic() + RETURN_ADOPT_TIMEOUT_S)
+        try:
+            ev = json.loads(line) if line else None
+        except ValueError:
+            ev = None
+        if not (isinstance(ev, dict) and ev.get("event") == "adopted"):
+            return None
+        scratch = ev.get("scratch")
+        return scratch if isinstance(scratch, str) else None
 
     def _reap(self, proc: subprocess.Popen[bytes]) -> None:
         code = proc.wait()
         with self._cond:
+            self._reaping.discard(proc.pid)
             self._handed.pop(proc.pid, None)
             self._exited[proc.pid] = (code, time.monotonic())
             for key, (device, interpreter, env) in list(self._deferred.items()):
