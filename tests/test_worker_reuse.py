@@ -148,6 +148,34 @@ def test_the_tuis_own_warm_workers_serve_the_next_run_with_the_same_worker(
         warm.close()
 
 
+def test_a_worker_serving_the_next_run_runs_that_runs_sources(tmp_path: Path) -> None:
+    """The kernel edited between two runs (the same length, so nothing but its content tells
+    them apart): the worker that served the first run runs the edited Triton kernel in the
+    second, never the one it imported before."""
+    from tests.runner_helpers import GOOD_TRITON
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    kernel = root / "solution" / "triton" / "kernel.py"
+    warm = WarmWorkers(tmp_path / "warm")
+    try:
+        first, record = _tiny_run(root, warm)
+        assert record.summary.passed == 2
+        wrong = GOOD_TRITON.replace("* alpha, mask", "+ alpha, mask")
+        assert len(wrong) == len(GOOD_TRITON) and wrong != GOOD_TRITON
+        kernel.write_text(wrong)
+        second, record = _tiny_run(root, warm)
+        assert record.summary.passed == 0
+        assert {j.status for j in record.jobs} == {"INCORRECT_NUMERICAL"}
+        pid = re.findall(r"worker (\d+) kept", (first.folder / "worker-0.log").read_text())
+        assert (
+            pid
+            and f"worker {pid[0]} kept for another run (2 served"
+            in (second.folder / "worker-0.log").read_text()
+        )
+    finally:
+        warm.close()
+
+
 def test_a_worker_whose_solution_changed_the_environment_is_not_kept(svc, tmp_path: Path) -> None:  # noqa: F811
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
     kernel = root / "solution" / "triton" / "kernel.py"

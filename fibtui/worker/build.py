@@ -307,10 +307,15 @@ def _import_entry(
 def forget_solution_modules() -> int:
     """Take every built solution's package out of ``sys.modules`` (a worker that serves another
     run imports that run's solutions afresh); how many modules went."""
+    import linecache
+
     names = [n for n in sys.modules if n.startswith(PACKAGE_PREFIX)]
     for name in names:
         sys.modules.pop(name, None)
     importlib.invalidate_caches()
+    # the next run writes its sources at the same paths: no source line read before may stand
+    # for them (Triton reads a kernel's source through linecache to key its compile cache)
+    linecache.clearcache()
     return len(names)
 
 
