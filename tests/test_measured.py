@@ -8,6 +8,7 @@ import json
 import math
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -210,6 +211,13 @@ def _band(name: str, ratio: float, half: float, n: int = 1) -> stats.BandResult:
         ([("b=1", 0.8, 0.01), ("b=2", 1.008, 0.01), ("b=3", 1.3, 0.01)], "mixed",
          "mixed: faster at b=1 by 20%; slower at b=3 by 30%; "
          "undecided at b=2 (+0.8%, interval -0.2% to +1.8%)"),
+        # an A/A gate on the H200 (2026-12-02, triton_aa, 3 repeats): two bands unchanged and
+        # one still open is undecided, never "mixed"
+        ([("b=48", 1.0008, 0.0078), ("b=64", 0.9981, 0.0040), ("b=1", 0.9972, 0.0079)],
+         "undecided", "undecided: unchanged at b=48 and b=64; undecided at b=1 (-0.3%, interval "
+         "-1.1% to +0.5%)"),
+        ([("b=1", 0.76, 0.005), ("b=64", 1.0, 0.012)], "undecided",
+         "undecided: faster at b=1 by 24%; undecided at b=64 (+0.0%, interval -1.2% to +1.2%)"),
     ],
 )  # fmt: skip
 def test_words_table(bands, word, text) -> None:
@@ -255,3 +263,23 @@ def test_an_interval_past_the_float_range_is_infinite_and_its_json_is_null() -> 
     out = c.to_json()
     assert out["ci_high"] is None and out["log_ci"][1] == 1e9 * 0.9  # the log end is finite
     json.dumps(out, allow_nan=False)
+
+
+def test_an_adaptive_stop_is_final_for_its_band() -> None:
+    """The H200's v2 A/A gate (2026-12-02, adaptive, cap 10): batch 64 and 48 stopped at look 5
+    as unchanged ([0.9914, 1.0089], [0.9904, 1.0078]); at the run's end the pooled noise had grown
+    and their intervals reached past 1%. The stops stand: the bands read unchanged."""
+    bands = [_band("b=64", 1.0001, 0.0101), _band("b=48", 0.999, 0.0101), _band("b=1", 1.0, 0.0093)]
+    assert stats.measure(bands, 0.01).word == "undecided"
+    settled = stats.measure(bands, 0.01, settled={"b=64": "unchanged", "b=48": "unchanged"})
+    assert settled.word == "unchanged" and settled.text == "unchanged at b=1, b=48 and b=64"
+    pairs = [
+        SimpleNamespace(band="b=1", uuid="u1"),
+        SimpleNamespace(band="b=1", uuid="u2"),
+        SimpleNamespace(band="b=2", uuid="u3"),
+        SimpleNamespace(band="b=3", uuid="u4"),
+    ]
+    decided = {"u1": "unchanged", "u2": "faster", "u3": "slower", "u4": "mixed"}
+    # a band settles only when every workload of it stopped decided with one word
+    assert stats._settled_bands(pairs, decided) == {"b=2": "slower"}
+    assert stats._settled_bands(pairs, None) == {}

@@ -299,14 +299,17 @@ def test_a_real_difference_stops_early(sim) -> None:
 @pytest.mark.parametrize("cap", [3, 10])
 @pytest.mark.parametrize(
     ("scope", "change", "least"),
-    [("sample", 1.0, 1.0), ("sample", 0.0, 0.85), ("full", 1.0, 1.0), ("full", 0.0, 1.0)],
+    [("sample", 1.0, 0.9), ("sample", 0.0, 0.85), ("full", 1.0, 1.0), ("full", 0.0, 1.0)],
 )
 def test_replayed_fixed_records_give_the_same_verdicts(sim, cap, scope, change, least) -> None:
     """Fixed-design records (3 and 10 repeats) simulated from the archived round's noise, run
     through the adaptive rule with the same cap: the same verdict (the full set) or word (the
     representatives) as the fixed design in at least ``least`` of them. A/A samples at 3 repeats
     are the close cases: their bands sit near the noise floor (scripts/sim_adaptive.py, 200
-    records: 92.5% at 3 repeats, 100% at 10)."""
+    records: 92.5% at 3 repeats, 100% at 10). So is v2's archived change at 3 repeats, whose
+    batch-16 band sits at -1.6% against a tau of 1%: one design can leave it undecided where the
+    other decided it (19 of these 20 records agree), which makes the gate's word "undecided"
+    rather than "mixed" (the words never say opposite things)."""
     floor = sim.demo_floor()
     model = sim.noise_model(sim.archived_record())
     uuids = list(sim.REPRESENTATIVES) if scope == "sample" else list(model)
@@ -325,5 +328,7 @@ def test_the_archived_records_replayed(sim) -> None:
     assert sweep["fixed"] == sweep["adaptive"] == "PROMOTE"
     assert sweep["jobs"] == "100 of 300" and sweep["stops"] == [GATE_DECIDED]
     gate = sim.archived_replay(sim.GATE_RUN, "sample", floor)
-    assert gate["fixed"] == gate["adaptive"] == "mixed"
+    # faster at batch 1; batch 16 (-1.6%, its interval reaching -0.9%) and 64 still open at 3
+    # repeats: undecided in both designs
+    assert gate["fixed"] == gate["adaptive"] == "undecided"
     assert gate["jobs_saved"] > 0.0

@@ -276,10 +276,15 @@ class AdaptiveRule:
     timing: tuple[stats.TimingKey | None, stats.TimingKey | None] | None = None
 
     def compare(
-        self, rows: Sequence[Any], look: int, fixed: bool = False
+        self,
+        rows: Sequence[Any],
+        look: int,
+        fixed: bool = False,
+        decided: Mapping[str, str] | None = None,
     ) -> dict[str, stats.Comparison]:
         """Each candidate against the baseline at this look (``fixed``: as a fixed design, with
-        no look: what the same rows say with every repeat planned up front)."""
+        no look: what the same rows say with every repeat planned up front; ``decided``: the
+        workloads stopped as decided, whose word stands)."""
         base, cands = _role_rows(rows)
         key = stats.timing_key_of_rows(base)
         floor = (
@@ -298,6 +303,7 @@ class AdaptiveRule:
                 scope=self.scope,
                 timing=self.timing,
                 look=None if fixed else self.plan.look(look),
+                decided=None if fixed else decided,
             )
             for name, crows in cands.items()
         }
@@ -535,5 +541,9 @@ def replay(rule: AdaptiveRule, rows: Sequence[Any]) -> Replay:
         list(stopped.values()),
         len(rows),
         rule.compare(rows, max(done.values(), default=1), fixed=True),
-        rule.compare(taken, max(looks.values(), default=1)),
+        rule.compare(
+            taken,
+            max(looks.values(), default=1),
+            decided={s.uuid: s.word for s in stopped.values() if s.reason == DECIDED},
+        ),
     )

@@ -978,8 +978,10 @@ def _and(items: list[str]) -> str:
 @dataclass
 class Measured:
     """What a comparison measured, band by band: ``faster`` / ``slower`` / ``unchanged`` /
-    ``undecided`` where every band says the same, ``mixed`` where they do not; ``text`` says it
-    in one line ("mixed: faster at batch_size=1 by 24% (5% of latency); unchanged at
+    ``undecided`` where every band says the same; ``mixed`` where decided bands say different
+    things (faster at one, unchanged at another), ``undecided`` where one decided word stands
+    beside bands still undecided (an A/A gate: unchanged at two bands, undecided at the third is
+    not "mixed"); ``text`` says it in one line ("mixed: faster at batch_size=1 by 24% (5% of latency); unchanged at
     batch_size=48 (20% of latency) and batch_size=64 (25% of latency)")."""
 
     word: str
@@ -1001,15 +1003,18 @@ def measure(
     tau: float,
     shares: Mapping[str, float] | None = None,
     share_source: str | None = None,
+    settled: Mapping[str, str] | None = None,
 ) -> Measured | None:
-    """The word of each band (its interval against tau, :func:`classify`) and the overall word."""
+    """The word of each band (its interval against tau, :func:`classify`; ``settled``: bands an
+    adaptive rule decided, with their word) and the overall word."""
     if not bands:
         return None
     shares = shares or {}
+    settled = settled or {}
     words = [
         BandWord(
             b.band,
-            classify(math.log(b.ci_low), math.log(b.ci_high), tau),
+            settled.get(b.band) or classify(math.log(b.ci_low), math.log(b.ci_high), tau),
             b.workloads,
             b.geomean_ratio,
             b.ci_low,
@@ -1020,10 +1025,16 @@ def measure(
     ]
     kinds = [w for w in WORDS if any(b.word == w for b in words)]
     groups = [f"{kind} at " + _and([b.phrase() for b in words if b.word == kind]) for kind in kinds]
-    word = kinds[0] if len(kinds) == 1 else MIXED
+    decided = [k for k in kinds if k != UNDECIDED]
+    if len(decided) >= 2:  # the bands measured different things: faster here, unchanged there
+        word = MIXED
+    elif UNDECIDED in kinds:  # one decided word is not the whole gate's while a band is open
+        word = UNDECIDED
+    else:
+        word = kinds[0]
     text = "; ".join(groups)
-    if word == MIXED:
-        text = f"{MIXED}: {text}"
+    if len(kinds) > 1:
+        text = f"{word}: {text}"
     known = [b.share for b in words if b.share is not None]
     share = sum(known) if shares and len(known) == len(words) else None
     return Measured(word, text, words, tau, share, share_source if share is not None else None)
@@ -1369,6 +1380,7 @@ def paired_verdict(
     band_shares: Mapping[str, float] | None = None,
     share_source: str | None = None,
     look: Look | None = None,
+    decided: Mapping[str, str] | None = None,
 ) -> Comparison:
     """Compare a candidate's rows with the baseline's (see the module docstring).
 
@@ -1378,6 +1390,10 @@ def paired_verdict(
 
     ``band_shares``: band -> its share of the definition's latency (the regime analysis), named in
     ``measured``. ``look``: an adaptive run's look; its intervals use the look's critical value.
+    ``decided``: an adaptive run's workloads its rule stopped as decided (uuid -> the word it
+    decided: faster, slower or unchanged). A stop is final: a band whose every workload stopped
+    decided with one word keeps that word, though the pooled noise of the run's end (other
+    workloads went on) can widen its interval at the last look.
 
     ``timing``: how each arm was timed (default: what the rows carry); CPU-interpreter timings, or
     arms timed differently or on different devices, give NO_SPEED_VERDICT: correctness only."""
@@ -1518,9 +1534,29 @@ def paired_verdict(
         notes=notes,
         weighted=weights is not None,
         scope=scope,
-        measured=measure(bands, tau, band_shares, share_source) if complete else None,
+        measured=(
+            measure(bands, tau, band_shares, share_source, _settled_bands(pairs, decided))
+            if complete
+            else None
+        ),
         look=look,
     )
+
+
+def _settled_bands(
+    pairs: Sequence[WorkloadPair], decided: Mapping[str, str] | None
+) -> dict[str, str]:
+    """Band -> the word an adaptive rule decided for every workload of it (one word)."""
+    if not decided:
+        return {}
+    words: dict[str, set[str]] = {}
+    for p in pairs:
+        words.setdefault(p.band, set()).add(decided.get(p.uuid, ""))
+    return {
+        band: next(iter(ws))
+        for band, ws in words.items()
+        if len(ws) == 1 and next(iter(ws)) in (FASTER, SLOWER, UNCHANGED)
+    }
 
 
 def _correctness_only(
@@ -1886,6 +1922,8 @@ class Source:
     gpu: str | None = None
     #: a fibtui run's adaptive plan (its header's ``settings.adaptive``), None for a fixed design
     adaptive: dict[str, Any] | None = None
+    #: an adaptive run's workloads stopped as decided: uuid -> the word decided
+    decided: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -1944,6 +1982,13 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         src.selection = record.get("workload_selection")
         adaptive = (record.get("settings") or {}).get("adaptive")
         src.adaptive = adaptive if isinstance(adaptive, dict) else None
+        stops = (record.get("adaptive") or {}).get("workloads") or {}
+        if src.adaptive is not None and isinstance(stops, dict):
+            src.decided = {
+                str(uuid): str(stop.get("word"))
+                for uuid, stop in stops.items()
+                if isinstance(stop, dict) and stop.get("reason") == "decided"
+            }
         for s in record.get("solutions") or []:
             if isinstance(s, dict) and s.get("source_hash"):
                 src.hashes[(str(s.get("role")), str(s.get("name")))] = str(s["source_hash"])
@@ -2093,7 +2138,8 @@ def compare_sources(
     look: Look | None = None,
 ) -> CompareOutcome:
     """Pair the baseline with every candidate of the two sources, each with its own verdict
-    (``band_shares``, ``share_source`` and ``look``: see :func:`paired_verdict`)."""
+    (``band_shares``, ``share_source`` and ``look``: see :func:`paired_verdict`; an adaptive
+    run's decided stops come with its source when ``look`` is given)."""
     settings = settings or StatsSettings()
     base_name, base_rows, cands = select_arms(base, cand, solution_base, solution_cand)
     other = cand if cand is not None else base
@@ -2135,6 +2181,7 @@ def compare_sources(
         band_shares=band_shares,
         share_source=share_source,
         look=look,
+        decided=base.decided if look is not None else None,
     )
     notes = []
     if scope == "sample":
