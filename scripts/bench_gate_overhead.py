@@ -23,6 +23,9 @@ On a fresh demo workspace (``fibtui demo DIR --no-tui``):
   Printed: finish, verdict, print and their sum (what bench_cli_gate.py's "record+summary" holds
   besides the worker's close).
 
+``--history N`` first adds N earlier finished gates to the workspace (copies of that paired run), as
+a workspace holds them after a loop of N edits: what the command reads grows with them.
+
 The first call of each phase is a warm-up (not counted: it writes the byte-code caches).
 ``--tree DIR`` times the fibtui of another checkout (say, the commit before a change, from ``git
 archive``) with this same script; ``--profile DIR`` also writes a cProfile listing of one more call
@@ -176,22 +179,40 @@ def start_call(
     }
 
 
-def _replay_folder(root: Path) -> Path:
-    """A copy of the paired run as it stands after its last job, as the workspace's newest run."""
-    runs = root / "optimize_ops" / "runs"
+def _copy_run(runs: Path, run_id: str, finished: bool) -> Path:
+    """A copy of the paired run named ``run_id``: finished (its end line and run.json), or as it
+    stands when its last job was recorded (no end line, no run.json)."""
     src = runs / PAIRED_RUN
-    run_id = (
-        time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "_demo_local"
-    )  # as new_run_dir names it
     dst = runs / run_id
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src / "snapshots", dst / "snapshots")
     lines = (src / "journal.jsonl").read_text().splitlines()
     header = json.loads(lines[0])
     header["run_id"] = run_id
-    kept = [json.dumps(header)] + [ln for ln in lines[1:] if '"kind": "end"' not in ln]
+    kept = [json.dumps(header)] + [ln for ln in lines[1:] if finished or '"kind": "end"' not in ln]
     (dst / "journal.jsonl").write_text("\n".join(kept) + "\n")
+    if finished:
+        record = json.loads((src / "run.json").read_text())
+        record["run_id"] = run_id
+        (dst / "run.json").write_text(json.dumps(record))
     return dst
+
+
+def _add_history(root: Path, gates: int) -> None:
+    """``gates`` earlier finished representative gates (copies of the paired run), newer than the
+    demo's archived runs and older than any run the benchmark makes: a workspace after a loop."""
+    runs = root / "optimize_ops" / "runs"
+    for i in range(gates):
+        stamp = f"20261130-{i // 3600:02d}{i // 60 % 60:02d}{i % 60:02d}"
+        _copy_run(runs, f"{stamp}_demo_local", finished=True)
+
+
+def _replay_folder(root: Path) -> Path:
+    """A copy of the paired run as it stands after its last job, as the workspace's newest run."""
+    run_id = (
+        time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "_demo_local"
+    )  # as new_run_dir names it
+    return _copy_run(root / "optimize_ops" / "runs", run_id, finished=False)
 
 
 def verdict_call(
@@ -249,6 +270,13 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--tree", type=Path, default=REPO, help="the checkout whose fibtui is timed")
     ap.add_argument("--profile", type=Path, help="write cProfile listings of one call here")
+    ap.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first add N earlier finished gates to the workspace (copies of the paired run)",
+    )
     args = ap.parse_args()
     tree = args.tree.resolve()
 
@@ -266,8 +294,11 @@ def main() -> int:
             check=True,
             stdout=subprocess.DEVNULL,
         )
+        _add_history(root, args.history)
         argv = ["run", "--backend", args.backend, "--workloads", "rep", *GATE, "--no-daemon"]
         print(f"fibtui {' '.join(argv)}   (workspace {root}; fibtui of {tree})")
+        if args.history:
+            print(f"the workspace holds {args.history} earlier gates (copies of {PAIRED_RUN})")
         print(f"load average at the start {os.getloadavg()}")
         starts = [start_call(tree, root, argv, env) for _ in range(args.reps + 1)][1:]
         verdicts = [verdict_call(tree, root, env) for _ in range(args.reps + 1)][1:]
@@ -281,6 +312,7 @@ def main() -> int:
             return 1
         result = {
             "argv": argv,
+            "history_gates": args.history,
             "python": sys.executable,
             "start": _summary("start (process start to RunStarted)", starts),  # type: ignore[arg-type]
             "verdict": _summary(

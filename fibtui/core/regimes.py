@@ -332,6 +332,14 @@ class _Proto:
         self.base = self.base or self.keys[0]
 
 
+def _edges_at_or_below(bins: list[tuple[int, int]], values: pl.Series) -> pl.Series:
+    """For each value, how many of the sorted bins' lower edges are <= it. (Through an
+    expression: some polars versions' Series.search_sorted imports numpy for a type check, a
+    tenth of a second that nothing else here needs.)"""
+    lows = pl.Series([lo for lo, _ in bins], dtype=pl.Int64)
+    return pl.select(pl.lit(lows).search_sorted(values.cast(pl.Int64), side="right")).to_series()
+
+
 def analyze(
     definition: Definition,
     workloads: WorkloadSet,
@@ -485,11 +493,10 @@ def analyze(
         bins, method = axis_bins(values, counts, max_bins)
         bins_of[a] = bins
         binning[a] = method
-        lows = pl.Series([lo for lo, _ in bins], dtype=pl.Int64)
         # bin index = how many bin lower edges are <= the value, minus one (bins are sorted, cover
         # every value, and never overlap)
-        index = lows.search_sorted(keyed.get_column(a).cast(pl.Int64), side="right")
-        keyed = keyed.with_columns((pl.Series(index) - 1).cast(pl.Int32).alias(f"_fib_bin:{a}"))
+        index = _edges_at_or_below(bins, keyed.get_column(a))
+        keyed = keyed.with_columns((index - 1).cast(pl.Int32).alias(f"_fib_bin:{a}"))
     bin_cols = [f"_fib_bin:{a}" for a in varying]
     if bin_cols:
         combos = (
@@ -739,8 +746,7 @@ def _dominant_axis(
             if total_ss > 0:
                 best, best_score = varying[0], -1.0
                 for a in varying:
-                    lows = pl.Series([lo for lo, _ in bins_of[a]], dtype=pl.Int64)
-                    index = lows.search_sorted(data.get_column(a).cast(pl.Int64), side="right")
+                    index = _edges_at_or_below(bins_of[a], data.get_column(a))
                     g = (
                         data.with_columns(pl.Series("_fib_bin", index))
                         .group_by("_fib_bin")
