@@ -275,3 +275,35 @@ def test_aa_sessions_open_only_same_code_pairs(
     record_path.write_text(json.dumps(record))  # a changed run.json is read again
     sessions = stats.aa_sessions(archive)
     assert [s.source for s in sessions] == ["20261130-000103_demo_local"]
+
+
+# -- a gate's regime analysis, once per command -------------------------------------------------
+
+
+def test_a_gate_verdict_takes_the_shares_its_start_analysed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fibtui run --workloads rep analyses the newest full run for its representatives, then its
+    verdict names the bands' latency shares of that same analysis: the rows are analysed once,
+    and the shares are the ones a fresh analysis gives. A changed run record is analysed again."""
+    from fibtui.core import decisions, plan, regimes
+    from fibtui.core.demo import create_demo_workspace
+    from fibtui.core.workspace import open_workspace
+
+    _need_round()
+    monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
+    root = create_demo_workspace(tmp_path / "demo", git_init=False)
+    ws = open_workspace(root)
+    definition = ws.config_for(None).definition
+    monkeypatch.setattr(regimes, "_SHARES_SEEN", {})
+    fresh = decisions.band_shares(ws, definition)  # nothing remembered: analysed here
+    assert fresh[0] and SWEEP_RUN in str(fresh[1])
+    analyses = _count_calls(monkeypatch, regimes, "analyze")
+    reps = plan.gate_representatives(ws)
+    assert len(reps) == 3 and len(analyses) == 1
+    assert decisions.band_shares(ws, definition) == fresh
+    assert len(analyses) == 1  # the verdict's shares came from the start's analysis
+    sweep = root / "optimize_ops" / "runs" / SWEEP_RUN / "run.json"
+    sweep.write_text(sweep.read_text())  # the same rows, but another file
+    assert decisions.band_shares(ws, definition) == fresh
+    assert len(analyses) == 2

@@ -72,20 +72,14 @@ def read(path: Path, version: int) -> dict[str, Any] | None:
 
 
 def write(path: Path, version: int, entries: dict[str, Any]) -> None:
-    """Replace the cache file (a temp file renamed over it); failures are ignored."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Replace the cache file (fibtui.core.fsio's atomic write); failures are ignored."""
+    from fibtui.core.fsio import atomic_write_text
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         data = json.dumps({"version": version, "entries": entries}, separators=(",", ":"))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        atomic_write_text(path, data)
     except (OSError, ValueError, TypeError):
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         return
     _prune(path.parent)
 

@@ -332,6 +332,48 @@ class _Proto:
         self.base = self.base or self.keys[0]
 
 
+#: band -> latency share of the analyses this process made of a run's rows, under the keys of
+#: the files they came from (see :func:`shares_key`): a gate analyses the newest full run before
+#: its jobs (for its representatives) and needs the same shares for its verdict
+_SHARES_SEEN: dict[tuple[Any, ...], tuple[dict[str, float] | None, str]] = {}
+_SHARES_KEPT = 32
+
+
+def shares_key(
+    definition: Definition, workloads: WorkloadSet, record: Path
+) -> tuple[Any, ...] | None:
+    """What an analysis's bands and latency shares depend on: the definition, its workloads and
+    the run record the rows came from, each file's path and key (None when one is unreadable).
+    Pins and the device change representatives and floors, never the bands or their shares."""
+    from fibtui.core.cachefile import file_key
+
+    paths = (definition.path, workloads.path, record)
+    keys = [file_key(Path(p)) if p is not None else None for p in paths]
+    if any(k is None for k in keys):
+        return None
+    return tuple(str(p) for p in paths) + tuple(tuple(k) for k in keys if k is not None)
+
+
+def remember_shares(key: tuple[Any, ...] | None, report: RegimeReport, label: str) -> None:
+    """Keep ``report``'s latency shares by band (None without latency) under ``key``."""
+    if key is None:
+        return
+    shares = (
+        {b.name: b.latency_share for b in report.bands if b.latency_share is not None}
+        if report.has_latency
+        else None
+    )
+    _SHARES_SEEN.pop(key, None)
+    _SHARES_SEEN[key] = (shares, label)
+    while len(_SHARES_SEEN) > _SHARES_KEPT:
+        _SHARES_SEEN.pop(next(iter(_SHARES_SEEN)))
+
+
+def shares_seen(key: tuple[Any, ...] | None) -> tuple[dict[str, float] | None, str] | None:
+    """(shares or None, the rows' label) of an analysis this process already made, or None."""
+    return _SHARES_SEEN.get(key) if key is not None else None
+
+
 def _edges_at_or_below(bins: list[tuple[int, int]], values: pl.Series) -> pl.Series:
     """For each value, how many of the sorted bins' lower edges are <= it. (Through an
     expression: some polars versions' Series.search_sorted imports numpy for a type check, a

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -1023,20 +1024,58 @@ def latest_rows(
     run that covered every workload wins over newer partial ones (a gate). Rows are the first
     candidate's (the solution under test); CPU-interpreter runs are skipped, since their latencies
     say nothing about the GPU."""
+    found = latest_run(archive_root, definition, timing_kinds, workloads)
+    return found[1] if found is not None else None
+
+
+def latest_run(
+    archive_root: Path,
+    definition: str,
+    timing_kinds: tuple[str, ...] = ("cupti",),
+    workloads: int | None = None,
+) -> tuple[RunListing, tuple[list[ResultRow], str, str | None]] | None:
+    """:func:`latest_rows`'s answer with the run it comes from. Only that run's record is read:
+    the others are passed over by what their run.json said (:class:`RecordFacts`)."""
     partial: list[RunListing] = []  # newest first: the fallback when no run covers every workload
+    for listing in _gpu_runs(archive_root, definition, timing_kinds):
+        assert listing.record is not None
+        if workloads is None or listing.record.workloads >= workloads:
+            found = _candidate_rows(listing, timing_kinds)
+            if found is not None:
+                return listing, found
+        else:
+            partial.append(listing)
+    for listing in partial:
+        found = _candidate_rows(listing, timing_kinds)
+        if found is not None:
+            return listing, found
+    return None
+
+
+def newest_covering(
+    archive_root: Path, definition: str, workloads: int, timing_kinds: tuple[str, ...] = ("cupti",)
+) -> RunListing | None:
+    """The run :func:`latest_rows` answers from when one covers every one of the ``workloads``
+    workloads (by what its run.json said; nothing is read): None when no run does."""
+    for listing in _gpu_runs(archive_root, definition, timing_kinds):
+        assert listing.record is not None
+        if listing.record.workloads >= workloads:
+            return listing
+    return None
+
+
+def _gpu_runs(
+    archive_root: Path, definition: str, timing_kinds: tuple[str, ...]
+) -> Iterator[RunListing]:
+    """Newest first, the runs of ``definition`` with a PASSED job whose run.json is a run record
+    of one of ``timing_kinds``."""
     for listing in reversed(list_runs(archive_root)):
         if listing.definition != definition or listing.passed == 0:
             continue
         facts = listing.record
         if facts is None or facts.timing_kind not in timing_kinds:
             continue  # no run.json, one that is not a run record, or another timing kind
-        if workloads is None or facts.workloads >= workloads:
-            found = _candidate_rows(listing, timing_kinds)
-            if found is not None:
-                return found
-        else:
-            partial.append(listing)
-    return next(filter(None, (_candidate_rows(x, timing_kinds) for x in partial)), None)
+        yield listing
 
 
 def _candidate_rows(
