@@ -4,6 +4,7 @@ fast); it looks for executables, device files and installed packages."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -38,11 +39,88 @@ def _has_module(name: str) -> bool:
         return False
 
 
+#: where the driver describes itself and each GPU it drives, and the boot's id: what an
+#: nvidia-smi answer is kept under (module attributes, so tests can point them elsewhere)
+PROC_NVIDIA = Path("/proc/driver/nvidia")
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+DEV = Path("/dev")
+#: the shape of the nvidia-smi cache's entries (fibtui.core.cachefile); bumped when it changes
+_GPU_CACHE_VERSION = 1
+#: the most answers the cache keeps (machines sharing one home, driver updates, reboots)
+_GPU_CACHE_ENTRIES = 16
+
+
 def _gpus() -> list[tuple[str, str, str]]:
-    """(index, UUID, name) of every GPU nvidia-smi sees."""
+    """(index, UUID, name) of every GPU nvidia-smi sees. The answer is kept in the user's cache
+    folder under :func:`gpu_key` (the driver's and every GPU's own description, the device nodes,
+    the boot, the host and nvidia-smi itself), so a later command skips nvidia-smi (0.02 s to a
+    second or more) until any of those changes. Without that description nvidia-smi is asked."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return []
+    key = gpu_key(exe)
+    cached = _cached_gpus(key) if key is not None else None
+    if cached is not None:
+        return cached
+    gpus = _ask_nvidia_smi(exe)
+    if key is not None and gpus:
+        _keep_gpus(key, gpus)
+    return gpus
+
+
+def gpu_key(exe: str) -> str | None:
+    """A digest of everything an nvidia-smi GPU list depends on here, or None when /proc does
+    not describe the driver and its GPUs (then nothing is cached)."""
+    from fibtui.core.cachefile import file_key
+
+    try:
+        parts = [
+            "driver " + (PROC_NVIDIA / "version").read_text(errors="replace"),
+            "boot " + BOOT_ID.read_text(errors="replace").strip(),
+        ]
+        infos = sorted((PROC_NVIDIA / "gpus").glob("*/information"))
+        if not infos:
+            return None
+        parts += [f"gpu {p.parent.name}\n{p.read_text(errors='replace')}" for p in infos]
+        nodes = sorted(p.name for p in DEV.glob("nvidia[0-9]*"))
+    except OSError:
+        return None
+    parts += [f"nodes {' '.join(nodes)}", f"host {os.uname().nodename}"]
+    parts.append(f"nvidia-smi {exe} {file_key(Path(exe))}")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _gpu_cache() -> Path:
+    from fibtui.core.cachefile import cache_folder
+
+    return cache_folder("gpus") / "nvidia-smi.json"
+
+
+def _cached_gpus(key: str) -> list[tuple[str, str, str]] | None:
+    from fibtui.core import cachefile
+
+    rows = (cachefile.read(_gpu_cache(), _GPU_CACHE_VERSION) or {}).get(key)
+    if not isinstance(rows, list) or not rows:
+        return None
+    if not all(
+        isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) for x in r) for r in rows
+    ):
+        return None
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def _keep_gpus(key: str, gpus: list[tuple[str, str, str]]) -> None:
+    from fibtui.core import cachefile
+
+    path = _gpu_cache()
+    entries = cachefile.read(path, _GPU_CACHE_VERSION) or {}
+    entries.pop(key, None)
+    entries[key] = [list(g) for g in gpus]  # the newest last; the oldest go first
+    cachefile.write(path, _GPU_CACHE_VERSION, dict(list(entries.items())[-_GPU_CACHE_ENTRIES:]))
+
+
+def _ask_nvidia_smi(exe: str) -> list[tuple[str, str, str]]:
+    """(index, UUID, name) of every GPU, as nvidia-smi lists them now ([] when it fails)."""
     try:
         out = subprocess.run(
             [exe, "--query-gpu=index,uuid,name", "--format=csv,noheader"],

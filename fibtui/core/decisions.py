@@ -9,25 +9,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from fibtui.core import archive, stats
+from fibtui.core import stats
 from fibtui.core.errors import FibError, InputError, UsageError
 from fibtui.core.settings import get_setting
 from fibtui.core.workspace import SolutionConfig, Workspace
 
 if TYPE_CHECKING:
-    from fibtui.core.dataset import Definition, WorkloadSet
+    from fibtui.core import archive
+    from fibtui.core.dataset import Dataset, Definition, WorkloadSet
     from fibtui.core.results import AxesLookup
     from fibtui.core.runs import RunRecord
 
 
 def dataset_for(
-    ws: Workspace, definition: str | None
+    ws: Workspace, definition: str | None, ds: Dataset | None = None
 ) -> tuple[Definition, WorkloadSet] | tuple[None, None]:
-    """(Definition, WorkloadSet) of ``definition`` from the workspace's dataset, or (None, None)."""
+    """(Definition, WorkloadSet) of ``definition`` from the workspace's dataset (``ds``: the one
+    already open), or (None, None)."""
     if ws.dataset_root is None or not definition:
         return None, None
     try:
-        ds = ws.dataset()
+        ds = ds or ws.dataset()
         if definition not in ds.definition_paths:
             return None, None
         return ds.definition(definition), ds.workloads(definition)
@@ -35,11 +37,12 @@ def dataset_for(
         return None, None
 
 
-def axes_lookup(ws: Workspace | None) -> AxesLookup | None:
-    """uuid -> axes from the workspace's dataset (for result files that carry no axes)."""
+def axes_lookup(ws: Workspace | None, ds: Dataset | None = None) -> AxesLookup | None:
+    """uuid -> axes from the workspace's dataset (``ds``: the one already open), for result
+    files that carry no axes."""
     if ws is None or ws.dataset_root is None:
         return None
-    ds = ws.dataset()
+    ds = ds or ws.dataset()
 
     def lookup(definition: str, uuid: str) -> dict[str, int] | None:
         if definition not in ds.definition_paths:
@@ -54,14 +57,14 @@ def axes_lookup(ws: Workspace | None) -> AxesLookup | None:
 
 
 def band_map(
-    ws: Workspace | None, definition: str | None, rows: Sequence[Any]
+    ws: Workspace | None, definition: str | None, rows: Sequence[Any], ds: Dataset | None = None
 ) -> tuple[dict[str, str] | None, int | None]:
     """(uuid -> band, workload count) from the workspace's regimes, or (None, None)."""
     from fibtui.core import regimes
 
     if ws is None:
         return None, None
-    d, workloads = dataset_for(ws, definition)
+    d, workloads = dataset_for(ws, definition, ds)
     if d is None or workloads is None:
         return None, None
     try:
@@ -74,17 +77,27 @@ def band_map(
 
 
 def band_shares(
-    ws: Workspace | None, definition: str | None
+    ws: Workspace | None, definition: str | None, ds: Dataset | None = None
 ) -> tuple[dict[str, float] | None, str | None]:
     """(band -> its share of the definition's latency, where the latency came from) from the
     regime analysis of the newest GPU run that covered every workload (what ``fibtui regimes``
     shows), or (None, None) when there is none: a gate's own rows say nothing about the shares."""
     from fibtui.core import regimes
-    from fibtui.core.runs import latest_rows
+    from fibtui.core.runs import latest_rows, newest_covering
 
-    d, workloads = dataset_for(ws, definition) if ws is not None else (None, None)
+    d, workloads = dataset_for(ws, definition, ds) if ws is not None else (None, None)
     if ws is None or d is None or workloads is None:
         return None, None
+    covering = newest_covering(ws.archive_root, d.name, len(workloads))
+    if covering is None:
+        return None, None
+    # a gate analysed these rows before its jobs (core.plan.workspace_regimes): not again
+    seen = regimes.shares_seen(regimes.shares_key(d, workloads, covering.path / "run.json"))
+    if seen is not None:
+        shares, label = seen
+        if shares is None:
+            return None, None
+        return shares, f"latency shares from the regime analysis of {label}"
     found = latest_rows(ws.archive_root, d.name, workloads=len(workloads))
     if found is None or len({r.uuid for r in found[0]}) < len(workloads):
         return None, None
@@ -126,15 +139,17 @@ def compare(
     solution_cand: str | None = None,
 ) -> stats.CompareOutcome:
     archive_root = ws.archive_root if ws is not None else None
-    lookup = axes_lookup(ws)
+    # the dataset is read once for the whole comparison
+    ds = ws.dataset() if ws is not None and ws.dataset_root is not None else None
+    lookup = axes_lookup(ws, ds)
     base = stats.load_source(base_spec, archive_root, lookup)
     cand = stats.load_source(cand_spec, archive_root, lookup) if cand_spec else None
     settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
     definition = base.table.definition or (cand.table.definition if cand else None)
-    band_of, total = band_map(ws, definition, base.table.rows)
+    band_of, total = band_map(ws, definition, base.table.rows, ds)
     # a sample names each band's share of the latency (the full set holds it all)
     sample = total is None or len({r.uuid for r in base.table.rows}) < total
-    shares, share_source = band_shares(ws, definition) if sample else (None, None)
+    shares, share_source = band_shares(ws, definition, ds) if sample else (None, None)
     return stats.compare_sources(
         base,
         cand,
@@ -261,6 +276,8 @@ def gather(
     required: bool = True,
     candidate_hash: str | None = None,
 ) -> Gathered | None:
+    from fibtui.core import archive  # only for rounds: a verdict does without it
+
     settings = stats.StatsSettings.from_workspace(ws.root)
     root = ws.archive_root
     try:
@@ -300,6 +317,8 @@ def promote(
     new_name: str | None = None,
     commit: bool = True,
 ) -> archive.DecisionResult:
+    from fibtui.core import archive  # only for rounds: a verdict does without it
+
     g = gather(ws, run_ids, candidate)
     cfg = config_for(ws, g.inputs.deciding.record.get("definition", ""))
     lang = g.inputs.candidate.get("language") or cfg.language
@@ -341,6 +360,8 @@ def reject(
     reason: str | None = None,
 ) -> archive.DecisionResult:
     """Archive the rejected candidate first, then restore the checked-in kernel."""
+    from fibtui.core import archive  # only for rounds: a verdict does without it
+
     cfg = ws.config_for(None)
     g: Gathered | None
     if run_ids:
@@ -381,6 +402,8 @@ def archive_round(
     topic: str | None = None,
     reason: str | None = None,
 ) -> archive.DecisionResult:
+    from fibtui.core import archive  # only for rounds: a verdict does without it
+
     g = gather(ws, run_ids, candidate)
     return archive.archive_only(
         g.inputs, topic=topic, reason=reason, definition_obj=g.definition, workloads=g.workloads

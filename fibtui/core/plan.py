@@ -226,14 +226,14 @@ def workspace_regimes(ws: Workspace, definition: str | None = None) -> Workspace
     # imported here: regimes and roofline bring polars, which a run of explicit uuids never needs
     from fibtui.core import regimes, roofline
     from fibtui.core.errors import FibError
-    from fibtui.core.runs import latest_rows
+    from fibtui.core.runs import latest_run
 
     cfg = ws.config_for(definition)
     ds = ws.dataset()
     d = ds.definition(cfg.definition)
     workloads = ds.workloads(d.name)
-    latest = latest_rows(ws.archive_root, d.name, workloads=len(workloads))
-    rows, label, hardware = latest if latest else (None, None, None)
+    latest = latest_run(ws.archive_root, d.name, workloads=len(workloads))
+    rows, label, hardware = latest[1] if latest else (None, None, None)
     try:
         device = roofline.get_device(hardware or "B200", ws.root)
     except FibError:
@@ -248,6 +248,10 @@ def workspace_regimes(ws: Workspace, definition: str | None = None) -> Workspace
         device=device,
         latency_source=label,
     )
+    if latest is not None and rows is not None and label is not None:
+        if len({r.uuid for r in rows}) >= len(workloads):  # the shares a verdict names
+            key = regimes.shares_key(d, workloads, latest[0].path / "run.json")
+            regimes.remember_shares(key, report, label)
     return WorkspaceRegimes(report, d, workloads, hardware)
 
 

@@ -332,6 +332,56 @@ class _Proto:
         self.base = self.base or self.keys[0]
 
 
+#: band -> latency share of the analyses this process made of a run's rows, under the keys of
+#: the files they came from (see :func:`shares_key`): a gate analyses the newest full run before
+#: its jobs (for its representatives) and needs the same shares for its verdict
+_SHARES_SEEN: dict[tuple[Any, ...], tuple[dict[str, float] | None, str]] = {}
+_SHARES_KEPT = 32
+
+
+def shares_key(
+    definition: Definition, workloads: WorkloadSet, record: Path
+) -> tuple[Any, ...] | None:
+    """What an analysis's bands and latency shares depend on: the definition, its workloads and
+    the run record the rows came from, each file's path and key (None when one is unreadable).
+    Pins and the device change representatives and floors, never the bands or their shares."""
+    from fibtui.core.cachefile import file_key
+
+    paths = (definition.path, workloads.path, record)
+    keys = [file_key(Path(p)) if p is not None else None for p in paths]
+    if any(k is None for k in keys):
+        return None
+    return tuple(str(p) for p in paths) + tuple(tuple(k) for k in keys if k is not None)
+
+
+def remember_shares(key: tuple[Any, ...] | None, report: RegimeReport, label: str) -> None:
+    """Keep ``report``'s latency shares by band (None without latency) under ``key``."""
+    if key is None:
+        return
+    shares = (
+        {b.name: b.latency_share for b in report.bands if b.latency_share is not None}
+        if report.has_latency
+        else None
+    )
+    _SHARES_SEEN.pop(key, None)
+    _SHARES_SEEN[key] = (shares, label)
+    while len(_SHARES_SEEN) > _SHARES_KEPT:
+        _SHARES_SEEN.pop(next(iter(_SHARES_SEEN)))
+
+
+def shares_seen(key: tuple[Any, ...] | None) -> tuple[dict[str, float] | None, str] | None:
+    """(shares or None, the rows' label) of an analysis this process already made, or None."""
+    return _SHARES_SEEN.get(key) if key is not None else None
+
+
+def _edges_at_or_below(bins: list[tuple[int, int]], values: pl.Series) -> pl.Series:
+    """For each value, how many of the sorted bins' lower edges are <= it. (Through an
+    expression: some polars versions' Series.search_sorted imports numpy for a type check, a
+    tenth of a second that nothing else here needs.)"""
+    lows = pl.Series([lo for lo, _ in bins], dtype=pl.Int64)
+    return pl.select(pl.lit(lows).search_sorted(values.cast(pl.Int64), side="right")).to_series()
+
+
 def analyze(
     definition: Definition,
     workloads: WorkloadSet,
@@ -485,11 +535,10 @@ def analyze(
         bins, method = axis_bins(values, counts, max_bins)
         bins_of[a] = bins
         binning[a] = method
-        lows = pl.Series([lo for lo, _ in bins], dtype=pl.Int64)
         # bin index = how many bin lower edges are <= the value, minus one (bins are sorted, cover
         # every value, and never overlap)
-        index = lows.search_sorted(keyed.get_column(a).cast(pl.Int64), side="right")
-        keyed = keyed.with_columns((pl.Series(index) - 1).cast(pl.Int32).alias(f"_fib_bin:{a}"))
+        index = _edges_at_or_below(bins, keyed.get_column(a))
+        keyed = keyed.with_columns((index - 1).cast(pl.Int32).alias(f"_fib_bin:{a}"))
     bin_cols = [f"_fib_bin:{a}" for a in varying]
     if bin_cols:
         combos = (
@@ -739,8 +788,7 @@ def _dominant_axis(
             if total_ss > 0:
                 best, best_score = varying[0], -1.0
                 for a in varying:
-                    lows = pl.Series([lo for lo, _ in bins_of[a]], dtype=pl.Int64)
-                    index = lows.search_sorted(data.get_column(a).cast(pl.Int64), side="right")
+                    index = _edges_at_or_below(bins_of[a], data.get_column(a))
                     g = (
                         data.with_columns(pl.Series("_fib_bin", index))
                         .group_by("_fib_bin")

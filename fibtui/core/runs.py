@@ -17,9 +17,11 @@ torn last line is ignored (and reported), and every job ends up exactly once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -539,18 +541,23 @@ def release_lock(folder: Path) -> None:
 def run_state(folder: Path, contents: JournalContents | None = None) -> str:
     """running | interrupted | complete | failed (| cancelled)."""
     contents = contents or read_journal(folder / "journal.jsonl")
-    if pid_alive(lock_holder(folder)) and contents.end is None:
+    return _state(
+        folder,
+        None if contents.end is None else contents.end.get("state"),
+        len(contents.results),
+        len(contents.header.jobs) - len(contents.skipped_keys()),
+        any(r.status in INFRA_STATUSES for r in contents.results.values()),
+    )
+
+
+def _state(folder: Path, end: str | None, done: int, total: int, infra_failed: bool) -> str:
+    """A run's state from its journal's end line's state (None: no end line), its finished and
+    planned jobs, whether a job failed for the infrastructure, and its lock."""
+    if end is None and pid_alive(lock_holder(folder)):
         return "running"
-    done = len(contents.results)
-    total = len(contents.header.jobs) - len(contents.skipped_keys())
     if done < total:
-        return (
-            "interrupted"
-            if contents.end is None or contents.end.get("state") != "cancelled"
-            else "cancelled"
-        )
-    failed = any(r.status in INFRA_STATUSES for r in contents.results.values())
-    return "failed" if failed else "complete"
+        return "interrupted" if end != "cancelled" else "cancelled"
+    return "failed" if infra_failed else "complete"
 
 
 @dataclass
@@ -759,6 +766,30 @@ def write_record(folder: Path, contents: JournalContents | None = None) -> RunRe
     return record
 
 
+@dataclass(frozen=True)
+class RecordFacts:
+    """What a run's run.json says that readers of many runs check before they read it whole."""
+
+    #: its timing kind and the distinct workloads of its first candidate's rows, when fibtui
+    #: reads it as a run record (timing_kind None: it does not)
+    timing_kind: str | None
+    workloads: int
+    #: one baseline and a candidate of the same sources by hash (an A/A pair), by its solutions
+    same_code_pair: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: Any) -> RecordFacts | None:
+        if not isinstance(obj, dict) or set(obj) != {"timing_kind", "workloads", "same_code_pair"}:
+            return None
+        kind, n, pair = obj["timing_kind"], obj["workloads"], obj["same_code_pair"]
+        if not isinstance(kind, (str, type(None))) or not _is_int(n) or not isinstance(pair, bool):
+            return None
+        return cls(kind, n, pair)
+
+
 @dataclass
 class RunListing:
     run_id: str
@@ -770,41 +801,171 @@ class RunListing:
     definition: str
     path: Path
     passed: int = 0
+    #: what its run.json says (None: there is none), for readers that pass over runs (not printed)
+    record: RecordFacts | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("record")
         out["path"] = str(self.path)
         return out
 
 
+#: the shape of the listing cache's entries (fibtui.core.cachefile): bumped whenever it changes
+_LISTING_CACHE_VERSION = 1
+
+
 def list_runs(archive_root: Path) -> list[RunListing]:
+    """Every run under ``<archive>/runs``, oldest first. What a listing needs of each journal and
+    run.json is kept in the user's cache folder under the file's key
+    (:mod:`fibtui.core.cachefile`): neither is parsed again until it changes."""
     root = runs_root(archive_root)
     out: list[RunListing] = []
     if not root.is_dir():
         return out
+    cache = _ListingCache(root)
     for folder in sorted(root.iterdir()):
         journal = folder / "journal.jsonl"
         if folder.name.startswith(".") or not journal.is_file():
             continue  # a hidden folder is an archive copy still being made (or one that was cut short)
-        try:
-            contents = read_journal(journal)
-        except InputError:
-            continue
-        h = contents.header
-        out.append(
-            RunListing(
-                run_id=h.run_id,
-                state=run_state(folder, contents),
-                jobs_done=len(contents.results),
-                jobs_total=len(h.jobs) - len(contents.skipped_keys()),
-                backend=h.backend,
-                started=h.started,
-                definition=h.definition,
-                path=folder,
-                passed=sum(1 for r in contents.results.values() if r.status == PASSED),
-            )
-        )
+        facts = cache.journal_facts(folder.name, journal)
+        if facts is not None:
+            out.append(_listing(folder, facts, cache.record_facts(folder.name, folder)))
+    cache.save()
     return out
+
+
+def _journal_facts(contents: JournalContents) -> dict[str, Any]:
+    """What a run listing keeps of a journal (all that :func:`list_runs` reads of it)."""
+    h = contents.header
+    return {
+        "run_id": h.run_id,
+        "definition": h.definition,
+        "backend": h.backend,
+        "started": h.started,
+        "end": None if contents.end is None else contents.end.get("state"),
+        "done": len(contents.results),
+        "total": len(h.jobs) - len(contents.skipped_keys()),
+        "passed": sum(1 for r in contents.results.values() if r.status == PASSED),
+        "infra_failed": any(r.status in INFRA_STATUSES for r in contents.results.values()),
+    }
+
+
+_FACT_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("run_id", "definition", "backend", "started"), (str,)),
+    **dict.fromkeys(("done", "total", "passed"), (int,)),
+    "end": (str, type(None)),
+    "infra_failed": (bool,),
+}
+
+
+def _journal_facts_ok(facts: Any) -> bool:
+    """Are cached journal facts of the shape :func:`_journal_facts` makes?"""
+    if not isinstance(facts, dict) or set(facts) != set(_FACT_TYPES):
+        return False
+    return all(
+        isinstance(facts[k], types) and (bool in types or not isinstance(facts[k], bool))
+        for k, types in _FACT_TYPES.items()
+    )
+
+
+def _record_facts(path: Path) -> RecordFacts:
+    """What ``path`` (a run.json) says, read as :func:`latest_rows` and
+    :func:`fibtui.core.stats.aa_sessions` read it."""
+    # the module, not the package: fibtui.core.results reads journals through this module
+    from fibtui.core.results.fibtui_run import load_run_record
+
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        raw = None
+    sols = raw.get("solutions") if isinstance(raw, dict) else None
+    sols = [s for s in sols if isinstance(s, dict)] if isinstance(sols, list) else []
+    base = [s["source_hash"] for s in sols if s.get("role") == "baseline" and s.get("source_hash")]
+    cands = [
+        s["source_hash"] for s in sols if s.get("role") == "candidate" and s.get("source_hash")
+    ]
+    pair = len(base) == 1 and base[0] in cands
+    try:
+        table = load_run_record(path)
+    except InputError:
+        return RecordFacts(None, 0, pair)
+    kind = table.meta.get("timing_kind")
+    rows = _first_candidate_rows(table.rows)
+    return RecordFacts(kind if isinstance(kind, str) else None, len({r.uuid for r in rows}), pair)
+
+
+def _first_candidate_rows(rows: list[ResultRow]) -> list[ResultRow]:
+    """The rows of a run's first candidate (the solution under test; of its first solution
+    when it names no candidate)."""
+    candidates = [r for r in rows if r.role == "candidate"] or rows
+    first = next((r.solution for r in candidates if r.solution), None)
+    return [r for r in candidates if r.solution == first]
+
+
+def _listing(folder: Path, f: dict[str, Any], record: RecordFacts | None) -> RunListing:
+    return RunListing(
+        run_id=f["run_id"],
+        state=_state(folder, f["end"], f["done"], f["total"], f["infra_failed"]),
+        jobs_done=f["done"],
+        jobs_total=f["total"],
+        backend=f["backend"],
+        started=f["started"],
+        definition=f["definition"],
+        path=folder,
+        passed=f["passed"],
+        record=record,
+    )
+
+
+class _ListingCache:
+    """The listing facts of one runs folder by run folder name: its journal's and its run.json's,
+    each under the file's key. A file whose key differs (or that is still changing) is read."""
+
+    def __init__(self, root: Path) -> None:
+        from fibtui.core import cachefile
+
+        self._cf = cachefile
+        name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
+        self.path = cachefile.cache_folder("runs") / f"{name}.json"
+        self.old = cachefile.read(self.path, _LISTING_CACHE_VERSION) or {}
+        self.new: dict[str, dict[str, Any]] = {}
+
+    def _cached(self, name: str, part: str, key: list[int] | None) -> Any:
+        entry = self.old.get(name)
+        if key is None or not isinstance(entry, dict) or not isinstance(entry.get(part), dict):
+            return None
+        return entry[part].get("facts") if entry[part].get("key") == key else None
+
+    def _keep(self, name: str, part: str, key: list[int] | None, facts: Any) -> None:
+        if self._cf.settled(key):
+            self.new.setdefault(name, {})[part] = {"key": key, "facts": facts}
+
+    def journal_facts(self, name: str, journal: Path) -> dict[str, Any] | None:
+        key = self._cf.file_key(journal)  # before reading: a later change gives another key
+        facts = self._cached(name, "journal", key)
+        if not _journal_facts_ok(facts):
+            try:
+                facts = _journal_facts(read_journal(journal))
+            except InputError:
+                return None
+        self._keep(name, "journal", key, facts)
+        return facts
+
+    def record_facts(self, name: str, folder: Path) -> RecordFacts | None:
+        path = folder / "run.json"
+        if not path.is_file():
+            return None
+        key = self._cf.file_key(path)
+        facts = RecordFacts.from_json(self._cached(name, "record", key))
+        if facts is None:
+            facts = _record_facts(path)
+        self._keep(name, "record", key, facts.to_json())
+        return facts
+
+    def save(self) -> None:
+        if self.new != self.old:
+            self._cf.write(self.path, _LISTING_CACHE_VERSION, self.new)
 
 
 def history_seconds_per_job(
@@ -863,28 +1024,75 @@ def latest_rows(
     run that covered every workload wins over newer partial ones (a gate). Rows are the first
     candidate's (the solution under test); CPU-interpreter runs are skipped, since their latencies
     say nothing about the GPU."""
-    # the module, not the package: fibtui.core.results reads journals through this module
-    from fibtui.core.results.fibtui_run import load_run_record
+    found = latest_run(archive_root, definition, timing_kinds, workloads)
+    return found[1] if found is not None else None
 
-    chosen = None
+
+def latest_run(
+    archive_root: Path,
+    definition: str,
+    timing_kinds: tuple[str, ...] = ("cupti",),
+    workloads: int | None = None,
+) -> tuple[RunListing, tuple[list[ResultRow], str, str | None]] | None:
+    """:func:`latest_rows`'s answer with the run it comes from. Only that run's record is read:
+    the others are passed over by what their run.json said (:class:`RecordFacts`)."""
+    partial: list[RunListing] = []  # newest first: the fallback when no run covers every workload
+    for listing in _gpu_runs(archive_root, definition, timing_kinds):
+        assert listing.record is not None
+        if workloads is None or listing.record.workloads >= workloads:
+            found = _candidate_rows(listing, timing_kinds)
+            if found is not None:
+                return listing, found
+        else:
+            partial.append(listing)
+    for listing in partial:
+        found = _candidate_rows(listing, timing_kinds)
+        if found is not None:
+            return listing, found
+    return None
+
+
+def newest_covering(
+    archive_root: Path, definition: str, workloads: int, timing_kinds: tuple[str, ...] = ("cupti",)
+) -> RunListing | None:
+    """The run :func:`latest_rows` answers from when one covers every one of the ``workloads``
+    workloads (by what its run.json said; nothing is read): None when no run does."""
+    for listing in _gpu_runs(archive_root, definition, timing_kinds):
+        assert listing.record is not None
+        if listing.record.workloads >= workloads:
+            return listing
+    return None
+
+
+def _gpu_runs(
+    archive_root: Path, definition: str, timing_kinds: tuple[str, ...]
+) -> Iterator[RunListing]:
+    """Newest first, the runs of ``definition`` with a PASSED job whose run.json is a run record
+    of one of ``timing_kinds``."""
     for listing in reversed(list_runs(archive_root)):
         if listing.definition != definition or listing.passed == 0:
             continue
-        record = listing.path / "run.json"
-        if not record.is_file():
-            continue
-        try:
-            table = load_run_record(record)
-        except InputError:
-            continue
-        if table.meta.get("timing_kind") not in timing_kinds:
-            continue
-        candidates = [r for r in table.rows if r.role == "candidate"] or table.rows
-        first = next((r.solution for r in candidates if r.solution), None)
-        rows = [r for r in candidates if r.solution == first]
-        hardware = (table.meta.get("environment") or {}).get("gpu")
-        found = (rows, f"run {listing.run_id} ({first}, {table.meta.get('timing_kind')})", hardware)
-        if workloads is None or len({r.uuid for r in rows}) >= workloads:
-            return found
-        chosen = chosen or found
-    return chosen
+        facts = listing.record
+        if facts is None or facts.timing_kind not in timing_kinds:
+            continue  # no run.json, one that is not a run record, or another timing kind
+        yield listing
+
+
+def _candidate_rows(
+    listing: RunListing, timing_kinds: tuple[str, ...]
+) -> tuple[list[ResultRow], str, str | None] | None:
+    """(rows of the run's first candidate, label, hardware) from its run.json, or None when it
+    cannot be read (or holds another timing kind)."""
+    # the module, not the package: fibtui.core.results reads journals through this module
+    from fibtui.core.results.fibtui_run import load_run_record
+
+    try:
+        table = load_run_record(listing.path / "run.json")
+    except InputError:
+        return None
+    if table.meta.get("timing_kind") not in timing_kinds:
+        return None
+    rows = _first_candidate_rows(table.rows)
+    first = rows[0].solution if rows else None
+    hardware = (table.meta.get("environment") or {}).get("gpu")
+    return rows, f"run {listing.run_id} ({first}, {table.meta.get('timing_kind')})", hardware

@@ -26,8 +26,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from fibtui.core.errors import InputError
 from fibtui.core.fsio import atomic_write_text
 from fibtui.core.workspace import read_toml
@@ -59,6 +57,8 @@ def get_setting(root: str | Path, dotted: str, default: Any = None) -> Any:
 
 def set_setting(root: str | Path, dotted: str, value: Any) -> Path:
     """Set ``a.b.c = value`` keeping every comment and the rest of the file as it was."""
+    import tomlkit  # only to write: reading uses tomllib (a command that only reads needs no tomlkit)
+
     path = settings_path(root)
     with _LOCK:
         if path.is_file():

@@ -1813,9 +1813,9 @@ def aa_sessions(
     for listing in list_runs(archive_root):
         if listing.run_id in exclude or listing.state != "complete":
             continue
+        if listing.record is None or not listing.record.same_code_pair:
+            continue  # no run.json, or its solutions are no A/A pair: not read
         record_path = listing.path / "run.json"
-        if not record_path.is_file():
-            continue
         try:
             record = json.loads(record_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
