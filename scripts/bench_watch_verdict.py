@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-async def measure(saves: int, size: tuple[int, int]) -> dict:
+async def measure(saves: int, size: tuple[int, int], wait_s: float = 120.0) -> dict:
     from fibtui.core.demo import create_demo_workspace
     from fibtui.core.workspace import open_workspace
     from fibtui.runners.service.client import Client
@@ -58,10 +58,11 @@ async def measure(saves: int, size: tuple[int, int]) -> dict:
     try:
         async with app.run_test(size=size, message_hook=hook) as pilot:
 
-            async def until(cond, timeout: float = 300.0, what: str = "") -> None:
+            async def until(cond, timeout: float = wait_s, what: str = "") -> None:
                 t = time.monotonic()
                 while not cond():
                     if time.monotonic() - t > timeout:
+                        _report_stall(app, messages, what, timeout)
                         raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
                     await pilot.pause(0.005)
 
@@ -70,16 +71,20 @@ async def measure(saves: int, size: tuple[int, int]) -> dict:
                 return bool(status.get("ready"))
 
             runs = app.query_one(RunsPane)
+            t_start = time.monotonic()
             await pilot.press("w")
             await until(
                 lambda: app.watch_mode and app.pane("regimes").report is not None,
                 what="watch mode and the regime analysis",
             )
+            print(f"watch mode on after {time.monotonic() - t_start:.1f} s", flush=True)
             for i in range(saves + 1):
                 await until(
                     lambda: runs.active_run is None and service_ready(),
                     what="no run in flight and a ready worker",
                 )
+                if i == 0:
+                    print(f"a worker ready after {time.monotonic() - t_start:.1f} s", flush=True)
                 await pilot.pause(0.3)  # the watcher settles; nothing in flight
                 start = len(messages)
                 t0 = time.monotonic()
@@ -107,6 +112,22 @@ async def measure(saves: int, size: tuple[int, int]) -> dict:
     }
 
 
+def _report_stall(app, messages: list, what: str, timeout: float) -> None:
+    """What the app did while the bench waited in vain: the kinds of messages since the last
+    save, its notifications, its workers."""
+    kinds: dict[str, int] = {}
+    for _, m in messages[-5000:]:
+        kinds[type(m).__name__] = kinds.get(type(m).__name__, 0) + 1
+    print(f"stalled {timeout:.0f} s waiting for {what}", flush=True)
+    print(f"  messages (last 5000): {kinds}", flush=True)
+    for n in list(getattr(app, "_notifications", []))[-10:]:
+        print(f"  notification [{n.severity}]: {n.message}", flush=True)
+    for w in list(app.workers):
+        print(
+            f"  worker {w.name} group={w.group} state={w.state.name} error={w.error!r}", flush=True
+        )
+
+
 async def _follow(until, messages: list, start: int, t0: float) -> dict:
     """Times (ms from the save) of the messages that follow it, up to the verdict of its run."""
     from fibtui.runners.events import JobFinished, RunFinished
@@ -114,9 +135,12 @@ async def _follow(until, messages: list, start: int, t0: float) -> dict:
 
     found: dict[str, float] = {}
     run_id: list[str] = []
+    seen = [start]
 
     def scan() -> bool:
-        for at, m in messages[start:]:
+        end = len(messages)
+        new, seen[0] = messages[seen[0] : end], end
+        for at, m in new:
             name = type(m).__name__
             if name == "WatchFired":
                 found.setdefault("fired_ms", (at - t0) * 1000)
@@ -136,7 +160,13 @@ async def _follow(until, messages: list, start: int, t0: float) -> dict:
                 return True
         return False
 
-    await until(scan, what="the verdict of the run the save started")
+    try:
+        await until(scan, what="the verdict of the run the save started")
+    except SystemExit:
+        print(
+            f"  seen after the save (ms): {found}; its run: {run_id or 'none started'}", flush=True
+        )
+        raise
     return {
         "run_id": run_id[0],
         **{k: round(v, 1) if isinstance(v, float) else v for k, v in found.items()},
@@ -156,9 +186,16 @@ def main() -> int:
     ap.add_argument("--saves", type=int, default=6, help="saves measured after the first")
     ap.add_argument("--size", default="120x40")
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        help="seconds to wait for each step before saying where it stalled (the CPU "
+        "interpreter's gate of the demo takes minutes: give it 600)",
+    )
     args = ap.parse_args()
     w, h = (int(x) for x in args.size.split("x"))
-    res = asyncio.run(measure(args.saves, (w, h)))
+    res = asyncio.run(measure(args.saves, (w, h), args.wait))
     m = res["median_ms"]
     print(
         f"{res['backend']} backend, {len(res['saves'])} saves after the first: save -> verdict median "

@@ -123,3 +123,37 @@ async def test_watch_on_a_picked_candidate_shows_its_compile_error_within_second
         assert any("next_v2: COMPILE_ERROR; the pair was stopped" in t for t in said), said
         print(f"COMPILE_ERROR row {first:.2f} s after the save")
         await pilot.press("w")
+
+
+async def test_without_file_events_watch_mode_polls_and_says_so(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A host out of inotify instances (a shared GPU server, a container): the file watcher
+    cannot start. Watch mode says so and polls; a save still reruns the gate."""
+    import watchfiles
+
+    real = watchfiles.awatch
+    asked: list = []
+
+    def awatch(*args, **kwargs):
+        asked.append(kwargs.get("force_polling"))
+        if not kwargs.get("force_polling"):
+            raise OSError(24, "Too many open files (os error 24)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(watchfiles, "awatch", awatch)
+    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    kernel = root / "solution" / "triton" / "kernel.py"
+    events: list = []
+    app = make_app(open_workspace(root))
+    app.note_acknowledged = True
+    async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
+        await pilot.press("w")
+        await wait_until(pilot, lambda: asked == [None, True])
+        notes = [str(n.message) for n in app._notifications]
+        assert any("no file events here (OSError" in n and "polling" in n for n in notes), notes
+        await pilot.pause(0.5)  # the first poll takes the folder's state
+        kernel.write_text(GOOD_TRITON + "\n# saved\n")
+        await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)))
+        assert len(app.watch_latencies_ms) == 1

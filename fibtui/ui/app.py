@@ -1392,9 +1392,31 @@ class FibApp(App[int]):
 
     @work(exclusive=True, group="watch", exit_on_error=False)
     async def _watch(self, folder: Path) -> None:
+        """Post WatchFired for the saves under ``folder``: from the file system's events, or,
+        where those cannot be had (a host out of inotify instances or watches, a file system
+        without them), by polling every 0.2 s, said once in a notification."""
+        try:
+            await self._watch_saves(folder, polling=False)
+        except (OSError, RuntimeError) as exc:
+            self.notify(
+                f"watch mode: no file events here ({type(exc).__name__}: {exc}); "
+                "polling for saves every 0.2 s",
+                severity="warning",
+                timeout=10,
+            )
+            await self._watch_saves(folder, polling=True)
+
+    async def _watch_saves(self, folder: Path, polling: bool) -> None:
         from watchfiles import awatch
 
-        async for changes in awatch(folder, debounce=40, step=10, recursive=True):
+        async for changes in awatch(
+            folder,
+            debounce=40,
+            step=10,
+            recursive=True,
+            force_polling=True if polling else None,
+            poll_delay_ms=200,
+        ):
             detected = time.monotonic()
             paths = [p for _, p in changes if p.endswith(WATCH_SUFFIXES) and "__pycache__" not in p]
             if paths and self.watch_mode:

@@ -62,7 +62,7 @@ if [ -x /tmp/spy/bin/py-spy ]; then
 fi
 
 say "3. watch mode in the TUI"
-timeout ${WATCH_S:-150} python3 scripts/bench_watch_verdict.py --saves ${SAVES:-8} --json $R/watch.json \
+timeout -k 10 ${WATCH_S:-150} python3 scripts/bench_watch_verdict.py --saves ${SAVES:-8} --json $R/watch.json \
   > $R/watch.txt 2>&1
 say "watch rc=$?"; tail -3 $R/watch.txt
 python3 -m fibtui workers stop > /dev/null 2>&1
