@@ -1397,14 +1397,17 @@ class FibApp(App[int]):
         without them), by polling every 0.2 s, said once in a notification."""
         try:
             await self._watch_saves(folder, polling=False)
-        except (OSError, RuntimeError) as exc:
-            self.notify(
-                f"watch mode: no file events here ({type(exc).__name__}: {exc}); "
-                "polling for saves every 0.2 s",
-                severity="warning",
-                timeout=10,
-            )
-            await self._watch_saves(folder, polling=True)
+            why = "the file watcher stopped"
+        except Exception as exc:  # noqa: BLE001 - whatever stops it, say so and poll
+            why = f"{type(exc).__name__}: {exc}"
+        if not self.watch_mode:
+            return
+        self.notify(
+            f"watch mode: no file events here ({why}); polling for saves every 0.2 s",
+            severity="warning",
+            timeout=10,
+        )
+        await self._watch_saves(folder, polling=True)
 
     async def _watch_saves(self, folder: Path, polling: bool) -> None:
         from watchfiles import awatch
