@@ -15,6 +15,12 @@
 #    (scripts/device/fb_pair_dataset.py).
 # 4. fibtui's warm sweep once more after it (the worker service starts again first).
 # Files: $OUT/fbratio.tgz (everything) and $OUT/fbratio_summary.txt.
+#
+# flashinfer-bench needs more than one call's 10 minutes for both solutions (2026-12-02: 35 of the
+# 54 workloads in 480 s). Split it over two calls, one solution each, and add the two times:
+#   SWEEPS=0 FB_S=570 FB_SOLUTIONS=solution/triton bash scripts/device/h200_fb_ratio.sh
+#   FB_S=420 FB_SOLUTIONS=candidates/v2_smallb_splitv bash scripts/device/h200_fb_ratio.sh
+# (SWEEPS=0 skips fibtui's sweeps; FB_SOLUTIONS: folders of the demo workspace, both by default).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 if [ ! -f /tmp/site/.done ]; then
@@ -57,14 +63,18 @@ wait_ready() {
     sleep 0.25
   done
 }
-sweep s54_cold $S
-wait_ready
-sweep s54_warm $S
-sweep s54_adaptive $S --adaptive
-python3 -m fibtui workers stop > /dev/null 2>&1
+if [ "${SWEEPS:-1}" = 1 ]; then
+  sweep s54_cold $S
+  wait_ready
+  sweep s54_warm $S
+  sweep s54_adaptive $S --adaptive
+  python3 -m fibtui workers stop > /dev/null 2>&1
+fi
 
 say "flashinfer-bench"
-python3 scripts/device/fb_pair_dataset.py $WS /tmp/fbds $WS/solution/triton $WS/candidates/v2_smallb_splitv > $R/fb_solutions.txt || exit 3
+FB_DIRS=""
+for d in ${FB_SOLUTIONS:-solution/triton candidates/v2_smallb_splitv}; do FB_DIRS="$FB_DIRS $WS/$d"; done
+python3 scripts/device/fb_pair_dataset.py $WS /tmp/fbds $FB_DIRS > $R/fb_solutions.txt || exit 3
 T0=$(date +%s.%N)
 timeout ${FB_S:-480} python3 -c 'import sys; from flashinfer_bench.cli.main import cli; sys.argv[0]="flashinfer-bench"; sys.exit(cli())' \
   run --local /tmp/fbds --save-results > $R/fb_console.log 2>&1
@@ -73,11 +83,12 @@ T1=$(date +%s.%N)
 python3 -c "print(round($T1 - $T0, 1))" > $R/fb.time
 say "flashinfer-bench: rc=$RC wall $(cat $R/fb.time) s"
 
-say "fibtui again"
-python3 -m fibtui workers status > /dev/null 2>&1
-sweep s54_warm_after $S   # its first worker starts with the service (not ready ahead)
-wait_ready
-sweep s54_warm_after2 $S
+if [ "${SWEEPS:-1}" = 1 ]; then
+  say "fibtui again"
+  sweep s54_warm_after $S   # its first worker starts with the service (not ready ahead)
+  wait_ready
+  sweep s54_warm_after2 $S
+fi
 
 python3 - $R /tmp/fbds <<'PY' | tee $OUT/fbratio_summary.txt
 import json, pathlib, statistics, sys
@@ -109,9 +120,20 @@ for t in traces:
         perf = ev.get("performance") or {}
         if perf.get("latency_ms"):
             lat.setdefault(sol, []).append(perf["latency_ms"])
-print("flashinfer-bench statuses:", json.dumps(status))
+print("flashinfer-bench statuses (traces):", json.dumps(status))
+import re
+logged = {}
+for line in (r / "fb_console.log").read_text(errors="replace").splitlines():
+    m = re.search(r"benchmark: Solution '([^']+)' for workload \S+: (\w+)", line)
+    if m:
+        logged.setdefault(m.group(1), {}).setdefault(m.group(2), 0)
+        logged[m.group(1)][m.group(2)] += 1
+print("flashinfer-bench statuses (its log):", json.dumps(logged))
+status = status or logged
 print("flashinfer-bench mean latency (ms):", {k: round(statistics.mean(v), 5) for k, v in lat.items()})
 fb = float((r / "fb.time").read_text())
+print("flashinfer-bench results:", sum(sum(v.values()) for v in status.values()), "of", 54 * len(
+    (r / "fb_solutions.txt").read_text().split()), "in", fb, "s")
 for name in ("s54_warm", "s54_adaptive", "s54_warm_after2"):
     if name in fib:
         print(f"flashinfer-bench {fb:.1f} s / fibtui {name} {fib[name]:.2f} s = {fb / fib[name]:.0f}x")
