@@ -41,12 +41,8 @@
 # NO_SPEED_VERDICT).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1 && [ ! -f /tmp/site/.done ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
-  touch /tmp/site/.done
-fi
-export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+source scripts/device/_site.sh
+install_site || exit 1
 export FIBTUI_CACHE_DIR=${FIBTUI_CACHE_DIR:-/tmp/fibtui-cache} GIT_PYTHON_REFRESH=quiet
 OUT=${OUT:?set OUT: the folder whose files come back}
 BACKEND=${BACKEND:-local}

@@ -14,11 +14,8 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 BASE=${BASE:-4f889d4}
 git rev-parse -q --verify "$BASE^{commit}" >/dev/null || { echo "no commit $BASE here"; exit 9; }
-if [ ! -f /tmp/site/.done ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
-  touch /tmp/site/.done
-fi
+source scripts/device/_site.sh
+install_site || exit 1
 W=/tmp/fastpath
 rm -rf $W && mkdir -p $W/before $W/after
 git archive "$BASE" fibtui scripts | tar -x -C $W/before

@@ -18,12 +18,9 @@
 # Files: $OUT/loop.tgz (everything), $OUT/loop_summary.txt, and the adaptive script's own.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-if [ ! -f /tmp/site/.done ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
-  touch /tmp/site/.done
-fi
-export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop GIT_PYTHON_REFRESH=quiet
+source scripts/device/_site.sh
+install_site || exit 1
+export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop GIT_PYTHON_REFRESH=quiet
 export XDG_RUNTIME_DIR=/tmp/xdg-loop
 mkdir -p -m 700 $XDG_RUNTIME_DIR
 R=$OUT/loop

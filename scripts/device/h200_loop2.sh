@@ -4,12 +4,9 @@
 # (scripts/device/h200_adaptive.sh with PAIRS narrowed). Carry .whl.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-if [ ! -f /tmp/site/.done ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
-  touch /tmp/site/.done
-fi
-export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop2 GIT_PYTHON_REFRESH=quiet
+source scripts/device/_site.sh
+install_site || exit 1
+export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop2 GIT_PYTHON_REFRESH=quiet
 export XDG_RUNTIME_DIR=/tmp/xdg-loop2
 mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT/loop2
 START=$(date +%s)

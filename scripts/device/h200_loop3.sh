@@ -15,15 +15,10 @@
 # Files: $OUT/loop3.tgz (everything), $OUT/loop3_summary.txt, the adaptive script's own.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-if [ ! -f /tmp/site/.done ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
-  touch /tmp/site/.done
-fi
-if [ -d .probe-whl ] && [ ! -x /tmp/spy/bin/py-spy ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/spy .probe-whl/*.whl
-fi
-export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop3 GIT_PYTHON_REFRESH=quiet
+source scripts/device/_site.sh
+install_site || exit 1
+install_spy || exit 1
+export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop3 GIT_PYTHON_REFRESH=quiet
 export XDG_RUNTIME_DIR=/tmp/xdg-loop3
 mkdir -p -m 700 $XDG_RUNTIME_DIR
 R=$OUT/loop3

@@ -11,16 +11,10 @@
 # as $OUT/profile.tar.gz plus $OUT/profile_summary.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-if [ ! -f /tmp/site/.done ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  for t in .whl/*.tar.xz; do [ -f "$t" ] && { tar -xJf "$t" -C /tmp/site || exit 1; }; done
-  touch /tmp/site/.done
-fi
-# py-spy in a folder of its own (pip does not replace /tmp/site/bin once it exists)
-if [ ! -x /tmp/spy/bin/py-spy ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/spy .probe-whl/*.whl || exit 1
-fi
-export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache-prof GIT_PYTHON_REFRESH=quiet
+source scripts/device/_site.sh
+install_site || exit 1
+install_spy || exit 1
+export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-prof GIT_PYTHON_REFRESH=quiet
 R=$OUT/profile
 mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $R/gpu.txt
