@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -24,13 +23,14 @@ torch = pytest.importorskip("torch", reason="the worker needs torch (gpu extra)"
 from fibtui.core.workspace import open_workspace  # noqa: E402
 from fibtui.runners.local import GIVE_BACKS, WarmWorkers  # noqa: E402
 from fibtui.runners.service.client import AdoptedWorker, Client, ServiceWorkers  # noqa: E402
-from fibtui.runners.service.common import log_path, send_line  # noqa: E402
+from fibtui.runners.service.common import log_path  # noqa: E402
 from fibtui.runners.session import RunOptions, prepare_run  # noqa: E402
 from fibtui.worker.engine import Engine, EngineConfig  # noqa: E402
 from tests.runner_helpers import TINY_DEFINITION, make_tiny_workspace  # noqa: E402
 from tests.test_worker_service import (  # noqa: E402
     POOL,
     _slot,
+    raw_request,
     ready_pids,
     svc,  # noqa: F401 - the fixture
     wait_for,
@@ -196,15 +196,19 @@ def test_a_worker_whose_solution_changed_the_environment_is_not_kept(svc, tmp_pa
 def test_a_worker_whose_solution_changed_torch_settings_is_not_kept(tmp_path: Path) -> None:
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
     kernel = root / "solution" / "triton" / "kernel.py"
-    kernel.write_text("import torch\ntorch.set_num_threads(1)\n" + kernel.read_text())
+    # torch's default is "highest": importing this solution changes it in any worker
+    kernel.write_text(
+        'import torch\ntorch.set_float32_matmul_precision("medium")\n' + kernel.read_text()
+    )
     warm = WarmWorkers(tmp_path / "warm")
     try:
         prepared, record = _tiny_run(root, warm)
         assert record.summary.passed == 1
         log = (prepared.folder / "worker-0.log").read_text()
-        if torch.get_num_threads() == 1:
-            pytest.skip("this machine runs torch on one thread: the setting does not change")
-        assert "not kept for another run: torch's global settings changed: threads" in log
+        assert (
+            "not kept for another run: torch's global settings changed: matmul, matmul_precision"
+            in log
+        )
         assert warm.count() == 0
     finally:
         warm.close()
@@ -246,17 +250,8 @@ def _alive(pid: int) -> bool:
 
 
 def _return_request(path: Path, pid: int, fds: list[int]) -> dict:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(20)
-        s.connect(str(path))
-        send_line(s, {"op": "return", "pid": pid, "runs": 1, **_slot()}, fds)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data)
+    request = {"op": "return", "pid": pid, "runs": 1, **_slot()}
+    return raw_request(path, (json.dumps(request) + "\n").encode(), fds)
 
 
 def test_only_the_run_a_worker_was_handed_to_may_give_it_back(svc, tmp_path: Path) -> None:  # noqa: F811
@@ -267,21 +262,31 @@ def test_only_the_run_a_worker_was_handed_to_may_give_it_back(svc, tmp_path: Pat
     assert isinstance(w, AdoptedWorker) and w.proc.pid == pid
 
     # another process of this user, with pipes of its own: refused, the worker stays with its run
+    # (standard library only: the request, three pipes of its own as SCM_RIGHTS, the reply line)
     code = (
-        "import os, sys, json\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "from pathlib import Path\n"
-        "from tests.test_worker_reuse import _return_request\n"
+        "import json, os, socket, sys\n"
+        "req = json.dumps({'op': 'return', 'pid': int(sys.argv[2]), 'runs': 1,\n"
+        "                  **json.loads(sys.argv[3])}).encode() + b'\\n'\n"
         "fds = [os.pipe()[i % 2] for i in range(3)]\n"
-        "print(json.dumps(_return_request(Path(sys.argv[2]), int(sys.argv[3]), fds)))\n"
+        "with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:\n"
+        "    s.settimeout(20)\n"
+        "    s.connect(sys.argv[1])\n"
+        "    socket.send_fds(s, [req], fds)\n"
+        "    data = b''\n"
+        "    while not data.endswith(b'\\n'):\n"
+        "        chunk = s.recv(65536)\n"
+        "        if not chunk:\n"
+        "            break\n"
+        "        data += chunk\n"
+        "print(data.decode().strip())\n"
     )
     other = subprocess.run(
-        [sys.executable, "-c", code, str(Path(__file__).resolve().parent.parent), str(client.path)]
-        + [str(pid)],
+        [sys.executable, "-c", code, str(client.path), str(pid), json.dumps(_slot())],
         capture_output=True,
         text=True,
         timeout=60,
     )
+    assert other.returncode == 0 and other.stdout.strip(), other.stderr
     reply = json.loads(other.stdout)
     assert reply["ok"] is False and "was not handed to pid" in reply["error"], other.stderr
     # this process, but no descriptors: refused too

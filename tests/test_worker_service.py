@@ -113,10 +113,14 @@ def _slot() -> dict:
     return {"device": "cpu", "interpreter": True, "env": POOL.env_for(0)}
 
 
-def raw_request(path: Path, payload: bytes) -> dict:
+def raw_request(path: Path, payload: bytes, fds: list[int] | None = None) -> dict:
+    """Send ``payload`` (with ``fds`` as SCM_RIGHTS) and read the one reply line."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(20)
         s.connect(str(path))
+        if fds:
+            sent = socket.send_fds(s, [payload], fds)
+            payload = payload[sent:]
         s.sendall(payload)
         data = b""
         while not data.endswith(b"\n"):
