@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -35,27 +36,15 @@ def reword(
     ]
     if not bands or not measured:
         return measured.get("word"), None, None
-    stops = (record.get("adaptive") or {}).get("workloads") or {}
-    decided = {u: s.get("word") for u, s in stops.items() if s.get("reason") == "decided"}
-    settled = {}
-    if decided:
-        # band -> the words its workloads were decided with; a workload's band from its axes
-        # (the demo's bands are single batch sizes: "batch_size=64")
-        names = {b.band for b in bands}
-        measured_uuids = {j.get("uuid") for j in record.get("jobs") or []}
-        band_of = {
-            u: band
-            for u, band in (axes_band or {}).items()
-            if band in names and u in measured_uuids
-        }
-        words: dict[str, set] = {}
-        for uuid, band in band_of.items():
-            words.setdefault(band, set()).add(decided.get(uuid, ""))
-        settled = {
-            b: next(iter(w))
-            for b, w in words.items()
-            if len(w) == 1 and next(iter(w)) in (stats.FASTER, stats.SLOWER, stats.UNCHANGED)
-        }
+    decided = stats.decided_stops(record)
+    # a workload's band from its axes (the demo's bands are single batch sizes: "batch_size=64")
+    names = {b.band for b in bands}
+    pairs = [
+        SimpleNamespace(uuid=j["uuid"], band=(axes_band or {}).get(j["uuid"]))
+        for j in record.get("jobs") or []
+        if (axes_band or {}).get(j.get("uuid")) in names
+    ]
+    settled = stats.settled_bands(pairs, decided)
     shares = {b["band"]: b["share"] for b in measured.get("bands") or [] if b.get("share")}
     now = stats.measure(bands, float(measured.get("tau") or 0.01), shares or None, settled=settled)
     return measured.get("word"), now.word if now else None, now.text if now else None

@@ -281,5 +281,17 @@ def test_an_adaptive_stop_is_final_for_its_band() -> None:
     ]
     decided = {"u1": "unchanged", "u2": "faster", "u3": "slower", "u4": "mixed"}
     # a band settles only when every workload of it stopped decided with one word
-    assert stats._settled_bands(pairs, decided) == {"b=2": "slower"}
-    assert stats._settled_bands(pairs, None) == {}
+    assert stats.settled_bands(pairs, decided) == {"b=2": "slower"}
+    assert stats.settled_bands(pairs, None) == {}
+    record = {
+        "adaptive": {
+            "workloads": {
+                "u1": {"reason": "decided", "word": "unchanged"},
+                "u2": {"reason": "cap", "word": "undecided"},
+                "u3": {"reason": "gate decided", "word": "faster"},
+            }
+        }
+    }
+    # only the rule's own decisions count: a cap or the whole gate's stop leaves a band open
+    assert stats.decided_stops(record) == {"u1": "unchanged"}
+    assert stats.decided_stops({"adaptive": {"workloads": []}}) == {}

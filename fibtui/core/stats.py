@@ -1535,7 +1535,7 @@ def paired_verdict(
         weighted=weights is not None,
         scope=scope,
         measured=(
-            measure(bands, tau, band_shares, share_source, _settled_bands(pairs, decided))
+            measure(bands, tau, band_shares, share_source, settled_bands(pairs, decided))
             if complete
             else None
         ),
@@ -1543,7 +1543,7 @@ def paired_verdict(
     )
 
 
-def _settled_bands(
+def settled_bands(
     pairs: Sequence[WorkloadPair], decided: Mapping[str, str] | None
 ) -> dict[str, str]:
     """Band -> the word an adaptive rule decided for every workload of it (one word)."""
@@ -1930,6 +1930,19 @@ class Source:
         return self.run_id or self.path.name
 
 
+def decided_stops(record: Mapping[str, Any]) -> dict[str, str]:
+    """An adaptive run's workloads its rule stopped as decided (run.json's ``adaptive.workloads``):
+    uuid -> the word decided."""
+    stops = (record.get("adaptive") or {}).get("workloads") or {}
+    if not isinstance(stops, dict):
+        return {}
+    return {
+        str(uuid): str(stop.get("word"))
+        for uuid, stop in stops.items()
+        if isinstance(stop, dict) and stop.get("reason") == "decided"
+    }
+
+
 def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = None) -> Source:
     """A result file ``load_results`` reads, a run folder, or a run id under ``<archive>/runs``."""
     import json
@@ -1982,13 +1995,8 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         src.selection = record.get("workload_selection")
         adaptive = (record.get("settings") or {}).get("adaptive")
         src.adaptive = adaptive if isinstance(adaptive, dict) else None
-        stops = (record.get("adaptive") or {}).get("workloads") or {}
-        if src.adaptive is not None and isinstance(stops, dict):
-            src.decided = {
-                str(uuid): str(stop.get("word"))
-                for uuid, stop in stops.items()
-                if isinstance(stop, dict) and stop.get("reason") == "decided"
-            }
+        if src.adaptive is not None:
+            src.decided = decided_stops(record)
         for s in record.get("solutions") or []:
             if isinstance(s, dict) and s.get("source_hash"):
                 src.hashes[(str(s.get("role")), str(s.get("name")))] = str(s["source_hash"])
