@@ -1,4 +1,4 @@
-# Sourced by the scripts/device/*.sh that need the carried wheels: install_site puts .whl/*.whl
+# Sourced by the scripts/device/*.sh: what several of them do alike. install_site puts .whl/*.whl
 # (and the .tar.xz of wheels too large for pip's zip reader, polars) into /tmp/site once per
 # machine (again when the names of the wheels carried changed) and puts /tmp/site and the tree
 # first on PYTHONPATH; install_spy puts py-spy (.probe-whl) into /tmp/spy. Without wheels (the CPU
@@ -17,4 +17,13 @@ install_spy() {
   [ -d .probe-whl ] || return 0
   [ -x /tmp/spy/bin/py-spy ] && return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/spy .probe-whl/*.whl
+}
+
+# A copy of the demo workspace on the shared 54-workload definition (gdn_decode_qk4_v8_d128_k_last,
+# carried as .devdata/flashinfer-trace): the sweeps of issue 20 run there.
+shared_sweep_workspace() {
+  local ws=$1
+  rm -rf "$ws" && python3 -m fibtui demo "$ws" --no-tui --no-history > /dev/null || return 2
+  rm -rf "$ws/dataset" "$ws/optimize_ops" && cp -r .devdata/flashinfer-trace "$ws/dataset" || return 2
+  sed -i 's/^definition = .*/definition = "gdn_decode_qk4_v8_d128_k_last"/' "$ws/config.toml"
 }

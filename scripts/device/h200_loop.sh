@@ -37,9 +37,7 @@ say "cli gate rc=$?"; grep -E "^call|waited" $R/cli_gate.txt
 
 say "2. the 54-workload sweep"
 WS=/tmp/ws54
-rm -rf $WS && python3 -m fibtui demo $WS --no-tui --no-history > /dev/null || exit 2
-rm -rf $WS/dataset $WS/optimize_ops && cp -r .devdata/flashinfer-trace $WS/dataset
-sed -i 's/^definition = .*/definition = "gdn_decode_qk4_v8_d128_k_last"/' $WS/config.toml
+shared_sweep_workspace $WS || exit 2
 S="run --backend local --workloads all --repeats 3 --baseline $WS/solution/triton --solution $WS/candidates/v2_smallb_splitv --workspace $WS --json"
 sweep() {
   local name=$1; shift

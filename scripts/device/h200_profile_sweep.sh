@@ -20,9 +20,7 @@ mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $R/gpu.txt
 git rev-parse HEAD > $R/commit.txt 2>/dev/null
 WS=/tmp/ws54
-rm -rf $WS && python3 -m fibtui demo $WS --no-tui --no-history > /dev/null || exit 2
-rm -rf $WS/dataset $WS/optimize_ops && cp -r .devdata/flashinfer-trace $WS/dataset
-sed -i 's/^definition = .*/definition = "gdn_decode_qk4_v8_d128_k_last"/' $WS/config.toml
+shared_sweep_workspace $WS || exit 2
 G="run --backend local --workloads all --repeats ${REPEATS:-3} --baseline $WS/solution/triton --solution $WS/candidates/v2_smallb_splitv --workspace $WS --json"
 for pass in cold warm; do
   /usr/bin/time -f "%e s wall" -o $R/sweep_$pass.time python3 -m fibtui $G > $R/sweep_$pass.json 2> $R/sweep_$pass.err
