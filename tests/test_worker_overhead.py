@@ -150,3 +150,28 @@ def test_the_eta_choice_is_not_redone_after_every_job() -> None:
     assert chosen <= EtaModel.SETTLED + (n - EtaModel.SETTLED) // EtaModel.RECHOOSE_EVERY + 1
     # and the choice it keeps is the one a fresh look makes: cost follows batch_size
     assert real() == "batch_size"
+
+
+def test_the_memory_budget_scales_with_the_gpu_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from fibtui.worker import reference
+
+    gib = 2**30
+    cuda = torch.device("cuda", 0)
+    for total, want in ((141 * 10**9, 141 * 10**9 // 16), (8 * gib, gib), (1024 * gib, 16 * gib)):
+        monkeypatch.setattr(
+            torch.cuda, "get_device_properties", lambda d, t=total: SimpleNamespace(total_memory=t)
+        )
+        for raw in (None, "", "auto", "lots"):
+            if raw is None:
+                monkeypatch.delenv("FIBTUI_REFERENCE_MEMORY_MB", raising=False)
+            else:
+                monkeypatch.setenv("FIBTUI_REFERENCE_MEMORY_MB", raw)
+            assert reference._memory_budget_bytes(cuda) == want, (total, raw)
+    monkeypatch.delenv("FIBTUI_REFERENCE_MEMORY_MB", raising=False)
+    assert reference._memory_budget_bytes(torch.device("cpu")) == gib
+    monkeypatch.setenv("FIBTUI_REFERENCE_MEMORY_MB", "300")
+    assert reference._memory_budget_bytes(cuda) == 300 * 2**20
+    monkeypatch.setenv("FIBTUI_REFERENCE_MEMORY_MB", "inf")
+    assert reference._memory_budget_bytes(torch.device("cpu")) == gib

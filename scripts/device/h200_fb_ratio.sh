@@ -20,7 +20,8 @@
 # 54 workloads in 480 s). Split it over two calls, one solution each, and add the two times:
 #   SWEEPS=0 FB_S=570 FB_SOLUTIONS=solution/triton bash scripts/device/h200_fb_ratio.sh
 #   FB_S=420 FB_SOLUTIONS=candidates/v2_smallb_splitv bash scripts/device/h200_fb_ratio.sh
-# (SWEEPS=0 skips fibtui's sweeps; FB_SOLUTIONS: folders of the demo workspace, both by default).
+# (SWEEPS=0 skips fibtui's sweeps; FB=0 skips flashinfer-bench and the sweeps after it;
+# FB_SOLUTIONS: folders of the demo workspace, both by default).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 source scripts/device/_site.sh
@@ -62,10 +63,12 @@ if [ "${SWEEPS:-1}" = 1 ]; then
   sweep s54_cold $S
   wait_ready
   sweep s54_warm $S
+  sweep s54_warm2 $S
   sweep s54_adaptive $S --adaptive
   python3 -m fibtui workers stop > /dev/null 2>&1
 fi
 
+if [ "${FB:-1}" = 1 ]; then
 say "flashinfer-bench"
 FB_DIRS=""
 for d in ${FB_SOLUTIONS:-solution/triton candidates/v2_smallb_splitv}; do FB_DIRS="$FB_DIRS $WS/$d"; done
@@ -84,13 +87,17 @@ if [ "${SWEEPS:-1}" = 1 ]; then
   wait_ready
   sweep s54_warm_after2 $S
 fi
+fi
 
 python3 - $R /tmp/fbds <<'PY' | tee $OUT/fbratio_summary.txt
 import json, pathlib, statistics, sys
 r, fbds = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 print((r / "log.txt").read_text())
 fib = {}
-for name in ("s54_cold", "s54_warm", "s54_adaptive", "s54_warm_after", "s54_warm_after2"):
+names = ("s54_cold", "s54_warm", "s54_warm2", "s54_adaptive", "s54_warm_after", "s54_warm_after2")
+for name in names:
+    if not (r / f"{name}.json").is_file():
+        continue
     try:
         d = json.loads((r / f"{name}.json").read_text())
     except Exception as exc:
@@ -100,6 +107,16 @@ for name in ("s54_cold", "s54_warm", "s54_adaptive", "s54_warm_after", "s54_warm
     fib[name] = float((r / f"{name}.time").read_text())
     print(f"{name}: wall {fib[name]:.2f} s, {d['summary']['passed']}/{d['summary']['total']} PASSED, "
           f"{len(jobs)} jobs, verdict {comp.get('verdict')} G={comp.get('geomean_ratio')}")
+    cache = {}  # the worker's counters run on over a run: its last job's are the run's (per slot)
+    for j in jobs:
+        t = j.get("timing") or {}
+        for k, v in (t.get("reference_cache") or {}).items():
+            cache.setdefault(t.get("slot"), {})[k] = max(cache.get(t.get("slot"), {}).get(k, 0), v)
+    walls = sorted(j.get("wall_s") or 0 for j in jobs)
+    print(f"  reference outputs: {cache}; job wall_s median {walls[len(walls) // 2] * 1000:.1f} ms"
+          if walls else "  no jobs")
+if not (r / "fb.time").is_file():
+    sys.exit(0)
 traces = list(fbds.rglob("traces/**/*.jsonl"))
 status, lat = {}, {}
 for t in traces:
@@ -129,7 +146,7 @@ print("flashinfer-bench mean latency (ms):", {k: round(statistics.mean(v), 5) fo
 fb = float((r / "fb.time").read_text())
 print("flashinfer-bench results:", sum(sum(v.values()) for v in status.values()), "of", 54 * len(
     (r / "fb_solutions.txt").read_text().split()), "in", fb, "s")
-for name in ("s54_warm", "s54_adaptive", "s54_warm_after2"):
+for name in ("s54_warm", "s54_warm2", "s54_adaptive", "s54_warm_after2"):
     if name in fib:
         print(f"flashinfer-bench {fb:.1f} s / fibtui {name} {fib[name]:.2f} s = {fb / fib[name]:.0f}x")
 PY
