@@ -52,6 +52,18 @@ async def measure(saves: int, size: tuple[int, int], wait_s: float = 120.0) -> d
     def hook(message: object) -> None:
         messages.append((time.monotonic(), message))
 
+    # when the verdict is computed (in the pane's thread), apart from when its message is handled
+    computed: list[tuple[float, float]] = []
+    plain = RunsPane._verdict_of
+
+    def timed(self, record):
+        t = time.monotonic()
+        try:
+            return plain(self, record)
+        finally:
+            computed.append((t, time.monotonic()))
+
+    RunsPane._verdict_of = timed
     app = make_app(open_workspace(root))
     app.note_acknowledged = True
     rows: list[dict] = []
@@ -89,7 +101,14 @@ async def measure(saves: int, size: tuple[int, int], wait_s: float = 120.0) -> d
                 start = len(messages)
                 t0 = time.monotonic()
                 kernel.write_text(source + f"\n# save {i}\n")
+                n = len(computed)
                 row = await _follow(until, messages, start, t0)
+                if len(computed) > n:
+                    a, b = computed[-1]
+                    row["verdict_computed_ms"] = [
+                        round((a - t0) * 1000, 1),
+                        round((b - t0) * 1000, 1),
+                    ]
                 row["save"] = i
                 rows.append(row)
                 print(_line(row), flush=True)
@@ -130,19 +149,28 @@ def _report_stall(app, messages: list, what: str, timeout: float) -> None:
 
 async def _follow(until, messages: list, start: int, t0: float) -> dict:
     """Times (ms from the save) of the messages that follow it, up to the verdict of its run."""
+    from textual.worker import Worker
+
     from fibtui.runners.events import JobFinished, RunFinished
     from fibtui.ui.panes.runs import RunsPane
 
     found: dict[str, float] = {}
     run_id: list[str] = []
     seen = [start]
+    workers: dict[str, list] = {}  # name -> [started ms, ended ms], from the save
 
     def scan() -> bool:
         end = len(messages)
         new, seen[0] = messages[seen[0] : end], end
         for at, m in new:
             name = type(m).__name__
-            if name == "WatchFired":
+            if isinstance(m, Worker.StateChanged):
+                span = workers.setdefault(f"{m.worker.name}#{id(m.worker) % 997}", [None, None])
+                if m.state.name == "RUNNING":
+                    span[0] = round((at - t0) * 1000, 1)
+                elif m.state.name in ("SUCCESS", "ERROR", "CANCELLED"):
+                    span[1] = round((at - t0) * 1000, 1)
+            elif name == "WatchFired":
                 found.setdefault("fired_ms", (at - t0) * 1000)
             elif isinstance(m, RunsPane.RunStartedHere):
                 found.setdefault("run_started_ms", (at - t0) * 1000)
@@ -170,6 +198,11 @@ async def _follow(until, messages: list, start: int, t0: float) -> dict:
     return {
         "run_id": run_id[0],
         **{k: round(v, 1) if isinstance(v, float) else v for k, v in found.items()},
+        # the app's workers seen after the save: where the time between a run's end and its
+        # verdict goes (ms from the save; a worker that outlives the verdict has no end)
+        "workers": {
+            k.split("#")[0]: v for k, v in sorted(workers.items(), key=lambda kv: kv[1][0] or 0)
+        },
     }
 
 
@@ -177,7 +210,9 @@ def _line(r: dict) -> str:
     return (
         f"save {r['save']}: fired {r.get('fired_ms', '-')} ms, run started {r.get('run_started_ms', '-')} ms, "
         f"first job {r.get('first_job_ms', '-')} ms, run finished {r.get('run_finished_ms', '-')} ms, "
-        f"verdict {r['verdict_ms']} ms ({r.get('state')}): {r.get('verdict')}"
+        f"verdict {r['verdict_ms']} ms ({r.get('state')}): {r.get('verdict')}\n"
+        f"  verdict computed (from, to ms): {r.get('verdict_computed_ms')}; workers (started, ended "
+        f"ms): {r.get('workers')}"
     )
 
 

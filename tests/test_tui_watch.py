@@ -157,3 +157,67 @@ async def test_without_file_events_watch_mode_polls_and_says_so(
         kernel.write_text(GOOD_TRITON + "\n# saved\n")
         await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)))
         assert len(app.watch_latencies_ms) == 1
+
+
+async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """At a paired run's end the Runs pane works out the verdict alone; History, Regimes and the
+    Promotion panel refresh after its VerdictReady, and the panel is handed that comparison
+    (``compare`` runs once for the run, not twice)."""
+    import shutil
+
+    from textual.worker import Worker
+
+    from fibtui.core import decisions
+    from fibtui.runners.session import RunOptions
+
+    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("FIBTUI_WORKERS_DAEMON", "0")
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    baseline = tmp_path / "baseline"
+    shutil.copytree(root / "solution" / "triton", baseline)
+    compared: list[str] = []
+    plain = decisions.compare
+
+    def counted(ws, run_id, *args, **kwargs):
+        compared.append(run_id)
+        return plain(ws, run_id, *args, **kwargs)
+
+    monkeypatch.setattr(decisions, "compare", counted)
+    seen: list[tuple[float, object]] = []
+    app = make_app(open_workspace(root))
+    app.note_acknowledged = True
+    async with app.run_test(
+        size=(120, 40), message_hook=lambda m: seen.append((time.monotonic(), m))
+    ) as pilot:
+        await pilot.press("3")
+        runs = app.query_one(RunsPane)
+        await wait_until(pilot, lambda: runs.built and app.pane("promotion").workspace is not None)
+        await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "promotion"])
+        compared.clear()
+        start = len(seen)
+        runs.start(
+            RunOptions(backend="interpreter", workloads="all", baseline=str(baseline)), "gate"
+        )
+        await wait_until(
+            pilot, lambda: any(isinstance(m, RunsPane.VerdictReady) for _, m in seen[start:])
+        )
+        ready = next(m for _, m in seen[start:] if isinstance(m, RunsPane.VerdictReady))
+        run_id = ready.run_id
+        assert ready.outcome is not None  # a paired run: the comparison travels with the line
+        promotion = app.pane("promotion")
+        await wait_until(pilot, lambda: promotion.run_id == run_id)
+        await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "promotion"])
+        assert compared == [run_id]  # the Runs pane's; the panel took it from the message
+        assert promotion.outcome is ready.outcome
+        at_ready = next(t for t, m in seen[start:] if m is ready)
+        for group in ("history", "regimes", "promotion"):
+            began = [
+                t
+                for t, m in seen[start:]
+                if isinstance(m, Worker.StateChanged)
+                and m.worker.group == group
+                and m.state.name == "RUNNING"
+            ]
+            assert began and min(began) >= at_ready, group

@@ -76,7 +76,9 @@ class PromotionPane(Pane):
         self.evaluate()
 
     @work(thread=True, exclusive=True, group="promotion", exit_on_error=False)
-    def evaluate(self, run_id: str | None = None) -> None:
+    def evaluate(self, run_id: str | None = None, outcome: CompareOutcome | None = None) -> None:
+        """The verdict of ``run_id`` (the latest paired run when None); ``outcome``: that run's
+        comparison when the caller already has it (the Runs pane's, at a run's end)."""
         from fibtui.core import decisions
         from fibtui.core.errors import FibError
         from fibtui.runners.parity import parity_status
@@ -85,6 +87,9 @@ class PromotionPane(Pane):
         if ws is None:
             return
         parity = parity_status(ws, ws.active.definition) if ws.active is not None else None
+        if run_id is not None and outcome is not None:
+            self.post_message(self.Evaluated(run_id, outcome, "", parity))
+            return
         run_id = run_id or decisions.latest_paired_run(ws)
         if run_id is None:
             self.post_message(

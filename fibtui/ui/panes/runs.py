@@ -110,10 +110,14 @@ class RunsPane(Pane):
 
     @dataclass
     class VerdictReady(Message):
-        """A paired run's verdict line (a sample: what it measured per band)."""
+        """A finished run's verdict line (a sample: what it measured per band; '' when the run
+        is not paired or has none), with the comparison it came from. Posted once after every
+        run this pane followed to its end, also when the verdict could not be had, so the app
+        can refresh the other panes after it (it bubbles)."""
 
         run_id: str
         text: str
+        outcome: Any = None
 
     @dataclass
     class RunEvent(Message):
@@ -234,15 +238,22 @@ class RunsPane(Pane):
 
     def _verdict_text(self, record: RunRecord) -> str:
         """The verdict line of a finished paired run (call from a thread), or ''."""
+        return self._verdict_of(record)[0]
+
+    def _verdict_of(self, record: RunRecord) -> tuple[str, Any]:
+        """(verdict line, comparison) of a finished paired run (call from a thread), or ('', None)."""
         from fibtui.core import decisions
 
         outcome = decisions.run_verdict(self.workspace, record) if self.workspace else None
-        return verdict_line(outcome) if outcome is not None else ""
+        return (verdict_line(outcome) if outcome is not None else ""), outcome
 
     @work(thread=True, exclusive=True, group="runs-verdict", exit_on_error=False)
     def _load_verdict(self, run_id: str, record: RunRecord) -> None:
-        text = self._verdict_text(record)
-        self.post_message(self.VerdictReady(run_id, text))
+        text, outcome = "", None
+        try:
+            text, outcome = self._verdict_of(record)
+        finally:  # whatever happened, the app hears that the run's verdict is settled
+            self.post_message(self.VerdictReady(run_id, text, outcome))
 
     @on(VerdictReady)
     def _verdict_ready(self, message: VerdictReady) -> None:
