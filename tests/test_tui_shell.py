@@ -58,6 +58,21 @@ async def test_keys_switch_panes_and_list_bindings(demo_ws: Path) -> None:
     assert app.return_code == 0
 
 
+async def test_the_app_shortens_the_lock_switch_interval_while_it_runs(demo_ws: Path) -> None:
+    import sys
+
+    from fibtui.ui.app import SWITCH_INTERVAL_S
+
+    before = sys.getswitchinterval()
+    assert before != SWITCH_INTERVAL_S
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert sys.getswitchinterval() == SWITCH_INTERVAL_S
+        await pilot.press("q")
+    assert sys.getswitchinterval() == before
+
+
 async def test_regimes_pane_counts_only_then_with_a_gpu_run_and_pins(demo_ws: Path) -> None:
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=SIZE) as pilot:

@@ -257,6 +257,7 @@ class RunsPane(Pane):
 
     @on(VerdictReady)
     def _verdict_ready(self, message: VerdictReady) -> None:
+        self.refresh_list()  # the run's state in the list (after the verdict, not beside it)
         if message.run_id == self.shown_run:
             self._verdict = message.text
             self._render_progress()
@@ -611,8 +612,7 @@ class RunsPane(Pane):
                 f"run {message.run_id}: {event.state}, {s.passed}/{s.total} PASSED",
                 severity="information" if s.complete else "warning",
             )
-            self.refresh_list()
-            self._load_verdict(message.run_id, event.record)
+            self._load_verdict(message.run_id, event.record)  # the list follows the verdict
             ended = getattr(self.app, "run_ended", None)
             if ended is not None:
                 ended()
