@@ -1515,3 +1515,24 @@ async def test_the_runs_pane_spends_little_per_finished_job(
         f"each finished job costs the UI {cost * 1000:.2f} ms, over {budget * 1000:.2f} ms "
         f"(idle dispatch: {idle_cost * 1000:.3f} ms per message)"
     )
+
+
+def test_a_runs_lock_is_written_whole_but_not_fsynced_and_records_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock of a run means nothing after a crash (its pid is dead), so its write skips the
+    fsync pair a record's write pays; it is still whole or absent (temp file and rename)."""
+    from fibtui.core import fsio
+    from fibtui.core.runs import lock_holder, take_lock
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(fsio.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    folder = tmp_path / "run"
+    folder.mkdir()
+    take_lock(folder)
+    assert lock_holder(folder) == os.getpid()
+    assert synced == []
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    fsio.atomic_write_text(folder / "run.json", "{}\n")
+    assert len(synced) == 2  # the file and its folder

@@ -1,4 +1,5 @@
-"""Durable file writes: every write is a temp file in the same folder, fsync, then rename.
+"""Durable file writes: every write is a temp file in the same folder, fsync, then rename (a
+run's lock, which means nothing after a crash, skips the fsync: ``durable=False``).
 
 A reader never sees a half-written file, a failed write (a full disk, say) leaves the old file
 as it was, and appends to a journal are one ``write`` of a whole line followed by ``fsync`` (a
@@ -192,8 +193,9 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_via_temp(path: Path, fill: Callable[[BinaryIO], object]) -> Path:
-    """A temp file beside ``path``, filled by ``fill(file object)``, fsynced, renamed over ``path``."""
+def _write_via_temp(path: Path, fill: Callable[[BinaryIO], object], durable: bool = True) -> Path:
+    """A temp file beside ``path``, filled by ``fill(file object)``, fsynced, renamed over ``path``
+    (``durable=False``: no fsync, for files that mean nothing after a crash, a run's lock)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -203,7 +205,8 @@ def _write_via_temp(path: Path, fill: Callable[[BinaryIO], object]) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fill(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -213,12 +216,13 @@ def _write_via_temp(path: Path, fill: Callable[[BinaryIO], object]) -> Path:
         if isinstance(exc, OSError):
             raise _refused(path, exc) from None
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
     return path
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    return _write_via_temp(Path(path), lambda fh: fh.write(data))
+def atomic_write_bytes(path: str | Path, data: bytes, durable: bool = True) -> Path:
+    return _write_via_temp(Path(path), lambda fh: fh.write(data), durable)
 
 
 def atomic_copy_file(src: str | Path, dest: str | Path) -> Path:
@@ -235,8 +239,8 @@ def atomic_copy_file(src: str | Path, dest: str | Path) -> Path:
         return _write_via_temp(Path(dest), lambda fh: shutil.copyfileobj(fsrc, fh, 1 << 20))
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: str | Path, text: str, durable: bool = True) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), durable)
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
