@@ -73,6 +73,19 @@ async def test_the_app_shortens_the_lock_switch_interval_while_it_runs(demo_ws: 
     assert sys.getswitchinterval() == before
 
 
+async def test_no_key_acts_once_the_app_is_quitting(demo_ws: Path) -> None:
+    # in a terminal, "o" typed right after "q" opened the candidate dialog on an app being taken
+    # down, and its mount failed with a traceback on exit
+    app = make_app(open_workspace(demo_ws))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.check_action("pick_candidate", ())
+        app.exit(0)
+        assert not app.check_action("pick_candidate", ())
+        assert not app.check_action("gate", ())
+    assert app.return_code == 0
+
+
 async def test_regimes_pane_counts_only_then_with_a_gpu_run_and_pins(demo_ws: Path) -> None:
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=SIZE) as pilot:

@@ -745,7 +745,11 @@ class FibApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A pane's own keys act (and show in the footer) on that pane only; Cancel only while a
-        run is in flight (the footer has no room to spare at 80 columns)."""
+        run is in flight (the footer has no room to spare at 80 columns). Once the app is
+        quitting no key acts: keys typed after q (a word typed into the wrong window, say) would
+        open dialogs on an app that is being taken down."""
+        if getattr(self, "_exit", False):  # Textual sets it in App.exit
+            return False
         pane = PANE_ACTIONS.get(action)
         if pane is not None:
             try:
