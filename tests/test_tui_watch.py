@@ -10,7 +10,7 @@ import pytest
 
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import JobFinished, RunFinished
-from fibtui.ui.app import make_app
+from fibtui.ui.app import PANES, make_app
 from fibtui.ui.panes.runs import RunsPane
 from tests.runner_helpers import BODIES, GOOD_TRITON, PY_TEMPLATE, make_tiny_workspace
 
@@ -193,8 +193,14 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
     ) as pilot:
         await pilot.press("3")
         runs = app.query_one(RunsPane)
-        await wait_until(pilot, lambda: runs.built and app.pane("promotion").workspace is not None)
-        await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "promotion"])
+        refreshes = ("history", "regimes", "promotion")
+
+        def idle() -> bool:  # every pane loaded, none of their loading still going
+            return len(app._loaded) == len(PANES) and not [
+                w for w in app.workers if w.group in refreshes and w.is_running
+            ]
+
+        await wait_until(pilot, lambda: runs.built and idle())
         compared.clear()
         start = len(seen)
         runs.start(
@@ -208,11 +214,11 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
         assert ready.outcome is not None  # a paired run: the comparison travels with the line
         promotion = app.pane("promotion")
         await wait_until(pilot, lambda: promotion.run_id == run_id)
-        await wait_until(pilot, lambda: not [w for w in app.workers if w.group == "promotion"])
+        await wait_until(pilot, idle)
         assert compared == [run_id]  # the Runs pane's; the panel took it from the message
         assert promotion.outcome is ready.outcome
         at_ready = next(t for t, m in seen[start:] if m is ready)
-        for group in ("history", "regimes", "promotion"):
+        for group in refreshes:
             began = [
                 t
                 for t, m in seen[start:]
