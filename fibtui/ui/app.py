@@ -1349,7 +1349,7 @@ class FibApp(App[int]):
         chart, the regime analysis's latency shares, the Promotion panel, which is handed the
         comparison the verdict came from rather than working it out again) and the next gate's
         worker is made ready. Before, all of this started with the run's end, in threads beside
-        the verdict's, and on the H200 a watch-mode verdict came 0.7-0.8 s after its run ended."""
+        the verdict's, and on the H200 a watch-mode verdict came 0.6-1.3 s after its run ended."""
         if message.run_id not in self._refresh_after:
             return  # a watch gate started at the run's end: its own verdict brings the refresh
         self._refresh_after.discard(message.run_id)

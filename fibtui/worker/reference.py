@@ -3,8 +3,9 @@
 Keyed by a hash of (definition, workload, seed, device), so a sweep never reruns a slow reference:
 the second sweep reads outputs from the cache instead of recomputing them. The worker also keeps
 the outputs it used last in memory, on the device (``FIBTUI_REFERENCE_MEMORY_MB``; by default a
-sixteenth of the GPU's memory, between 1 and 16 GiB, and 1 GiB on the CPU), so the repeats of a workload and its correctness trials do not read the same file again: on the
-H200 reading them back from disk took a fifth of every paired job of a warm sweep.
+sixteenth of the GPU's memory, between 1 and 16 GiB, and 1 GiB on the CPU), so the repeats of a
+workload and its correctness trials do not read the same file again: on the H200 reading them
+back from disk took a fifth of every paired job of a warm sweep.
 """
 
 from __future__ import annotations
