@@ -27,3 +27,20 @@ shared_sweep_workspace() {
   rm -rf "$ws/dataset" "$ws/optimize_ops" && cp -r .devdata/flashinfer-trace "$ws/dataset" || return 2
   sed -i 's/^definition = .*/definition = "gdn_decode_qk4_v8_d128_k_last"/' "$ws/config.toml"
 }
+
+# begin_results NAME: R=$OUT/NAME made, START set, the GPU's clocks in $R/gpu.txt (also printed)
+# and the tree's commit and changed files in $R/commit.txt. say prints a line with the seconds
+# since begin_results and keeps it in $R/log.txt. private_runtime NAME: an owner-only
+# XDG_RUNTIME_DIR of its own (the worker service's socket folder) for the script.
+begin_results() {
+  R=$OUT/$1
+  mkdir -p "$R"
+  START=$(date +%s)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$R/gpu.txt"
+  { git rev-parse HEAD; git status --short; } > "$R/commit.txt" 2>/dev/null
+}
+say() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$R/log.txt"; }
+private_runtime() {
+  export XDG_RUNTIME_DIR=/tmp/xdg-$1
+  mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+}

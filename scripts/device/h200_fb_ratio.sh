@@ -27,14 +27,8 @@ export PYTHONUNBUFFERED=1
 source scripts/device/_site.sh
 install_site || exit 1
 export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-fb GIT_PYTHON_REFRESH=quiet
-export XDG_RUNTIME_DIR=/tmp/xdg-fb
-mkdir -p -m 700 $XDG_RUNTIME_DIR
-R=$OUT/fbratio
-mkdir -p $R
-START=$(date +%s)
-say() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a $R/log.txt; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $R/gpu.txt
-git rev-parse HEAD > $R/commit.txt 2>/dev/null; git status --short >> $R/commit.txt 2>/dev/null
+private_runtime fb
+begin_results fbratio
 
 if [ "${CLI_GATE:-0}" = 1 ]; then
   say "CLI gate"

@@ -21,13 +21,8 @@ export PYTHONUNBUFFERED=1
 source scripts/device/_site.sh
 install_site || exit 1
 export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop GIT_PYTHON_REFRESH=quiet
-export XDG_RUNTIME_DIR=/tmp/xdg-loop
-mkdir -p -m 700 $XDG_RUNTIME_DIR
-R=$OUT/loop
-mkdir -p $R
-START=$(date +%s)
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $R/gpu.txt
-say() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a $R/log.txt; }
+private_runtime loop
+begin_results loop
 
 say "1. CLI gate"
 timeout 240 python3 scripts/bench_cli_gate.py --backend local --plain 1 --daemon 2 --at-once 1 \

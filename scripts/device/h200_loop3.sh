@@ -19,14 +19,8 @@ source scripts/device/_site.sh
 install_site || exit 1
 install_spy || exit 1
 export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop3 GIT_PYTHON_REFRESH=quiet
-export XDG_RUNTIME_DIR=/tmp/xdg-loop3
-mkdir -p -m 700 $XDG_RUNTIME_DIR
-R=$OUT/loop3
-mkdir -p $R
-START=$(date +%s)
-say() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a $R/log.txt; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $R/gpu.txt
-git rev-parse HEAD > $R/commit.txt 2>/dev/null; git status --short >> $R/commit.txt 2>/dev/null
+private_runtime loop3
+begin_results loop3
 
 say "1. CLI gate"
 timeout 300 python3 scripts/bench_cli_gate.py --backend local --plain 1 --daemon ${DAEMON:-4} \

@@ -15,10 +15,7 @@ source scripts/device/_site.sh
 install_site || exit 1
 install_spy || exit 1
 export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-prof GIT_PYTHON_REFRESH=quiet
-R=$OUT/profile
-mkdir -p $R
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $R/gpu.txt
-git rev-parse HEAD > $R/commit.txt 2>/dev/null
+begin_results profile
 WS=/tmp/ws54
 shared_sweep_workspace $WS || exit 2
 G="run --backend local --workloads all --repeats ${REPEATS:-3} --baseline $WS/solution/triton --solution $WS/candidates/v2_smallb_splitv --workspace $WS --json"

@@ -12,10 +12,7 @@ export PYTHONUNBUFFERED=1 GIT_PYTHON_REFRESH=quiet
 source scripts/device/_site.sh
 install_site || exit 1
 install_spy || exit 1
-R=$OUT/watch
-mkdir -p $R
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
-git rev-parse HEAD > $R/commit.txt 2>/dev/null; git status --short >> $R/commit.txt 2>/dev/null
+begin_results watch > /dev/null
 for size in 120x40 80x24; do
   timeout -k 10 ${WATCH_S:-150} python3 scripts/bench_watch_verdict.py --saves ${SAVES:-8} \
     --size $size --wait 45 --json $R/watch_$size.json > $R/watch_$size.txt 2>&1
