@@ -83,7 +83,7 @@ def band_shares(
     regime analysis of the newest GPU run that covered every workload (what ``fibtui regimes``
     shows), or (None, None) when there is none: a gate's own rows say nothing about the shares."""
     from fibtui.core import regimes
-    from fibtui.core.runs import latest_rows, newest_covering
+    from fibtui.core.runs import candidate_rows, newest_covering
 
     d, workloads = dataset_for(ws, definition, ds) if ws is not None else (None, None)
     if ws is None or d is None or workloads is None:
@@ -98,7 +98,7 @@ def band_shares(
         if shares is None:
             return None, None
         return shares, f"latency shares from the regime analysis of {label}"
-    found = latest_rows(ws.archive_root, d.name, workloads=len(workloads))
+    found = candidate_rows(covering)  # that run's rows, without listing the runs again
     if found is None or len({r.uuid for r in found[0]}) < len(workloads):
         return None, None
     try:

@@ -1043,13 +1043,13 @@ def latest_run(
     for listing in _gpu_runs(archive_root, definition, timing_kinds):
         assert listing.record is not None
         if workloads is None or listing.record.workloads >= workloads:
-            found = _candidate_rows(listing, timing_kinds)
+            found = candidate_rows(listing, timing_kinds)
             if found is not None:
                 return listing, found
         else:
             partial.append(listing)
     for listing in partial:
-        found = _candidate_rows(listing, timing_kinds)
+        found = candidate_rows(listing, timing_kinds)
         if found is not None:
             return listing, found
     return None
@@ -1081,8 +1081,8 @@ def _gpu_runs(
         yield listing
 
 
-def _candidate_rows(
-    listing: RunListing, timing_kinds: tuple[str, ...]
+def candidate_rows(
+    listing: RunListing, timing_kinds: tuple[str, ...] = ("cupti",)
 ) -> tuple[list[ResultRow], str, str | None] | None:
     """(rows of the run's first candidate, label, hardware) from its run.json, or None when it
     cannot be read (or holds another timing kind)."""
