@@ -30,15 +30,22 @@ def run_events(events) -> list:
     return list({id(m): m.event for m in events if isinstance(m, RunsPane.RunEvent)}.values())
 
 
+def tiny_app(tmp_path: Path, monkeypatch, **workspace):
+    """A tiny workspace (``tests.runner_helpers.make_tiny_workspace(**workspace)``) and its app,
+    with a private user config folder and the recon note taken as read."""
+    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
+    root = make_tiny_workspace(tmp_path / "ws", **workspace)
+    app = make_app(open_workspace(root))
+    app.note_acknowledged = True
+    return root, app
+
+
 async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
     tmp_path: Path, monkeypatch
 ) -> None:
-    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
-    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    root, app = tiny_app(tmp_path, monkeypatch, batch_sizes=(1, 2))
     kernel = root / "solution" / "triton" / "kernel.py"
     events: list = []
-    app = make_app(open_workspace(root))
-    app.note_acknowledged = True
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await pilot.press("w")
         assert app.watch_mode and "WATCHING" in app.sub_title
@@ -61,12 +68,9 @@ async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
 
 
 async def test_a_newer_save_cancels_the_gate_in_flight(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
-    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3, 4, 5, 6), kernel="slow_py")
+    root, app = tiny_app(tmp_path, monkeypatch, batch_sizes=(1, 2, 3, 4, 5, 6), kernel="slow_py")
     kernel = root / "solution" / "triton" / "kernel.py"
     events: list = []
-    app = make_app(open_workspace(root))
-    app.note_acknowledged = True
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await pilot.press("w")
         await wait_until(pilot, lambda: app._warm is not None and app._warm.count() == 1)
@@ -142,12 +146,9 @@ async def test_without_file_events_watch_mode_polls_and_says_so(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(watchfiles, "awatch", awatch)
-    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
-    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    root, app = tiny_app(tmp_path, monkeypatch, batch_sizes=(1,))
     kernel = root / "solution" / "triton" / "kernel.py"
     events: list = []
-    app = make_app(open_workspace(root))
-    app.note_acknowledged = True
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await pilot.press("w")
         await wait_until(pilot, lambda: asked == [None, True])
@@ -172,9 +173,8 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
     from fibtui.core import decisions
     from fibtui.runners.session import RunOptions
 
-    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("FIBTUI_WORKERS_DAEMON", "0")
-    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
+    root, app = tiny_app(tmp_path, monkeypatch, batch_sizes=(1, 2))
     baseline = tmp_path / "baseline"
     shutil.copytree(root / "solution" / "triton", baseline)
     compared: list[str] = []
@@ -186,8 +186,6 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
 
     monkeypatch.setattr(decisions, "compare", counted)
     seen: list[tuple[float, object]] = []
-    app = make_app(open_workspace(root))
-    app.note_acknowledged = True
     async with app.run_test(
         size=(120, 40), message_hook=lambda m: seen.append((time.monotonic(), m))
     ) as pilot:
