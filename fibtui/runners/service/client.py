@@ -34,6 +34,7 @@ from fibtui.runners.local import (
 from fibtui.runners.service.common import (
     DEFAULT_IDLE_TIMEOUT_S,
     ServiceRefused,
+    close_fds,
     facts,
     log_path,
     package_root,
@@ -129,7 +130,7 @@ class Client:
             if not isinstance(reply, dict):
                 raise ValueError
         except ValueError:
-            _close(fds)
+            close_fds(fds)
             raise ServiceError(f"the worker service answered {raw[:120]!r}") from None
         return reply, fds
 
@@ -234,14 +235,6 @@ class Client:
         return str(reply.get("state")), code if isinstance(code, int) else None
 
 
-def _close(fds: list[int]) -> None:
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-
-
 class ForeignProcess:
     """What a runner uses of a Popen (``pid``, ``stdin``, ``stdout``, ``stderr``, ``poll``,
     ``wait``, ``returncode``) for a worker it did not start. Its end is seen on a pidfd the
@@ -302,7 +295,7 @@ class ForeignProcess:
             except OSError:
                 pass
         if self._pidfd is not None:
-            _close([self._pidfd])
+            close_fds([self._pidfd])
             self._pidfd = None
 
 
@@ -341,12 +334,12 @@ def adopt(reply: dict[str, Any], fds: list[int], log: Path, client: Client) -> A
     pid, scratch = reply.get("pid"), reply.get("scratch")
     pidfd = fds[3] if reply.get("pidfd") and len(fds) >= 4 else None
     if len(fds) < 3 or not isinstance(pid, int) or not isinstance(scratch, str):
-        _close(fds)
+        close_fds(fds)
         return None
     if not _scratch_ok(scratch):
-        _close(fds)
+        close_fds(fds)
         return None
-    _close(fds[4:] if pidfd is not None else fds[3:])
+    close_fds(fds[4:] if pidfd is not None else fds[3:])
     w = AdoptedWorker(ForeignProcess(pid, fds[:3], pidfd, client), Path(scratch), log)
     w.send({"op": "adopt", "runner_pid": os.getpid()})
     ev = w.next_event(time.monotonic() + ADOPT_TIMEOUT_S)
@@ -429,7 +422,7 @@ class ServiceWorkers:
                 return None
             if reply.get("ok"):
                 return adopt(reply, fds, log or Path(os.devnull), client)
-            _close(fds)
+            close_fds(fds)
             if reply.get("error") and say is not None:
                 what = "could not start" if reply.get("state") == "failed" else "did not hand over"
                 say(f"the worker service {what} a worker: {reply.get('error')}")
@@ -461,7 +454,7 @@ class ServiceWorkers:
             reply, got = client.request(req, timeout=15.0, fds=fds)
         except (OSError, ServiceError, FibError):
             return False
-        _close(got)
+        close_fds(got)
         if not reply.get("ok"):
             return False
         proc.release()  # this process's ends of its pipes, and the pidfd: the service has them

@@ -265,6 +265,15 @@ def worker_key(device: str, interpreter: bool, env: dict[str, str]) -> str:
 # -- the wire --------------------------------------------------------------------------------
 
 
+def close_fds(fds: list[int]) -> None:
+    """Close descriptors that came with a message (ones already closed are let be)."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def send_line(sock: socket.socket, obj: dict[str, Any], fds: list[int] | None = None) -> None:
     data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
     if fds:

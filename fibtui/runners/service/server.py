@@ -64,6 +64,7 @@ from fibtui.runners.service.common import (
     check_device,
     check_env,
     check_folder,
+    close_fds,
     facts,
     lock_path,
     peer_credentials,
@@ -133,14 +134,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
-
-
-def _close_fds(fds: list[int]) -> None:
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
 
 
 def _read_event_line(fd: int, deadline: float) -> bytes:
@@ -353,7 +346,7 @@ class Service:
                 if req["op"] == "return":
                     self._op_return(conn, req, peer_pid, fds)
                 else:
-                    _close_fds(fds)  # descriptors come with ``return`` alone
+                    close_fds(fds)  # descriptors come with ``return`` alone
                     getattr(self, f"_op_{req['op']}")(conn, req, peer_pid)
             except ValueError as exc:
                 log(f"refused a request from pid {peer_pid}: {exc}")
@@ -373,11 +366,11 @@ class Service:
         except LineTooLong as exc:
             raise ValueError(str(exc)) from None
         except (ValueError, UnicodeDecodeError):
-            _close_fds(fds)
+            close_fds(fds)
             raise ValueError("a request is one JSON object on one line") from None
         op = req.get("op")
         if op not in OPS:
-            _close_fds(fds)
+            close_fds(fds)
             raise ValueError(f"unknown op {str(op)[:40]!r} (known: {', '.join(OPS)})")
         return req, fds
 
@@ -562,7 +555,7 @@ class Service:
         try:
             ready = self._take_back(req, peer, fds)
         except ValueError:
-            _close_fds(fds)
+            close_fds(fds)
             raise
         with self._cond:
             if ready is not None:
@@ -596,7 +589,7 @@ class Service:
             raise ValueError("return comes with the worker's stdin, stdout and stderr")
         proc = handed.proc
         if proc.poll() is not None:
-            _close_fds(fds)
+            close_fds(fds)
             return None
         proc.stdin = os.fdopen(fds[0], "wb")  # the service's ends again
         proc.stdout = os.fdopen(fds[1], "rb")
