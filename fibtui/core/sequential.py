@@ -62,7 +62,7 @@ _NORMAL = statistics.NormalDist()
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 #: why a workload stopped (the journal's ``stop`` lines)
-DECIDED = "decided"
+DECIDED = stats.STOP_DECIDED
 GATE_DECIDED = "gate decided"
 CAP = "cap"
 FAILED = "failed"

@@ -1930,6 +1930,11 @@ class Source:
         return self.run_id or self.path.name
 
 
+#: the reason of an adaptive run's stop line for a workload whose interval was decided (the stop
+#: reasons are fibtui.core.sequential's; this one is read here too, and sequential imports stats)
+STOP_DECIDED = "decided"
+
+
 def decided_stops(record: Mapping[str, Any]) -> dict[str, str]:
     """An adaptive run's workloads its rule stopped as decided (run.json's ``adaptive.workloads``):
     uuid -> the word decided."""
@@ -1939,7 +1944,7 @@ def decided_stops(record: Mapping[str, Any]) -> dict[str, str]:
     return {
         str(uuid): str(stop.get("word"))
         for uuid, stop in stops.items()
-        if isinstance(stop, dict) and stop.get("reason") == "decided"
+        if isinstance(stop, dict) and stop.get("reason") == STOP_DECIDED
     }
 
 
