@@ -57,7 +57,8 @@ def get_setting(root: str | Path, dotted: str, default: Any = None) -> Any:
 
 def set_setting(root: str | Path, dotted: str, value: Any) -> Path:
     """Set ``a.b.c = value`` keeping every comment and the rest of the file as it was."""
-    import tomlkit  # only to write: reading uses tomllib (a command that only reads needs no tomlkit)
+    # only to write: reading uses tomllib (a command that only reads needs no tomlkit)
+    import tomlkit
 
     path = settings_path(root)
     with _LOCK:

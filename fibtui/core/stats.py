@@ -981,8 +981,8 @@ class Measured:
     ``undecided`` where every band says the same; ``mixed`` where decided bands say different
     things (faster at one, unchanged at another), ``undecided`` where one decided word stands
     beside bands still undecided (an A/A gate: unchanged at two bands, undecided at the third is
-    not "mixed"); ``text`` says it in one line ("mixed: faster at batch_size=1 by 24% (5% of latency); unchanged at
-    batch_size=48 (20% of latency) and batch_size=64 (25% of latency)")."""
+    not "mixed"); ``text`` says it in one line ("mixed: faster at batch_size=1 by 24% (5% of
+    latency); unchanged at batch_size=48 (20% of latency) and batch_size=64 (25% of latency)")."""
 
     word: str
     text: str

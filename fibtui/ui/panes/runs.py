@@ -241,7 +241,7 @@ class RunsPane(Pane):
         return self._verdict_of(record)[0]
 
     def _verdict_of(self, record: RunRecord) -> tuple[str, Any]:
-        """(verdict line, comparison) of a finished paired run (call from a thread), or ('', None)."""
+        """(verdict line, comparison) of a finished paired run, or ('', None). From a thread."""
         from fibtui.core import decisions
 
         outcome = decisions.run_verdict(self.workspace, record) if self.workspace else None
