@@ -4,10 +4,9 @@ ready workers for ``fibtui run`` and the TUI (fibtui/runners/service; docs/archi
 ``status --json`` prints ``running`` (false when no service answers) and ``socket``; with a
 service also ``pid``, ``facts``, ``idle_timeout_s``, ``idle_s``, ``uptime_s``, ``ready`` (each
 ``key``, ``device``, ``interpreter``, ``pid``, ``ready_for_s``, ``runs``: the runs it served),
-``starting``, ``waiting``
-(starts held until a run on that GPU is over: ``key``, ``device``) and ``handed``
-(workers handed to a run: ``pid``, ``device``, ``owner_pid``, ``for_s``) and ``current`` (its
-facts are this fibtui's: false means the next run restarts it).
+``starting``, ``waiting`` (starts held until a run on that GPU is over: ``key``, ``device``) and
+``handed`` (workers handed to a run: ``pid``, ``device``, ``owner_pid``, ``for_s``) and
+``current`` (its facts are this fibtui's: false means the next run restarts it).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ serve: a persistent worker. Requests are JSON lines on stdin::
 
 Events are JSON lines on the worker's private stdout: ``ready``, ``loaded``, ``job_started``,
 ``result`` (one per job, holding one result per solution), ``released``, ``error``. A worker
-whose CUDA context is lost answers the job in flight and exits with code 3 so its runner starts a fresh one.
+whose CUDA context is lost answers the job in flight and exits with code 3 so its runner starts a
+fresh one.
 
 A worker never outlives its runner (``_orphan_watch``): at first that is the process that started
 it. A worker started by the worker service (fibtui/runners/service) is handed to a run that did
