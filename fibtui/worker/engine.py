@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from fibtui.core import gpuarch
 from fibtui.core.toolchain import GPU_ONLY_MODULES, UNSUPPORTED_HERE, says_no_gpu
 from fibtui.worker import env as envmod
 from fibtui.worker import evaluators
@@ -25,7 +26,9 @@ from fibtui.worker.build import (
     BuildError,
     BuildJob,
     BuiltSolution,
+    current_arch,
     forget_solution_modules,
+    full_text,
     prepare,
     sid_of_module,
 )
@@ -65,6 +68,9 @@ class EngineConfig:
     build_cache_dir: str | None = None
     workdir: str | None = None
     dataset_root: str | None = None
+    #: the workspace's ``reference/`` folder: a CUTLASS checkout there serves builds that
+    #: include CUTLASS/CuTe headers (fibtui.core.toolchain.find_cutlass)
+    reference_root: str | None = None
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> EngineConfig:
@@ -104,6 +110,9 @@ class Engine:
             torch.cuda.set_device(self.device)
         self.environment = envmod.describe(str(self.device), config.backend)
         self.device_name = self.environment.get("gpu") or "cpu"
+        #: this GPU's architecture (``sm_90``): what a kernel built for another one is told
+        arch = current_arch(self.device.type)
+        self.device_arch = gpuarch.Arch.parse(arch) if arch else None
         # Built sources go to the caller's folder, or to a temporary one this engine removes on close().
         self._owns_workdir = not config.workdir
         self.workdir = Path(config.workdir or tempfile.mkdtemp(prefix="fibtui-worker-"))
@@ -111,6 +120,8 @@ class Engine:
         self.solutions: dict[str, BuiltSolution] = {}
         #: sid -> (status, message): COMPILE_ERROR, or UNSUPPORTED_HERE for what this machine lacks
         self.build_errors: dict[str, tuple[str, str]] = {}
+        #: sid -> what this machine lacks, for a build that failed for it (a GPU architecture...)
+        self.build_limits: dict[str, gpuarch.MachineLimit] = {}
         #: sids whose first call has not happened yet in this process (its JIT compile, if any)
         self._first_call: set[str] = set()
         self.maker: InputMaker | None = None
@@ -133,6 +144,7 @@ class Engine:
 
         self.solutions.clear()
         self.build_errors.clear()
+        self.build_limits.clear()
         self._first_call.clear()
         self.maker = None
         forget_solution_modules()
@@ -191,6 +203,7 @@ class Engine:
             )
         self.solutions.clear()
         self.build_errors.clear()
+        self.build_limits.clear()
         report: dict[str, Any] = {}
         jobs: list[BuildJob] = []
         cache_root = Path(self.config.build_cache_dir) if self.config.build_cache_dir else None
@@ -205,6 +218,7 @@ class Engine:
                         device_type=self.device.type,
                         cache_root=cache_root,
                         arity=(len(definition["inputs"]), len(definition["outputs"])),
+                        reference_root=self.config.reference_root,
                     )
                 )
             except BuildError as exc:
@@ -248,6 +262,9 @@ class Engine:
     def _build_failed(self, sid: str, exc: BuildError, report: dict[str, Any]) -> None:
         self.build_errors[sid] = (exc.status, str(exc))
         report[sid] = {"ok": False, "status": exc.status, "error": str(exc)}
+        if exc.limit is not None:
+            self.build_limits[sid] = exc.limit
+            report[sid]["limit"] = exc.limit.to_json()
         if exc.log:
             report[sid]["log"] = exc.log[-200_000:]
 
@@ -346,6 +363,8 @@ class Engine:
             if sid in self.build_errors:
                 status, message = self.build_errors[sid]
                 results[sid] = {"status": status, "error": message}
+                if sid in self.build_limits:
+                    results[sid]["limit"] = self.build_limits[sid].to_json()
         alive = [sid for sid in sids if sid in self.solutions]
         names = list(self.definition["outputs"])
         dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
@@ -385,7 +404,7 @@ class Engine:
                     try:
                         outs = self._call(sol, self._clone(inputs), workload, poison=True)
                     except Exception as exc:  # noqa: BLE001 - the kernel's failure is its result
-                        results[sid] = self._failure(exc)
+                        results[sid] = self._failure(exc, sol)
                         alive.remove(sid)
                         if self._context_lost():
                             raise ContextPoisoned(sid) from None
@@ -482,9 +501,9 @@ class Engine:
             lost = self._context_lost()
             for sid in alive:
                 if sid == culprit:
-                    results.setdefault(sid, self._failure(exc))
+                    results.setdefault(sid, self._failure(exc, self.solutions.get(sid)))
                 elif culprit is None and len(alive) == 1 and _from_solution(exc, folders):
-                    results.setdefault(sid, self._failure(exc))
+                    results.setdefault(sid, self._failure(exc, self.solutions.get(sid)))
                 else:
                     why = (
                         f"not measured: {culprit} failed"
@@ -553,6 +572,29 @@ class Engine:
                 return time_cupti(calls, n_sets, plan, self.device, clock=self._clock)
             return time_wall(calls, n_sets, plan)
 
+    def _arch_limit(
+        self, exc: BaseException, sol: BuiltSolution | None
+    ) -> gpuarch.MachineLimit | None:
+        """On a GPU: did the call fail because this GPU lacks the architecture the code needs
+        (a DSL's arch check, no kernel image for this GPU, PTX it cannot take)? Then it is
+        UNSUPPORTED_HERE with what it needs, never the kernel's RUNTIME_ERROR."""
+        if self.device_arch is None:
+            return None
+        limit = gpuarch.limit_from_text(full_text(exc), self.device_arch)
+        if limit is None or limit.needs or sol is None:
+            return limit
+        # "no kernel image": what the built library holds says what it needs
+        library = sol.meta.get("library")
+        entries = gpuarch.fatbin_entries(library) if isinstance(library, str) else []
+        if entries:
+            return gpuarch.MachineLimit(
+                "arch",
+                tuple(dict.fromkeys(e.arch.name for e in entries)),
+                limit.has,
+                evidence=limit.evidence,
+            )
+        return limit
+
     def _clock(self) -> int | None:
         """The SM clock of this worker's GPU, read before each timed block (its UUID looked up
         once: NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES)."""
@@ -560,7 +602,16 @@ class Engine:
             self._gpu_uuid = _gpu_uuid(self.device)
         return envmod.sm_clock_now(self.device.index or 0, self._gpu_uuid)
 
-    def _failure(self, exc: BaseException) -> dict[str, Any]:
+    def _failure(self, exc: BaseException, sol: BuiltSolution | None = None) -> dict[str, Any]:
+        limit = self._arch_limit(exc, sol)
+        if limit is not None:
+            text = str(exc).strip().splitlines()
+            first = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+            return {
+                "status": UNSUPPORTED_HERE,
+                "error": f"{limit.describe()} ({first[:300]})",
+                "limit": limit.to_json(),
+            }
         kind = type(exc).__name__
         module = type(exc).__module__ or ""
         status = (
@@ -617,7 +668,7 @@ def _cpu_tool_limit(exc: BaseException) -> str | None:
 
 def _build_meta(sol: BuiltSolution) -> dict[str, Any]:
     """How a solution was built, as results and the loaded report carry it."""
-    keep = ("builder", "cached", "build_s", "compile_s", "cache_key")
+    keep = ("builder", "cached", "build_s", "compile_s", "cache_key", "cutlass")
     return {k: sol.meta[k] for k in keep if k in sol.meta}
 
 
