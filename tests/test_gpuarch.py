@@ -32,6 +32,14 @@ DSL_ERROR = (
     "OpError: expects arch to be one of [Arch.sm_100a, Arch.sm_100f, Arch.sm_103a], but got "
     "Arch.sm_90a\n💡 Suggestion: Ensure env CUTE_DSL_ARCH matches your GPU architecture"
 )
+# the same check in nvidia-cutlass-dsl 4.8.1 (its DSLUserCodeError, printed on this machine with
+# CUTE_DSL_ARCH=sm_90a): colours and base_dsl.Arch names
+DSL_481_ERROR = (
+    "\x1b[91m\x1b[1merror:\x1b[0m expects arch to be one of [base_dsl.Arch.sm_100a, "
+    "base_dsl.Arch.sm_100f, base_dsl.Arch.sm_110a, base_dsl.Arch.sm_110f, base_dsl.Arch.sm_103a, "
+    "base_dsl.Arch.sm_103f, base_dsl.Arch.sm_107a, base_dsl.Arch.sm_107f], but got sm_90a\n"
+    "  \x1b[92msuggestion:\x1b[0m Ensure env CUTE_DSL_ARCH matches your GPU architecture"
+)
 # what nvcc 13.0's ptxas printed for an inline tcgen05.alloc built for sm_90 (run on this machine)
 PTXAS_LOG = (
     "ptxas /tmp/tmpxft_000027cb_00000000-6_t.ptx, line 29; error   : Instruction "
@@ -43,7 +51,9 @@ PTXAS_LOG = (
 
 def test_the_architecture_rules_are_cudas() -> None:
     sm90, sm90a = Arch.parse("sm_90"), Arch.parse("Arch.sm_90a")
-    assert sm90 == H200 and sm90a == Arch(9, 0, "a") and Arch.parse("compute_100a") == Arch(10, 0, "a")
+    assert (
+        sm90 == H200 and sm90a == Arch(9, 0, "a") and Arch.parse("compute_100a") == Arch(10, 0, "a")
+    )
     assert Arch.parse("no arch here") is None
     # a cubin runs within its major version, from its minor up
     assert Arch(8, 0).runs_on(Arch(8, 6)) and not Arch(8, 6).runs_on(Arch(8, 0))
@@ -93,7 +103,15 @@ def test_files_without_gpu_code_say_nothing(tmp_path: Path) -> None:
 def test_a_build_made_now_for_sm_100a_reads_as_sm_100a(tmp_path: Path) -> None:
     obj = tmp_path / "k.o"
     subprocess.run(
-        ["nvcc", "-c", "-gencode", "arch=compute_100a,code=sm_100a", str(FIXTURES / "k.cu"), "-o", str(obj)],
+        [
+            "nvcc",
+            "-c",
+            "-gencode",
+            "arch=compute_100a,code=sm_100a",
+            str(FIXTURES / "k.cu"),
+            "-o",
+            str(obj),
+        ],
         check=True,
         capture_output=True,
     )
@@ -102,8 +120,13 @@ def test_a_build_made_now_for_sm_100a_reads_as_sm_100a(tmp_path: Path) -> None:
 
 def test_error_messages_that_show_a_missing_architecture() -> None:
     dsl = limit_from_text(DSL_ERROR, Arch(9, 0, "a"))
-    assert dsl is not None and dsl.needs == ("sm_100a", "sm_100f", "sm_103a") and dsl.has == "sm_90a"
+    assert (
+        dsl is not None and dsl.needs == ("sm_100a", "sm_100f", "sm_103a") and dsl.has == "sm_90a"
+    )
     assert dsl.runs_on("sm_100") and not dsl.runs_on("sm_90")
+    dsl481 = limit_from_text(DSL_481_ERROR, H200)
+    assert dsl481 is not None and dsl481.needs[:2] == ("sm_100a", "sm_100f")
+    assert dsl481.has == "sm_90a" and len(dsl481.needs) == 8 and dsl481.runs_on("sm_100")
     ptxas = limit_from_text(PTXAS_LOG, H200)
     assert ptxas is not None and ptxas.has == "sm_90" and "sm_100a" in ptxas.needs
     assert "tcgen05.alloc" in ptxas.evidence
@@ -113,7 +136,9 @@ def test_error_messages_that_show_a_missing_architecture() -> None:
         "RuntimeError: CUDA error: no kernel image is available for execution on the device", H200
     )
     assert image is not None and image.needs == () and image.has == "sm_90"
-    own = limit_from_text('kernel.cu:2:2: error: #error "this kernel needs sm_100a (tcgen05)"', H200)
+    own = limit_from_text(
+        'kernel.cu:2:2: error: #error "this kernel needs sm_100a (tcgen05)"', H200
+    )
     assert own is not None and own.needs == ("sm_100a",)
     # the same #error on the GPU it names is no limit of this machine; other errors are none
     assert limit_from_text('#error "needs sm_90a"', H200) is None
@@ -129,7 +154,7 @@ def test_a_limit_round_trips_and_says_what_it_needs() -> None:
     assert not MachineLimit("headers", ("cute/tensor.hpp",)).runs_on("sm_100")
 
 
-FAKE_DSL_KERNEL = '''import torch
+FAKE_DSL_KERNEL = """import torch
 
 
 class OpError(Exception):
@@ -141,7 +166,7 @@ def scale(x, alpha, y):
     raise OpError(
         "expects arch to be one of [Arch.sm_100a, Arch.sm_103a], but got Arch.sm_90a"
     )
-'''
+"""
 
 
 @pytest.mark.slow
@@ -164,14 +189,24 @@ def test_a_kernel_that_needs_sm_100a_is_unsupported_here_with_what_it_needs(
     )
     args = ("run", "--workspace", str(root), "--backend", "interpreter", "--no-daemon")
     code, out, err = run_cli(
-        capsys, *args, "--workloads", "all", "--solution", str(cand), "--baseline", str(root), "--json"
+        capsys,
+        *args,
+        "--workloads",
+        "all",
+        "--solution",
+        str(cand),
+        "--baseline",
+        str(root),
+        "--json",
     )
     assert code == 3, err
     record = json.loads(out)
     cand_rows = [j for j in record["jobs"] if j["role"] == "candidate"]
     assert {j["status"] for j in cand_rows} == {"UNSUPPORTED_HERE"}
     assert all(j["limit"]["needs"] == ["sm_100a", "sm_103a"] for j in cand_rows)
-    assert all(j["limit"]["has"] == "sm_90a" and "RUNTIME_ERROR" not in j["error"] for j in cand_rows)
+    assert all(
+        j["limit"]["has"] == "sm_90a" and "RUNTIME_ERROR" not in j["error"] for j in cand_rows
+    )
     assert {j["status"] for j in record["jobs"] if j["role"] == "baseline"} == {"PASSED"}
     assert record["comparison"]["verdict"] == "NOT_JUDGED"
     [group] = record["not_judged"]
@@ -180,5 +215,56 @@ def test_a_kernel_that_needs_sm_100a_is_unsupported_here_with_what_it_needs(
     code, out, _ = run_cli(capsys, *args, "--workloads", "all", "--solution", str(cand))
     assert code == 3
     text = " ".join(out.split())
-    assert "need sm_100a or sm_103a; this GPU is sm_90a: not judged here, not a kernel failure" in text
+    assert (
+        "need sm_100a or sm_103a; this GPU is sm_90a: not judged here, not a kernel failure" in text
+    )
     assert "fibtui run --send-unsupported" in text
+
+
+REAL_DSL_KERNEL = """def scale(x, alpha, y):
+    # a kernel written for the B200: it builds a tcgen05 MMA op (the CuTe DSL checks the GPU's
+    # architecture when the op is made, as it does while tracing a @cute.kernel)
+    import cutlass
+    from cutlass.cute.nvgpu import OperandMajorMode, tcgen05
+
+    tcgen05.MmaF16BF16Op(
+        cutlass.BFloat16,
+        cutlass.Float32,
+        (128, 128, 16),
+        tcgen05.CtaGroup.ONE,
+        tcgen05.OperandSource.SMEM,
+        OperandMajorMode.K,
+        OperandMajorMode.K,
+    )
+"""
+
+
+@pytest.mark.slow
+def test_the_cute_dsls_own_arch_check_is_unsupported_here(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real CuTe DSL (when installed: flashinfer-python brings it) told it runs on sm_90a
+    (``CUTE_DSL_ARCH``, as it reads a Hopper GPU) refuses a tcgen05 op with its own error; the
+    row is UNSUPPORTED_HERE with the Blackwell architectures that error lists."""
+    pytest.importorskip("cutlass.cute.nvgpu.tcgen05")
+    monkeypatch.setenv("FIBTUI_TEST_DEVICE_ARCH", "sm_90")
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
+    monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    cand = root / "candidates" / "v4_umma"
+    (cand / "solution" / "python").mkdir(parents=True)
+    (cand / "solution" / "python" / "kernel.py").write_text(REAL_DSL_KERNEL)
+    (cand / "config.toml").write_text(
+        '[solution]\nname = "v4_umma"\ndefinition = "tiny_scale"\nauthor = "t"\n'
+        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
+    )
+    code, out, err = run_cli(
+        capsys,
+        *("run", "--workspace", str(root), "--backend", "interpreter", "--no-daemon"),
+        *("--workloads", "all", "--solution", str(cand), "--json"),
+    )
+    assert code == 3, err
+    [job] = json.loads(out)["jobs"]
+    assert job["status"] == "UNSUPPORTED_HERE", job
+    assert "sm_100a" in job["limit"]["needs"] and job["limit"]["has"] == "sm_90a"
+    assert "expects arch to be one of" in job["limit"]["evidence"]

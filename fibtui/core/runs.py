@@ -175,7 +175,9 @@ class JobResult(Measurement):
         ):
             return None
         limit = obj.get("limit")
-        if limit is not None and not (isinstance(limit, dict) and isinstance(limit.get("kind"), str)):
+        if limit is not None and not (
+            isinstance(limit, dict) and isinstance(limit.get("kind"), str)
+        ):
             return None
         return cls.from_json(obj)
 

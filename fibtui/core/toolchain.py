@@ -186,7 +186,9 @@ def cutlass_includes(sources: list[dict[str, str]]) -> list[str]:
     own = {PurePosixPath(s["path"]).as_posix() for s in sources}
     found: dict[str, None] = {}
     for s in sources:
-        if not s["path"].endswith((".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".c", ".inl")):
+        if not s["path"].endswith(
+            (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".c", ".inl")
+        ):
             continue
         for m in _CUTLASS_INCLUDE.finditer(s["content"]):
             header = m.group(1)

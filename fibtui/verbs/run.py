@@ -285,7 +285,9 @@ def run_exit_code(record: RunRecord) -> int:
     if record.summary.complete:
         return 0
     s = record.summary
-    if s.done == s.total and all(j.status == PASSED or is_tool_limit(j.status) for j in record.jobs):
+    if s.done == s.total and all(
+        j.status == PASSED or is_tool_limit(j.status) for j in record.jobs
+    ):
         return 3
     return 1
 
