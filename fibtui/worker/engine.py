@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from fibtui.core import gpuarch
+from fibtui.core.status import GATE_STATUSES
 from fibtui.core.toolchain import GPU_ONLY_MODULES, UNSUPPORTED_HERE, says_no_gpu
 from fibtui.worker import env as envmod
 from fibtui.worker import evaluators
@@ -35,7 +36,27 @@ from fibtui.worker.build import (
 from fibtui.worker.check import Tolerance
 from fibtui.worker.inputs import InputErrorW, InputMaker, seed_for, torch_dtype
 from fibtui.worker.reference import ReferenceRunner
-from fibtui.worker.timing import TimingError, TimingPlan, time_cupti, time_wall
+from fibtui.worker.rotation import Rotation, keep_copy
+from fibtui.worker.seal import Seal
+from fibtui.worker.timing import (
+    HarnessTampered,
+    PointerSets,
+    SolutionTiming,
+    Timed,
+    TimingError,
+    TimingPlan,
+    time_cupti,
+    time_wall,
+)
+
+INCORRECT_TIMED, INPUT_MUTATED, CACHED_TIMING, HARNESS_TAMPERED = GATE_STATUSES
+#: a call on unseen inputs may take at most this many times the timed calls' median before the
+#: timed calls read as not doing the work (an answer kept from earlier calls): on a GPU, and on
+#: Triton's CPU interpreter, whose wall times are noisier (a kept answer is a copy there, a
+#: hundred times faster than the interpreted kernel)
+CACHED_RATIO = {"cupti": 3.0, "cpu-interpreter": 10.0}
+#: fresh input sets per job for the probe calls (each solution's first block and one past the middle)
+PROBE_SETS = 2
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -89,6 +110,11 @@ class ContextPoisoned(Exception):
     """The CUDA context no longer works (e.g. after an illegal memory access): restart the worker."""
 
 
+class HarnessBroken(Exception):
+    """A solution changed the harness (its seal broke): the worker is restarted, and the other
+    solutions of the job are measured again in a fresh one."""
+
+
 class Engine:
     def __init__(
         self,
@@ -128,6 +154,10 @@ class Engine:
         self.evaluator: evaluators.Evaluator = evaluators.Evaluator()
         self.reference: ReferenceRunner | None = None
         self.poisoned = False
+        #: the harness's seal, taken before the run's solutions are built (fibtui.worker.seal)
+        self.seal: Seal | None = None
+        #: why the worker must be restarted, when not for a lost CUDA context
+        self.restart_reason: str | None = None
 
     def close(self) -> None:
         """Remove the temporary build folder this engine made (a caller's folder is left alone)."""
@@ -155,6 +185,9 @@ class Engine:
         gc.collect()
         if self.device.type != "cuda":
             return {"keep": True}
+        if self.restart_reason:
+            self.kept_reference = None
+            return {"keep": False, "why": self.restart_reason}
         if self.poisoned or self._context_lost():
             self.kept_reference = None
             return {"keep": False, "why": "its CUDA context is lost"}
@@ -204,6 +237,7 @@ class Engine:
         self.solutions.clear()
         self.build_errors.clear()
         self.build_limits.clear()
+        self.seal = _take_seal()
         report: dict[str, Any] = {}
         jobs: list[BuildJob] = []
         cache_root = Path(self.config.build_cache_dir) if self.config.build_cache_dir else None
@@ -401,13 +435,28 @@ class Engine:
                             "phase": "check",
                         }
                     )
+                    args = self._clone(inputs)
                     try:
-                        outs = self._call(sol, self._clone(inputs), workload, poison=True)
+                        outs = self._call(sol, args, workload, poison=True)
                     except Exception as exc:  # noqa: BLE001 - the kernel's failure is its result
                         results[sid] = self._failure(exc, sol)
                         alive.remove(sid)
                         if self._context_lost():
                             raise ContextPoisoned(sid) from None
+                        continue
+                    broken = self.seal.broken() if self.seal is not None else []
+                    if broken:
+                        results[sid] = _tampered(broken)
+                        alive.remove(sid)
+                        raise HarnessBroken(sid)
+                    changed = self._changed_inputs(inputs, args)
+                    if changed:
+                        results[sid] = {
+                            "status": INPUT_MUTATED,
+                            "error": f"the call wrote into its input(s) {', '.join(changed)}, which "
+                            "the definition does not name as outputs",
+                        }
+                        alive.remove(sid)
                         continue
                     if sid in self._first_call:
                         # the first call of this solution in this process: its JIT compile (Triton,
@@ -466,16 +515,46 @@ class Engine:
                         "phase": "timing",
                     }
                 )
-                timings = self._time(alive, workload)
+                try:
+                    timings, rotation = self._time(alive, workload)
+                except HarnessTampered as exc:
+                    # the seal broke during the interleaved timing: which solution did it is not
+                    # known here, so none of them is measured; the worker goes
+                    self.poisoned = True
+                    self.restart_reason = "a solution changed the harness during the timed calls"
+                    for sid in alive:
+                        results[sid] = _tampered(exc.changed, during="the timed calls")
+                    alive = []
+                    timings, rotation = {}, None
                 for sid in alive:
                     t = timings[sid]
+                    timing = t.to_json(self.config.timing_kind, self.config.plan)
+                    failed = self._timed_failure(t, rotation, workload, names, dtypes, tol)
+                    if failed is not None:
+                        results[sid] = {**failed, "timing": timing}
+                        continue
                     results[sid] = {
                         "status": "PASSED",
                         "latency_ms": t.latency_ms,
                         "max_abs_error": errors[sid][0],
                         "max_rel_error": errors[sid][1],
-                        "timing": t.to_json(self.config.timing_kind, self.config.plan),
+                        "timing": timing,
                     }
+                    threads = self.seal.new_threads() if self.seal is not None else []
+                    if threads:
+                        timing["checks"]["threads_left"] = threads[:8]
+        except HarnessBroken as exc:
+            self.poisoned = True
+            culprit = exc.args[0] if exc.args else None
+            self.restart_reason = f"{culprit or 'a solution'} changed the harness"
+            for sid in alive:
+                results.setdefault(
+                    sid,
+                    {
+                        "status": "INFRA_ERROR",
+                        "error": f"not measured: {culprit or 'another solution'} changed the harness",
+                    },
+                )
         except ContextPoisoned as exc:
             # The culprit has its RUNTIME_ERROR; the others were not measured: the runner reruns
             # them alone on a fresh worker (an infrastructure failure, not theirs).
@@ -543,34 +622,161 @@ class Engine:
             "wall_s": time.monotonic() - t_start,
             "cpu_s": time.process_time() - cpu_start,
             "restart": self.poisoned,
+            **(
+                {"restart_reason": self.restart_reason}
+                if self.poisoned and self.restart_reason
+                else {}
+            ),
         }
 
-    def _time(self, sids: list[str], workload: dict[str, Any]):
-        assert self.maker is not None
+    def _time(
+        self, sids: list[str], workload: dict[str, Any]
+    ) -> tuple[dict[str, SolutionTiming], Rotation | None]:
+        """Time the solutions (fibtui.worker.timing) on a rotation of input sets
+        (fibtui.worker.rotation): the pool's first sets are the correctness trials' own (their
+        references are at hand), the rest have seeds of their own."""
+        assert self.maker is not None and self.definition is not None
         plan = self.config.plan
-        n_sets = max(1, min(plan.blocks, 4))
-        sets = [
-            self.maker.make(workload, seed_for(workload["uuid"], 1000 + k, self.config.seed))
-            for k in range(n_sets)
-        ]
+        uuid = workload["uuid"]
+        pool_count = max(2 if plan.checks else 1, min(plan.blocks, 4))
+        pool = [self.maker.make(workload, self._pool_seed(uuid, k)) for k in range(pool_count)]
         outs = {
             sid: self.maker.allocate_outputs(workload, poison=False)
             for sid in sids
             if self.solutions[sid].dps
         }
+        names = list(self.definition["outputs"])
+        dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+        rotation: Rotation | None = None
+        if plan.checks:
+            probes = [
+                self.maker.make(workload, seed_for(uuid, 2000 + j, self.config.seed))
+                for j in range(PROBE_SETS)
+            ]
+            rotation = Rotation.build(pool, probes, self._shared_inputs(workload), self.device)
+            inputs: Any = rotation
+            del pool, probes
+        else:
+            inputs = PointerSets(pool)
 
-        def caller(sid: str):
+        def timed(sid: str) -> Timed:
             sol = self.solutions[sid]
             if sol.dps:
                 o = outs[sid]
-                return lambda k: sol.fn(*sets[k], *o)
-            return lambda k: sol.fn(*sets[k])
+                return Timed(lambda args: sol.fn(*args, *o), lambda _r: keep_copy(o))
+            return Timed(
+                lambda args: sol.fn(*args),
+                lambda r: keep_copy(self.evaluator.normalize(r, names, dtypes, self.device)),
+            )
 
-        calls = {sid: caller(sid) for sid in sids}
+        calls = {sid: timed(sid) for sid in sids}
+        seal = self.seal.broken if self.seal is not None else None
+        probe_count = PROBE_SETS if plan.checks else 0
         with torch.no_grad():
             if self.config.timing_kind == "cupti":
-                return time_cupti(calls, n_sets, plan, self.device, clock=self._clock)
-            return time_wall(calls, n_sets, plan)
+                got = time_cupti(
+                    calls,
+                    inputs,
+                    pool_count,
+                    probe_count,
+                    plan,
+                    self.device,
+                    clock=self._clock,
+                    seal=seal,
+                )
+            else:
+                got = time_wall(calls, inputs, pool_count, probe_count, plan, seal=seal)
+        return got, rotation
+
+    def _pool_seed(self, uuid: str, k: int) -> int:
+        """The seed of pool set ``k``: the correctness trials' first, then sets of their own."""
+        trials = max(1, self.config.correctness_trials)
+        return seed_for(uuid, k if k < trials else 1000 + k, self.config.seed)
+
+    def _shared_inputs(self, workload: dict[str, Any]) -> list[bool]:
+        """Per input, whether every input set holds the same tensor (read from safetensors)."""
+        assert self.definition is not None
+        given = workload.get("inputs") or {}
+        return [
+            (given.get(name) or {}).get("type") == "safetensors"
+            for name in self.definition["inputs"]
+        ]
+
+    def _changed_inputs(self, before: list[Any], after: list[Any]) -> list[str]:
+        """The inputs (by name) a call changed, among those the definition does not name as
+        outputs (one synchronization for all of them)."""
+        assert self.definition is not None
+        outputs = set(self.definition["outputs"])
+        pairs = [
+            (name, a, b)
+            for name, a, b in zip(self.definition["inputs"], before, after, strict=False)
+            if name not in outputs
+            and isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.numel()
+        ]
+        if not pairs:
+            return []
+
+        def raw(t: torch.Tensor) -> torch.Tensor:
+            return t.detach().contiguous().view(-1).view(torch.uint8)
+
+        try:
+            flags = torch.stack([(raw(a) != raw(b)).any() for _, a, b in pairs]).tolist()
+        except RuntimeError:  # a shape or dtype the call changed under the same name
+            return [name for name, a, b in pairs if a.shape != b.shape or a.dtype != b.dtype]
+        return [name for (name, _a, _b), changed in zip(pairs, flags, strict=True) if changed]
+
+    def _timed_failure(
+        self,
+        t: SolutionTiming,
+        rotation: Rotation | None,
+        workload: dict[str, Any],
+        names: list[str],
+        dtypes: list[torch.dtype],
+        tol: Tolerance,
+    ) -> dict[str, Any] | None:
+        """The gate's checks on the timed calls (docs/measurement.md, "A gate no candidate can
+        game"): the kept calls' outputs against their sets' references, their inputs unchanged,
+        and the timed calls doing the work a call on unseen inputs does. None: all hold."""
+        assert self.definition is not None and self.reference is not None
+        if rotation is None:
+            return None
+        input_names = list(self.definition["inputs"])
+        outputs = set(self.definition["outputs"])
+        uuid = workload["uuid"]
+        for kept in t.kept:
+            if kept.inputs_after is not None:
+                changed = rotation.changed_inputs(
+                    kept.inputs_after, kept.set_index, input_names, outputs
+                )
+                if changed:
+                    return {
+                        "status": INPUT_MUTATED,
+                        "error": f"timed call {kept.call + 1} of block {kept.block + 1} wrote into "
+                        f"its input(s) {', '.join(changed)}, which the definition does not name as "
+                        "outputs",
+                    }
+            if self.evaluator.name == "sampling":
+                continue  # a sample is random: one call's output cannot be judged alone
+            seed = self._pool_seed(uuid, kept.set_index)
+            pool_inputs = rotation.pool_sets[kept.set_index]
+            ref_out, _ = self.reference.outputs(
+                workload, seed, self._clone(pool_inputs), names, dtypes, time_it=False
+            )
+            verdict = self.evaluator.judge(
+                evaluators.Judging(self.definition, names, pool_inputs, kept.outputs, ref_out, tol)
+            )
+            if verdict.status != "PASSED":
+                return {
+                    "status": INCORRECT_TIMED,
+                    "error": f"timed call {kept.call + 1} of block {kept.block + 1} (input set "
+                    f"{kept.set_index}) gave a wrong output: {verdict.detail or verdict.status} "
+                    "(an answer kept from an earlier call?)",
+                    "max_abs_error": verdict.max_abs_error,
+                    "max_rel_error": verdict.max_rel_error,
+                }
+        return _cached_timing(t, self.config.timing_kind)
 
     def _arch_limit(
         self, exc: BaseException, sol: BuiltSolution | None
@@ -628,6 +834,59 @@ class Engine:
             if limit:
                 return {"status": UNSUPPORTED_HERE, "error": f"{limit} ({text[:300]})"}
         return {"status": status, "error": text[:2000]}
+
+
+def _take_seal() -> Seal:
+    """The harness's seal, with Triton's JIT among what it holds (imported first when there)."""
+    try:
+        import triton  # noqa: F401
+        import triton.runtime.jit  # noqa: F401
+    except Exception:  # noqa: BLE001 - no Triton: nothing of it to seal
+        pass
+    return Seal()
+
+
+def _tampered(changed: list[str], during: str = "its correctness call") -> dict[str, Any]:
+    more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
+    return {
+        "status": HARNESS_TAMPERED,
+        "error": f"the solution changed what fibtui's timer or judge relies on during {during}: "
+        + "; ".join(changed[:3])
+        + more,
+    }
+
+
+def _cached_timing(t: SolutionTiming, kind: str) -> dict[str, Any] | None:
+    """CACHED_TIMING when the timed calls did not do the work a call on unseen inputs does:
+    some launched no device work, none of the probe's kernels ran in them, or they took a
+    fraction of its time."""
+    probe = min(t.probe_ms) if t.probe_ms else None
+    if kind == "cupti" and t.timed_calls:
+        if t.empty_calls:
+            return {
+                "status": CACHED_TIMING,
+                "error": f"{t.empty_calls} of {t.timed_calls} timed calls launched no device work; "
+                f"a call on unseen inputs launched {', '.join(t.probe_kernel_names[:3]) or 'work'}",
+            }
+        if t.probe_kernel_names and not set(t.kernel_names) & set(t.probe_kernel_names):
+            return {
+                "status": CACHED_TIMING,
+                "error": "the timed calls launched none of the kernels a call on unseen inputs "
+                f"launched ({', '.join(t.probe_kernel_names[:3])}; timed: "
+                f"{', '.join(t.kernel_names[:3])})",
+            }
+    ratio = CACHED_RATIO.get(kind, 3.0)
+    # the slowest block against the fastest probe: noise must make every timed block fast and
+    # every probe slow before an honest kernel is flagged
+    slowest = max(t.block_medians_ms, default=t.latency_ms)
+    if probe is not None and probe > 0 and slowest * ratio < probe:
+        return {
+            "status": CACHED_TIMING,
+            "error": f"timed calls took {t.latency_ms * 1000:.2f} us (slowest block "
+            f"{slowest * 1000:.2f} us), a call on unseen inputs {probe * 1000:.2f} us: more than "
+            f"{ratio:g}x (an answer kept from earlier calls?)",
+        }
+    return None
 
 
 def _gpu_uuid(device: torch.device) -> str | None:
@@ -726,7 +985,7 @@ def _execute(
                         "solution_id": sid,
                         "status": "INFRA_ERROR",
                         "not_run": True,
-                        "error": "not run: the CUDA context was lost earlier",
+                        "error": f"not run: {engine.restart_reason or 'the CUDA context was lost'} earlier",
                     }
                     for sid in job.get(
                         "solutions", list(engine.solutions) + list(engine.build_errors)
