@@ -32,9 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from fibtui.core.workspace import load_config  # noqa: E402
 from fibtui.core.dataset import Dataset  # noqa: E402
 from fibtui.core.plan import solution_from_config  # noqa: E402
+from fibtui.core.workspace import load_config  # noqa: E402
 from fibtui.runners.session import GPU_PLAN  # noqa: E402
 from tests.runner_helpers import GOOD_TRITON, TINY_DEFINITION  # noqa: E402
 
