@@ -37,7 +37,7 @@ say "cases"
 python3 scripts/device/run_requests.py arch_dsl cutlass_headers arch_build_flag arch_ptx hostile \
   tamper_sync tamper_profiler 2>&1 | tee "$R/cases.txt"
 say "sweeps: checks on and off, alternated"
-python3 scripts/device/run_requests.py --repeat 2 sweep_on sweep_off 2>&1 | tee "$R/sweeps.txt"
+python3 scripts/device/run_requests.py --repeat 3 sweep_on sweep_off 2>&1 | tee "$R/sweeps.txt"
 say "done"
 mv "$OUT/gate" "$R/events" 2>/dev/null
 tar -czf "$OUT/gate.tgz" -C "$OUT" h200_gate && rm -rf "$R/events"
