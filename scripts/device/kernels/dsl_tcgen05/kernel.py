@@ -9,11 +9,6 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import tcgen05
 from cutlass.cute.runtime import from_dlpack
 
-try:
-    from cutlass.cute.nvgpu import OperandMajorMode
-except ImportError:  # older DSL releases keep it under tcgen05
-    OperandMajorMode = tcgen05.OperandMajorMode
-
 
 @cute.jit
 def _host(q: cute.Tensor):
@@ -23,8 +18,8 @@ def _host(q: cute.Tensor):
         (128, 128, 16),
         tcgen05.CtaGroup.ONE,
         tcgen05.OperandSource.SMEM,
-        OperandMajorMode.K,
-        OperandMajorMode.K,
+        tcgen05.OperandMajorMode.K,
+        tcgen05.OperandMajorMode.K,
     )
     cute.make_tiled_mma(op)
 
