@@ -697,9 +697,7 @@ def test_references_are_computed_while_a_build_compiles(tmp_path: Path) -> None:
         out = engine.run_job({"job_id": "0|w-pre", "workload": workload, "repeat": 0})
         assert out["results"][0]["status"] == "PASSED"
         # the prefetched outputs: from the worker's memory, neither recomputed nor read back
-        # (twice: the correctness trial, then the checked timed calls on the trial's input set)
-        assert engine.reference.misses == 1 and engine.reference.memory_hits >= 1
-        assert engine.reference.hits == 0
+        assert engine.reference.memory_hits == 1 and engine.reference.misses == 1
     with Engine(
         config
     ) as engine:  # a second load of the same sources: from the cache, no prefetch needed

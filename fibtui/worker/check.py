@@ -146,6 +146,31 @@ def elementwise(
     return OutputCheck(None, float(abs_err.max()), float(rel_err.max()), ratio, exceeds, detail)
 
 
+def mismatch_flag(out: Any, ref: torch.Tensor, tol: Tolerance) -> torch.Tensor:
+    """A device-side flag, True when ``out`` fails the default evaluator's check against
+    ``ref`` (shape, dtype, a non-finite value, or more elements beyond atol and rtol than the
+    matched ratio allows), without a synchronization: the gate reads every kept call's flags at
+    once. It agrees with :func:`compare`'s pass/fail (the words come from :func:`compare`)."""
+    device = ref.device
+    if (
+        not isinstance(out, torch.Tensor)
+        or tuple(out.shape) != tuple(ref.shape)
+        or out.dtype != ref.dtype
+    ):
+        return torch.ones((), dtype=torch.bool, device=device)
+    if out.numel() == 0:
+        return torch.zeros((), dtype=torch.bool, device=device)
+    x = out.detach().to(device=device, dtype=torch.float32)
+    y = ref.to(torch.float32)
+    abs_err = (x - y).abs()
+    # flashinfer-bench's rule: an element fails when abs > atol and abs / (|y| + 1e-8) > rtol;
+    # a NaN compares as failing (a NaN in the reference as not failing, as there)
+    fails = (abs_err > tol.atol) & (abs_err > tol.rtol * (y.abs() + 1e-8))
+    fails |= ~torch.isfinite(x) | (torch.isnan(abs_err) & ~torch.isnan(y))
+    allowed = (1.0 - tol.ratio(1.0)) * x.numel()
+    return fails.sum() > allowed
+
+
 def compare(
     outputs: list[torch.Tensor],
     references: list[torch.Tensor],

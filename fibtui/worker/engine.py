@@ -21,8 +21,8 @@ import torch
 from fibtui.core import gpuarch
 from fibtui.core.status import GATE_STATUSES
 from fibtui.core.toolchain import GPU_ONLY_MODULES, UNSUPPORTED_HERE, says_no_gpu
+from fibtui.worker import check, evaluators
 from fibtui.worker import env as envmod
-from fibtui.worker import evaluators
 from fibtui.worker.build import (
     BuildError,
     BuildJob,
@@ -36,10 +36,11 @@ from fibtui.worker.build import (
 from fibtui.worker.check import Tolerance
 from fibtui.worker.inputs import InputErrorW, InputMaker, seed_for, torch_dtype
 from fibtui.worker.reference import ReferenceRunner
-from fibtui.worker.rotation import Rotation, keep_copy
+from fibtui.worker.rotation import Keeper, Rotation, keep_copy
 from fibtui.worker.seal import Seal
 from fibtui.worker.timing import (
     HarnessTampered,
+    Kept,
     PointerSets,
     SolutionTiming,
     Timed,
@@ -407,6 +408,8 @@ class Engine:
         first_call_s: dict[str, float] = {}
         judged: dict[str, dict[str, Any]] = {}
         tol = self._tolerance()
+        #: the correctness trials' input sets and reference outputs: the timed calls' pool
+        checked_sets: list[tuple[int, list[Any], list[torch.Tensor]]] = []
         try:
             for trial in range(max(1, self.config.correctness_trials)):
                 if not alive:
@@ -423,6 +426,7 @@ class Engine:
                 )
                 if trial == 0:
                     ref_latency = lat
+                checked_sets.append((seed, inputs, ref_out))
                 for sid in list(alive):
                     sol = self.solutions[sid]
                     t_call = time.perf_counter()
@@ -444,7 +448,9 @@ class Engine:
                         if self._context_lost():
                             raise ContextPoisoned(sid) from None
                         continue
-                    broken = self.seal.broken() if self.seal is not None else []
+                    # the first trial's calls: a patch made in a later call is seen after the
+                    # timed calls, before the profile is read
+                    broken = self.seal.broken() if self.seal is not None and trial == 0 else []
                     if broken:
                         results[sid] = _tampered(broken)
                         alive.remove(sid)
@@ -516,7 +522,7 @@ class Engine:
                     }
                 )
                 try:
-                    timings, rotation = self._time(alive, workload)
+                    timings, rotation = self._time(alive, workload, checked_sets)
                 except HarnessTampered as exc:
                     # the seal broke during the interleaved timing: which solution did it is not
                     # known here, so none of them is measured; the worker goes
@@ -526,10 +532,12 @@ class Engine:
                         results[sid] = _tampered(exc.changed, during="the timed calls")
                     alive = []
                     timings, rotation = {}, None
+                del checked_sets
+                failures = self._timed_failures(timings, rotation, workload, names, tol)
                 for sid in alive:
                     t = timings[sid]
                     timing = t.to_json(self.config.timing_kind, self.config.plan)
-                    failed = self._timed_failure(t, rotation, workload, names, dtypes, tol)
+                    failed = failures.get(sid)
                     if failed is not None:
                         results[sid] = {**failed, "timing": timing}
                         continue
@@ -630,23 +638,44 @@ class Engine:
         }
 
     def _time(
-        self, sids: list[str], workload: dict[str, Any]
+        self,
+        sids: list[str],
+        workload: dict[str, Any],
+        checked: list[tuple[int, list[Any], list[torch.Tensor]]],
     ) -> tuple[dict[str, SolutionTiming], Rotation | None]:
-        """Time the solutions (fibtui.worker.timing) on a rotation of input sets
-        (fibtui.worker.rotation): the pool's first sets are the correctness trials' own (their
-        references are at hand), the rest have seeds of their own."""
-        assert self.maker is not None and self.definition is not None
+        """Time the solutions (fibtui.worker.timing). With the checks, on a rotation of input
+        sets (fibtui.worker.rotation) whose pool is the correctness trials' own sets (``checked``:
+        seed, inputs, reference outputs; their references are at hand), and one set of its own
+        more when there was a single trial; without them, on ``min(blocks, 4)`` sets by pointer,
+        as before the checks."""
+        assert self.maker is not None and self.definition is not None and self.reference is not None
         plan = self.config.plan
         uuid = workload["uuid"]
-        pool_count = max(2 if plan.checks else 1, min(plan.blocks, 4))
-        pool = [self.maker.make(workload, self._pool_seed(uuid, k)) for k in range(pool_count)]
+        names = list(self.definition["outputs"])
+        dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+        #: the pool sets' seeds and reference outputs (None until a kept call needs it)
+        self._pool_seeds: list[int] = []
+        self._pool_refs: list[list[torch.Tensor] | None] = []
+        if plan.checks:
+            pool = [inputs for _, inputs, _ in checked]
+            self._pool_seeds = [seed for seed, _, _ in checked]
+            self._pool_refs = [ref for _, _, ref in checked]
+            while len(pool) < 2:  # two sets at least: consecutive calls never share values
+                seed = seed_for(uuid, 1000 + len(pool), self.config.seed)
+                pool.append(self.maker.make(workload, seed))
+                self._pool_seeds.append(seed)
+                self._pool_refs.append(None)
+        else:
+            pool = [
+                self.maker.make(workload, seed_for(uuid, 1000 + k, self.config.seed))
+                for k in range(max(1, min(plan.blocks, 4)))
+            ]
+        pool_count = len(pool)
         outs = {
             sid: self.maker.allocate_outputs(workload, poison=False)
             for sid in sids
             if self.solutions[sid].dps
         }
-        names = list(self.definition["outputs"])
-        dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
         rotation: Rotation | None = None
         if plan.checks:
             probes = [
@@ -655,7 +684,7 @@ class Engine:
             ]
             rotation = Rotation.build(pool, probes, self._shared_inputs(workload), self.device)
             inputs: Any = rotation
-            del pool, probes
+            del pool, probes, checked
         else:
             inputs = PointerSets(pool)
 
@@ -663,7 +692,8 @@ class Engine:
             sol = self.solutions[sid]
             if sol.dps:
                 o = outs[sid]
-                return Timed(lambda args: sol.fn(*args, *o), lambda _r: keep_copy(o))
+                keep = Keeper(o)  # the out buffers are the same every call: launchers made once
+                return Timed(lambda args: sol.fn(*args, *o), lambda _r: keep())
             return Timed(
                 lambda args: sol.fn(*args),
                 lambda r: keep_copy(self.evaluator.normalize(r, names, dtypes, self.device)),
@@ -687,11 +717,6 @@ class Engine:
             else:
                 got = time_wall(calls, inputs, pool_count, probe_count, plan, seal=seal)
         return got, rotation
-
-    def _pool_seed(self, uuid: str, k: int) -> int:
-        """The seed of pool set ``k``: the correctness trials' first, then sets of their own."""
-        trials = max(1, self.config.correctness_trials)
-        return seed_for(uuid, k if k < trials else 1000 + k, self.config.seed)
 
     def _shared_inputs(self, workload: dict[str, Any]) -> list[bool]:
         """Per input, whether every input set holds the same tensor (read from safetensors)."""
@@ -727,56 +752,117 @@ class Engine:
             return [name for name, a, b in pairs if a.shape != b.shape or a.dtype != b.dtype]
         return [name for (name, _a, _b), changed in zip(pairs, flags, strict=True) if changed]
 
-    def _timed_failure(
+    def _timed_failures(
         self,
-        t: SolutionTiming,
+        timings: dict[str, SolutionTiming],
         rotation: Rotation | None,
         workload: dict[str, Any],
         names: list[str],
-        dtypes: list[torch.dtype],
         tol: Tolerance,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, dict[str, Any]]:
         """The gate's checks on the timed calls (docs/measurement.md, "A gate no candidate can
-        game"): the kept calls' outputs against their sets' references, their inputs unchanged,
-        and the timed calls doing the work a call on unseen inputs does. None: all hold."""
-        assert self.definition is not None and self.reference is not None
+        game"): each kept call's outputs against its set's reference (INCORRECT_TIMED), its live
+        inputs against the set's bytes (INPUT_MUTATED), the timed calls doing the work a call on
+        unseen inputs does (CACHED_TIMING). The comparisons of every kept call of every solution
+        are made on the device and read back in one synchronization; a call that fails is
+        judged again by the evaluator, for its words. Returns the failures by solution."""
+        assert self.definition is not None
+        out: dict[str, dict[str, Any]] = {}
         if rotation is None:
-            return None
+            return out
         input_names = list(self.definition["inputs"])
         outputs = set(self.definition["outputs"])
-        uuid = workload["uuid"]
-        for kept in t.kept:
-            if kept.inputs_after is not None:
-                changed = rotation.changed_inputs(
-                    kept.inputs_after, kept.set_index, input_names, outputs
-                )
-                if changed:
-                    return {
-                        "status": INPUT_MUTATED,
-                        "error": f"timed call {kept.call + 1} of block {kept.block + 1} wrote into "
-                        f"its input(s) {', '.join(changed)}, which the definition does not name as "
-                        "outputs",
-                    }
-            if self.evaluator.name == "sampling":
-                continue  # a sample is random: one call's output cannot be judged alone
-            seed = self._pool_seed(uuid, kept.set_index)
-            pool_inputs = rotation.pool_sets[kept.set_index]
-            ref_out, _ = self.reference.outputs(
-                workload, seed, self._clone(pool_inputs), names, dtypes, time_it=False
-            )
-            verdict = self.evaluator.judge(
-                evaluators.Judging(self.definition, names, pool_inputs, kept.outputs, ref_out, tol)
-            )
-            if verdict.status != "PASSED":
-                return {
+        fast = self.evaluator.name == "default"
+        flags: list[torch.Tensor] = []
+        where: list[tuple[str, Kept, str, Any]] = []  # sid, kept, what, detail
+        for sid, t in timings.items():
+            for kept in t.kept:
+                if kept.inputs_after is not None:
+                    for name, flag in rotation.input_changes(
+                        kept.inputs_after, kept.set_index, input_names, outputs
+                    ):
+                        flags.append(flag)
+                        where.append((sid, kept, "input", name))
+                if fast:
+                    refs = self._pool_ref(kept.set_index, rotation, workload, names)
+                    for name, got, ref in zip(names, kept.outputs, refs, strict=False):
+                        flags.append(check.mismatch_flag(got, ref, tol))
+                        where.append((sid, kept, "output", name))
+        bad = torch.stack([f.reshape(()) for f in flags]).tolist() if flags else []
+        for (sid, kept, what, detail), is_bad in zip(where, bad, strict=True):
+            if not is_bad or sid in out:
+                continue
+            if what == "input":
+                out[sid] = {
+                    "status": INPUT_MUTATED,
+                    "error": f"timed call {kept.call + 1} of block {kept.block + 1} wrote into its "
+                    f"input {detail}, which the definition does not name as an output",
+                }
+            else:
+                out[sid] = self._kept_verdict(kept, rotation, workload, names, tol) or {
                     "status": INCORRECT_TIMED,
                     "error": f"timed call {kept.call + 1} of block {kept.block + 1} (input set "
-                    f"{kept.set_index}) gave a wrong output: {verdict.detail or verdict.status} "
-                    "(an answer kept from an earlier call?)",
-                    "max_abs_error": verdict.max_abs_error,
-                    "max_rel_error": verdict.max_rel_error,
+                    f"{kept.set_index}) gave a wrong {detail}",
                 }
-        return _cached_timing(t, self.config.timing_kind)
+        if not fast and self.evaluator.name != "sampling":  # a sample is random: not judged alone
+            for sid, t in timings.items():
+                for kept in t.kept:
+                    if sid in out:
+                        break
+                    verdict = self._kept_verdict(kept, rotation, workload, names, tol)
+                    if verdict is not None:
+                        out[sid] = verdict
+        for sid, t in timings.items():
+            if sid not in out:
+                cached = _cached_timing(t, self.config.timing_kind)
+                if cached is not None:
+                    out[sid] = cached
+        return out
+
+    def _pool_ref(
+        self, k: int, rotation: Rotation, workload: dict[str, Any], names: list[str]
+    ) -> list[torch.Tensor]:
+        """Pool set ``k``'s reference outputs (a trial's own, or worked out now)."""
+        assert self.definition is not None and self.reference is not None
+        ref = self._pool_refs[k]
+        if ref is None:
+            dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+            ref, _ = self.reference.outputs(
+                workload,
+                self._pool_seeds[k],
+                self._clone(rotation.pool_sets[k]),
+                names,
+                dtypes,
+                time_it=False,
+            )
+            self._pool_refs[k] = ref
+        return ref
+
+    def _kept_verdict(
+        self,
+        kept: Kept,
+        rotation: Rotation,
+        workload: dict[str, Any],
+        names: list[str],
+        tol: Tolerance,
+    ) -> dict[str, Any] | None:
+        """The evaluator's verdict on one kept call (None: PASSED)."""
+        assert self.definition is not None
+        pool_inputs = rotation.pool_sets[kept.set_index]
+        refs = self._pool_ref(kept.set_index, rotation, workload, names)
+        verdict = self.evaluator.judge(
+            evaluators.Judging(self.definition, names, pool_inputs, kept.outputs, refs, tol)
+        )
+        if verdict.status == "PASSED":
+            return None
+        return {
+            "status": INCORRECT_TIMED,
+            "error": f"timed call {kept.call + 1} of block {kept.block + 1} (input set "
+            f"{kept.set_index}) gave a wrong output: {verdict.detail or verdict.status} (an answer "
+            "kept from an earlier call?)",
+            "max_abs_error": verdict.max_abs_error,
+            "max_rel_error": verdict.max_rel_error,
+        }
 
     def _arch_limit(
         self, exc: BaseException, sol: BuiltSolution | None

@@ -84,6 +84,7 @@ class Rotation:
     _probes: list[Arena] = field(default_factory=list)
     _live: Arena | None = None
     _copies: dict[int, Callable[[], None]] = field(default_factory=dict)
+    _snapshot: Keeper | None = None
 
     @classmethod
     def build(
@@ -169,30 +170,32 @@ class Rotation:
         for changed inputs)."""
         if self._live is None or not self.rotates or self.live_bytes > SNAPSHOT_LIMIT:
             return None
-        return keep_copy([self._live.buffer])[0]
+        if self._snapshot is None:
+            self._snapshot = Keeper([self._live.buffer])
+        return self._snapshot()[0]
 
     def pool_bytes(self, k: int) -> torch.Tensor:
         return self._pool[k].buffer
 
-    def changed_inputs(
+    def input_changes(
         self, snapshot: torch.Tensor, k: int, names: list[str], outputs: set[str]
-    ) -> list[str]:
-        """The inputs (by name) whose bytes in ``snapshot`` (the live arena after a call on pool
-        set ``k``) differ from the set's own; inputs the definition also names as outputs are
-        the solution's to write."""
-        changed = []
+    ) -> list[tuple[str, torch.Tensor]]:
+        """Per packed input (by name) a device-side flag: do its bytes in ``snapshot`` (the live
+        arena after a call on pool set ``k``) differ from the set's own? Inputs the definition
+        also names as outputs are the solution's to write and are left out."""
         assert self._live is not None
         ref = self._pool[k]
+        out = []
         for name, view, pool_view in zip(names, self._live.views, ref.views, strict=True):
             if view is None or pool_view is None or name in outputs:
                 continue
             start = view.data_ptr() - self._live.buffer.data_ptr()
             nbytes = view.numel() * view.element_size()
-            if not torch.equal(
-                snapshot[start : start + nbytes], ref.buffer[start : start + nbytes]
-            ):
-                changed.append(name)
-        return changed
+            if nbytes:
+                a = snapshot[start : start + nbytes]
+                b = ref.buffer[start : start + nbytes]
+                out.append((name, (a != b).any()))
+        return out
 
 
 _copy_kernel: dict[str, Any] = {}
@@ -202,25 +205,48 @@ def keep_copy(tensors: list[Any]) -> list[Any]:
     """Copies of a call's outputs (anything not a tensor as it is), made right after the call:
     on the GPU by fibtui's own kernel ``_fibtui_keep``, so the copy is no part of the call's
     profiled time; a tensor that is not contiguous is made so first (by torch)."""
-    out: list[Any] = []
-    for t in tensors:
-        if not isinstance(t, torch.Tensor):
-            out.append(t)
-            continue
-        src = t.detach()
-        if src.device.type != "cuda":
-            out.append(src.clone())
-            continue
-        src = src.contiguous()
-        dst = torch.empty_like(src)
-        nbytes = src.numel() * src.element_size()
-        if nbytes:
-            _launch_keep(src.view(-1).view(torch.uint8), dst.view(-1).view(torch.uint8), nbytes)
-        out.append(dst)
-    return out
+    return Keeper(tensors)()
 
 
-def _launch_keep(src: torch.Tensor, dst: torch.Tensor, n: int) -> None:
+class Keeper:
+    """Copies of the same tensors, again and again (a destination-passing solution's out
+    buffers, the live inputs): the copy kernel is compiled for them once and launched straight
+    after (no per-launch binding of Triton's JIT); each call gives new copies."""
+
+    def __init__(self, tensors: list[Any]) -> None:
+        self.tensors = list(tensors)
+        self._launch: dict[int, Callable[[torch.Tensor, torch.Tensor], None]] = {}
+
+    def __call__(self) -> list[Any]:
+        out: list[Any] = []
+        for i, t in enumerate(self.tensors):
+            if not isinstance(t, torch.Tensor):
+                out.append(t)
+                continue
+            src = t.detach()
+            if src.device.type != "cuda":
+                out.append(src.clone())
+                continue
+            src = src.contiguous()
+            dst = torch.empty_like(src)
+            if src.numel():
+                flat_src = src.view(-1).view(torch.uint8)
+                flat_dst = dst.view(-1).view(torch.uint8)
+                launch = self._launch.get(i)
+                if launch is None or flat_src.data_ptr() != self.tensors[i].data_ptr():
+                    launch = self._launch[i] = _keep_launcher(flat_src, flat_dst)
+                else:
+                    launch(flat_src, flat_dst)
+            out.append(dst)
+        return out
+
+
+def _keep_launcher(
+    src: torch.Tensor, dst: torch.Tensor
+) -> Callable[[torch.Tensor, torch.Tensor], None]:
+    """Copy ``src`` into ``dst`` now (through the JIT) and return a launcher that copies a tensor
+    of the same size again without the JIT's binding (or through the JIT, where this Triton has
+    no such launcher)."""
     import triton
     import triton.language as tl
 
@@ -234,8 +260,18 @@ def _launch_keep(src: torch.Tensor, dst: torch.Tensor, n: int) -> None:
             tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
 
         kernel = _copy_kernel["keep"] = _fibtui_keep
+    n = int(src.numel())
     block = 4096
-    kernel[(triton.cdiv(n, block),)](src, dst, n, BLOCK=block)
+    grid = (triton.cdiv(n, block),)
+    compiled = kernel[grid](src, dst, n, BLOCK=block)
+    stream = torch.cuda.current_stream(src.device).cuda_stream
+    try:
+        runner = compiled[grid]
+    except Exception:  # noqa: BLE001 - another Triton: the JIT launches it
+        runner = None
+    if runner is None:
+        return lambda s, d: kernel[grid](s, d, n, BLOCK=block)
+    return lambda s, d: runner(s, d, n, block, stream=stream)
 
 
 def _gpu_copier(src: torch.Tensor, dst: torch.Tensor, device: torch.device) -> Callable[[], None]:
