@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from fibtui.core.runs import read_journal
 from fibtui.core.settings import set_setting
 from fibtui.core.workspace import open_workspace
-from fibtui.runners.modal_runner import plan_modal, worst_case_gpu_seconds
+from fibtui.runners.modal_runner import plan_modal, worst_case_container_seconds
 from fibtui.runners.session import RunOptions, prepare_run
 from tests.fake_modal import FakeModal
 from tests.runner_helpers import PY_TEMPLATE, make_candidate, make_tiny_workspace
@@ -50,6 +49,10 @@ POISONS = PY_TEMPLATE.format(
         "    y.copy_(x * alpha)"
     )
 )
+
+
+#: a sitecustomize for the slice's child worker: plants a lost CUDA context (see the file)
+CHILD_HOOKS = Path(__file__).parent / "modal_child"
 
 
 @pytest.fixture
@@ -98,29 +101,9 @@ def by_status(record: dict) -> dict[str, list[tuple[int, str]]]:
 def test_a_poisoned_container_is_never_given_another_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fibtui.worker.engine import Engine
-
     monkeypatch.setenv("FIBTUI_TEST_POISON_N", "1")
-    # the CPU cannot lose a CUDA context: after the planted "illegal memory access" the engine
-    # believes it did, as it would on a GPU
-    real = Engine._context_lost
-    monkeypatch.setattr(
-        Engine,
-        "_context_lost",
-        lambda self: (
-            (setattr(self, "poisoned", True) or True)
-            if getattr(self, "_planted", False)
-            else real(self)
-        ),
-    )
-    real_failure = Engine._failure
-
-    def failure(self, exc):
-        if "illegal memory access" in str(exc):
-            self._planted = True
-        return real_failure(self, exc)
-
-    monkeypatch.setattr(Engine, "_failure", failure)
+    # the child worker believes the CUDA context is lost after the planted error (see the file)
+    monkeypatch.setenv("PYTHONPATH", str(CHILD_HOOKS))
     ws, _, prepared = modal_run(tmp_path, POISONS, batch_sizes=(1, 2, 3, 4), workers=1)
     fake = FakeModal(max_containers=1, startup_s=5.0, timeout_s=120.0)
     prepared.runner.caller = fake
@@ -158,21 +141,40 @@ def test_no_queued_slice_is_timed_out_and_calls_never_exceed_containers(
     assert all(c.inputs for c in fake.containers)
 
 
+#: a kernel that holds the interpreter lock while it hangs (a C call through ctypes.PyDLL keeps the
+#: GIL): a watchdog thread in the same process would never run again
+HOLDS_GIL = PY_TEMPLATE.format(
+    body=(
+        "    import ctypes\n"
+        "    if os.environ.get('FIBTUI_TEST_HANG_N') == 'all' or str(x.shape[0]) in os.environ.get('FIBTUI_TEST_HANG_N', '').split(','):\n"
+        "        ctypes.PyDLL(None).sleep(3600)\n"
+        "    y.copy_(x * alpha)"
+    )
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", [HANGS, HOLDS_GIL], ids=["python-hang", "gil-hang"])
 def test_a_hanging_job_costs_one_job_timeout_plus_start_up(
-    tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch, kernel: str
 ) -> None:
+    """The job runs in a child process; the container's parent kills it at the job timeout,
+    whatever it holds (a kernel that keeps the GIL included)."""
     monkeypatch.setenv("FIBTUI_TEST_HANG_N", "1")
     ws, _, prepared = modal_run(
-        tmp_path, HANGS, batch_sizes=(1,), workers=1, job_timeout_s=2.0, paired=False
+        tmp_path, kernel, batch_sizes=(1,), workers=1, job_timeout_s=2.0, paired=False
     )
-    fake = FakeModal(max_containers=1, startup_s=5.0, timeout_s=600.0)
+    fake = FakeModal(max_containers=1, startup_s=5.0, timeout_s=600.0, scaledown_s=10.0)
     prepared.runner.caller = fake
     record = prepared.runner.run(lambda e: None).to_json()
     (job,) = record["jobs"]
     assert job["status"] == "TIMEOUT" and "2 s job timeout" in job["error"]
+    assert "the worker was killed" in job["error"]
     (c,) = fake.containers
-    # start-up + the watchdog's 2 s (+ its 0.2 s look interval and the worker's own set-up)
-    assert c.billed_s <= 5.0 + 2.0 + 1.5, c.billed_s
+    # start-up + the child's own start (torch, the solutions: seconds on a loaded CPU) + the 2 s
+    # job timeout + the watchdog's look and the kill; no idle time: the container stopped
+    assert c.billed_s <= 5.0 + 20.0 + 2.0 + 1.0, c.billed_s
+    assert c.busy_s >= 2.0 and c.idle_s == 0.0
     assert c.stopped_fetching and fake.timeouts == 0  # the watchdog, never Modal's 600 s timeout
     lines = [
         json.loads(x)
@@ -182,37 +184,63 @@ def test_a_hanging_job_costs_one_job_timeout_plus_start_up(
     assert [x["status"] for x in lines if x.get("kind") == "result"] == ["TIMEOUT"]
 
 
-def test_the_worst_case_shown_is_what_an_all_hanging_run_is_billed(
+@pytest.mark.slow
+def test_the_worst_case_bounds_an_all_hanging_run_and_a_defeated_watchdog(
     tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every job hangs: each solution's job runs until its job timeout in a container of its own
-    (which then stops taking inputs); the plan said so beforehand."""
+    """Every job hangs: each job group runs until its job timeout in a container of its own
+    (which then stops taking inputs). The plan's worst case (every call the run may make runs to
+    Modal's startup and call timeouts and idles its scale-down window) is above that bill, and
+    above the bill of a run whose watchdog never fires (only Modal's call timeout ends a call)."""
     monkeypatch.setenv("FIBTUI_TEST_HANG_N", "all")
     startup, job_timeout = 4.0, 1.0
     ws, options, prepared = modal_run(
         tmp_path, HANGS, batch_sizes=(1, 2), workers=2, job_timeout_s=job_timeout, baseline=HANGS
     )
-    set_setting(ws.root, "modal.container_overhead_s", startup)
+    set_setting(ws.root, "modal.startup_timeout_s", startup)
+    set_setting(ws.root, "modal.load_timeout_s", 60)
+    set_setting(ws.root, "modal.scaledown_window_s", 3)
+    set_setting(ws.root, "modal.max_extra_calls", 2)
     plan = plan_modal(open_workspace(ws.root), options)
-    assert plan.jobs == 4 and plan.worst_case_gpu_seconds == worst_case_gpu_seconds(
-        4, job_timeout, startup
-    ) == pytest.approx(4 * (1.0 + 0.2 + 4.0))
-    fake = FakeModal(max_containers=2, startup_s=startup, timeout_s=600.0)
+    # 2 groups in 2 slices of one group: call timeout = load + (job timeout + look + kill) + margin
+    assert plan.call_timeout_s == 97.0  # ceil(60 + (1.0 + 0.2 + 5.0) + 30)
+    assert plan.max_calls == 2 + 2
+    assert plan.worst_case_gpu_seconds == worst_case_container_seconds(4, 97.0, startup, 3.0)
+    rate = 6.25 + 8 * 0.0472 + 32 * 0.008
+    assert plan.price_per_container_hour_usd == pytest.approx(rate)
+    assert plan.worst_case_cost_usd == pytest.approx(plan.worst_case_gpu_seconds / 3600 * rate)
+    prepared.runner.settings.max_extra_calls = 2
+    fake = FakeModal(max_containers=2, startup_s=startup, timeout_s=97.0, scaledown_s=3.0)
     prepared.runner.caller = fake
     record = prepared.runner.run(lambda e: None).to_json()
-    assert [j["status"] for j in record["jobs"]] == ["TIMEOUT"] * 4
-    assert len(fake.containers) == 4 and all(
-        len(c.inputs) == 1 and c.stopped_fetching for c in fake.containers
+    # each group's first solution hangs (TIMEOUT); its other solution is requeued until the
+    # run's calls are spent, then recorded as not run, never launched
+    statuses = sorted(j["status"] for j in record["jobs"])
+    assert statuses.count("TIMEOUT") >= 2 and set(statuses) <= {"TIMEOUT", "INFRA_ERROR"}
+    assert len(fake.calls) <= plan.max_calls
+    assert all(len(c.inputs) == 1 and c.stopped_fetching for c in fake.containers)
+    assert fake.billed_s <= plan.worst_case_gpu_seconds, fake.billed_s
+    assert fake.timeouts == 0
+
+    # the watchdog defeated (a body that never returns): Modal's call timeout ends each call
+    def stuck(request, progress=None):
+        import time as _t
+
+        _t.sleep(3600)
+
+    ws2, options2, prepared2 = modal_run(
+        tmp_path / "b", HANGS, batch_sizes=(1, 2), workers=2, job_timeout_s=job_timeout
     )
-    # each container: its start-up, then its job until the watchdog's next look after the 1 s
-    # timeout (the worst case counts the whole 0.2 s look interval), plus the worker's set-up
-    # before the job (building the solutions, the reference: milliseconds, more on a loaded machine)
-    floor = 4 * (job_timeout + startup)
-    assert floor <= fake.billed_s <= plan.worst_case_gpu_seconds + 0.3 * len(fake.containers), (
-        fake.billed_s,
-        [c.billed_s for c in fake.containers],
+    prepared2.runner.settings.max_extra_calls = 2
+    fake2 = FakeModal(
+        max_containers=2, startup_s=startup, timeout_s=1.5, body=stuck, scaledown_s=3.0
     )
-    assert len(read_journal(prepared.folder / "journal.jsonl").results) == 4 and fake.timeouts == 0
+    prepared2.runner.caller = fake2
+    record2 = prepared2.runner.run(lambda e: None).to_json()
+    assert fake2.timeouts == len(fake2.calls) <= 2 + 2
+    assert {j["status"] for j in record2["jobs"]} <= {"TIMEOUT", "INFRA_ERROR"}
+    bound = worst_case_container_seconds(len(fake2.calls), 1.5, startup, 3.0)
+    assert fake2.billed_s <= bound + 0.5 * len(fake2.calls), (fake2.billed_s, bound)
 
 
 # ------------------------------------------------------------------ the plan, the guard, the client
@@ -240,13 +268,16 @@ def test_the_plan_shows_the_worst_case_and_the_reservations(capsys, tmp_path: Pa
     )
     plan = json.loads(out)
     assert code == 0 and plan["jobs"] == 3 and plan["job_timeout_s"] == 300.0
-    assert plan["worst_case_gpu_seconds"] == pytest.approx(
-        3 * (300.0 + 0.2 + plan["container_overhead_s"])
-    )
+    # 3 workloads in 3 slices (4 workers by default) of one group: call timeout = min(timeout_s,
+    # load 600 + 1 x (300 + 0.2 + 5) + 30) = min(1800, 935.2) -> 936 s
+    assert plan["call_timeout_s"] == 936.0 and plan["startup_timeout_s"] == 900.0
+    assert plan["max_calls"] == 3 + 8 and plan["scaledown_window_s"] == 10.0
+    assert plan["price_per_container_hour_usd"] == pytest.approx(6.25 + 8 * 0.0472 + 32 * 0.008)
+    assert plan["worst_case_gpu_seconds"] == pytest.approx(11 * (900 + 936 + 10))
     assert plan["worst_case_cost_usd"] == pytest.approx(
-        plan["worst_case_gpu_seconds"] / 3600 * plan["price_per_gpu_hour_usd"], abs=1e-4
+        plan["worst_case_gpu_seconds"] / 3600 * plan["price_per_container_hour_usd"], abs=1e-3
     )
-    assert plan["cpu"] == 8.0 and plan["memory_mb"] == 32768 and plan["needs_confirmation"] is False
+    assert plan["cpu"] == 8.0 and plan["memory_mb"] == 32768 and plan["needs_confirmation"] is True
     code, out, _ = run_cli(
         capsys,
         "run",
@@ -259,7 +290,7 @@ def test_the_plan_shows_the_worst_case_and_the_reservations(capsys, tmp_path: Pa
         str(ws.root),
     )
     assert (
-        "worst case: every job hangs until its 300 s job timeout" in out
+        "worst case (an upper bound): all 11 call(s)" in out
         and "reserves 8 CPU and 32768 MiB" in out
     )
 
