@@ -1144,10 +1144,10 @@ class ModalRunner:
                 )
         elif kind == "result" and isinstance(event.get("job"), dict):
             job = event["job"]
-            task = self._task_of(sl, job.get("job_id"))
-            if task is not None:
-                where = {"task_id": event.get("task_id"), "host": event.get("host")}
-                self._record_final(sl, task, job, job.get("started"), where, on_event)
+            where = {"task_id": event.get("task_id"), "host": event.get("host")}
+            for task in sl.tasks:  # each task of this job (one per solution in a retry slice)
+                if f"{task.repeat}|{task.uuid}" == job.get("job_id"):
+                    self._record_final(sl, task, job, job.get("started"), where, on_event)
 
     @staticmethod
     def _task_of(sl: Slice, job_id: Any) -> Task | None:
@@ -1263,7 +1263,11 @@ class ModalRunner:
         }
         self._compile_logged.update(fresh)
         report_builds(self.folder, self.ref_of, fresh, on_event)
-        by_key: dict[tuple[object, object], Task] = {(t.uuid, t.repeat): t for t in sl.tasks}
+        # a retry slice may hold two tasks of one workload and repeat (each solution retried
+        # alone): a result belongs to the task that holds its solution
+        by_key: dict[tuple[object, object, object], Task] = {
+            (t.uuid, t.repeat, sid): t for t in sl.tasks for sid in t.sids
+        }
         # what its live results already recorded counts as seen
         seen: set[tuple[str, int, str]] = self._recorded.setdefault(sl.number, set())
         retry: list[Task] = []
@@ -1271,12 +1275,10 @@ class ModalRunner:
         for job in out["jobs"]:
             if not isinstance(job, dict):
                 continue
-            task = by_key.get((job.get("uuid"), job.get("repeat")))
-            if task is None:
-                continue
             for r in job.get("results") or []:
                 sid = r.get("solution_id") if isinstance(r, dict) else None
-                if sid not in task.sids or (task.uuid, task.repeat, sid) in seen:
+                task = by_key.get((job.get("uuid"), job.get("repeat"), sid))
+                if task is None or (task.uuid, task.repeat, sid) in seen:
                     continue
                 seen.add((task.uuid, task.repeat, sid))
                 take_job_fields(r, job, job.get("started") or out.get("_submitted"))

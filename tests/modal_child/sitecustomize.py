@@ -25,3 +25,12 @@ if os.environ.get("FIBTUI_TEST_POISON_N"):
 
     Engine._failure = _failure
     Engine._context_lost = _context_lost
+
+if os.environ.get("FIBTUI_TEST_LOAD_RAISES"):
+    # the worker itself fails while loading (a device that does not initialise): execute() raises
+    from fibtui.worker.engine import Engine
+
+    def _load(self, *args, **kwargs):
+        raise RuntimeError("CUDA error: initialization error (planted by the test)")
+
+    Engine.load = _load

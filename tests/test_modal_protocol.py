@@ -1,0 +1,177 @@
+"""fibtui's Modal backend against Modal's own protocol: the real modal client (the pinned version)
+and the real container entrypoint (``python -m modal._container_entrypoint``, one subprocess per
+container) talk gRPC to tests/modal_servicer.py on 127.0.0.1. No network, no credentials: the
+client is pointed at the servicer with MODAL_SERVER_URL and a made-up token.
+
+- ModalRunner runs a paired sweep to ``complete`` through App.run / Function.spawn /
+  FunctionCall.get and the containers' live events (a modal.Queue);
+- in the container, the job runs in a child process the container's parent kills at its job
+  timeout, whether the kernel sleeps in Python or holds the interpreter lock;
+- a raise while loading is an infrastructure failure, retried on a fresh container;
+- a container with a fault stops taking inputs (ContainerStop): the servicer gives it no other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip(
+    "torch", reason="the gpu extra (torch) is not installed: the worker cannot run here"
+)
+pytest.importorskip("modal_proto")
+
+from fibtui.core.workspace import open_workspace  # noqa: E402
+from fibtui.runners.modal_runner import ModalRunner  # noqa: E402
+from fibtui.runners.session import RunOptions, prepare_run  # noqa: E402
+from tests.modal_servicer import ModalServer  # noqa: E402
+from tests.runner_helpers import PY_TEMPLATE, make_candidate, make_tiny_workspace  # noqa: E402
+from tests.test_modal_faults import HANGS, HOLDS_GIL  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+RAISES_ON_IMPORT = "raise RuntimeError('CUDA error: device-side assert while loading')\n"
+
+
+@pytest.fixture
+def servicer(monkeypatch: pytest.MonkeyPatch):
+    import modal
+
+    server = ModalServer(container_env={"FIBTUI_CACHE_DIR": "/tmp/fibtui-test-modal-cache"})
+    url = server.start()
+    monkeypatch.setenv("MODAL_SERVER_URL", url)
+    monkeypatch.setenv("MODAL_TOKEN_ID", "ak-test")
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-test")
+    modal.client._Client._client_from_env = (
+        None  # the client of an earlier test talked to another servicer
+    )
+    yield server
+    server.stop()
+    modal.client._Client._client_from_env = None
+
+
+def run_on(server: ModalServer, tmp_path: Path, kernel: str, monkeypatch, **opts):
+    """A paired tiny sweep on 'Modal' (the servicer), interpreter engine in the container."""
+    root = make_tiny_workspace(
+        tmp_path / "ws", batch_sizes=opts.pop("batch_sizes", (1, 2)), kernel="good_py"
+    )
+    (root / "solution" / "triton" / "kernel.py").write_text(kernel)
+    base = make_candidate(root, "base_py", "good_py")
+    ws = open_workspace(root)
+    options = RunOptions(
+        backend="modal",
+        modal_in_process=True,  # the engine config of a CPU run (interpreter); the caller is Modal's
+        workloads="all",
+        workers=opts.pop("workers", 1),
+        baseline=str(base),
+        solutions=[str(root / "solution" / "triton")],
+        job_timeout_s=opts.pop("job_timeout_s", 30.0),
+    )
+    prepared = prepare_run(ws, options)
+    runner = prepared.runner
+    assert isinstance(runner, ModalRunner)
+    runner.settings.image = "python:3.11"
+    runner.settings.load_timeout_s = opts.pop("load_timeout_s", 120.0)
+    runner.settings.max_extra_calls = opts.pop("max_extra_calls", 4)
+    runner.in_process = False  # the real modal client and app, against the servicer
+    runner.caller = runner._default_caller(
+        __import__("fibtui.runners.modal_runner", fromlist=["x"]).call_timeout_s(
+            runner.settings, 4, runner.settings.job_timeout_s
+        )
+    )
+    events: list[object] = []
+    record = runner.run(events.append).to_json()
+    assert server.unimplemented == [], server.unimplemented
+    return record, events
+
+
+def test_a_paired_sweep_runs_to_complete_through_modals_protocol(
+    servicer: ModalServer, tmp_path: Path, monkeypatch
+) -> None:
+    from fibtui.runners.events import JobFinished, JobStarted, JobStarting
+
+    record, events = run_on(
+        servicer, tmp_path, PY_TEMPLATE.format(body="    y.copy_(x * alpha)"), monkeypatch
+    )
+    assert record["state"] == "complete" and record["summary"]["passed"] == 4, record["jobs"]
+    for name in (
+        "AppCreate",
+        "FunctionCreate",
+        "FunctionMap",
+        "FunctionGetInputs",
+        "FunctionPutOutputs",
+        "FunctionGetOutputs",
+        "QueuePut",
+        "QueueGet",
+        "AppClientDisconnect",
+    ):
+        assert servicer.calls[name] >= 1, (name, dict(servicer.calls))
+    # live status from the container: starting, then running, before the job's rows
+    kinds = [
+        type(e).__name__ for e in events if isinstance(e, (JobStarting, JobStarted, JobFinished))
+    ]
+    assert kinds.index("JobStarting") < kinds.index("JobStarted") < kinds.index("JobFinished")
+    assert all(c.inputs for c in servicer.containers)
+
+
+@pytest.mark.parametrize("kernel", [HANGS, HOLDS_GIL], ids=["python-hang", "gil-hang"])
+def test_a_hang_is_killed_at_its_job_timeout_in_a_real_container(
+    servicer: ModalServer, tmp_path: Path, monkeypatch, kernel: str
+) -> None:
+    monkeypatch.setenv("FIBTUI_TEST_HANG_N", "1")
+    monkeypatch.setenv("FIBTUI_TEST_RELEASE", str(tmp_path / "never"))
+    servicer.container_env.update(
+        {"FIBTUI_TEST_HANG_N": "1", "FIBTUI_TEST_RELEASE": str(tmp_path / "never")}
+    )
+    record, _ = run_on(servicer, tmp_path, kernel, monkeypatch, job_timeout_s=3.0)
+    st = {(j["axes"]["n"], j["role"]): j for j in record["jobs"]}
+    assert st[(1, "candidate")]["status"] == "TIMEOUT" and "killed" in st[(1, "candidate")]["error"]
+    assert st[(2, "candidate")]["status"] == "PASSED" and st[(2, "baseline")]["status"] == "PASSED"
+    hung = [c for c in servicer.containers if c.stopped and c.inputs]
+    assert hung and all(len(c.inputs) == 1 for c in hung)  # told to stop: given nothing more
+    # the watchdog, not Modal's call timeout, ended it: the hung container lived seconds
+    assert min(c.billed_s for c in hung) < 60
+
+
+def test_a_raise_while_loading_is_retried_on_a_fresh_container(
+    servicer: ModalServer, tmp_path: Path, monkeypatch
+) -> None:
+    record, _ = run_on(
+        servicer, tmp_path, RAISES_ON_IMPORT, monkeypatch, batch_sizes=(1,), max_extra_calls=4
+    )
+    st = {j["role"]: j for j in record["jobs"]}
+    # the candidate cannot build: its own COMPILE/RUNTIME error, never the infrastructure's
+    assert st["candidate"]["status"] in ("COMPILE_ERROR", "RUNTIME_ERROR"), st
+    assert st["baseline"]["status"] == "PASSED"
+
+
+def test_a_worker_that_raises_while_loading_stops_its_container_and_is_retried_elsewhere(
+    servicer: ModalServer, tmp_path: Path, monkeypatch
+) -> None:
+    from tests.test_modal_faults import CHILD_HOOKS
+
+    servicer.container_env.update({"FIBTUI_TEST_LOAD_RAISES": "1", "PYTHONPATH": str(CHILD_HOOKS)})
+    good = PY_TEMPLATE.format(body="    y.copy_(x * alpha)")
+    record, _ = run_on(servicer, tmp_path, good, monkeypatch, batch_sizes=(1,), max_extra_calls=4)
+    # the infrastructure's failure, retried (max_retries 2) on a fresh container each time
+    assert {j["status"] for j in record["jobs"]} == {"INFRA_ERROR"}, record["jobs"]
+    assert all("failed while loading" in j["error"] for j in record["jobs"]), record["jobs"]
+    assert "initialization error" in record["jobs"][0]["error"]
+    used = [c for c in servicer.containers if c.inputs]
+    assert len(used) == 3 and all(len(c.inputs) == 1 and c.stopped for c in used)
+
+
+def test_a_poisoned_container_takes_no_further_input(
+    servicer: ModalServer, tmp_path: Path, monkeypatch
+) -> None:
+    from tests.test_modal_faults import CHILD_HOOKS, POISONS
+
+    servicer.container_env.update({"FIBTUI_TEST_POISON_N": "1", "PYTHONPATH": str(CHILD_HOOKS)})
+    record, events = run_on(servicer, tmp_path, POISONS, monkeypatch, batch_sizes=(1, 2, 3))
+    st = {(j["axes"]["n"], j["role"]): j["status"] for j in record["jobs"]}
+    assert st[(1, "candidate")] == "RUNTIME_ERROR", st
+    assert [s for k, s in st.items() if k != (1, "candidate")] == ["PASSED"] * 5
+    poisoned = [c for c in servicer.containers if c.stopped and c.inputs]
+    assert poisoned and all(len(c.inputs) == 1 for c in poisoned)
+    assert servicer.calls["ContainerStop"] >= 1
