@@ -456,3 +456,27 @@ def test_cancel_during_the_image_build_launches_nothing(tmp_path: Path) -> None:
     record = prepared.runner.run(lambda e: None, cancel).to_json()
     assert _time.monotonic() - t0 < 2.5, "the cancel waited for the build"
     assert record["state"] == "cancelled" and fake.calls == [] and record["summary"]["done"] == 0
+
+
+def test_resume_of_a_modal_run_goes_through_the_cost_guard(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--resume starts containers too: a run whose remaining worst case costs more than
+    [modal] confirm_above_usd is not resumed without --yes (it was, before: issue 34)."""
+    from fibtui.core.runs import read_journal
+    from tests.conftest import run_cli
+
+    monkeypatch.setenv("MODAL_TOKEN_ID", "ak-x")
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-y")
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3), kernel="good_py")
+    ws = open_workspace(root)
+    set_setting(ws.root, "modal.confirm_above_usd", 0.5)
+    prepared = prepare_run(ws, RunOptions(backend="modal", workloads="all", workers=2))
+    cost, lines = prepared.runner.pending_worst_case()
+    assert cost > 0.5 and "worst case (an upper bound)" in lines[1]
+    code, out, err = run_cli(
+        capsys, "run", "--resume", prepared.run_id, "--workspace", str(ws.root)
+    )
+    assert code == 2 and "nothing was launched; rerun with --yes" in err, err
+    assert "worst case (an upper bound)" in err
+    assert read_journal(prepared.folder / "journal.jsonl").results == {}

@@ -642,11 +642,12 @@ def modal_output(sink: Callable[[str], None] | None) -> Iterator[None]:
     if sink is None:
         yield
         return
-    from modal.output import OutputManager
     from rich.console import Console
 
     try:
+        # private to the modal client (1.6): a client without them shows no output, and says so
         from modal._output.rich import RichOutputManager
+        from modal.output import OutputManager
 
         manager = RichOutputManager()
         stream = _LineStream(sink)
@@ -658,7 +659,11 @@ def modal_output(sink: Callable[[str], None] | None) -> Iterator[None]:
             setattr(
                 manager, attr, Console(file=text_io, width=120, highlight=False, color_system=None)
             )
-    except (ImportError, AttributeError):  # another client version: its output is not shown
+    except (ImportError, AttributeError) as exc:  # another client version: its output is not shown
+        sink(
+            f"Modal's own output (image build, logs) is not shown: this modal client lacks "
+            f"{exc} (fibtui is tested with modal 1.6)"
+        )
         yield
         return
     previous = OutputManager.get()

@@ -61,6 +61,7 @@ from fibtui.core.runs import (
     RunRecord,
     history_seconds_per_job,
     now_iso,
+    read_journal,
     release_lock,
     take_lock,
 )
@@ -806,6 +807,35 @@ class ModalRunner:
         self._up: dict[int, str] = {}
         self._sink: EventSink | None = None  # where Modal's own output goes as log lines
 
+    def pending_worst_case(self) -> tuple[float, list[str]]:
+        """The worst case (USD, and its lines) of running what this run has left: the same bound as
+        the plan's (:func:`worst_case_container_seconds`), over its pending job groups. Used by the
+        cost guard of every path that starts containers for an existing run (--resume,
+        --retry-failed)."""
+        contents = read_journal(self.folder / "journal.jsonl")
+        groups = pending_groups(self.header, set(contents.results), self.sid_of)
+        tasks = [Task(u, r, sids) for (u, r), sids in groups.items()]
+        slices = make_slices(tasks, self.workers)
+        if not slices:
+            return 0.0, ["nothing left to run: no container starts"]
+        call_timeout = call_timeout_s(
+            self.settings, max(len(sl.tasks) for sl in slices), self.settings.job_timeout_s
+        )
+        calls = max_calls(len(slices), self.settings)
+        seconds = worst_case_container_seconds(
+            calls, call_timeout, self.settings.startup_timeout_s, self.settings.scaledown_window_s
+        )
+        rate = container_rate_usd_per_hour(self.settings)
+        cost = seconds / 3600.0 * rate
+        jobs = sum(sl.jobs for sl in slices)
+        return cost, [
+            f"Modal: {jobs} job(s) left of run {self.header.run_id} in {len(slices)} container(s)",
+            f"  worst case (an upper bound): all {calls} call(s) the run may make, each "
+            f"{self.settings.startup_timeout_s:.0f} s startup + {call_timeout:.0f} s call + "
+            f"{self.settings.scaledown_window_s:.0f} s idle, at ${rate:.2f} per container-hour = "
+            f"{seconds:.0f} container-seconds, about ${cost:.2f}",
+        ]
+
     # -- building the caller (the only place modal is imported) ---------------------------------
 
     def _default_caller(self, call_timeout: float) -> Any:
@@ -1278,7 +1308,11 @@ class ModalRunner:
             for r in job.get("results") or []:
                 sid = r.get("solution_id") if isinstance(r, dict) else None
                 task = by_key.get((job.get("uuid"), job.get("repeat"), sid))
-                if task is None or (task.uuid, task.repeat, sid) in seen:
+                if (
+                    task is None
+                    or not isinstance(sid, str)
+                    or (task.uuid, task.repeat, sid) in seen
+                ):
                     continue
                 seen.add((task.uuid, task.repeat, sid))
                 take_job_fields(r, job, job.get("started") or out.get("_submitted"))

@@ -192,10 +192,12 @@ def run(args: argparse.Namespace) -> int:
     from fibtui.runners.service.client import service_workers
 
     service = service_workers(ws.root, no_daemon=args.no_daemon)  # a bad setting stops it here
-    if args.resume:
-        prepared = prepare_resume(ws, args.resume, options if args.backend else None)
-    elif args.retry_failed:
-        prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
+    if args.resume or args.retry_failed:
+        if args.resume:
+            prepared = prepare_resume(ws, args.resume, options if args.backend else None)
+        else:
+            prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
+        _resume_cost_guard(args, prepared)
     else:
         options.representatives = _representatives(ws, options)
         from fibtui.runners import registry
@@ -353,6 +355,31 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
         f"the worst case of this Modal run costs about ${plan.worst_case_cost_usd:.2f}, more than "
         f"[modal] confirm_above_usd (${plan.confirm_above_usd:.2f}): nothing was launched; "
         "rerun with --yes to start it"
+    )
+
+
+def _resume_cost_guard(args: argparse.Namespace, prepared) -> None:
+    """--resume and --retry-failed start containers too: the same guard over what is left
+    (``pending_worst_case`` of a billed backend's runner); nothing is launched without --yes when
+    its worst case costs more than ``[modal] confirm_above_usd``."""
+    from fibtui.core.errors import UsageError
+    from fibtui.runners import registry
+
+    spec = registry.get(prepared.header.backend)
+    if not spec.billed or (prepared.header.settings.get("modal") or {}).get("in_process"):
+        return
+    worst = getattr(prepared.runner, "pending_worst_case", None)
+    if worst is None:  # a billed backend that cannot say what it costs: never guess
+        raise UsageError(f"the {spec.name} backend is billed but cannot bound the cost of a resume")
+    cost, lines = worst()
+    limit = float(getattr(getattr(prepared.runner, "settings", None), "confirm_above_usd", 0.0))
+    if cost <= limit or args.yes:
+        return
+    for line in lines:
+        sys.stderr.write(line + "\n")
+    raise UsageError(
+        f"the worst case of what run {prepared.run_id} has left costs about ${cost:.2f}, more than "
+        f"[modal] confirm_above_usd (${limit:.2f}): nothing was launched; rerun with --yes to start it"
     )
 
 
