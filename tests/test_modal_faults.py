@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from fibtui.core.runs import read_journal
 from fibtui.core.settings import set_setting
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.modal_runner import plan_modal, worst_case_container_seconds
@@ -472,11 +473,90 @@ def test_resume_of_a_modal_run_goes_through_the_cost_guard(
     ws = open_workspace(root)
     set_setting(ws.root, "modal.confirm_above_usd", 0.5)
     prepared = prepare_run(ws, RunOptions(backend="modal", workloads="all", workers=2))
-    cost, lines = prepared.runner.pending_worst_case()
-    assert cost > 0.5 and "worst case (an upper bound)" in lines[1]
+    journal = (prepared.folder / "journal.jsonl").read_text()
     code, out, err = run_cli(
         capsys, "run", "--resume", prepared.run_id, "--workspace", str(ws.root)
     )
     assert code == 2 and "nothing was launched; rerun with --yes" in err, err
-    assert "worst case (an upper bound)" in err
-    assert read_journal(prepared.folder / "journal.jsonl").results == {}
+    assert "worst case (an upper bound): all 10 call(s)" in err  # 2 slices + 8 extra
+    assert (prepared.folder / "journal.jsonl").read_text() == journal  # nothing written
+    # --retry-failed: the same guard over the failed jobs, before its retry line is written
+    from fibtui.core.runs import JobResult, Journal
+
+    header = read_journal(prepared.folder / "journal.jsonl").header
+    j = header.jobs[0]
+    Journal(prepared.folder).append_result(
+        JobResult(
+            uuid=j.uuid,
+            axes=j.axes,
+            solution=j.solution,
+            role=j.role,
+            repeat=j.repeat,
+            status="INFRA_ERROR",
+            error="lost",
+        )
+    )
+    journal = (prepared.folder / "journal.jsonl").read_text()
+    code, out, err = run_cli(
+        capsys, "run", "--retry-failed", prepared.run_id, "--workspace", str(ws.root)
+    )
+    assert code == 2 and "retrying the failed jobs of run" in err, err
+    assert "Modal: 1 job(s)" in err
+    assert (prepared.folder / "journal.jsonl").read_text() == journal
+
+
+@pytest.mark.slow
+async def test_the_tuis_retry_of_a_modal_run_asks_first_with_its_worst_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`t` on a Modal run starts containers: it shows the worst case and asks, and nothing is
+    written before the answer (a declined retry leaves the journal as it was)."""
+    from fibtui.core.runs import JobResult, Journal
+    from fibtui.ui.app import make_app
+    from fibtui.ui.panes.runs import RunsPane
+    from fibtui.ui.screens.confirm import ConfirmScreen
+
+    monkeypatch.setenv("MODAL_TOKEN_ID", "ak-x")
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-y")
+    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2), kernel="good_py")
+    ws = open_workspace(root)
+    prepared = prepare_run(ws, RunOptions(backend="modal", workloads="all", workers=1))
+    j = read_journal(prepared.folder / "journal.jsonl").header.jobs[0]
+    journal = Journal(prepared.folder)
+    journal.append_result(
+        JobResult(
+            uuid=j.uuid,
+            axes=j.axes,
+            solution=j.solution,
+            role=j.role,
+            repeat=j.repeat,
+            status="INFRA_ERROR",
+            error="lost",
+        )
+    )
+    journal.append_end("failed")
+    before = (prepared.folder / "journal.jsonl").read_text()
+    app = make_app(open_workspace(root))
+    app.note_acknowledged = True
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("3")
+        for _ in range(200):
+            pane = app.query(RunsPane)
+            if pane and pane.first().shown_run == prepared.run_id:
+                break
+            await pilot.pause(0.05)
+        pane = app.query_one(RunsPane)
+        assert pane.shown_run == prepared.run_id
+        pane.retry_failed()
+        for _ in range(200):
+            if isinstance(app.screen, ConfirmScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, ConfirmScreen)
+        facts = " ".join(text for _, text in app.screen._facts)
+        assert "worst case (an upper bound)" in facts and "Modal: 1 job(s)" in app.screen._title
+        assert (prepared.folder / "journal.jsonl").read_text() == before
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert (prepared.folder / "journal.jsonl").read_text() == before

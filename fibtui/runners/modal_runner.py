@@ -61,7 +61,6 @@ from fibtui.core.runs import (
     RunRecord,
     history_seconds_per_job,
     now_iso,
-    read_journal,
     release_lock,
     take_lock,
 )
@@ -646,6 +645,88 @@ def plan_modal(ws: Workspace, options: RunOptions) -> ModalPlan:
     )
 
 
+@dataclass
+class RunCost:
+    """The worst case of starting containers for what an existing run has left (``--resume``) or
+    for its failed jobs (``--retry-failed``, the TUI's ``t``): the plan's bound over those jobs."""
+
+    run_id: str
+    jobs: int
+    containers: int
+    calls: int
+    call_timeout_s: float
+    price_per_container_hour_usd: float
+    worst_case_container_seconds: float
+    worst_case_cost_usd: float
+    confirm_above_usd: float
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return self.worst_case_cost_usd > self.confirm_above_usd
+
+    def lines(self, settings: ModalSettings) -> list[str]:
+        return [
+            f"Modal: {self.jobs} job(s) of run {self.run_id} in {self.containers} container(s)",
+            f"  worst case (an upper bound): all {self.calls} call(s) the run may make, each "
+            f"{settings.startup_timeout_s:.0f} s startup + {self.call_timeout_s:.0f} s call + "
+            f"{settings.scaledown_window_s:.0f} s idle, at ${self.price_per_container_hour_usd:.2f} "
+            f"per container-hour = {self.worst_case_container_seconds:.0f} container-seconds, about "
+            f"${self.worst_case_cost_usd:.2f}",
+        ]
+
+
+def run_cost(
+    ws: Workspace, header: RunHeader, keys: set[str]
+) -> tuple[RunCost, ModalSettings] | None:
+    """The worst case of running the jobs ``keys`` of a Modal run again (None: the run is not one
+    that starts containers: another backend, or an in-process Modal run). Its settings are the
+    run's (its header), its threshold the workspace's ``[modal] confirm_above_usd`` now."""
+    info = header.settings.get("modal")
+    if header.backend != "modal" or not isinstance(info, dict) or info.get("in_process"):
+        return None
+    settings = ModalSettings.from_json(info)
+    groups: dict[tuple[str, int], list[str]] = {}
+    for job in header.jobs:
+        if job.key in keys:
+            groups.setdefault((job.uuid, job.repeat), []).append(job.key)
+    slices = make_slices([Task(u, r, sids) for (u, r), sids in groups.items()], settings.workers)
+    call_timeout = call_timeout_s(
+        settings, max((len(sl.tasks) for sl in slices), default=1), settings.job_timeout_s
+    )
+    calls = max_calls(len(slices), settings) if slices else 0
+    seconds = worst_case_container_seconds(
+        calls, call_timeout, settings.startup_timeout_s, settings.scaledown_window_s
+    )
+    rate = container_rate_usd_per_hour(settings)
+    limit = modal_settings(ws.root).confirm_above_usd
+    cost = RunCost(
+        header.run_id,
+        sum(sl.jobs for sl in slices),
+        len(slices),
+        calls,
+        call_timeout,
+        rate,
+        seconds,
+        seconds / 3600.0 * rate,
+        limit,
+    )
+    return cost, settings
+
+
+def rerun_cost(ws: Workspace, run_id: str, retry: bool) -> tuple[RunCost, ModalSettings] | None:
+    """:func:`run_cost` of resuming run ``run_id`` (its jobs not yet in the journal) or of
+    retrying its failed jobs; read from the journal, nothing written."""
+    from fibtui.core.runs import failed_keys, read_journal, run_dir
+
+    contents = read_journal(run_dir(ws.archive_root, run_id) / "journal.jsonl")
+    header = contents.header
+    if retry:
+        keys = set(failed_keys(contents))
+    else:
+        keys = {j.key for j in header.jobs} - set(contents.results) - contents.skipped_keys()
+    return run_cost(ws, header, keys)
+
+
 # --------------------------------------------------------------------------------------------
 # Wiring into runners.session (prepare_run / prepare_resume)
 # --------------------------------------------------------------------------------------------
@@ -806,35 +887,6 @@ class ModalRunner:
         #: containers that said they started a slice and have not returned it
         self._up: dict[int, str] = {}
         self._sink: EventSink | None = None  # where Modal's own output goes as log lines
-
-    def pending_worst_case(self) -> tuple[float, list[str]]:
-        """The worst case (USD, and its lines) of running what this run has left: the same bound as
-        the plan's (:func:`worst_case_container_seconds`), over its pending job groups. Used by the
-        cost guard of every path that starts containers for an existing run (--resume,
-        --retry-failed)."""
-        contents = read_journal(self.folder / "journal.jsonl")
-        groups = pending_groups(self.header, set(contents.results), self.sid_of)
-        tasks = [Task(u, r, sids) for (u, r), sids in groups.items()]
-        slices = make_slices(tasks, self.workers)
-        if not slices:
-            return 0.0, ["nothing left to run: no container starts"]
-        call_timeout = call_timeout_s(
-            self.settings, max(len(sl.tasks) for sl in slices), self.settings.job_timeout_s
-        )
-        calls = max_calls(len(slices), self.settings)
-        seconds = worst_case_container_seconds(
-            calls, call_timeout, self.settings.startup_timeout_s, self.settings.scaledown_window_s
-        )
-        rate = container_rate_usd_per_hour(self.settings)
-        cost = seconds / 3600.0 * rate
-        jobs = sum(sl.jobs for sl in slices)
-        return cost, [
-            f"Modal: {jobs} job(s) left of run {self.header.run_id} in {len(slices)} container(s)",
-            f"  worst case (an upper bound): all {calls} call(s) the run may make, each "
-            f"{self.settings.startup_timeout_s:.0f} s startup + {call_timeout:.0f} s call + "
-            f"{self.settings.scaledown_window_s:.0f} s idle, at ${rate:.2f} per container-hour = "
-            f"{seconds:.0f} container-seconds, about ${cost:.2f}",
-        ]
 
     # -- building the caller (the only place modal is imported) ---------------------------------
 

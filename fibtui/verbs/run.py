@@ -192,12 +192,12 @@ def run(args: argparse.Namespace) -> int:
     from fibtui.runners.service.client import service_workers
 
     service = service_workers(ws.root, no_daemon=args.no_daemon)  # a bad setting stops it here
-    if args.resume or args.retry_failed:
-        if args.resume:
-            prepared = prepare_resume(ws, args.resume, options if args.backend else None)
-        else:
-            prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
-        _resume_cost_guard(args, prepared)
+    if args.resume:
+        _resume_cost_guard(args, ws, args.resume, retry=False)
+        prepared = prepare_resume(ws, args.resume, options if args.backend else None)
+    elif args.retry_failed:
+        _resume_cost_guard(args, ws, args.retry_failed, retry=True)
+        prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
     else:
         options.representatives = _representatives(ws, options)
         from fibtui.runners import registry
@@ -358,28 +358,25 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
     )
 
 
-def _resume_cost_guard(args: argparse.Namespace, prepared) -> None:
-    """--resume and --retry-failed start containers too: the same guard over what is left
-    (``pending_worst_case`` of a billed backend's runner); nothing is launched without --yes when
-    its worst case costs more than ``[modal] confirm_above_usd``."""
+def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -> None:
+    """--resume and --retry-failed start containers too: the plan's bound over the jobs they would
+    run (``modal_runner.run_cost``), checked before anything is written; without --yes nothing is
+    launched when it costs more than ``[modal] confirm_above_usd``."""
     from fibtui.core.errors import UsageError
-    from fibtui.runners import registry
+    from fibtui.runners.modal_runner import rerun_cost
 
-    spec = registry.get(prepared.header.backend)
-    if not spec.billed or (prepared.header.settings.get("modal") or {}).get("in_process"):
+    found = rerun_cost(ws, run_id, retry)
+    if found is None or args.yes:
         return
-    worst = getattr(prepared.runner, "pending_worst_case", None)
-    if worst is None:  # a billed backend that cannot say what it costs: never guess
-        raise UsageError(f"the {spec.name} backend is billed but cannot bound the cost of a resume")
-    cost, lines = worst()
-    limit = float(getattr(getattr(prepared.runner, "settings", None), "confirm_above_usd", 0.0))
-    if cost <= limit or args.yes:
+    cost, settings = found
+    if not cost.needs_confirmation:
         return
-    for line in lines:
+    for line in cost.lines(settings):
         sys.stderr.write(line + "\n")
     raise UsageError(
-        f"the worst case of what run {prepared.run_id} has left costs about ${cost:.2f}, more than "
-        f"[modal] confirm_above_usd (${limit:.2f}): nothing was launched; rerun with --yes to start it"
+        f"the worst case of {'retrying the failed jobs of' if retry else 'resuming'} run {run_id} "
+        f"costs about ${cost.worst_case_cost_usd:.2f}, more than [modal] confirm_above_usd "
+        f"(${cost.confirm_above_usd:.2f}): nothing was launched; rerun with --yes to start it"
     )
 
 
