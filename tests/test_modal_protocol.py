@@ -23,6 +23,7 @@ pytest.importorskip(
 pytest.importorskip("modal_proto")
 
 from fibtui.core.workspace import open_workspace  # noqa: E402
+from fibtui.runners import modal_app  # noqa: E402
 from fibtui.runners.modal_runner import ModalRunner  # noqa: E402
 from fibtui.runners.session import RunOptions, prepare_run  # noqa: E402
 from tests.modal_servicer import ModalServer  # noqa: E402
@@ -175,3 +176,52 @@ def test_a_poisoned_container_takes_no_further_input(
     poisoned = [c for c in servicer.containers if c.stopped and c.inputs]
     assert poisoned and all(len(c.inputs) == 1 for c in poisoned)
     assert servicer.calls["ContainerStop"] >= 1
+
+
+def test_the_doctor_checks_the_container_and_runs_a_one_workload_gate(
+    servicer: ModalServer, tmp_path: Path, monkeypatch
+) -> None:
+    """`fibtui modal doctor` end to end through Modal's protocol (the servicer): the probe call
+    answers from a real container entrypoint (on this CPU: no GPU, which the doctor says), and the
+    1-workload gate runs through the ModalRunner (the interpreter engine, as on a CPU)."""
+    from fibtui.runners import modal_doctor
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2), kernel="good_py")
+    ws = open_workspace(root)
+    handles = modal_app.build_app(
+        app_name="doctor", gpu="B200", image_ref="python:3.11", timeout_s=300, max_containers=1
+    )
+    lines: list[str] = []
+    report = modal_doctor.run_doctor(ws, lines.append, handles=handles, engine="interpreter")
+    assert servicer.unimplemented == [], servicer.unimplemented
+    checks = {c.name: c for c in report.checks}
+    assert checks["modal client"].ok and checks["credentials"].ok
+    assert checks["image"].ok and "python" in checks["image"].detail
+    # this CPU has no GPU: the doctor says so, as it would for a container without one
+    assert checks["GPU"].ok is False and "no GPU visible" in checks["GPU"].detail
+    assert checks["1-workload gate"].ok, checks["1-workload gate"].detail
+    assert report.run_id and report.container_seconds and report.container_seconds > 0
+    assert report.cost_usd is not None and 0 < report.cost_usd < report.worst_case_cost_usd
+    assert not report.ok  # the GPU check failed
+    assert any("cost: about $" in line for line in lines)
+
+
+def test_the_doctors_local_checks(monkeypatch) -> None:
+    from fibtui.runners import modal_doctor
+
+    assert modal_doctor.client_check("1.6.4").ok and not modal_doctor.client_check("1.5.4").ok
+    assert not modal_doctor.client_check("1.7.0").ok
+    assert "pip install 'modal>=1.6.4,<1.7'" in modal_doctor.client_check("1.0.5").detail
+    probe = {
+        "python": "3.12.1",
+        "environment": {"torch": "2.9", "gpu": "NVIDIA B200", "capability": "10.0", "cuda": "13.0"},
+        "nvidia_smi": "Driver Version: 580.65   CUDA Version: 12.8",
+        "ncu": None,
+    }
+    checks = {c.name: c for c in modal_doctor.container_checks(probe, "B200")}
+    assert checks["GPU"].ok and checks["compute capability"].ok
+    assert (
+        checks["driver vs CUDA"].ok is False
+        and "older than torch's CUDA" in checks["driver vs CUDA"].detail
+    )
+    assert checks["ncu"].ok is None and "not in the image" in checks["ncu"].detail

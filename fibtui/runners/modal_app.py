@@ -514,6 +514,122 @@ def _exit_reason(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def probe() -> dict[str, Any]:
+    """The first live check's body (``fibtui modal doctor``): what the container is. Python, the
+    worker's description of the device (GPU, capability, torch and its CUDA, the driver), what
+    ``nvidia-smi`` says the driver supports, and whether ``ncu`` is there."""
+    import platform
+    import shutil
+    import subprocess
+
+    t0 = time.monotonic()
+    out: dict[str, Any] = {
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+        "task_id": os.environ.get("MODAL_TASK_ID"),
+    }
+    try:
+        from fibtui.worker.env import describe
+
+        out["environment"] = describe("cuda:0", "modal")
+    except Exception as exc:  # noqa: BLE001 - the answer says what failed
+        out["environment_error"] = f"{type(exc).__name__}: {exc}"[:400]
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            text = subprocess.run(
+                [smi], capture_output=True, text=True, timeout=30, check=False
+            ).stdout
+            out["nvidia_smi"] = text[:4000]
+        except (OSError, subprocess.SubprocessError) as exc:
+            out["nvidia_smi_error"] = str(exc)[:400]
+    ncu = shutil.which("ncu")
+    out["ncu"] = ncu
+    if ncu:
+        try:
+            version = subprocess.run(
+                [ncu, "--version"], capture_output=True, text=True, timeout=30, check=False
+            ).stdout
+            out["ncu_version"] = (version.strip().splitlines() or [""])[-1][:200]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    out["wall_s"] = time.monotonic() - t0
+    return out
+
+
+#: what ncu prints when the container may not read the GPU's performance counters
+NCU_NO_PERMISSION = "ERR_NVGPUCTRPERM"
+
+
+def profile_slice(request: dict[str, Any]) -> dict[str, Any]:
+    """Nsight Compute in the container (``fibtui ncu profile --backend modal``): ``request`` holds
+    the worker's profile request (``profile``), the ncu command line built by the client
+    (``ncu_argv``, with ``{report}`` and ``{request}`` for the paths here) and its page exports
+    (``exports``: name -> argv with ``{report}``), and ``timeout_s``. Returns the report's bytes,
+    the exported pages and ncu's log; or, when the container may not read the counters,
+    ``error: ERR_NVGPUCTRPERM`` at once (nothing else runs). The profiled worker runs in ncu's
+    child process, killed with its whole group at the timeout."""
+    import subprocess
+    import tempfile
+
+    timeout = float(request.get("timeout_s") or 600.0)
+    with tempfile.TemporaryDirectory(prefix="fibtui-ncu-") as scratch:
+        req = Path(scratch) / "request.json"
+        rep = Path(scratch) / "profile.ncu-rep"
+        req.write_text(json.dumps(request["profile"]), encoding="utf-8")
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+
+        def argv(template: list[str]) -> list[str]:
+            return [
+                a.replace("{report}", str(rep)).replace("{request}", str(req)) for a in template
+            ]
+
+        def run(cmd: list[str], limit: float) -> tuple[int | None, str]:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                cwd=scratch,
+                env=env,
+                start_new_session=True,
+            )
+            try:
+                text, _ = proc.communicate(timeout=limit)
+                return proc.returncode, text or ""
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                text, _ = proc.communicate()
+                return None, text or ""
+
+        try:
+            code, log = run(argv(request["ncu_argv"]), timeout)
+        except OSError as exc:
+            return {"error": f"cannot run ncu in the container: {exc}", "log": ""}
+        if NCU_NO_PERMISSION in log:
+            return {"error": NCU_NO_PERMISSION, "log": log[-20000:]}
+        if code is None:
+            return {
+                "error": f"ncu did not finish within {timeout:.0f} s and was stopped",
+                "log": log[-20000:],
+            }
+        if code != 0 or not rep.is_file():
+            return {"error": f"ncu exited with {code}", "log": log[-20000:]}
+        pages: dict[str, str] = {}
+        for name, template in (request.get("exports") or {}).items():
+            pcode, text = run(argv(template), max(60.0, timeout / 2))
+            if pcode != 0:
+                return {
+                    "error": f"exporting the {name} page failed ({pcode})",
+                    "log": text[-20000:],
+                }
+            pages[name] = text
+        return {"report": rep.read_bytes(), "pages": pages, "log": log[-200000:]}
+
+
 @dataclass
 class ModalHandles:
     app: Any  # modal.App
@@ -522,6 +638,10 @@ class ModalHandles:
     volume: Any | None  # modal.Volume, when the slice reads safetensors from it
     #: makes the queue the containers' live events go through (``modal.Queue.ephemeral``)
     events: Callable[[], Any] | None = None
+    #: modal.Function wrapping :func:`probe` (``fibtui modal doctor``)
+    probe: Any = None
+    #: modal.Function wrapping :func:`profile_slice` (``fibtui ncu profile --backend modal``)
+    profile: Any = None
 
 
 def image_for(image_ref: str, add_python: str | None = None, pip: Iterable[str] = ()) -> Any:
@@ -550,6 +670,8 @@ def build_app(
     memory_mb: int | None = None,
     startup_timeout_s: float | None = None,
     scaledown_window_s: float | None = None,
+    probe_timeout_s: float = 120.0,
+    profile_timeout_s: float = 900.0,
 ) -> ModalHandles:
     """A Modal App holding the GPU function. Nothing here talks to Modal: objects are lazy until
     ``app.run()``; ``function.local(request)`` runs the body in this process."""
@@ -577,7 +699,22 @@ def build_app(
     if scaledown_window_s:
         kwargs["scaledown_window"] = min(3600, max(2, int(scaledown_window_s)))  # Modal: 2 to 3600
     function = app.function(**kwargs)(run_slice)
-    return ModalHandles(app, function, image, volume, events=modal.Queue.ephemeral)
+    # two more bodies on the same image and GPU: the first live check (``fibtui modal doctor``)
+    # and Nsight Compute (``fibtui ncu profile --backend modal``); each call is bounded by its own
+    # timeout (``probe_timeout_s``, ``profile_timeout_s``)
+    probe_fn = app.function(**{**kwargs, "name": "probe", "timeout": int(probe_timeout_s)})(probe)
+    profile_fn = app.function(
+        **{**kwargs, "name": "profile_slice", "timeout": max(10, int(profile_timeout_s))}
+    )(profile_slice)
+    return ModalHandles(
+        app,
+        function,
+        image,
+        volume,
+        events=modal.Queue.ephemeral,
+        probe=probe_fn,
+        profile=profile_fn,
+    )
 
 
 # --------------------------------------------------------------------------------------------

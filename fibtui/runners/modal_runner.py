@@ -886,6 +886,8 @@ class ModalRunner:
         self._recorded: dict[int, set[tuple[str, int, str]]] = {}
         #: containers that said they started a slice and have not returned it
         self._up: dict[int, str] = {}
+        #: the calls' own wall times in their containers, summed (what the doctor reports)
+        self.container_seconds = 0.0
         self._sink: EventSink | None = None  # where Modal's own output goes as log lines
 
     # -- building the caller (the only place modal is imported) ---------------------------------
@@ -1327,6 +1329,10 @@ class ModalRunner:
                 on_event,
             )
         container = out.get("container") or {}
+        try:
+            self.container_seconds += float(container.get("wall_s") or 0.0)
+        except (TypeError, ValueError):
+            pass
         if container:
             on_event(
                 LogLine(
