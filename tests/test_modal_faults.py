@@ -561,3 +561,17 @@ async def test_the_tuis_retry_of_a_modal_run_asks_first_with_its_worst_case(
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert (prepared.folder / "journal.jsonl").read_text() == before
+
+
+def test_ncu_on_modal_asks_first_when_its_call_may_cost_more(capsys, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,), kernel="good_py")
+    set_setting(root, "modal.confirm_above_usd", 0.01)
+    uuid = open_workspace(root).dataset().workloads("tiny_scale").uuids[0]
+    code, out, err = run_cli(
+        capsys, "ncu", "profile", "--backend", "modal", "--workload", uuid, "--workspace", str(root)
+    )
+    assert code == 2 and "worst case of this profile call" in err and "--yes" in err
+    folder = root / "optimize_ops" / "benchmarks" / "ncu"
+    assert not folder.exists() or not any(folder.iterdir())

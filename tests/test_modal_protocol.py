@@ -225,3 +225,87 @@ def test_the_doctors_local_checks(monkeypatch) -> None:
         and "older than torch's CUDA" in checks["driver vs CUDA"].detail
     )
     assert checks["ncu"].ok is None and "not in the image" in checks["ncu"].detail
+
+
+#: a stand-in ncu for the container (this machine has no GPU counters): profiling writes a report
+#: (or says the counters are off limits), --import prints prepared pages
+FAKE_NCU = r"""#!{python}
+import os, pathlib, sys
+args = sys.argv[1:]
+pages = pathlib.Path(os.environ["FAKE_NCU_PAGES"])
+if "--import" in args:
+    page, as_csv = args[args.index("--page") + 1], "--csv" in args
+    name = {{("details", True): "details.csv", ("raw", True): "raw.csv", ("details", False): "details.txt"}}[(page, as_csv)]
+    sys.stdout.write((pages / name).read_text())
+    sys.exit(0)
+if os.environ.get("FAKE_NCU_NO_COUNTERS"):
+    print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
+    sys.exit(1)
+assert "--profile-from-start" in args and args[-3:-1] == ["profile", "--request"], args
+assert "{{python}}" not in args  # the container put its own Python in
+assert pathlib.Path(args[-1]).is_file()  # the worker's request was written in the container
+pathlib.Path(args[args.index("--export") + 1]).write_bytes(b"NCU-REP from the container")
+print("==PROF== Report written")
+"""
+
+
+@pytest.mark.parametrize("counters", [True, False], ids=["profiled", "no-counters"])
+def test_ncu_on_modal_brings_the_report_back_or_says_it_cannot(
+    servicer: ModalServer, tmp_path: Path, monkeypatch, counters: bool
+) -> None:
+    import sys
+
+    from fibtui.runners import modal_ncu
+    from fibtui.runners.session import profile_request
+    from tests.test_ncu import BASE, TEXT_PAGE, details_csv, raw_csv
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ncu").write_text(FAKE_NCU.format(python=sys.executable))
+    (bindir / "ncu").chmod(0o755)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "details.csv").write_text(details_csv([("_gdn_decode", BASE)]))
+    (pages / "raw.csv").write_text(
+        raw_csv([("_gdn_decode", ["18.4", "25.19", "49.25", "64", "2,048", "0.256", "1.94", "x"])])
+    )
+    (pages / "details.txt").write_text(TEXT_PAGE.read_text())
+    import os
+
+    servicer.container_env.update(
+        {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "FAKE_NCU_PAGES": str(pages)}
+    )
+    if not counters:
+        servicer.container_env["FAKE_NCU_NO_COUNTERS"] = "1"
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,), kernel="good_py")
+    ws = open_workspace(root)
+    uuid = ws.dataset().workloads("tiny_scale").uuids[0]
+    rep = ws.archive_root / "benchmarks" / "ncu" / "tiny.ncu-rep"
+    handles = modal_app.build_app(
+        app_name="ncu", gpu="B200", image_ref="python:3.11", timeout_s=300, max_containers=1
+    )
+    kwargs = dict(
+        kernel_regex=None,
+        launch_skip=0,
+        launch_count=None,
+        section_set="detailed",
+        clock_control="none",
+        timeout_s=60.0,
+        say=lambda line: None,
+        handles=handles,
+        container_paths=False,
+    )
+    request = profile_request(ws, [uuid])
+    if counters:
+        result = modal_ncu.profile_on_modal(ws, request, rep, **kwargs)
+        assert rep.read_bytes() == b"NCU-REP from the container"
+        from fibtui.core.ncu import load_exported
+
+        report = load_exported(result.details_csv, result.raw_csv)
+        assert [launch.kernel for launch in report.launches] == ["_gdn_decode"]
+        assert servicer.calls["FunctionMap"] == 1
+    else:
+        with pytest.raises(modal_ncu.NcuOnModalFailed, match="ERR_NVGPUCTRPERM"):
+            modal_ncu.profile_on_modal(ws, request, rep, **kwargs)
+        assert not rep.exists() and servicer.calls["FunctionMap"] == 1  # one call, nothing more
+    assert servicer.unimplemented == []

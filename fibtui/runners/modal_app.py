@@ -570,6 +570,7 @@ def profile_slice(request: dict[str, Any]) -> dict[str, Any]:
     ``error: ERR_NVGPUCTRPERM`` at once (nothing else runs). The profiled worker runs in ncu's
     child process, killed with its whole group at the timeout."""
     import subprocess
+    import sys
     import tempfile
 
     timeout = float(request.get("timeout_s") or 600.0)
@@ -583,7 +584,10 @@ def profile_slice(request: dict[str, Any]) -> dict[str, Any]:
 
         def argv(template: list[str]) -> list[str]:
             return [
-                a.replace("{report}", str(rep)).replace("{request}", str(req)) for a in template
+                a.replace("{report}", str(rep))
+                .replace("{request}", str(req))
+                .replace("{python}", sys.executable)
+                for a in template
             ]
 
         def run(cmd: list[str], limit: float) -> tuple[int | None, str]:
