@@ -70,9 +70,12 @@ def _version(text: str) -> tuple[int, ...]:
 def client_check(version: str | None = None) -> Check:
     """The installed modal client against the range the tests run."""
     if version is None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
+
         try:
-            from modal_version import __version__ as version
-        except ImportError:
+            version = installed("modal")
+        except PackageNotFoundError:
             return Check("modal client", False, "not installed: pip install 'modal>=1.6.4,<1.7'")
     low, high = SUPPORTED
     v = _version(version)
