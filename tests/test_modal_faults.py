@@ -311,7 +311,7 @@ def test_an_expensive_worst_case_needs_yes(
     )
     assert code == 2 and "more than [modal] confirm_above_usd ($0.50): nothing was launched" in err
     assert (
-        "worst case:" in err
+        "worst case (an upper bound):" in err
         and sorted((ws.root / "optimize_ops" / "runs").iterdir()) == runs_before
     )
 
