@@ -99,6 +99,7 @@ def by_status(record: dict) -> dict[str, list[tuple[int, str]]]:
     return out
 
 
+@pytest.mark.slow  # the slices' child workers start torch
 def test_a_poisoned_container_is_never_given_another_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,6 +123,7 @@ def test_a_poisoned_container_is_never_given_another_job(
     assert any("stops taking inputs" in str(getattr(e, "reason", "")) for e in events)
 
 
+@pytest.mark.slow  # the slices' child workers start torch
 def test_no_queued_slice_is_timed_out_and_calls_never_exceed_containers(
     tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

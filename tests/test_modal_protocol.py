@@ -75,6 +75,7 @@ def run_on(server: ModalServer, tmp_path: Path, kernel: str, monkeypatch, **opts
     runner.settings.image = "python:3.11"
     runner.settings.load_timeout_s = opts.pop("load_timeout_s", 120.0)
     runner.settings.max_extra_calls = opts.pop("max_extra_calls", 4)
+    runner.max_retries = opts.pop("max_retries", runner.max_retries)
     runner.in_process = False  # the real modal client and app, against the servicer
     runner.caller = runner._default_caller(
         __import__("fibtui.runners.modal_runner", fromlist=["x"]).call_timeout_s(
@@ -135,7 +136,7 @@ def test_a_hang_is_killed_at_its_job_timeout_in_a_real_container(
     assert min(c.billed_s for c in hung) < 60
 
 
-def test_a_raise_while_loading_is_retried_on_a_fresh_container(
+def test_a_kernel_that_raises_on_import_is_its_own_failure_not_the_containers(
     servicer: ModalServer, tmp_path: Path, monkeypatch
 ) -> None:
     record, _ = run_on(
@@ -154,13 +155,15 @@ def test_a_worker_that_raises_while_loading_stops_its_container_and_is_retried_e
 
     servicer.container_env.update({"FIBTUI_TEST_LOAD_RAISES": "1", "PYTHONPATH": str(CHILD_HOOKS)})
     good = PY_TEMPLATE.format(body="    y.copy_(x * alpha)")
-    record, _ = run_on(servicer, tmp_path, good, monkeypatch, batch_sizes=(1,), max_extra_calls=4)
-    # the infrastructure's failure, retried (max_retries 2) on a fresh container each time
+    record, _ = run_on(
+        servicer, tmp_path, good, monkeypatch, batch_sizes=(1,), max_extra_calls=4, max_retries=1
+    )
+    # the infrastructure's failure, retried (max_retries 1 here) on a fresh container each time
     assert {j["status"] for j in record["jobs"]} == {"INFRA_ERROR"}, record["jobs"]
     assert all("failed while loading" in j["error"] for j in record["jobs"]), record["jobs"]
     assert "initialization error" in record["jobs"][0]["error"]
     used = [c for c in servicer.containers if c.inputs]
-    assert len(used) == 3 and all(len(c.inputs) == 1 and c.stopped for c in used)
+    assert len(used) == 2 and all(len(c.inputs) == 1 and c.stopped for c in used)
 
 
 def test_a_poisoned_container_takes_no_further_input(
