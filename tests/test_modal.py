@@ -1072,3 +1072,20 @@ def test_modal_unreachable_is_one_line_and_the_run_can_resume(tmp_path: Path, mo
     resumed = prepare_resume(ws, prepared.run_id)
     resumed.runner.caller = FakeCaller()
     assert resumed.runner.run(lambda e: None).state == "complete"
+
+
+def test_failure_kinds_name_only_modals_execution_timeout_the_kernels() -> None:
+    import modal.exception as me
+
+    from fibtui.runners.modal_runner import INFRA, INFRA_TIMEOUT, KERNEL_TIMEOUT, failure_kind
+
+    assert (
+        failure_kind(me.FunctionTimeoutError("Function exceeded timeout of 600 s"))
+        == KERNEL_TIMEOUT
+    )
+    # a container that never started is the infrastructure's, whatever class carries it
+    assert failure_kind(me.FunctionTimeoutError("startup timeout exceeded")) == INFRA_TIMEOUT
+    for exc in (me.OutputExpiredError("x"), me.MountUploadTimeoutError("x"), TimeoutError()):
+        assert failure_kind(exc) == INFRA_TIMEOUT
+    for exc in (me.ConnectionError("x"), me.InternalFailure("x"), RuntimeError("lost")):
+        assert failure_kind(exc) == INFRA

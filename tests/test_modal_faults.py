@@ -577,3 +577,32 @@ def test_ncu_on_modal_asks_first_when_its_call_may_cost_more(capsys, tmp_path: P
     assert code == 2 and "worst case of this profile call" in err and "--yes" in err
     folder = root / "optimize_ops" / "benchmarks" / "ncu"
     assert not folder.exists() or not any(folder.iterdir())
+
+
+def test_a_container_that_had_a_fault_runs_nothing_more_even_if_given_an_input() -> None:
+    """Should Modal hand a container that was told to stop another input anyway, run_slice starts
+    no worker: every job goes back not run (no attempt counted) and the container is told again."""
+    import contextvars
+
+    from fibtui.runners import modal_app
+
+    stops: list[bool] = []
+
+    def body() -> dict:
+        modal_app.CONTAINER_STATE.set({"fault": "hung"})
+        modal_app.STOP_HOOK.set(lambda: stops.append(True))
+        return modal_app.run_slice(
+            {
+                "slice_id": 3,
+                "jobs": [
+                    {"job_id": "0|u1", "workload": {"uuid": "u1"}, "solutions": ["a", "b"]},
+                    {"job_id": "0|u2", "workload": {"uuid": "u2"}, "solutions": ["a"]},
+                ],
+            }
+        )
+
+    out = contextvars.copy_context().run(body)
+    assert out["refused"] == "hung" and stops == [True] and out["stopped_taking_inputs"]
+    results = [r for job in out["jobs"] for r in job["results"]]
+    assert len(results) == 3 and all(r["not_run"] and r["status"] == "INFRA_ERROR" for r in results)
+    assert out["slice_id"] == 3 and out["container"]["wall_s"] < 1.0  # no worker was started
