@@ -14,9 +14,13 @@ client and documentation state it:
   the container is terminated;
 - ``FunctionCall.cancel(terminate_containers=True)`` stops the input and its container.
 
-The bill of a container is its start-up plus the seconds it spent running inputs (Modal bills
-idle time until scale-down too; here a container with no input stops at once, so nothing idles).
-The function body is :func:`fibtui.runners.modal_app.run_slice`, run in the container's thread.
+The bill of a container is its start-up, the seconds it spent running inputs, and its idle time
+until it scales down: a container that ran out of inputs waits ``scaledown_s`` (Modal's
+``scaledown_window``) for another before it stops, billed (not slept: added to the bill); one that
+stopped fetching inputs exits after its input, unbilled past it.
+The function body is :func:`fibtui.runners.modal_app.run_slice`, run in the container's thread
+with a container state of its own (``modal_app.CONTAINER_STATE``): each fake container is one
+Modal container, and its job runs in the child process run_slice starts, as on Modal.
 """
 
 from __future__ import annotations
@@ -43,10 +47,12 @@ class Container:
     inputs: list[int] = field(default_factory=list)
     stopped_fetching: bool = False
     terminated: bool = False
+    idle_s: float = 0.0
+    state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def billed_s(self) -> float:
-        return self.startup_s + self.busy_s
+        return self.startup_s + self.busy_s + self.idle_s
 
 
 class FakeCall:
@@ -90,10 +96,16 @@ class FakeModal:
     in_process = False
 
     def __init__(
-        self, max_containers: int, startup_s: float, timeout_s: float, body=modal_app.run_slice
+        self,
+        max_containers: int,
+        startup_s: float,
+        timeout_s: float,
+        body=modal_app.run_slice,
+        scaledown_s: float = 0.0,
     ) -> None:
         self.max_containers = max_containers
         self.startup_s = startup_s
+        self.scaledown_s = scaledown_s
         self.timeout_s = timeout_s
         self.body = body
         self.lock = threading.Lock()
@@ -165,6 +177,8 @@ class FakeModal:
                     except queue.Empty:
                         call = None
                 if call is None:
+                    if not (c.stopped_fetching or c.terminated):
+                        c.idle_s += self.scaledown_s  # waits for an input until it scales down
                     self._running -= 1
                     # a container that stops leaves the queue to a fresh one
                     nxt = None
@@ -184,6 +198,7 @@ class FakeModal:
 
         def body() -> None:
             modal_app.STOP_HOOK.set(lambda: setattr(c, "stopped_fetching", True))
+            modal_app.CONTAINER_STATE.set(c.state)
             try:
                 box["out"] = self.body(call.request)
             except BaseException as exc:  # noqa: BLE001 - the call fails with it

@@ -499,7 +499,7 @@ async def test_modal_sweep_asks_with_the_plan(demo_ws: Path) -> None:
         await settle(app, pilot)
         assert isinstance(app.screen, ConfirmScreen)
         facts = str(app.screen.query_one("#confirm-facts").render())
-        assert "GPU B200" in facts and "GPU-seconds" in facts and "$" in facts
+        assert "GPU B200" in facts and "container-seconds" in facts and "$" in facts
         await pilot.press("n")
         await pilot.pause()
         assert app.query_one(RunsPane).active_run is None

@@ -25,8 +25,10 @@ KERNEL_STATUSES = (
 GATE_STATUSES = ("INCORRECT_TIMED", "INPUT_MUTATED", "CACHED_TIMING", "HARNESS_TAMPERED")
 
 #: Failures of the machinery around the kernel (a lost container, an unparsable console line, a
-#: worker that died before the job started). They say nothing about the kernel; they are retried.
-INFRA_STATUSES = ("INFRA_ERROR", "PARSE_ERROR", "ERROR")
+#: worker that died before the job started; INFRA_TIMEOUT: a timeout that is not the kernel's, such
+#: as a Modal output that expired or an upload or the network timing out). They say nothing about
+#: the kernel; they are retried.
+INFRA_STATUSES = ("INFRA_ERROR", "INFRA_TIMEOUT", "PARSE_ERROR", "ERROR")
 
 #: What this machine cannot do (build CUDA without a GPU or nvcc, import a DSL that is not
 #: installed): the kernel was not judged here. Never the kernel's failure, and never retried

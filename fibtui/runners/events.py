@@ -28,6 +28,19 @@ class JobStarted:
 
 
 @dataclass
+class JobStarting:
+    """Jobs a container has taken and not begun (Modal: the container is up, the worker builds
+    the solutions and loads); before it they are queued, after it :class:`JobStarted` says
+    they run. ``containers_up``: the run's calls that have a container now."""
+
+    uuid: str
+    repeat: int
+    solutions: list[str]
+    slot: int = 0
+    containers_up: int = 0
+
+
+@dataclass
 class JobFinished:
     result: JobResult
     done: int
@@ -56,7 +69,9 @@ class RunFinished:
 
 
 #: Every event a runner emits.
-RunEvent = RunStarted | JobStarted | JobFinished | WorkerRestarted | LogLine | RunFinished
+RunEvent = (
+    RunStarted | JobStarting | JobStarted | JobFinished | WorkerRestarted | LogLine | RunFinished
+)
 
 #: Where a runner sends its events (the CLI's printer, the TUI's message poster).
 EventSink = Callable[[RunEvent], None]

@@ -19,7 +19,9 @@ by the modal client itself); fibtui never reads, prints or records a token.
 from __future__ import annotations
 
 import contextvars
+import json
 import os
+import queue
 import socket
 import threading
 import time
@@ -33,6 +35,7 @@ from typing import IO, Any, cast
 import modal
 from modal.exception import NotFoundError
 
+from fibtui.worker.protocol import KILL_WAIT_S
 from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
 
 #: What the container needs from fibtui (see the module docstring).
@@ -77,179 +80,560 @@ def stop_taking_inputs() -> bool:
         return False
 
 
-def run_slice(request: dict[str, Any]) -> dict[str, Any]:
-    """The GPU function's body: run one slice of jobs with fibtui's worker engine.
+#: What this container remembers between inputs: ``fault``, set after a fault (a hang, a crash, a
+#: raise while loading, a lost CUDA context) to its reason. Modal stops giving this container
+#: inputs once told (:func:`stop_taking_inputs`); should one come all the same, :func:`run_slice`
+#: runs nothing on it and says so. On Modal one process is one container; whatever runs
+#: :func:`run_slice` in this process (a test's fake container, ``Function.local()``) sets
+#: :data:`CONTAINER_STATE` to a dict of each container's own.
+_PROCESS_STATE: dict[str, Any] = {}
+CONTAINER_STATE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "fibtui_container_state", default=None
+)
+
+
+def _container_state() -> dict[str, Any]:
+    state = CONTAINER_STATE.get()
+    return _PROCESS_STATE if state is None else state
+
+
+#: The default build/load timeout when a request names none (``[modal] load_timeout_s``).
+DEFAULT_LOAD_TIMEOUT_S = 600.0
+
+
+def run_slice(request: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """The GPU function's body: run one slice of jobs with fibtui's worker in a child process.
 
     ``request`` is the worker's one-shot request (``config``, ``definition``, ``solutions``,
-    ``jobs``) plus ``slice_id`` and ``job_timeout_s``. Returns :func:`fibtui.worker.engine.execute`'s
-    result with, per job, ``started`` (ISO time), and ``slice_id`` / ``container`` (host, Modal task
-    id, wall time).
+    ``jobs``) plus ``slice_id``, ``job_timeout_s`` and ``load_timeout_s``. The child is
+    ``python -m fibtui.worker run`` (:func:`fibtui.worker.engine.execute`, the local runner's entry
+    point); this process only watches it. Returns what ``execute`` returns with, per job,
+    ``started`` (ISO time), and ``slice_id`` / ``container`` (host, Modal task id, wall time).
 
-    A per-job watchdog (``job_timeout_s``, the local runner's job timeout): the jobs run in a thread
-    of their own; a job that passes its timeout makes the slice return at once with what finished,
-    the solution whose call never returned as TIMEOUT, and every job not run marked ``not_run`` (the
-    runner sends those to a fresh container without counting an attempt). A hung or poisoned
-    container then stops taking inputs, so Modal never gives it another slice.
+    ``progress``: where live events go as they happen (anything with ``put``: a ``modal.Queue``
+    on Modal, a ``queue.Queue`` in this process), each a dict with ``slice_id``, ``task_id`` and
+    ``event``: ``slice_started`` (a container took the slice), ``loaded``, ``job_started``,
+    ``result`` (with the job's results). Never needed for the result: the return value holds it all.
+
+    Watchdogs, in this process (a kernel that holds the child's interpreter lock, or spins on the
+    GPU, cannot stop them): the child must say ``loaded`` within ``load_timeout_s`` and each job
+    must end within ``job_timeout_s``; past either, the child's whole process group is killed
+    (SIGKILL). A hung job's solution whose call never returned is TIMEOUT and the jobs not run are
+    marked ``not_run`` (the runner sends them to a fresh container without counting an attempt).
+    After any fault (a kill, the child's crash, a raise while loading, a lost CUDA context) this
+    container stops taking inputs (:func:`stop_taking_inputs`) before the result is returned.
     """
     t0 = time.monotonic()
-    config = request.get("config") or {}
-    if config.get("backend") == "interpreter":
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    from fibtui.worker.engine import execute
-
-    started: dict[Any, str] = {}
-    lock = threading.Lock()
-    state: dict[str, Any] = {
-        "job": None,
-        "since": None,
-        "calling": None,
-        "results": [],
-        "load": None,
-        "environment": None,
-    }
-
-    def emit(event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        with lock:
-            if kind == "job_started":
-                started[event.get("job_id")] = _now_iso()
-                state.update(job=event.get("job_id"), since=time.monotonic(), calling=None)
-            elif kind == "calling":
-                state["calling"] = event
-            elif kind == "result":
-                state["results"].append({k: v for k, v in event.items() if k != "event"})
-                state.update(job=None, since=None, calling=None)
-            elif kind == "loaded":
-                state.update(load=event.get("solutions"), environment=event.get("environment"))
-
-    job_timeout = float(request.get("job_timeout_s") or 0)
-    if job_timeout <= 0:
-        out = execute(request, emit)
-    else:  # the watchdog needs to know which solution is in a call
-        request = {**request, "config": {**config, "report_calls": True}}
-        out = _watched(request, emit, state, lock, job_timeout, execute)
-    if out.get("poisoned") or out.get("hung"):
+    state = _container_state()
+    task_id = os.environ.get("MODAL_TASK_ID")
+    sender = _Progress(progress, request.get("slice_id"), task_id)
+    sender.send({"event": "slice_started"})
+    if state.get("fault"):
+        # Modal gave a container that was told to stop another input: run nothing on it
+        out = _refused(request, str(state["fault"]))
         out["stopped_taking_inputs"] = stop_taking_inputs()
-    for job in out.get("jobs", []):
-        job["started"] = started.get(job.get("job_id"))
+    else:
+        out = _SliceChild(request, sender).run()
+        fault = out.get("fault")
+        if fault or out.get("poisoned") or out.get("hung"):
+            state["fault"] = str(fault or ("poisoned" if out.get("poisoned") else "hung"))
+            out["stopped_taking_inputs"] = stop_taking_inputs()
+    sender.close()
     out["slice_id"] = request.get("slice_id")
     out["container"] = {
         "host": socket.gethostname(),
-        "task_id": os.environ.get("MODAL_TASK_ID"),
+        "task_id": task_id,
         "region": os.environ.get("MODAL_REGION"),
         "wall_s": time.monotonic() - t0,
     }
     return out
 
 
-def _watched(
-    request: dict[str, Any],
-    emit: Callable[[dict[str, Any]], None],
-    state: dict[str, Any],
-    lock: threading.Lock,
-    job_timeout: float,
-    execute: Callable[..., dict[str, Any]],
-) -> dict[str, Any]:
-    """Run ``execute`` in a thread; return its result, or the partial one when a job hangs."""
-    box: dict[str, Any] = {}
+class _Progress:
+    """Sends live events to ``sink`` from a thread of its own, so a slow network never delays the
+    watchdog; a failure to send is dropped (the return value holds every result)."""
 
-    def body() -> None:
-        try:
-            box["out"] = execute(request, emit)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the function's own thread
-            box["error"] = exc
+    def __init__(self, sink: Any, slice_id: Any, task_id: str | None) -> None:
+        self.sink = sink
+        self.base = {"slice_id": slice_id, "task_id": task_id, "host": socket.gethostname()}
+        self._q: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        if sink is not None:
+            self._thread = threading.Thread(target=self._pump, daemon=True, name="fibtui-progress")
+            self._thread.start()
 
-    worker = threading.Thread(target=body, daemon=True, name="fibtui-slice")
-    worker.start()
-    while True:
-        worker.join(_WATCH_S)
-        if not worker.is_alive():
-            if "error" in box:
-                raise box["error"]
-            return box["out"]
-        with lock:
-            hung = (
-                state["job"]
-                if state["since"] is not None and time.monotonic() - state["since"] > job_timeout
-                else None
+    def send(self, event: dict[str, Any]) -> None:
+        if self._thread is not None:
+            self._q.put({**self.base, **event})
+
+    def _pump(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            try:
+                self.sink.put(item)
+            except Exception:  # noqa: BLE001 - live status is a courtesy; the result is returned
+                pass
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._q.put(None)
+            self._thread.join(timeout=10)
+
+
+class _SliceChild:
+    """The child process running ``python -m fibtui.worker run`` on one slice, and its watchdogs."""
+
+    def __init__(self, request: dict[str, Any], progress: _Progress) -> None:
+        config = request.get("config") or {}
+        # the watchdog needs to know which solution is in a call
+        self.request = {**request, "config": {**config, "report_calls": True}}
+        self.progress = progress
+        self.interpreter = config.get("backend") == "interpreter"
+        self.job_timeout = float(request.get("job_timeout_s") or 0) or None
+        self.load_timeout = float(request.get("load_timeout_s") or DEFAULT_LOAD_TIMEOUT_S)
+        self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.stderr_tail: list[str] = []
+        self.started: dict[Any, str] = {}
+        self.results: list[dict[str, Any]] = []
+        self.load: dict[str, Any] | None = None
+        self.environment: dict[str, Any] | None = None
+        self.done: dict[str, Any] | None = None
+        self.job: Any = None
+        self.since: float | None = None
+        self.calling: dict[str, Any] | None = None
+
+    def run(self) -> dict[str, Any]:
+        import subprocess
+        import sys
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="fibtui-slice-") as scratch:
+            path = Path(scratch) / "request.json"
+            path.write_text(json.dumps(self.request), encoding="utf-8")
+            env = dict(os.environ)
+            if self.interpreter:
+                env["TRITON_INTERPRET"] = "1"
+            env["FIBTUI_WORKER_SCRATCH"] = scratch
+            # the child imports the fibtui this file belongs to (the container's copy)
+            root = str(Path(__file__).resolve().parents[2])
+            env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "fibtui.worker", "run", "--request", str(path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=scratch,
+                env=env,
+                start_new_session=True,  # its own process group: a kill reaches all it started
             )
-            if hung is None:
+            readers = [
+                threading.Thread(target=self._read_events, args=(proc.stdout,), daemon=True),
+                threading.Thread(target=self._read_stderr, args=(proc.stderr,), daemon=True),
+            ]
+            for r in readers:
+                r.start()
+            try:
+                return self._watch(proc)
+            finally:
+                _kill_group(proc)
+                for r in readers:
+                    r.join(timeout=KILL_WAIT_S)
+
+    # -- reading the child ---------------------------------------------------------------------
+
+    def _read_events(self, stream: IO[bytes] | None) -> None:
+        assert stream is not None
+        for raw in stream:
+            try:
+                event = json.loads(raw)
+            except ValueError:
                 continue
-            return _hung_result(request, state, hung, job_timeout)
+            if isinstance(event, dict):
+                self.events.put(event)
+        self.events.put(None)  # end of stream: the child exited (or closed its stdout)
 
+    def _read_stderr(self, stream: IO[bytes] | None) -> None:
+        import sys
 
-def _hung_result(
-    request: dict[str, Any], state: dict[str, Any], hung: Any, job_timeout: float
-) -> dict[str, Any]:
-    """The slice's result after job ``hung`` passed its timeout: the finished jobs as they are; in
-    the hung job, the solution whose call never returned is TIMEOUT (when a call of one solution
-    was in flight) and the others were not run; when no single solution can be blamed (the
-    reference, or both solutions timed together), each solution of it is retried alone."""
-    calling = state.get("calling") or {}
-    culprit = calling.get("sid") if calling.get("job_id") == hung else None
-    done = {r.get("job_id") for r in state["results"]}
-    jobs: list[dict[str, Any]] = list(state["results"])
-    for job in request.get("jobs", []):
-        if job.get("job_id") in done:
-            continue
-        sids = list(job.get("solutions") or [])
-        results = []
-        for sid in sids:
+        assert stream is not None
+        for raw in stream:
+            line = raw.decode("utf-8", "replace").rstrip()
+            try:
+                print(line, file=sys.stderr)  # the container's log
+            except (OSError, ValueError):
+                pass
+            self.stderr_tail = (self.stderr_tail + [line])[-40:]
+
+    def _take(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "loaded":
+            self.load, self.environment = event.get("solutions"), event.get("environment")
+            self.progress.send({"event": "loaded"})
+        elif kind == "job_started":
+            self.job, self.since, self.calling = event.get("job_id"), time.monotonic(), None
+            self.started[self.job] = _now_iso()
+            self.progress.send({"event": "job_started", "job_id": self.job})
+        elif kind == "calling":
+            self.calling = event
+        elif kind == "result":
+            result = {k: v for k, v in event.items() if k != "event"}
+            result["started"] = self.started.get(result.get("job_id"))
+            self.results.append(result)
+            self.job, self.since, self.calling = None, None, None
+            self.progress.send({"event": "result", "job": result})
+        elif kind == "done":
+            self.done = event
+
+    # -- watching ------------------------------------------------------------------------------
+
+    def _watch(self, proc: Any) -> dict[str, Any]:
+        t0 = time.monotonic()
+        ended = False
+        while not ended:
+            try:
+                event = self.events.get(timeout=_WATCH_S)
+            except queue.Empty:
+                event = {}
+            if event is None:
+                ended = True
+            elif event:
+                self._take(event)
+                continue
+            now = time.monotonic()
+            if self.load is None and not ended and now - t0 > self.load_timeout:
+                _kill_group(proc)
+                return self._load_failed(
+                    f"the worker did not load within the {self.load_timeout:.0f} s build/load "
+                    "timeout ([modal] load_timeout_s): it was killed",
+                    "load timeout",
+                )
+            if (
+                self.job_timeout is not None
+                and self.since is not None
+                and now - self.since > self.job_timeout
+            ):
+                _kill_group(proc)
+                return self._hung(proc)
+        code = _reap(proc)
+        if self.done is not None:
+            return self._finished()
+        why = _exit_reason(code)
+        if self.load is None:
+            return self._load_failed(
+                f"the worker failed while loading ({why}): {self._last_error()}",
+                "raised while loading",
+            )
+        return self._crashed(why)
+
+    def _last_error(self) -> str:
+        lines = [x for x in self.stderr_tail if x.strip()]
+        return (lines[-1] if lines else "no message")[:400]
+
+    def _base(self) -> dict[str, Any]:
+        return {
+            "environment": self.environment,
+            "load": self.load or {},
+            "jobs": list(self.results),
+            "timing_kind": (self.done or {}).get("timing_kind"),
+            "poisoned": bool((self.done or {}).get("poisoned")),
+        }
+
+    def _finished(self) -> dict[str, Any]:
+        return self._base()
+
+    def _unrun(self, skip: set[Any], make: Callable[[Any, str], dict[str, Any]]) -> list[Any]:
+        """Result entries for every job of the request not in ``skip``, each solution's from ``make``."""
+        done = {r.get("job_id") for r in self.results} | skip
+        out = []
+        for job in self.request.get("jobs", []):
+            if job.get("job_id") in done:
+                continue
+            out.append(
+                {
+                    "job_id": job.get("job_id"),
+                    "uuid": job["workload"]["uuid"],
+                    "repeat": job.get("repeat", 0),
+                    "results": [make(job, sid) for sid in job.get("solutions") or []],
+                    "restart": True,
+                    "started": self.started.get(job.get("job_id")),
+                }
+            )
+        return out
+
+    def _load_failed(self, why: str, fault: str) -> dict[str, Any]:
+        out = self._base()
+        out["jobs"] = self._unrun(
+            set(), lambda job, sid: {"solution_id": sid, "status": "INFRA_ERROR", "error": why}
+        )
+        out["fault"] = fault
+        return out
+
+    def _crashed(self, why: str) -> dict[str, Any]:
+        """The child ended without finishing (a segfault, os._exit, the OOM killer) after loading."""
+        job, calling = self.job, self.calling or {}
+        culprit = calling.get("sid") if calling.get("job_id") == job and job is not None else None
+
+        def make(j: Any, sid: str) -> dict[str, Any]:
+            if j.get("job_id") != job:
+                why_not = "not run: the worker process of its slice died and the container stopped"
+                return {"solution_id": sid, **_not_run(why_not)}
+            if sid == culprit:
+                phase = calling.get("phase")
+                return {
+                    "solution_id": sid,
+                    "status": "RUNTIME_ERROR",
+                    "error": f"the worker process died during this solution's "
+                    f"{phase + ' ' if phase else ''}call ({why})",
+                }
+            if culprit is not None:
+                return {
+                    "solution_id": sid,
+                    **_not_run(f"not measured: {culprit} crashed the worker in the same job"),
+                }
+            return {
+                "solution_id": sid,
+                "status": "INFRA_ERROR",
+                "isolate": True,
+                "error": f"the worker process died ({why}) outside one solution's own call: "
+                "each solution is retried alone",
+            }
+
+        out = self._base()
+        out["jobs"] += self._unrun(set(), make)
+        out["fault"] = f"crashed ({why})"
+        return out
+
+    def _hung(self, proc: Any) -> dict[str, Any]:
+        hung, calling = self.job, self.calling or {}
+        culprit = calling.get("sid") if calling.get("job_id") == hung else None
+        timeout = self.job_timeout or 0.0
+
+        def make(job: Any, sid: str) -> dict[str, Any]:
             if job.get("job_id") != hung:
-                results.append(
-                    {
-                        "solution_id": sid,
-                        "status": "INFRA_ERROR",
-                        "not_run": True,
-                        "error": "not run: an earlier job of its slice hung and the container stopped",
-                    }
-                )
-            elif sid == culprit:
-                results.append(
-                    {
-                        "solution_id": sid,
-                        "status": "TIMEOUT",
-                        "error": f"no result within the {job_timeout:.0f} s job timeout ({calling.get('phase')} call "
-                        "never returned)",
-                    }
-                )
-            elif culprit is not None:
-                results.append(
-                    {
-                        "solution_id": sid,
-                        "status": "INFRA_ERROR",
-                        "not_run": True,
-                        "error": f"not measured: {culprit} hung in the same job",
-                    }
-                )
-            else:
-                where = calling.get("phase") or "outside a solution's call"
-                results.append(
-                    {
-                        "solution_id": sid,
-                        "status": "INFRA_ERROR",
-                        "isolate": True,
-                        "error": f"the job passed its {job_timeout:.0f} s timeout in its {where} phase, "
-                        "not in one solution's own call: each solution is retried alone",
-                    }
-                )
-        jobs.append(
+                return {
+                    "solution_id": sid,
+                    **_not_run(
+                        "not run: an earlier job of its slice hung and the container stopped"
+                    ),
+                }
+            if sid == culprit:
+                return {
+                    "solution_id": sid,
+                    "status": "TIMEOUT",
+                    "error": f"no result within the {timeout:.0f} s job timeout ({calling.get('phase')} call "
+                    "never returned; the worker was killed)",
+                }
+            if culprit is not None:
+                return {
+                    "solution_id": sid,
+                    **_not_run(f"not measured: {culprit} hung in the same job"),
+                }
+            where = calling.get("phase") or "outside a solution's call"
+            return {
+                "solution_id": sid,
+                "status": "INFRA_ERROR",
+                "isolate": True,
+                "error": f"the job passed its {timeout:.0f} s timeout in its {where} phase, "
+                "not in one solution's own call: each solution is retried alone",
+            }
+
+        _reap(proc)
+        out = self._base()
+        out["jobs"] += self._unrun(set(), make)
+        out["hung"] = hung
+        out["poisoned"] = False
+        return out
+
+
+def _not_run(why: str) -> dict[str, Any]:
+    return {"status": "INFRA_ERROR", "not_run": True, "error": why}
+
+
+def _refused(request: dict[str, Any], why: str) -> dict[str, Any]:
+    """A container that had a fault got another input: nothing runs, every job goes elsewhere."""
+    return {
+        "environment": None,
+        "load": {},
+        "jobs": [
             {
                 "job_id": job.get("job_id"),
                 "uuid": job["workload"]["uuid"],
                 "repeat": job.get("repeat", 0),
-                "results": results,
+                "results": [
+                    {
+                        "solution_id": sid,
+                        **_not_run(f"not run: this container had a fault earlier ({why})"),
+                    }
+                    for sid in job.get("solutions") or []
+                ],
                 "restart": True,
             }
-        )
-    return {
-        "environment": state.get("environment"),
-        "load": state.get("load") or {},
-        "jobs": jobs,
+            for job in request.get("jobs", [])
+        ],
         "timing_kind": None,
         "poisoned": False,
-        "hung": hung,
+        "refused": why,
     }
+
+
+def _kill_group(proc: Any) -> None:
+    """SIGKILL the child's process group (whatever it holds: the interpreter lock, a spinning
+    kernel, a compiler it started)."""
+    import signal
+
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def _reap(proc: Any) -> int | None:
+    import subprocess
+
+    try:
+        return int(proc.wait(timeout=KILL_WAIT_S))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _exit_reason(code: int | None) -> str:
+    import signal
+
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def probe() -> dict[str, Any]:
+    """The first live check's body (``fibtui modal doctor``): what the container is. Python, the
+    worker's description of the device (GPU, capability, torch and its CUDA, the driver), what
+    ``nvidia-smi`` says the driver supports, and whether ``ncu`` is there."""
+    import platform
+    import shutil
+    import subprocess
+
+    t0 = time.monotonic()
+    out: dict[str, Any] = {
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+        "task_id": os.environ.get("MODAL_TASK_ID"),
+    }
+    try:
+        from fibtui.worker.env import describe
+
+        out["environment"] = describe("cuda:0", "modal")
+    except Exception as exc:  # noqa: BLE001 - the answer says what failed
+        out["environment_error"] = f"{type(exc).__name__}: {exc}"[:400]
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            text = subprocess.run(
+                [smi], capture_output=True, text=True, timeout=30, check=False
+            ).stdout
+            out["nvidia_smi"] = text[:4000]
+        except (OSError, subprocess.SubprocessError) as exc:
+            out["nvidia_smi_error"] = str(exc)[:400]
+    ncu = shutil.which("ncu")
+    out["ncu"] = ncu
+    if ncu:
+        try:
+            version = subprocess.run(
+                [ncu, "--version"], capture_output=True, text=True, timeout=30, check=False
+            ).stdout
+            out["ncu_version"] = (version.strip().splitlines() or [""])[-1][:200]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    out["wall_s"] = time.monotonic() - t0
+    return out
+
+
+#: what ncu prints when the container may not read the GPU's performance counters
+NCU_NO_PERMISSION = "ERR_NVGPUCTRPERM"
+
+
+def profile_slice(request: dict[str, Any]) -> dict[str, Any]:
+    """Nsight Compute in the container (``fibtui ncu profile --backend modal``): ``request`` holds
+    the worker's profile request (``profile``), the ncu command line built by the client
+    (``ncu_argv``, with ``{report}`` and ``{request}`` for the paths here) and its page exports
+    (``exports``: name -> argv with ``{report}``), and ``timeout_s``. Returns the report's bytes,
+    the exported pages and ncu's log; or, when the container may not read the counters,
+    ``error: ERR_NVGPUCTRPERM`` at once (nothing else runs). The profiled worker runs in ncu's
+    child process, killed with its whole group at the timeout."""
+    import subprocess
+    import sys
+    import tempfile
+
+    timeout = float(request.get("timeout_s") or 600.0)
+    with tempfile.TemporaryDirectory(prefix="fibtui-ncu-") as scratch:
+        req = Path(scratch) / "request.json"
+        rep = Path(scratch) / "profile.ncu-rep"
+        req.write_text(json.dumps(request["profile"]), encoding="utf-8")
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+
+        def argv(template: list[str]) -> list[str]:
+            return [
+                a.replace("{report}", str(rep))
+                .replace("{request}", str(req))
+                .replace("{python}", sys.executable)
+                for a in template
+            ]
+
+        def run(cmd: list[str], limit: float) -> tuple[int | None, str]:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                cwd=scratch,
+                env=env,
+                start_new_session=True,
+            )
+            try:
+                text, _ = proc.communicate(timeout=limit)
+                return proc.returncode, text or ""
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                text, _ = proc.communicate()
+                return None, text or ""
+
+        try:
+            code, log = run(argv(request["ncu_argv"]), timeout)
+        except OSError as exc:
+            return {"error": f"cannot run ncu in the container: {exc}", "log": ""}
+        if NCU_NO_PERMISSION in log:
+            return {"error": NCU_NO_PERMISSION, "log": log[-20000:]}
+        if code is None:
+            return {
+                "error": f"ncu did not finish within {timeout:.0f} s and was stopped",
+                "log": log[-20000:],
+            }
+        if code != 0 or not rep.is_file():
+            return {"error": f"ncu exited with {code}", "log": log[-20000:]}
+        pages: dict[str, str] = {}
+        for name, template in (request.get("exports") or {}).items():
+            pcode, text = run(argv(template), max(60.0, timeout / 2))
+            if pcode != 0:
+                return {
+                    "error": f"exporting the {name} page failed ({pcode})",
+                    "log": text[-20000:],
+                }
+            pages[name] = text
+        return {"report": rep.read_bytes(), "pages": pages, "log": log[-200000:]}
 
 
 @dataclass
@@ -258,6 +642,12 @@ class ModalHandles:
     function: Any  # modal.Function wrapping run_slice
     image: Any  # modal.Image
     volume: Any | None  # modal.Volume, when the slice reads safetensors from it
+    #: makes the queue the containers' live events go through (``modal.Queue.ephemeral``)
+    events: Callable[[], Any] | None = None
+    #: modal.Function wrapping :func:`probe` (``fibtui modal doctor``)
+    probe: Any = None
+    #: modal.Function wrapping :func:`profile_slice` (``fibtui ncu profile --backend modal``)
+    profile: Any = None
 
 
 def image_for(image_ref: str, add_python: str | None = None, pip: Iterable[str] = ()) -> Any:
@@ -285,6 +675,9 @@ def build_app(
     cpu: float | None = None,
     memory_mb: int | None = None,
     startup_timeout_s: float | None = None,
+    scaledown_window_s: float | None = None,
+    probe_timeout_s: float = 120.0,
+    profile_timeout_s: float = 900.0,
 ) -> ModalHandles:
     """A Modal App holding the GPU function. Nothing here talks to Modal: objects are lazy until
     ``app.run()``; ``function.local(request)`` runs the body in this process."""
@@ -309,8 +702,25 @@ def build_app(
         kwargs["memory"] = int(memory_mb)  # MiB; Modal's default is 128
     if startup_timeout_s:
         kwargs["startup_timeout"] = max(10, int(startup_timeout_s))
+    if scaledown_window_s:
+        kwargs["scaledown_window"] = min(3600, max(2, int(scaledown_window_s)))  # Modal: 2 to 3600
     function = app.function(**kwargs)(run_slice)
-    return ModalHandles(app, function, image, volume)
+    # two more bodies on the same image and GPU: the first live check (``fibtui modal doctor``)
+    # and Nsight Compute (``fibtui ncu profile --backend modal``); each call is bounded by its own
+    # timeout (``probe_timeout_s``, ``profile_timeout_s``)
+    probe_fn = app.function(**{**kwargs, "name": "probe", "timeout": int(probe_timeout_s)})(probe)
+    profile_fn = app.function(
+        **{**kwargs, "name": "profile_slice", "timeout": max(10, int(profile_timeout_s))}
+    )(profile_slice)
+    return ModalHandles(
+        app,
+        function,
+        image,
+        volume,
+        events=modal.Queue.ephemeral,
+        probe=probe_fn,
+        profile=profile_fn,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,11 +785,12 @@ def modal_output(sink: Callable[[str], None] | None) -> Iterator[None]:
     if sink is None:
         yield
         return
-    from modal.output import OutputManager
     from rich.console import Console
 
     try:
+        # private to the modal client (1.6): a client without them shows no output, and says so
         from modal._output.rich import RichOutputManager
+        from modal.output import OutputManager
 
         manager = RichOutputManager()
         stream = _LineStream(sink)
@@ -391,7 +802,11 @@ def modal_output(sink: Callable[[str], None] | None) -> Iterator[None]:
             setattr(
                 manager, attr, Console(file=text_io, width=120, highlight=False, color_system=None)
             )
-    except (ImportError, AttributeError):  # another client version: its output is not shown
+    except (ImportError, AttributeError) as exc:  # another client version: its output is not shown
+        sink(
+            f"Modal's own output (image build, logs) is not shown: this modal client lacks "
+            f"{exc} (fibtui is tested with modal 1.6)"
+        )
         yield
         return
     previous = OutputManager.get()
@@ -420,10 +835,48 @@ class ModalCaller:
         with modal_output(self.output), self.handles.app.run():
             self.app_id = getattr(self.handles.app, "app_id", None)
             self.image_id = getattr(getattr(self.handles, "image", None), "object_id", None)
-            yield self
+            # the containers' live events: an ephemeral modal.Queue, passed to every call
+            factory = getattr(self.handles, "events", None)
+            if factory is None:
+                yield self
+                return
+            with factory() as events:
+                self._events = events
+                stop = threading.Event()
+                reader = threading.Thread(
+                    target=self._read, args=(events, stop), daemon=True, name="fibtui-modal-events"
+                )
+                reader.start()
+                try:
+                    yield self
+                finally:
+                    stop.set()
+                    reader.join(timeout=5)
+                    self._events = None
+
+    _events: Any = None
+    _sink: Callable[[Any], None] | None = None
+
+    def listen(self, sink: Callable[[Any], None]) -> None:
+        """Send the containers' live events (run_slice's ``progress``) to ``sink``."""
+        self._sink = sink
+
+    def _read(self, events: Any, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                items = events.get_many(100, timeout=1.0)
+            except Exception:  # noqa: BLE001 - the app is ending, or the network is: results still come back
+                if stop.wait(1.0):
+                    return
+                continue
+            for item in items or []:
+                if self._sink is not None:
+                    self._sink(item)
 
     def submit(self, request: dict[str, Any]) -> ModalCall:
-        return ModalCall(self.handles.function.spawn(request))
+        if self._events is None:
+            return ModalCall(self.handles.function.spawn(request))
+        return ModalCall(self.handles.function.spawn(request, self._events))
 
 
 class LocalCall:
@@ -472,9 +925,33 @@ class InProcessCaller:
                 else:
                     os.environ["TRITON_INTERPRET"] = old
 
+    _sink: Callable[[Any], None] | None = None
+
+    def listen(self, sink: Callable[[Any], None]) -> None:
+        """Send the slices' live events (run_slice's ``progress``) to ``sink``."""
+        self._sink = sink
+
     def submit(self, request: dict[str, Any]) -> LocalCall:
         assert self._pool is not None, "submit inside session()"
-        return LocalCall(self._pool.submit(self.function.local, request))
+        progress = _Put(self._sink) if self._sink is not None else None
+        return LocalCall(
+            self._pool.submit(_fresh_container, self.function.local, request, progress)
+        )
+
+
+class _Put:
+    """A ``put`` for run_slice's ``progress`` that hands each event to a function."""
+
+    def __init__(self, sink: Callable[[Any], None]) -> None:
+        self.put = sink
+
+
+def _fresh_container(
+    body: Callable[..., dict[str, Any]], request: dict[str, Any], progress: Any = None
+) -> dict[str, Any]:
+    """Run ``body`` as if in a container of its own (in-process calls share one process)."""
+    CONTAINER_STATE.set({})
+    return body(request, progress)
 
 
 # --------------------------------------------------------------------------------------------

@@ -66,7 +66,14 @@ from fibtui.core.runs import (
 )
 from fibtui.core.settings import get_setting, settings_path
 from fibtui.core.status import INFRA_STATUSES
-from fibtui.runners.events import EventSink, JobStarted, LogLine, RunStarted, WorkerRestarted
+from fibtui.runners.events import (
+    EventSink,
+    JobStarted,
+    JobStarting,
+    LogLine,
+    RunStarted,
+    WorkerRestarted,
+)
 from fibtui.runners.journaling import (
     JobRecorder,
     SolutionIds,
@@ -87,6 +94,8 @@ MOUNT_PATH = "/data"
 CONTAINER_CACHE_DIR = "/tmp/fibtui-cache/reference"
 #: compiled CUDA/C++ builds inside a container (a warm container reuses them across slices)
 CONTAINER_BUILD_DIR = "/tmp/fibtui-cache/builds"
+#: the key of a live event in the runner's queue of outcomes (slice numbers are positive)
+_PROGRESS = -1
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,6 +116,11 @@ class ModalSettings:
     startup_timeout_s: float = 900.0
     #: the per-job watchdog inside the container: the local runner's job timeout (``--timeout``)
     job_timeout_s: float = 300.0
+    #: the build/load watchdog inside the container: the worker must have built the solutions and
+    #: loaded (torch, the CUDA context, the definition) within this many seconds of the call's start
+    load_timeout_s: float = 600.0
+    #: Modal's ``scaledown_window``: how long an idle container waits for another input (billed)
+    scaledown_window_s: float = 10.0
     #: what each container reserves (Modal's default is 0.125 CPU and 128 MiB: too thin to compile
     #: Triton kernels or to launch them without gaps)
     cpu: float = 8.0
@@ -114,7 +128,14 @@ class ModalSettings:
     #: ``fibtui run --backend modal`` asks for ``--yes`` (the TUI for a confirmation) when the worst
     #: case costs more than this
     confirm_above_usd: float = 10.0
+    #: Modal's list prices (docs/modal.md, "Prices"): the GPU, each reserved CPU core, each GiB of
+    #: reserved memory; a container is billed all three for every second it is up
     price_per_gpu_hour_usd: float = 6.25
+    price_per_cpu_core_hour_usd: float = 0.0472
+    price_per_gib_hour_usd: float = 0.008
+    #: calls the runner may make beyond the first slices (retries, requeued jobs after a fault,
+    #: the isolation cascade); past them the rest is recorded INFRA_ERROR, never launched
+    max_extra_calls: int = 8
     workers: int = 4
     container_overhead_s: float = 90.0
     default_job_seconds: float = 2.0
@@ -143,10 +164,14 @@ _NUM_KEYS = (
     "container_overhead_s",
     "default_job_seconds",
     "job_timeout_s",
+    "load_timeout_s",
+    "scaledown_window_s",
+    "price_per_cpu_core_hour_usd",
+    "price_per_gib_hour_usd",
     "cpu",
     "confirm_above_usd",
 )
-_INT_KEYS = ("workers", "max_retries", "memory_mb")
+_INT_KEYS = ("workers", "max_retries", "memory_mb", "max_extra_calls")
 
 
 def modal_settings(workspace_root: str | Path) -> ModalSettings:
@@ -186,7 +211,7 @@ def modal_settings(workspace_root: str | Path) -> ModalSettings:
                     f"a per-call timeout under 10 s cannot start a container, got {value!r}",
                     field=where,
                 )
-            if key in ("job_timeout_s", "cpu") and value <= 0:
+            if key in ("job_timeout_s", "load_timeout_s", "cpu") and value <= 0:
                 raise InputError(path, f"expected a positive number, got {value!r}", field=where)
             setattr(s, "timeout_s" if key == "timeout" else key, float(value))
         elif key in _INT_KEYS:
@@ -294,7 +319,18 @@ class ModalPlan:
     timeout_s: float
     #: the per-job watchdog inside each container
     job_timeout_s: float
-    #: every job hangs until its job timeout, each in a container of its own that then stops
+    #: the build/load watchdog inside each container
+    load_timeout_s: float
+    #: Modal's execution timeout of each call (see :func:`call_timeout_s`)
+    call_timeout_s: float
+    #: Modal's startup timeout of a container
+    startup_timeout_s: float
+    scaledown_window_s: float
+    #: the most calls the runner makes (first slices + [modal] max_extra_calls)
+    max_calls: int
+    #: what one container costs per hour: GPU + reserved CPU + reserved memory
+    price_per_container_hour_usd: float
+    #: every call the run may make runs to Modal's limits (:func:`worst_case_container_seconds`)
     worst_case_gpu_seconds: float
     worst_case_cost_usd: float
     confirm_above_usd: float
@@ -323,6 +359,8 @@ class ModalPlan:
         out["estimated_cost_usd"] = round(self.estimated_cost_usd, 4)
         out["worst_case_gpu_seconds"] = round(self.worst_case_gpu_seconds, 1)
         out["worst_case_cost_usd"] = round(self.worst_case_cost_usd, 4)
+        out["worst_case_container_seconds"] = out["worst_case_gpu_seconds"]
+        out["price_per_container_hour_usd"] = round(self.price_per_container_hour_usd, 4)
         out["needs_confirmation"] = self.needs_confirmation
         return out
 
@@ -356,16 +394,21 @@ class ModalPlan:
             f"{self.container_overhead_s:.0f} s start-up per container"
         )
         out.append(
-            f"    = {self.estimated_gpu_seconds:.0f} GPU-seconds, about ${self.estimated_cost_usd:.2f} at "
-            f"${self.price_per_gpu_hour_usd:.2f} per GPU-hour; wall time about {_fmt_duration(self.estimated_wall_seconds)}"
+            f"    = {self.estimated_gpu_seconds:.0f} container-seconds, about ${self.estimated_cost_usd:.2f} at "
+            f"${self.price_per_container_hour_usd:.2f} per container-hour (GPU ${self.price_per_gpu_hour_usd:.2f} "
+            f"+ {self.cpu:g} CPU + {self.memory_mb} MiB); wall time about {_fmt_duration(self.estimated_wall_seconds)}"
         )
         creds = {
             "env": "MODAL_TOKEN_ID/MODAL_TOKEN_SECRET in the environment",
             None: "none found (run `modal setup`)",
         }.get(self.credentials, self.credentials)
         out.append(
-            f"  worst case: every job hangs until its {self.job_timeout_s:.0f} s job timeout, each in a fresh "
-            f"container = {self.worst_case_gpu_seconds:.0f} GPU-seconds, about ${self.worst_case_cost_usd:.2f}"
+            f"  worst case (an upper bound): all {self.max_calls} call(s) the run may make ({self.containers} + "
+            f"[modal] max_extra_calls {self.max_calls - self.containers}), each in a fresh container that takes its "
+            f"{self.startup_timeout_s:.0f} s startup timeout, runs to its {self.call_timeout_s:.0f} s call timeout "
+            f"(build/load {self.load_timeout_s:.0f} s + {self.job_timeout_s:.0f} s per job group) and idles "
+            f"{self.scaledown_window_s:.0f} s = {self.worst_case_gpu_seconds:.0f} container-seconds, "
+            f"about ${self.worst_case_cost_usd:.2f}"
             + (
                 f" (above [modal] confirm_above_usd = ${self.confirm_above_usd:.2f}: asks first)"
                 if self.needs_confirmation
@@ -445,16 +488,52 @@ def upload_commands(
     return cmds
 
 
-def worst_case_gpu_seconds(jobs: int, job_timeout_s: float, container_overhead_s: float) -> float:
-    """The GPU-seconds of a run in which every job hangs: each job runs until the watchdog stops it
-    at its job timeout, and its container then stops taking inputs, so the next job starts a fresh
-    container (its start-up billed again). A hung job's other solutions and the jobs after it are
-    not run there; they go to the next container without counting an attempt. The watchdog looks
-    every WATCHDOG_INTERVAL_S, so a hung job ends up to that much after its timeout: the whole
-    interval is counted, which makes this an upper bound (short only by the worker's set-up)."""
-    from fibtui.worker.protocol import WATCHDOG_INTERVAL_S
+#: seconds added to a call's Modal timeout beyond what its watchdogs allow (sending the result,
+#: the child's kill and reaping): Modal's timeout is the backstop that holds if the watchdog fails
+CALL_MARGIN_S = 30.0
 
-    return jobs * (job_timeout_s + WATCHDOG_INTERVAL_S + container_overhead_s)
+
+def container_rate_usd_per_hour(settings: ModalSettings) -> float:
+    """What one container costs per hour: the GPU, the reserved CPU cores and memory (Modal bills
+    each for every second the container is up, whether used or not)."""
+    gib = settings.memory_mb / 1024.0
+    return (
+        settings.price_per_gpu_hour_usd
+        + settings.cpu * settings.price_per_cpu_core_hour_usd
+        + gib * settings.price_per_gib_hour_usd
+    )
+
+
+def call_timeout_s(settings: ModalSettings, groups_per_call: int, job_timeout_s: float) -> float:
+    """Modal's execution timeout of one call (the function's ``timeout``): what the container's
+    watchdogs allow a call of ``groups_per_call`` job groups (the build/load timeout, then each
+    group's job timeout, the watchdog's look interval and the kill), plus a margin; at most
+    ``[modal] timeout_s``. Modal ends a call there whatever the container does."""
+    from fibtui.worker.protocol import KILL_WAIT_S, WATCHDOG_INTERVAL_S
+
+    watched = (
+        settings.load_timeout_s
+        + max(1, groups_per_call) * (job_timeout_s + WATCHDOG_INTERVAL_S + KILL_WAIT_S)
+        + CALL_MARGIN_S
+    )
+    return float(max(10, math.ceil(min(settings.timeout_s, watched))))
+
+
+def max_calls(first_slices: int, settings: ModalSettings) -> int:
+    """Every call a run may make: its first slices and ``[modal] max_extra_calls`` more (the
+    runner launches none past it)."""
+    return first_slices + settings.max_extra_calls
+
+
+def worst_case_container_seconds(
+    calls: int, call_timeout: float, startup_timeout: float, scaledown_window: float
+) -> float:
+    """The container-seconds of a run in which every call the runner may make runs to Modal's
+    limits: each in a container of its own that takes its whole startup timeout to start, runs to
+    the call's timeout and then idles for the scale-down window. Modal enforces the first two
+    (``startup_timeout``, ``timeout``) and the third (``scaledown_window``) whatever the
+    container's code does, and the runner makes no more than ``calls`` calls: an upper bound."""
+    return calls * (startup_timeout + call_timeout + scaledown_window)
 
 
 def plan_modal(ws: Workspace, options: RunOptions) -> ModalPlan:
@@ -502,12 +581,23 @@ def plan_modal(ws: Workspace, options: RunOptions) -> ModalPlan:
         )
     timeout = float(settings.timeout_s)
     job_timeout = float(options.job_timeout_s or settings.job_timeout_s)
-    if jobs_per and max(jobs_per) * per_job > timeout:
+    if jobs_per and settings.load_timeout_s + max(jobs_per) * per_job > timeout:
         notes.append(
             f"the largest slice may need more than the {timeout:.0f} s per-call timeout: "
             "use more --workers or raise [modal] timeout_s"
         )
-    worst_s = worst_case_gpu_seconds(sum(jobs_per), job_timeout, settings.container_overhead_s)
+    groups_per = [len(sl.tasks) for sl in slices]
+    call_timeout = call_timeout_s(settings, max(groups_per, default=1), job_timeout)
+    calls = max_calls(len(slices), settings) if slices else 0
+    worst_s = worst_case_container_seconds(
+        calls, call_timeout, settings.startup_timeout_s, settings.scaledown_window_s
+    )
+    rate = container_rate_usd_per_hour(settings)
+    if jobs_per and call_timeout >= settings.timeout_s:
+        notes.append(
+            f"the call timeout is [modal] timeout_s ({settings.timeout_s:.0f} s), less than the watchdogs "
+            "allow the largest slice: use more --workers or raise it"
+        )
     return ModalPlan(
         definition=resolved.definition.name,
         gpu=settings.gpu,
@@ -529,11 +619,17 @@ def plan_modal(ws: Workspace, options: RunOptions) -> ModalPlan:
         estimated_gpu_seconds=gpu_s,
         estimated_wall_seconds=wall_s,
         price_per_gpu_hour_usd=settings.price_per_gpu_hour_usd,
-        estimated_cost_usd=gpu_s / 3600.0 * settings.price_per_gpu_hour_usd,
+        estimated_cost_usd=gpu_s / 3600.0 * rate,
         timeout_s=timeout,
         job_timeout_s=job_timeout,
+        load_timeout_s=settings.load_timeout_s,
+        call_timeout_s=call_timeout,
+        startup_timeout_s=settings.startup_timeout_s,
+        scaledown_window_s=settings.scaledown_window_s,
+        max_calls=calls,
+        price_per_container_hour_usd=rate,
         worst_case_gpu_seconds=worst_s,
-        worst_case_cost_usd=worst_s / 3600.0 * settings.price_per_gpu_hour_usd,
+        worst_case_cost_usd=worst_s / 3600.0 * rate,
         confirm_above_usd=settings.confirm_above_usd,
         cpu=settings.cpu,
         memory_mb=settings.memory_mb,
@@ -547,6 +643,88 @@ def plan_modal(ws: Workspace, options: RunOptions) -> ModalPlan:
         settings_from_file=list(settings.from_file),
         notes=notes,
     )
+
+
+@dataclass
+class RunCost:
+    """The worst case of starting containers for what an existing run has left (``--resume``) or
+    for its failed jobs (``--retry-failed``, the TUI's ``t``): the plan's bound over those jobs."""
+
+    run_id: str
+    jobs: int
+    containers: int
+    calls: int
+    call_timeout_s: float
+    price_per_container_hour_usd: float
+    worst_case_container_seconds: float
+    worst_case_cost_usd: float
+    confirm_above_usd: float
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return self.worst_case_cost_usd > self.confirm_above_usd
+
+    def lines(self, settings: ModalSettings) -> list[str]:
+        return [
+            f"Modal: {self.jobs} job(s) of run {self.run_id} in {self.containers} container(s)",
+            f"  worst case (an upper bound): all {self.calls} call(s) the run may make, each "
+            f"{settings.startup_timeout_s:.0f} s startup + {self.call_timeout_s:.0f} s call + "
+            f"{settings.scaledown_window_s:.0f} s idle, at ${self.price_per_container_hour_usd:.2f} "
+            f"per container-hour = {self.worst_case_container_seconds:.0f} container-seconds, about "
+            f"${self.worst_case_cost_usd:.2f}",
+        ]
+
+
+def run_cost(
+    ws: Workspace, header: RunHeader, keys: set[str]
+) -> tuple[RunCost, ModalSettings] | None:
+    """The worst case of running the jobs ``keys`` of a Modal run again (None: the run is not one
+    that starts containers: another backend, or an in-process Modal run). Its settings are the
+    run's (its header), its threshold the workspace's ``[modal] confirm_above_usd`` now."""
+    info = header.settings.get("modal")
+    if header.backend != "modal" or not isinstance(info, dict) or info.get("in_process"):
+        return None
+    settings = ModalSettings.from_json(info)
+    groups: dict[tuple[str, int], list[str]] = {}
+    for job in header.jobs:
+        if job.key in keys:
+            groups.setdefault((job.uuid, job.repeat), []).append(job.key)
+    slices = make_slices([Task(u, r, sids) for (u, r), sids in groups.items()], settings.workers)
+    call_timeout = call_timeout_s(
+        settings, max((len(sl.tasks) for sl in slices), default=1), settings.job_timeout_s
+    )
+    calls = max_calls(len(slices), settings) if slices else 0
+    seconds = worst_case_container_seconds(
+        calls, call_timeout, settings.startup_timeout_s, settings.scaledown_window_s
+    )
+    rate = container_rate_usd_per_hour(settings)
+    limit = modal_settings(ws.root).confirm_above_usd
+    cost = RunCost(
+        header.run_id,
+        sum(sl.jobs for sl in slices),
+        len(slices),
+        calls,
+        call_timeout,
+        rate,
+        seconds,
+        seconds / 3600.0 * rate,
+        limit,
+    )
+    return cost, settings
+
+
+def rerun_cost(ws: Workspace, run_id: str, retry: bool) -> tuple[RunCost, ModalSettings] | None:
+    """:func:`run_cost` of resuming run ``run_id`` (its jobs not yet in the journal) or of
+    retrying its failed jobs; read from the journal, nothing written."""
+    from fibtui.core.runs import failed_keys, read_journal, run_dir
+
+    contents = read_journal(run_dir(ws.archive_root, run_id) / "journal.jsonl")
+    header = contents.header
+    if retry:
+        keys = set(failed_keys(contents))
+    else:
+        keys = {j.key for j in header.jobs} - set(contents.results) - contents.skipped_keys()
+    return run_cost(ws, header, keys)
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,9 +811,28 @@ def describe_failure(exc: BaseException) -> str:
     return scrub(text)[:400]
 
 
-def is_timeout(exc: BaseException) -> bool:
+#: What a failed call's exception says (:func:`failure_kind`).
+KERNEL_TIMEOUT = "timeout"  # Modal's own execution timeout of the call
+INFRA_TIMEOUT = "infra-timeout"  # any other timeout: an expired output, an upload, the network
+INFRA = "infra"  # anything else: a lost container, a network or scheduling error
+
+
+def failure_kind(exc: BaseException) -> str:
+    """Only Modal's execution timeout (``modal.exception.FunctionTimeoutError``: the call ran past
+    the function's ``timeout``) is the kernel's TIMEOUT. Every other timeout (``OutputExpiredError``,
+    ``MountUploadTimeoutError``, ``VolumeUploadTimeoutError``, Python's own ``TimeoutError``, a
+    startup timeout) is the infrastructure's, as is any other failure of a call."""
     names = {c.__name__ for c in type(exc).__mro__}
-    return bool(names & {"SliceTimeout", "FunctionTimeoutError", "TimeoutError"})
+    if "FunctionTimeoutError" in names and "startup" not in str(exc).lower():
+        return KERNEL_TIMEOUT
+    if names & {"TimeoutError", "SliceTimeout", "OutputExpiredError", "CancelledError"}:
+        return INFRA_TIMEOUT
+    return INFRA
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """Did the call run past Modal's execution timeout (the kernel's TIMEOUT when alone)?"""
+    return failure_kind(exc) == KERNEL_TIMEOUT
 
 
 class ModalUnavailable(FibError):
@@ -681,11 +878,21 @@ class ModalRunner:
         self._numbers = 0
         self._compile_logged: set[str] = set()
         self.calls = 0  # calls made (slices launched), for the report and the tests
+        #: the most calls this run makes (set when it starts: its first slices + max_extra_calls)
+        self.max_calls: int | None = None
+        #: Modal's execution timeout of each call (set when the run starts)
+        self.call_timeout: float = settings.timeout_s
+        #: per slice, the (uuid, repeat, sid) already recorded from its live results
+        self._recorded: dict[int, set[tuple[str, int, str]]] = {}
+        #: containers that said they started a slice and have not returned it
+        self._up: dict[int, str] = {}
+        #: the calls' own wall times in their containers, summed (what the doctor reports)
+        self.container_seconds = 0.0
         self._sink: EventSink | None = None  # where Modal's own output goes as log lines
 
     # -- building the caller (the only place modal is imported) ---------------------------------
 
-    def _default_caller(self) -> Any:
+    def _default_caller(self, call_timeout: float) -> Any:
         from fibtui.runners import modal_app
 
         s = self.settings
@@ -693,7 +900,8 @@ class ModalRunner:
             app_name=s.app_name,
             gpu=s.gpu,
             image_ref=s.image,
-            timeout_s=s.timeout_s,
+            timeout_s=call_timeout,
+            scaledown_window_s=s.scaledown_window_s,
             volume_name=None if self.in_process or not self.volume_files else s.volume,
             mount_path=MOUNT_PATH,
             add_python=s.add_python,
@@ -771,14 +979,20 @@ class ModalRunner:
                 for (u, r), sids in pending_groups(self.header, done_keys, self.sid_of).items()
             ]
             if tasks and not cancel.is_set():
+                slices = make_slices(tasks, self.workers, first_number=self._numbers + 1)
+                self.call_timeout = call_timeout_s(
+                    self.settings,
+                    max(len(sl.tasks) for sl in slices),
+                    self.settings.job_timeout_s,
+                )
+                self.max_calls = self.calls + max_calls(len(slices), self.settings)
                 if self.caller is None:
-                    self.caller = self._default_caller()
+                    self.caller = self._default_caller(self.call_timeout)
                 where = (
                     "in this process (Function.local())"
                     if getattr(self.caller, "in_process", False)
                     else f"on Modal ({self.settings.gpu}, {self.settings.image})"
                 )
-                slices = make_slices(tasks, self.workers, first_number=self._numbers + 1)
                 on_event(
                     LogLine(
                         f"{sum(s.jobs for s in slices)} job(s) in {len(slices)} slice(s) {where}"
@@ -919,19 +1133,29 @@ class ModalRunner:
         pending: list[Slice] = list(slices)
         active: dict[int, tuple[Slice, Any]] = {}
         finished: queue.Queue[tuple[int, Any]] = queue.Queue()
+        listen = getattr(self.caller, "listen", None)
+        if listen is not None:  # live events from the containers (item by item, as they happen)
+            listen(lambda event: finished.put((_PROGRESS, event)))
         try:
             while (pending or active) and not cancel.is_set():
                 # never more calls in flight than containers: a queued call would wait for one
                 while pending and len(active) < self.workers and not cancel.is_set():
                     sl = pending.pop(0)
+                    if self.max_calls is not None and self.calls >= self.max_calls:
+                        self._over_budget(sl, on_event)
+                        continue
                     active[sl.number] = (sl, self._launch(sl, finished, on_event))
                 try:
                     number, outcome = finished.get(timeout=0.2)
                 except queue.Empty:
                     continue
+                if number == _PROGRESS:
+                    self._progress(outcome, active, on_event)
+                    continue
                 if number not in active:
                     continue
                 sl, _ = active.pop(number)
+                self._up.pop(number, None)
                 if isinstance(outcome, BaseException):
                     pending.extend(self._failed(sl, outcome, on_event))
                 else:
@@ -941,6 +1165,109 @@ class ModalRunner:
             raise
         finally:
             self._cancel_active(active, cancel, on_event)
+
+    def _over_budget(self, sl: Slice, on_event: EventSink) -> None:
+        """The run made every call its plan allows: what is left is recorded, never launched (the
+        plan's worst case holds; ``fibtui run --retry-failed`` runs it again, checked first)."""
+        on_event(
+            LogLine(
+                f"slice {sl.number} ({sl.jobs} job(s)) not launched: the run made its {self.max_calls} "
+                "call(s) ([modal] max_extra_calls); --retry-failed runs them again",
+                "warning",
+            )
+        )
+        for t in sl.tasks:
+            for sid in t.sids:
+                if (t.uuid, t.repeat, sid) in self._recorded.get(sl.number, set()):
+                    continue
+                self.recorder.record(
+                    sid,
+                    t.uuid,
+                    t.repeat,
+                    t.attempt,
+                    {
+                        "status": "INFRA_ERROR",
+                        "error": f"not run: the run made all the {self.max_calls} Modal call(s) its "
+                        "plan allows ([modal] max_extra_calls)",
+                    },
+                    on_event,
+                    self._where(sl),
+                )
+
+    def _progress(
+        self, event: Any, active: dict[int, tuple[Slice, Any]], on_event: EventSink
+    ) -> None:
+        """A live event from a container (run_slice's ``progress``)."""
+        if not isinstance(event, dict):
+            return
+        number = event.get("slice_id")
+        if not isinstance(number, int) or number not in active:
+            return
+        sl = active[number][0]
+        kind = event.get("event")
+        if kind == "slice_started":
+            self._up[number] = str(event.get("task_id") or "a container")
+            up = len(self._up)
+            on_event(
+                LogLine(
+                    f"slice {number}: container {self._up[number]} started it; {up} of "
+                    f"{len(active)} call(s) in flight have a container"
+                )
+            )
+            for t in sl.tasks:
+                on_event(
+                    JobStarting(t.uuid, t.repeat, [self.ref_of[s][1] for s in t.sids], number, up)
+                )
+        elif kind == "job_started":
+            task = self._task_of(sl, event.get("job_id"))
+            if task is not None:
+                on_event(
+                    JobStarted(
+                        task.uuid, task.repeat, [self.ref_of[s][1] for s in task.sids], number
+                    )
+                )
+        elif kind == "result" and isinstance(event.get("job"), dict):
+            job = event["job"]
+            where = {"task_id": event.get("task_id"), "host": event.get("host")}
+            for task in sl.tasks:  # each task of this job (one per solution in a retry slice)
+                if f"{task.repeat}|{task.uuid}" == job.get("job_id"):
+                    self._record_final(sl, task, job, job.get("started"), where, on_event)
+
+    @staticmethod
+    def _task_of(sl: Slice, job_id: Any) -> Task | None:
+        for t in sl.tasks:
+            if f"{t.repeat}|{t.uuid}" == job_id:
+                return t
+        return None
+
+    def _record_final(
+        self,
+        sl: Slice,
+        task: Task,
+        job: dict[str, Any],
+        started: Any,
+        container: dict[str, Any],
+        on_event: EventSink,
+    ) -> None:
+        """Record the results of ``job`` that are final (a kernel status), once per solution."""
+        seen = self._recorded.setdefault(sl.number, set())
+        for r in job.get("results") or []:
+            sid = r.get("solution_id") if isinstance(r, dict) else None
+            if sid not in task.sids or (task.uuid, task.repeat, sid) in seen:
+                continue
+            if r.get("not_run") or r.get("status") in INFRA_STATUSES:
+                continue  # left to the call's return, which retries it
+            seen.add((task.uuid, task.repeat, sid))
+            take_job_fields(r, job, started)
+            self.recorder.record(
+                sid,
+                task.uuid,
+                task.repeat,
+                max(task.attempt, sl.attempt),
+                r,
+                on_event,
+                self._where(sl, container),
+            )
 
     def _cancel_active(
         self, active: dict[int, tuple[Slice, Any]], cancel: threading.Event, on_event: EventSink
@@ -961,14 +1288,13 @@ class ModalRunner:
         self, sl: Slice, finished: queue.Queue[tuple[int, Any]], on_event: EventSink
     ) -> Any:
         self.calls += 1
-        for t in sl.tasks:
-            on_event(JobStarted(t.uuid, t.repeat, [self.ref_of[s][1] for s in t.sids], sl.number))
         label = (
             "isolated retry" if sl.isolated else (f"attempt {sl.attempt}" if sl.attempt > 1 else "")
         )
         on_event(
             LogLine(
-                f"slice {sl.number}: {sl.jobs} job(s) submitted" + (f" ({label})" if label else "")
+                f"slice {sl.number}: {sl.jobs} job(s) submitted, queued for a container"
+                + (f" ({label})" if label else "")
             )
         )
         submitted_at = now_iso()
@@ -1003,6 +1329,10 @@ class ModalRunner:
                 on_event,
             )
         container = out.get("container") or {}
+        try:
+            self.container_seconds += float(container.get("wall_s") or 0.0)
+        except (TypeError, ValueError):
+            pass
         if container:
             on_event(
                 LogLine(
@@ -1021,19 +1351,26 @@ class ModalRunner:
         }
         self._compile_logged.update(fresh)
         report_builds(self.folder, self.ref_of, fresh, on_event)
-        by_key: dict[tuple[object, object], Task] = {(t.uuid, t.repeat): t for t in sl.tasks}
-        seen: set[tuple[str, int, str]] = set()
+        # a retry slice may hold two tasks of one workload and repeat (each solution retried
+        # alone): a result belongs to the task that holds its solution
+        by_key: dict[tuple[object, object, object], Task] = {
+            (t.uuid, t.repeat, sid): t for t in sl.tasks for sid in t.sids
+        }
+        # what its live results already recorded counts as seen
+        seen: set[tuple[str, int, str]] = self._recorded.setdefault(sl.number, set())
         retry: list[Task] = []
         requeue: list[Task] = []
         for job in out["jobs"]:
             if not isinstance(job, dict):
                 continue
-            task = by_key.get((job.get("uuid"), job.get("repeat")))
-            if task is None:
-                continue
             for r in job.get("results") or []:
                 sid = r.get("solution_id") if isinstance(r, dict) else None
-                if sid not in task.sids or (task.uuid, task.repeat, sid) in seen:
+                task = by_key.get((job.get("uuid"), job.get("repeat"), sid))
+                if (
+                    task is None
+                    or not isinstance(sid, str)
+                    or (task.uuid, task.repeat, sid) in seen
+                ):
                     continue
                 seen.add((task.uuid, task.repeat, sid))
                 take_job_fields(r, job, job.get("started") or out.get("_submitted"))
@@ -1069,11 +1406,15 @@ class ModalRunner:
             retry.extend(
                 self._infra_or_final(sl, lost, "the container returned no result for it", on_event)
             )
-        if out.get("poisoned") or out.get("hung"):
+        if out.get("poisoned") or out.get("hung") or out.get("fault") or out.get("refused"):
             why = (
                 "a kernel lost the CUDA context"
                 if out.get("poisoned")
-                else f"job {str(out.get('hung'))[:40]} hung"
+                else f"job {str(out.get('hung'))[:40]} hung (its worker was killed)"
+                if out.get("hung")
+                else f"the worker {out.get('fault')}"
+                if out.get("fault")
+                else f"it had a fault before ({out.get('refused')}) and ran nothing"
             )
             stopped = (
                 "it stops taking inputs"
@@ -1114,10 +1455,26 @@ class ModalRunner:
         """A call failed as a whole: retry it alone; then one group per container; then each
         solution alone; then record the failure."""
         reason = describe_failure(exc)
-        timeout = is_timeout(exc)
+        kind = failure_kind(exc)
+        timeout = kind == KERNEL_TIMEOUT
         on_event(
             WorkerRestarted(sl.number, f"slice {sl.number} ({sl.jobs} job(s)) failed: {reason}")
         )
+        done = self._recorded.get(sl.number, set())
+        if done:  # its live results were recorded: only the rest is run again
+            left = [
+                Task(
+                    t.uuid,
+                    t.repeat,
+                    [x for x in t.sids if (t.uuid, t.repeat, x) not in done],
+                    t.attempt,
+                )
+                for t in sl.tasks
+            ]
+            left = [t for t in left if t.sids]
+            if not left:
+                return []
+            sl = self._new_slice(left, sl.attempt, sl.isolated)
         # a call that ran out of Modal's execution timeout is not run again whole (it would cost the
         # whole timeout again): its work is split at once
         if not sl.isolated and sl.attempt <= self.max_retries and not timeout:
@@ -1150,7 +1507,7 @@ class ModalRunner:
             }
         else:
             result = {
-                "status": "INFRA_ERROR",
+                "status": "INFRA_TIMEOUT" if kind == INFRA_TIMEOUT else "INFRA_ERROR",
                 "error": f"the container failed running this solution alone "
                 f"({sl.attempt} attempt(s) and an isolated retry): {reason}. If it repeats, the kernel may be "
                 "crashing its process: run it with --backend local or interpreter to see",

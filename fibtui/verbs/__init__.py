@@ -17,6 +17,7 @@ VERBS: dict[str, str] = {
     "demo": "demo",
     "status": "info",
     "check": "info",
+    "modal": "modal",
     "ncu": "ncu",
     "parity": "parity",
     "recon": "recon",

@@ -74,6 +74,17 @@ def register(sub, common) -> None:
     pp.add_argument(
         "--timeout", type=float, default=600.0, metavar="S", help="seconds before ncu is stopped"
     )
+    pp.add_argument(
+        "--backend",
+        choices=("local", "modal"),
+        default="local",
+        help="where ncu runs: this machine's GPU (default) or one Modal container ([modal] gpu, image)",
+    )
+    pp.add_argument(
+        "--yes",
+        action="store_true",
+        help="modal: start even when the call's worst case is above [modal] confirm_above_usd",
+    )
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(func=ncu_profile)
 
@@ -365,6 +376,8 @@ def ncu_profile(args: argparse.Namespace) -> int:
     # (the log it names stays under the workspace's .fibtui/ncu/)
     log = ws.state_dir / "ncu" / (rep.name[: -len(".ncu-rep")] + "_ncu.log")
     ours = [rep, request, *(p for p in runner.sibling_paths(rep).values() if not p.exists())]
+    if getattr(args, "backend", "local") == "modal":
+        return _profile_on_modal(args, ws, uuids, config, rep, request, workloads)
     try:
         atomic_write_json(request, profile_request(ws, uuids, args.solution, config.definition))
         result = runner.profile(
@@ -400,6 +413,64 @@ def ncu_profile(args: argparse.Namespace) -> int:
         f"[green]✓[/] {result.report}\n  pages: {result.details_csv.name}, {result.raw_csv.name}, "
         f"{result.details_txt.name}  command: {json.dumps(result.command)}"
     )
+    print_summaries(con, summaries)
+    return 0
+
+
+def _profile_on_modal(args, ws, uuids, config, rep, request_path, workloads) -> int:
+    """``ncu profile --backend modal``: the same request and ncu command in one Modal container
+    (fibtui.runners.modal_ncu); the report lands where a local one does."""
+    import sys
+
+    from fibtui.core.errors import UsageError
+    from fibtui.core.fsio import atomic_write_json
+    from fibtui.core.ncu import attach_workloads, load_exported, report_to_json, summarize
+    from fibtui.runners import modal_ncu
+    from fibtui.runners import ncu as runner
+    from fibtui.runners.session import profile_request
+    from fibtui.verbs._common import console, emit_json
+
+    cost, limit = modal_ncu.profile_cost(ws, args.timeout)
+    if cost > limit and not args.yes:
+        rep.unlink(missing_ok=True)
+        raise UsageError(
+            f"the worst case of this profile call is about ${cost:.2f}, more than [modal] "
+            f"confirm_above_usd (${limit:.2f}): nothing was launched; rerun with --yes"
+        )
+    body = profile_request(ws, uuids, args.solution, config.definition)
+    log = runner.sibling_paths(rep)["log"]
+    ours = [rep, request_path, *(p for p in runner.sibling_paths(rep).values() if not p.exists())]
+    try:
+        atomic_write_json(request_path, body)
+        result = modal_ncu.profile_on_modal(
+            ws,
+            body,
+            rep,
+            kernel_regex=args.kernel,
+            launch_skip=args.launch_skip,
+            launch_count=args.launch_count,
+            section_set=args.section_set,
+            clock_control=args.clock_control,
+            timeout_s=args.timeout,
+            say=lambda line: sys.stderr.write(line + "\n"),
+            handles=getattr(args, "_modal_handles", None),
+            container_paths=not getattr(args, "_modal_local_paths", False),
+        )
+        report = load_exported(result.details_csv, result.raw_csv)
+    except BaseException:
+        for path in ours:
+            if path != log:  # ncu's log stays: the error names it
+                path.unlink(missing_ok=True)
+        raise
+    attach_workloads(report, [{"uuid": u, "axes": workloads.axes_of(u)} for u in uuids])
+    summaries = summarize(report)
+    if args.json:
+        emit_json(
+            {"profile": result.to_json(), "backend": "modal", **report_to_json(report, summaries)}
+        )
+        return 0
+    con = console()
+    con.print(f"[green]✓[/] {result.report} (on Modal)")
     print_summaries(con, summaries)
     return 0
 

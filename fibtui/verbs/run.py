@@ -193,8 +193,10 @@ def run(args: argparse.Namespace) -> int:
 
     service = service_workers(ws.root, no_daemon=args.no_daemon)  # a bad setting stops it here
     if args.resume:
+        _resume_cost_guard(args, ws, args.resume, retry=False)
         prepared = prepare_resume(ws, args.resume, options if args.backend else None)
     elif args.retry_failed:
+        _resume_cost_guard(args, ws, args.retry_failed, retry=True)
         prepared = prepare_retry(ws, args.retry_failed, options if args.backend else None)
     else:
         options.representatives = _representatives(ws, options)
@@ -371,6 +373,28 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
         f"the worst case of this Modal run costs about ${plan.worst_case_cost_usd:.2f}, more than "
         f"[modal] confirm_above_usd (${plan.confirm_above_usd:.2f}): nothing was launched; "
         "rerun with --yes to start it"
+    )
+
+
+def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -> None:
+    """--resume and --retry-failed start containers too: the plan's bound over the jobs they would
+    run (``modal_runner.run_cost``), checked before anything is written; without --yes nothing is
+    launched when it costs more than ``[modal] confirm_above_usd``."""
+    from fibtui.core.errors import UsageError
+    from fibtui.runners.modal_runner import rerun_cost
+
+    found = rerun_cost(ws, run_id, retry)
+    if found is None or args.yes:
+        return
+    cost, settings = found
+    if not cost.needs_confirmation:
+        return
+    for line in cost.lines(settings):
+        sys.stderr.write(line + "\n")
+    raise UsageError(
+        f"the worst case of {'retrying the failed jobs of' if retry else 'resuming'} run {run_id} "
+        f"costs about ${cost.worst_case_cost_usd:.2f}, more than [modal] confirm_above_usd "
+        f"(${cost.confirm_above_usd:.2f}): nothing was launched; rerun with --yes to start it"
     )
 
 

@@ -16,6 +16,9 @@ from typing import Any, TextIO
 #: how often a watchdog over a job in flight looks at it (Modal's in-container per-job watchdog): a
 #: hung job is ended at most this long after its timeout, which the worst-case cost includes
 WATCHDOG_INTERVAL_S = 0.2
+#: how long the Modal container's parent waits for a killed worker to be reaped (also in the
+#: worst-case cost)
+KILL_WAIT_S = 5.0
 
 _lock = threading.Lock()
 _out: TextIO | None = None

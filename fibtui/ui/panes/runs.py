@@ -47,6 +47,7 @@ STATUS_STYLE = {
     "UNSUPPORTED_HERE": "yellow",
     "RUNNING": "cyan",
     "QUEUED": "dim",
+    "STARTING": "dim cyan",
     "PENDING": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
     "SKIPPED": "dim",  # an adaptive run did not need it (its workload was decided)
 }
@@ -505,7 +506,31 @@ class RunsPane(Pane):
         if self.active_run is not None:
             self.notify("a run is going: wait or cancel it first", severity="warning")
             return
-        self._launch(None, "retry", retry_of=self.shown_run)
+        self._retry_cost(self.shown_run)
+
+    @work(thread=True, exclusive=True, group="runs-retry-cost", exit_on_error=False)
+    def _retry_cost(self, run_id: str) -> None:
+        """A retry of a run that starts containers (Modal) asks first, with its worst case (issue
+        34); any other starts at once."""
+        from fibtui.runners.modal_runner import rerun_cost
+
+        found = rerun_cost(self.workspace, run_id, retry=True)
+        self.app.call_from_thread(self._confirm_retry, run_id, found)
+
+    def _confirm_retry(self, run_id: str, found) -> None:
+        if found is None:
+            self._launch(None, "retry", retry_of=run_id)
+            return
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
+        cost, settings = found
+        lines = cost.lines(settings)
+        self.app.push_screen(
+            ConfirmScreen(
+                lines[0], [("", line.strip()) for line in lines[1:]], "Retry on Modal? (billed)"
+            ),
+            lambda ok: self._launch(None, "retry", retry_of=run_id) if ok else None,
+        )
 
     def cancel(self) -> bool:
         if self._cancel is None or self.active_run is None:
@@ -531,6 +556,7 @@ class RunsPane(Pane):
         from fibtui.runners.events import (
             JobFinished,
             JobStarted,
+            JobStarting,
             LogLine,
             RunFinished,
             RunStarted,
@@ -568,10 +594,15 @@ class RunsPane(Pane):
             self._load_floors(message.run_id)
         elif message.run_id != self.shown_run:
             return
+        elif isinstance(event, JobStarting):  # Modal: a container took it and loads
+            for view in self._by_task.get((event.uuid, event.repeat), ()):
+                if view.solution in event.solutions and view.status == "QUEUED":
+                    view.status = "STARTING"
+                    self._mark(view)
         elif isinstance(event, JobStarted):
             self.last_job_started_at = time.monotonic()
             for view in self._by_task.get((event.uuid, event.repeat), ()):
-                if view.solution in event.solutions and view.status == "QUEUED":
+                if view.solution in event.solutions and view.status in ("QUEUED", "STARTING"):
                     view.status = "RUNNING"
                     self._mark(view)
         elif isinstance(event, JobFinished):
@@ -603,7 +634,7 @@ class RunsPane(Pane):
             if event.state != "complete":
                 # cancelled, interrupted or failed: what never finished is pending (resumable), not running
                 for view in self._jobs.values():
-                    if view.status in ("RUNNING", "QUEUED"):
+                    if view.status in ("RUNNING", "STARTING", "QUEUED"):
                         view.status = "PENDING"
                         self._mark(view)
             self.flush(force=True)
