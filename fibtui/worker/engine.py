@@ -20,7 +20,7 @@ import torch
 
 from fibtui.core.toolchain import GPU_ONLY_MODULES, UNSUPPORTED_HERE, says_no_gpu
 from fibtui.worker import env as envmod
-from fibtui.worker import evaluators
+from fibtui.worker import evaluators, official_timing
 from fibtui.worker.build import (
     BuildError,
     BuildJob,
@@ -60,6 +60,10 @@ class EngineConfig:
     #: watchdog that must tell which one hung (the Modal container's); off for the local worker
     report_calls: bool = False
     plan: TimingPlan = field(default_factory=TimingPlan)
+    #: ``official``: each timed job is also timed as flashinfer-bench main times it, into
+    #: ``timing.official`` (fibtui.worker.official_timing; its plan in ``official``)
+    timing: str = "fibtui"
+    official: dict[str, Any] = field(default_factory=dict)
     cache_dir: str | None = None
     #: compiled (CUDA/C++) builds, kept across runs; None: the user's cache folder
     build_cache_dir: str | None = None
@@ -448,6 +452,11 @@ class Engine:
                     }
                 )
                 timings = self._time(alive, workload)
+                official = (
+                    official_timing.time_job(self, alive, workload)
+                    if self.config.timing == "official"
+                    else {}
+                )
                 for sid in alive:
                     t = timings[sid]
                     results[sid] = {
@@ -457,6 +466,8 @@ class Engine:
                         "max_rel_error": errors[sid][1],
                         "timing": t.to_json(self.config.timing_kind, self.config.plan),
                     }
+                    if sid in official:
+                        results[sid]["timing"]["official"] = official[sid]
         except ContextPoisoned as exc:
             # The culprit has its RUNTIME_ERROR; the others were not measured: the runner reruns
             # them alone on a fresh worker (an infrastructure failure, not theirs).
@@ -553,12 +564,12 @@ class Engine:
                 return time_cupti(calls, n_sets, plan, self.device, clock=self._clock)
             return time_wall(calls, n_sets, plan)
 
-    def _clock(self) -> int | None:
-        """The SM clock of this worker's GPU, read before each timed block (its UUID looked up
-        once: NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES)."""
+    def _clock(self) -> envmod.BlockClock | None:
+        """The clocks, power and temperature of this worker's GPU, read before each timed block
+        (its UUID looked up once: NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES)."""
         if not hasattr(self, "_gpu_uuid"):
             self._gpu_uuid = _gpu_uuid(self.device)
-        return envmod.sm_clock_now(self.device.index or 0, self._gpu_uuid)
+        return envmod.block_clock(self.device.index or 0, self._gpu_uuid)
 
     def _failure(self, exc: BaseException) -> dict[str, Any]:
         kind = type(exc).__name__
