@@ -11,8 +11,9 @@ from the first kernel's start to the last kernel's end (launch gaps inside a mul
 count; the delimiters do not). A block is ``calls`` launches summarized by the median; blocks of
 baseline and candidate alternate ABBA in one profiling session on the same input sets, so drift
 lands on both. All inputs are made before profiling starts, so no input-generation kernel lands in
-a segment. The SM clock is read at each block when NVML is there; a block whose clock sagged below
-85% of the job's median clock is measured again.
+a segment. The clocks, power and temperature are read at each block when NVML is there; a block
+that ran throttled, or whose SM clock sagged below 85% of the job's median clock, is measured
+again after a bounded cool-down (fibtui.worker.env).
 
 CPU interpreter (``cpu-interpreter``): wall time of each call (Triton's interpreter runs on the
 CPU synchronously); few calls, labelled as interpreter timings everywhere.
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from fibtui.worker import env as envmod
 
 FLUSH_NAME = "_fibtui_l2_flush"
 MARKER_NAME = "_fibtui_marker"
@@ -53,6 +56,10 @@ class SolutionTiming:
     kernel_names: list[str] = field(default_factory=list)
     sm_clocks_mhz: list[int] = field(default_factory=list)
     redone_blocks: int = 0
+    #: per block, what NVML said at its start (fibtui.worker.env.BlockClock), and the seconds a
+    #: cool-down waited before throttled blocks were measured again
+    block_clocks: list[dict[str, Any] | None] = field(default_factory=list)
+    cooled_s: float = 0.0
 
     def to_json(self, kind: str, plan: TimingPlan) -> dict[str, Any]:
         return {
@@ -66,6 +73,8 @@ class SolutionTiming:
             "kernel_names": self.kernel_names[:8],
             "sm_clocks_mhz": self.sm_clocks_mhz,
             "redone_blocks": self.redone_blocks,
+            "block_clocks": self.block_clocks,
+            "cooled_s": self.cooled_s,
         }
 
 
@@ -185,7 +194,7 @@ def time_cupti(
     n_sets: int,
     plan: TimingPlan,
     device: torch.device,
-    clock: Callable[[], int | None] | None = None,
+    clock: Callable[[], envmod.BlockClock | None] | None = None,
 ) -> dict[str, SolutionTiming]:
     """Time each solution. ``calls[sid](set_index)`` launches one call on input set ``set_index``."""
     from torch.profiler import ProfilerActivity, profile
@@ -200,7 +209,7 @@ def time_cupti(
     order = abba_order(sids, plan.blocks)
 
     def measure(blocks: list[tuple[str, int]]):
-        clocks: list[int | None] = []
+        clocks: list[envmod.BlockClock | None] = []
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for sid, set_index in blocks:
                 clocks.append(clock() if clock else None)
@@ -234,16 +243,15 @@ def time_cupti(
     blocks = [(sid, i // len(sids) % max(n_sets, 1)) for i, sid in enumerate(order)]
     spans, busy, counts, names, clocks = measure(blocks)
     redone = 0
-    known = [c for c in clocks if c]
-    if known:
-        ref_clock = statistics.median(known)
-        sagged = [i for i, c in enumerate(clocks) if c and c < 0.85 * ref_clock]
-        if sagged:
-            again = [blocks[i] for i in sagged]
-            s2, b2, n2, _, c2 = measure(again)
-            for j, i in enumerate(sagged):
-                spans[i], busy[i], counts[i], clocks[i] = s2[j], b2[j], n2[j], c2[j]
-            redone = len(sagged)
+    cooled = 0.0
+    sagged = envmod.blocks_to_redo(clocks)  # throttled, or clocked below 85% of the median
+    if sagged:
+        cooled = envmod.cool_down(clock)  # bounded: COOL_DOWN_S at most
+        again = [blocks[i] for i in sagged]
+        s2, b2, n2, _, c2 = measure(again)
+        for j, i in enumerate(sagged):
+            spans[i], busy[i], counts[i], clocks[i] = s2[j], b2[j], n2[j], c2[j]
+        redone = len(sagged)
     out: dict[str, SolutionTiming] = {}
     for sid in sids:
         idx = [i for i, (s, _) in enumerate(blocks) if s == sid]
@@ -257,8 +265,10 @@ def time_cupti(
             busy_ms=statistics.median(busy_all),
             kernels_per_call=per_call,
             kernel_names=sorted(kernels),
-            sm_clocks_mhz=[c for i, c in enumerate(clocks) if i in idx and c],
+            sm_clocks_mhz=[c.sm_mhz for i, c in enumerate(clocks) if i in idx and c and c.sm_mhz],
             redone_blocks=redone,
+            block_clocks=[c.to_json() if c else None for i, c in enumerate(clocks) if i in idx],
+            cooled_s=cooled,
         )
     return out
 
