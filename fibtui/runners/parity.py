@@ -145,6 +145,93 @@ def official_evaluator(
     return EVALUATOR_CLASSES.get(name, name) or None
 
 
+#: asked of the Python that runs flashinfer-bench: its version and commit, cupti-python's and
+#: flashinfer's versions, whether cupti imports, and its eval_config resolved for the definition
+_FACTS_CODE = """
+import json, sys
+import importlib.metadata as m
+def version(name):
+    try:
+        return m.version(name)
+    except Exception:
+        return None
+out = {"version": version("flashinfer-bench"), "cupti_python": version("cupti-python"),
+       "flashinfer": version("flashinfer-python"), "commit": None}
+try:
+    url = m.distribution("flashinfer-bench").read_text("direct_url.json")
+    out["commit"] = (json.loads(url).get("vcs_info") or {}).get("commit_id") if url else None
+except Exception:
+    pass
+try:
+    from cupti import cupti
+    out["cupti_importable"] = True
+except Exception as exc:
+    out["cupti_importable"] = False
+    out["cupti_error"] = (type(exc).__name__ + ": " + str(exc))[:200]
+if len(sys.argv) > 1:
+    try:
+        from flashinfer_bench.bench.config import BenchmarkConfig
+        from flashinfer_bench.data import Definition
+        d = Definition.model_validate(json.load(open(sys.argv[1])))
+        cfg = BenchmarkConfig.default().resolve_eval_config(d)
+        keys = ("atol", "rtol", "required_matched_ratio", "warmup_runs", "iterations", "num_trials")
+        out["eval_config"] = {k: getattr(cfg, k, None) for k in keys}
+        out["eval_config"]["extra"] = dict(getattr(cfg, "extra", {}) or {})
+    except Exception as exc:
+        out["eval_config_error"] = (type(exc).__name__ + ": " + str(exc))[:300]
+print(json.dumps(out))
+"""
+
+
+def bench_facts(
+    python: str | None, definition_json: str | Path | None, timeout_s: float = 120.0
+) -> dict[str, Any]:
+    """What the Python that runs flashinfer-bench says of it (:data:`_FACTS_CODE`); ``asked``
+    False with ``error`` when it could not be asked."""
+    from fibtui.runners.local import scrubbed_environment
+
+    argv = [python or sys.executable, "-c", _FACTS_CODE]
+    if definition_json is not None:
+        argv.append(str(definition_json))
+    try:
+        proc = subprocess.run(  # noqa: S603
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=scrubbed_environment(dict(os.environ)),
+        )
+        lines = proc.stdout.strip().splitlines()
+        facts = json.loads(lines[-1]) if proc.returncode == 0 and lines else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        facts = None
+    if not isinstance(facts, dict):
+        return {"asked": False, "error": "the Python that runs flashinfer-bench could not be asked"}
+    facts["asked"] = True
+    return facts
+
+
+def _provenance(
+    record: ParityRecord, facts: dict[str, Any], traces: Path | None, preset: EvalPreset | None
+) -> None:
+    """The record's ``bench`` (version, commit, cupti-python, fallback) and ``eval_config``, and
+    their warnings (fibtui.core.provenance)."""
+    from fibtui.core import provenance
+
+    texts = []
+    for path in (record.path / "console.log", traces):
+        if path is not None and path.is_file():
+            texts.append(read_input_text(path))
+    record.bench = provenance.provenance(facts, texts)
+    record.eval_config = (
+        facts.get("eval_config") if isinstance(facts.get("eval_config"), dict) else None
+    )
+    warnings = provenance.provenance_warnings(record.bench)
+    if preset is not None:
+        warnings += provenance.eval_config_warnings(record.eval_config, preset)
+    record.provenance_warnings = warnings
+
+
 def _bench_installed() -> bool:
     return shutil.which("flashinfer-bench") is not None or bench_version() is not None
 
@@ -666,6 +753,12 @@ class ParityRecord:
     #: flashinfer-bench that ran picked (None for an import, or when it could not be asked)
     evaluator: str | None = None
     bench_evaluator: str | None = None
+    #: the flashinfer-bench that ran (fibtui.core.provenance.provenance): version, commit,
+    #: release, cupti_python, flashinfer, cuda_event_fallback; and its eval_config resolved for
+    #: the definition (None: not asked, or a flashinfer-bench without one)
+    bench: dict[str, Any] = field(default_factory=dict)
+    eval_config: dict[str, Any] | None = None
+    provenance_warnings: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -681,7 +774,7 @@ class ParityRecord:
 
     @property
     def warnings(self) -> list[str]:
-        return [w for c in self.comparisons for w in c.warnings]
+        return [*self.provenance_warnings, *(w for c in self.comparisons for w in c.warnings)]
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -953,6 +1046,8 @@ def import_parity(
         console = src.parent / "console.log" if src.is_file() else src / "console.log"
         if console.is_file():
             atomic_copy_file(console, archive / "console.log")
+        # the flashinfer-bench that made the traces is not this machine's: only its logs tell
+        _provenance(record, {"asked": False}, traces, None)
         return _finish_record(record, traces, ws, against)
     except BaseException:
         shutil.rmtree(archive, ignore_errors=True)
@@ -1010,12 +1105,11 @@ def run_parity(
     defn_json = next(
         iter(sorted((plan.dataset_dir / "definitions").rglob(f"{defn.name}.json"))), None
     )
-    if defn_json is not None and plan.launcher == "python -c":
-        record.bench_evaluator = official_evaluator(defn_json, plan.argv[0])
-    elif (
-        defn_json is not None
-    ):  # flashinfer-bench from PATH: ask it through its own interpreter when it is a script
-        record.bench_evaluator = official_evaluator(defn_json, _script_python(plan.argv[0]))
+    python = plan.argv[0] if plan.launcher == "python -c" else _script_python(plan.argv[0])
+    if defn_json is not None:
+        # flashinfer-bench from PATH is asked through its own interpreter when it is a script
+        record.bench_evaluator = official_evaluator(defn_json, python)
+    facts = bench_facts(python, defn_json)
     atomic_write_json(archive / "parity.json", record.to_json())
     record.returncode = _run_logged(
         plan.argv, archive, archive / "console.log", on_line, cancel, wall_timeout_s
@@ -1037,6 +1131,7 @@ def run_parity(
         _concat(files, traces)
     else:
         record.notes.append("flashinfer-bench saved no traces")
+    _provenance(record, facts, traces if files else None, preset_for(defn))
     return _finish_record(record, traces if files else None, ws, against)
 
 

@@ -8,6 +8,13 @@
   elsewhere (another machine, the official evaluation);
 - ``fibtui parity --status [--json]``: the newest parity record of the definition.
 
+Each record says which flashinfer-bench ran (``bench``: ``version``, ``commit``, ``release``,
+``cupti_python``, ``flashinfer``, ``cuda_event_fallback``, ``timing``) and what its
+``eval_config.yaml`` sets for the definition (``eval_config``), with a warning when its CUPTI
+timer fell back to CUDA events, when it is a release the contest does not run (the contest runs
+flashinfer-bench's main branch), and where its eval_config differs from fibtui's preset
+(fibtui.core.provenance).
+
 Exit codes: 0 when the parity record is N/N PASSED and no verdict differs from fibtui's; 1
 otherwise (including ``--status`` with no complete record); 2 for bad input.
 """
@@ -264,6 +271,12 @@ def _show(args: argparse.Namespace, record) -> int:
             con.print(f"[yellow]! {escape(w)}[/]")
         for n in comp.notes:
             con.print(f"[dim]  {escape(n)}[/]")
+    if record.bench:
+        from fibtui.core.provenance import describe
+
+        con.print(f"[dim]{escape(describe(record.bench))}[/]")
+    for w in record.provenance_warnings:
+        con.print(f"[yellow]! {escape(w)}[/]")
     for n in record.notes:
         con.print(f"[dim]  {escape(n)}[/]")
     colour = "green" if record.complete else "red"
