@@ -1281,7 +1281,7 @@ class Comparison:
 
     def _measures_json(self) -> dict[str, Any]:
         """The mean latency, the projected score, G's word, the worst workloads, the
-        disagreement (docs/formats.md, "Verdict JSON")."""
+        disagreement (the keys: fibtui/verbs/compare.py's docstring)."""
         m, s = self.mean_latency, self.score
         return {
             "mean_latency_change": m.change if m else None,
