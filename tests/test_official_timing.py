@@ -8,6 +8,7 @@ part (CUPTI, the Triton zero-fill) needs a GPU: scripts/device/h200_official.sh.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -249,3 +250,35 @@ def test_official_timing_asked_of_a_run_without_it_is_one_clear_error(tmp_path: 
     with pytest.raises(InputError) as exc:
         stats.official_view(src)
     assert "--timing official" in str(exc.value) and "run.json" in str(exc.value)
+
+
+def test_parity_sets_flashinfer_bench_beside_the_official_twin() -> None:
+    """A parity record against a run timed with --timing official sets flashinfer-bench's
+    latency over the twin's per workload, with their geometric mean, and warns past 3%."""
+    from fibtui.core.results import ResultRow
+    from fibtui.runners.parity import OFFICIAL_AGREEMENT, FibtuiRecord, compare
+
+    def bench(latencies):
+        return [
+            ResultRow(definition="d", solution="s", uuid=u, axes={}, status="PASSED", latency_ms=x)
+            for u, x in latencies.items()
+        ]
+
+    fib = FibtuiRecord(
+        "fibtui run r1 (s, cupti)",
+        "r1",
+        "cupti",
+        "NVIDIA H200",
+        {"a": ("PASSED", 0.008), "b": ("PASSED", 0.016)},
+        {"a": 0.010, "b": 0.020},
+    )
+    near = compare(bench({"a": 0.0103, "b": 0.0202}), "s", fib, 0.01)
+    assert [r.official_ratio for r in near.rows] == pytest.approx([1.03, 1.01])
+    assert near.official_geomean_ratio == pytest.approx(math.sqrt(1.03 * 1.01))
+    assert near.official_compared == 2
+    assert not any("official-equivalent timing differ" in w for w in near.warnings)
+    # against fibtui's own (read-flush) timing the same traces read 1.27x: warned as before
+    assert near.geomean_ratio == pytest.approx(math.sqrt(1.2875 * 1.2625))
+    far = compare(bench({"a": 0.0110, "b": 0.0220}), "s", fib, 0.01)
+    assert math.log(far.official_geomean_ratio) > OFFICIAL_AGREEMENT
+    assert any("official-equivalent timing differ by 1.100x" in w for w in far.warnings)

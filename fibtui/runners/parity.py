@@ -435,6 +435,9 @@ class FibtuiRecord:
     timing_kind: str | None
     hardware: str | None
     by_uuid: dict[str, tuple[str, float | None]]  # uuid -> (status, mean latency of PASSED repeats)
+    #: uuid -> the mean official-equivalent latency of its PASSED repeats (a run timed with
+    #: ``--timing official``: flashinfer-bench main's method in fibtui's worker), else empty
+    official_by_uuid: dict[str, float] = field(default_factory=dict)
 
 
 def _combine(rows: list[ResultRow]) -> dict[str, tuple[str, float | None]]:
@@ -503,7 +506,32 @@ def _fibtui_from(
     kind = record.get("timing_kind")
     hw = (record.get("environment") or {}).get("gpu")
     label = f"fibtui run {record.get('run_id')} ({label_solution}, {kind})"
-    return FibtuiRecord(label, record.get("run_id"), kind, hw, _combine(mine))
+    return FibtuiRecord(
+        label,
+        record.get("run_id"),
+        kind,
+        hw,
+        _combine(mine),
+        _official_means(record, label_solution, {r.uuid for r in mine}),
+    )
+
+
+def _official_means(record: dict[str, Any], solution: str, uuids: set[str]) -> dict[str, float]:
+    """uuid -> the mean of the PASSED jobs' ``timing.official.latency_ms`` of ``solution``."""
+    got: dict[str, list[float]] = {}
+    for j in record.get("jobs") or []:
+        if not isinstance(j, dict) or j.get("solution") != solution or j.get("status") != PASSED:
+            continue
+        off = (j.get("timing") or {}).get("official") if isinstance(j.get("timing"), dict) else None
+        lat = off.get("latency_ms") if isinstance(off, dict) else None
+        if (
+            j.get("uuid") in uuids
+            and isinstance(lat, (int, float))
+            and math.isfinite(lat)
+            and lat > 0
+        ):
+            got.setdefault(j["uuid"], []).append(float(lat))
+    return {u: sum(v) / len(v) for u, v in got.items()}
 
 
 def fibtui_record(
@@ -562,6 +590,9 @@ class ParityRow:
     #: where flashinfer-bench's status comes from: its saved trace, or only its console log (it
     #: saves a definition's traces when the definition ends; a run stopped before has only the log)
     bench_from: str = "trace"
+    #: fibtui's official-equivalent latency (``--timing official``) and flashinfer-bench's over it
+    official_latency_ms: float | None = None
+    official_ratio: float | None = None
 
 
 #: flashinfer-bench's line for each workload it finished ("Solution 'S' for workload U: STATUS ...")
@@ -598,6 +629,12 @@ class Comparison:
     geomean_ratio: float | None = None
     min_ratio: float | None = None
     max_ratio: float | None = None
+    #: flashinfer-bench's latency over fibtui's official-equivalent one (the like-for-like
+    #: check of the official twin): geometric mean, range, workloads
+    official_geomean_ratio: float | None = None
+    official_min_ratio: float | None = None
+    official_max_ratio: float | None = None
+    official_compared: int = 0
     verdict_mismatches: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -651,6 +688,7 @@ def compare(
     )
     interpreter = fib is not None and fib.timing_kind == "cpu-interpreter"
     ratios: list[float] = []
+    official: list[float] = []
     for uuid, r in latest.items():
         fs, fl = (fib.by_uuid.get(uuid) if fib else None) or (None, None)
         row = ParityRow(
@@ -673,6 +711,11 @@ def compare(
             ratios.append(row.ratio)
             if abs(math.log(row.ratio)) > tau and row.flag is None:
                 row.flag = "latency"
+        twin = fib.official_by_uuid.get(uuid) if fib is not None and not interpreter else None
+        if r.status == PASSED and fs == PASSED and r.latency_ms and twin:
+            row.official_latency_ms = twin
+            row.official_ratio = r.latency_ms / twin
+            official.append(row.official_ratio)
         comp.rows.append(row)
     comp.compared = len(ratios)
     if from_log:
@@ -722,7 +765,27 @@ def compare(
             if g >= 2:
                 text += ": a harness reporting several times the kernel's device time is timing launch overhead, not the kernel"
             comp.warnings.append(text)
+    if official:
+        g = math.exp(sum(math.log(x) for x in official) / len(official))
+        comp.official_geomean_ratio, comp.official_compared = g, len(official)
+        comp.official_min_ratio, comp.official_max_ratio = min(official), max(official)
+        comp.notes.append(
+            f"against fibtui's official-equivalent timing (flashinfer-bench main's method in "
+            f"fibtui's worker): {g:.3f}x (geometric mean over {len(official)} workload(s), "
+            f"{min(official):.3f}-{max(official):.3f}x)"
+        )
+        if abs(math.log(g)) > OFFICIAL_AGREEMENT:
+            comp.warnings.append(
+                f"flashinfer-bench and fibtui's official-equivalent timing differ by {g:.3f}x "
+                f"(geometric mean; they should agree within {OFFICIAL_AGREEMENT:.0%}): one of them "
+                "does not time as the other"
+            )
     return comp
+
+
+#: how far flashinfer-bench main and fibtui's official twin may differ (geometric mean, in log
+#: terms) before a parity record warns: the target issue 33 set, checked on the H200
+OFFICIAL_AGREEMENT = 0.03
 
 
 # --------------------------------------------------------------------------------------------

@@ -212,6 +212,7 @@ def _rows_table(comp):
     from rich.markup import escape
     from rich.table import Table
 
+    twin = any(r.official_latency_ms is not None for r in comp.rows)
     t = Table(
         "workload",
         "axes",
@@ -220,6 +221,7 @@ def _rows_table(comp):
         "fibtui",
         "us",
         "ratio",
+        *(("official us", "ratio") if twin else ()),
         box=None,
         pad_edge=False,
         header_style="bold",
@@ -242,6 +244,14 @@ def _rows_table(comp):
             f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-",
             _fmt_us(r.fibtui_latency_ms),
             ratio,
+            *(
+                (
+                    _fmt_us(r.official_latency_ms),
+                    f"{r.official_ratio:.3f}x" if r.official_ratio is not None else "-",
+                )
+                if twin
+                else ()
+            ),
         )
     return t
 
