@@ -243,3 +243,22 @@ def test_compare_shows_avg_and_p95_latency_before_g(capsys, tmp_path: Path) -> N
     assert avg < g and "p95 16.771 -> 16.763 us" in lines[avg]
     assert "against the reference (host-timed)" in lines[g]
     assert lines[g + 1].startswith("worst: ")
+
+
+def test_a_promote_whose_score_drops_says_so() -> None:
+    """The other way round: the workload that holds the time 10% faster, ten small ones 4% slower
+    (inside the guard's 5%): the mean latency promotes, while G points slower and the projected
+    score (the small workloads' speedups dominate it) says slower; the line names both."""
+    small = {f"s{i}": (1, 0.001) for i in range(10)}
+    base = _rows({**small, "big": (64, 0.1)})
+    cand = _rows({**{k: (1, 0.00104) for k in small}, "big": (64, 0.09)})
+    c = stats.paired_verdict(base, cand)
+    assert c.verdict == stats.PROMOTE and not c.guard
+    # G is +2.6% but undecided across workloads this different (a t-interval over 10 df)
+    assert c.geomean_ratio is not None and c.geomean_ratio > 1.02 and c.g_word == stats.UNDECIDED
+    assert c.score is not None and c.score.word == stats.SLOWER
+    assert c.disagreement == (
+        "G undecided, mean latency faster: batch_size=64 holds 91% of the time and is 10% faster; "
+        "score against the reference lower: batch_size=1 gives 100% of the score and its speedup "
+        "is 3.8% lower"
+    )

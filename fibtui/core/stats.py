@@ -2210,7 +2210,10 @@ def official_view(src: Source) -> Source:
                 block_medians_ms=None,
             )
         )
-    table = replace(src.table, rows=rows, meta={**src.table.meta, "timing_kind": OFFICIAL_KIND})
+    # the CPU interpreter's numbers stay the interpreter's, whichever method timed them
+    kind = src.table.meta.get("timing_kind")
+    kind = kind if kind == CPU_INTERPRETER else OFFICIAL_KIND
+    table = replace(src.table, rows=rows, meta={**src.table.meta, "timing_kind": kind})
     return replace(src, table=table)
 
 
@@ -2418,7 +2421,7 @@ class CompareOutcome:
             who = f"{c.candidate.name}: " if len(self.official.entries) > 1 else ""
             out.append(
                 f"official-equivalent timing ({who}flashinfer-bench main's method, deciding "
-                f"nothing here): {c.latency_line()}{score}"
+                f"nothing here): {c.verdict}; {c.latency_line()}{score}"
             )
         return out
 
