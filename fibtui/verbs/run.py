@@ -488,6 +488,20 @@ class _Printer:
             self.con.print(
                 f"  {info.role:<9} {escape(info.name)}  {info.passed}/{info.jobs} PASSED{stats}"
             )
+            official = [
+                j.timing["official"]["latency_ms"]
+                for j in record.jobs
+                if j.solution == info.name
+                and j.role == info.role
+                and j.status == "PASSED"
+                and isinstance((j.timing or {}).get("official"), dict)
+                and isinstance(j.timing["official"].get("latency_ms"), (int, float))
+            ]
+            if official:
+                self.con.print(
+                    f"  {'':<9} official-equivalent (--timing official): mean "
+                    f"{_fmt_latency(sum(official) / len(official))} over {len(official)} job(s)"
+                )
         if record.timing_kind == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
         from fibtui.core.numbers import count
