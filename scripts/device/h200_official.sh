@@ -24,10 +24,13 @@
 # built from its main branch (not the 0.1.2 release: 0.1.2 times with CUDA events, not main's
 # CUPTI method) and its dependencies: flashinfer-python 0.6.4, cupti-python 13.4.0, apache-tvm-ffi,
 # pydantic, pydantic-core, annotated-types, typing-inspection, docstring-parser, pyelftools,
-# pyyaml, safetensors (../shared/tools/device-wheels.sh fetches all but flashinfer-bench main;
-# build that with `git archive` of its main branch and `SETUPTOOLS_SCM_PRETEND_VERSION=0.1.3.dev0+g<commit>
-# pip wheel --no-deps`), plus polars (.tar.xz) and fibtui's own runtime wheels as for the other
-# scripts; .devdata/flashinfer-trace: a copy of ../shared/datasets/flashinfer-trace.
+# pyyaml, safetensors (../shared/tools/device-wheels.sh fetches all but flashinfer-bench main,
+# and 0.1.2, which must not be carried beside it; build main's wheel from a checkout of its main
+# branch: `git archive HEAD | tar -x -C DIR && cd DIR && SETUPTOOLS_SCM_PRETEND_VERSION=0.1.3.dev0+g<commit>
+# pip wheel --no-deps --no-build-isolation -w OUT .`, with setuptools and setuptools-scm installed;
+# @40e6ca78 gives flashinfer_bench-0.1.3.dev0+g40e6ca78-py3-none-any.whl, 173 kB), plus polars
+# (.tar.xz) and fibtui's own runtime wheels as for the other scripts; .devdata/flashinfer-trace: a
+# copy of ../shared/datasets/flashinfer-trace.
 # Knobs: FB_S (seconds for flashinfer-bench, default 330), FB_GROUPS (3), EVERY (1: every
 # workload; 2: every other one), SWEEP=0 skips step 1.
 set -uo pipefail
