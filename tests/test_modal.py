@@ -478,7 +478,8 @@ def test_fake_calls_flow_into_the_journal_like_a_local_run(tmp_path: Path) -> No
         and lines[-1]["kind"] == "end"
     )
     results = [x for x in lines if x["kind"] == "result"]
-    assert set(results[0]) == {"kind", *JobResult.__dataclass_fields__}
+    # every field (a limit only on an UNSUPPORTED_HERE row)
+    assert set(results[0]) == {"kind", *JobResult.__dataclass_fields__} - {"limit"}
     assert {r["wall_s"] for r in results} == {0.5} and {r["started"] for r in results} == {
         "2026-11-29T10:00:00+00:00"
     }
@@ -867,7 +868,9 @@ def test_the_container_needs_only_the_worker_and_the_app_file(tmp_path: Path) ->
     # of the core, only the standard-library tables the worker imports: what solutions need, and
     # how each definition is judged
     assert sorted(r for r in remotes if r.startswith("/root/fibtui/core")) == [
+        "/root/fibtui/core/gpuarch.py",
         "/root/fibtui/core/presets.py",
+        "/root/fibtui/core/status.py",
         "/root/fibtui/core/toolchain.py",
     ]
     assert not any(r.startswith("/root/fibtui/ui") for r in remotes)
@@ -942,7 +945,9 @@ def test_the_container_needs_only_the_worker_and_the_app_file(tmp_path: Path) ->
     assert not [m for m in info["mods"] if m.startswith(("polars", "textual", "rich"))]
     assert [m for m in info["mods"] if m.startswith("fibtui.core")] == [
         "fibtui.core",
+        "fibtui.core.gpuarch",
         "fibtui.core.presets",
+        "fibtui.core.status",
         "fibtui.core.toolchain",
     ]
     out = info["out"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -293,3 +294,42 @@ def test_parity_sets_flashinfer_bench_beside_the_official_twin() -> None:
     far = compare(bench({"a": 0.0110, "b": 0.0220}), "s", fib, 0.01)
     assert math.log(far.official_geomean_ratio) > OFFICIAL_AGREEMENT
     assert any("official-equivalent timing differ by 1.100x" in w for w in far.warnings)
+
+
+def test_the_gpu_timer_reads_the_profile_through_the_workers_own_reader() -> None:
+    """CuptiTimer.spans reads torch.profiler's activity with fibtui.worker.timing's reader (the
+    one fibtui's own timing uses) and cuts it at the flush; a fake profile stands in for CUPTI."""
+    torch = pytest.importorskip("torch")
+
+    class Act:
+        def __init__(self, name: str, start: int, end: int) -> None:
+            self._n, self._s, self._e = name, start, end
+
+        def device_type(self):
+            return torch.autograd.DeviceType.CUDA
+
+        def name(self) -> str:
+            return self._n
+
+        def start_ns(self) -> int:
+            return self._s
+
+        def duration_ns(self) -> int:
+            return self._e - self._s
+
+        def device_resource_id(self) -> int:
+            return 7
+
+    acts = [
+        Act(ot.FLUSH_NAME, 0, 500),
+        Act("k", 1_000, 3_000),
+        Act(ot.FLUSH_NAME, 4_000, 4_500),
+        Act("k", 5_000, 5_500),
+        Act("k2", 5_600, 9_000),
+    ]
+    prof = SimpleNamespace(
+        profiler=SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: acts))
+    )
+    timer = object.__new__(ot.CuptiTimer)
+    timer._prof = prof
+    assert timer.spans(2) == pytest.approx([0.002, 0.004])

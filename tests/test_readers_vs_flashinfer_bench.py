@@ -79,3 +79,43 @@ def test_both_refuse_the_same_broken_definitions(mutate) -> None:
     mutate(broken)
     assert not ours_accepts(_definition, broken)
     assert not fib_accepts(fib_data.Definition, broken)
+
+
+def test_traces_of_a_wrong_output_as_flashinfer_bench_writes_them(tmp_path: Path, capsys) -> None:
+    """flashinfer-bench's own models serialize a wrong output's errors as ``"Infinity"`` and
+    ``"NaN"`` strings (``ser_json_inf_nan="strings"``), with no performance: fibtui reads the
+    file it wrote, under ``traces/<author>/<op_type>/<definition>.jsonl``, through ``results
+    show`` as a user would."""
+    import math
+
+    from fibtui.core.results import load_results
+    from tests.conftest import run_cli
+
+    env = {"hardware": "NVIDIA H200", "libs": {"torch": "2.11.0"}}
+    workload = {"uuid": "w-inf", "axes": {"n": 4}, "inputs": {"x": {"type": "random"}}}
+    lines = []
+    for uuid, err in (("w-inf", math.inf), ("w-nan", math.nan)):
+        trace = fib_data.Trace(
+            definition="tiny_scale",
+            solution="bad_one",
+            workload={**workload, "uuid": uuid},
+            evaluation={
+                "status": "INCORRECT_NUMERICAL",
+                "environment": env,
+                "timestamp": "2026-12-03T10:00:00",
+                "log": "",
+                "correctness": {"max_relative_error": err, "max_absolute_error": err},
+            },
+        )
+        lines.append(trace.model_dump_json())
+    assert '"Infinity"' in lines[0] and '"NaN"' in lines[1]  # the form under test
+    path = tmp_path / "traces" / "alice" / "gdn" / "tiny_scale.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n")
+    table = load_results(path)
+    errors = {r.uuid: r.max_abs_error for r in table.rows}
+    assert errors["w-inf"] == math.inf and math.isnan(errors["w-nan"])
+    assert {r.status for r in table.rows} == {"INCORRECT_NUMERICAL"}
+    code, out, err = run_cli(capsys, "results", "show", str(path), "--json")
+    assert code == 0, err
+    assert {r["status"] for r in json.loads(out)["rows"]} == {"INCORRECT_NUMERICAL"}

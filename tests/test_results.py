@@ -537,18 +537,31 @@ def test_a_400_digit_figure_in_a_files_own_summary_is_left_aside(tmp_path: Path)
 # ------------------------------------------------------------------ duplicates
 
 
-def test_a_second_trace_of_one_solution_on_one_workload_is_refused(tmp_path: Path) -> None:
+def test_a_second_trace_of_one_solution_on_one_workload_replaces_the_first(
+    tmp_path: Path,
+) -> None:
+    """flashinfer-bench appends each run's evaluations to one traces file: the newest evaluation
+    of a solution on a workload is read (its timestamp, else the later line), and a note names
+    the lines it replaced."""
     p = tmp_path / "traces.jsonl"
     p.write_text(
         "\n".join([_trace_line("a", "0.5"), _trace_line("b", "0.6"), _trace_line("a", "0.7")])
         + "\n"
     )
-    with pytest.raises(InputError) as exc:
-        load_results(p)
-    assert (exc.value.line, exc.value.field) == (3, "workload.uuid")
-    assert exc.value.message == (
-        "a second result for workload a and solution 's' (first on line 1; two runs concatenated?)"
+    table = load_results(p)
+    assert {r.uuid: r.latency_ms for r in table.rows} == {"a": 0.7, "b": 0.6}
+    assert any("replaced by a newer one" in n and "lines 1" in n for n in table.notes)
+    # an older timestamp on a later line does not replace a newer evaluation
+    newer = _trace_line("a", "0.5").replace(
+        '"environment"', '"timestamp": "2026-12-02T10:00:00", "environment"'
     )
+    older = _trace_line("a", "0.9").replace(
+        '"environment"', '"timestamp": "2026-12-01T10:00:00", "environment"'
+    )
+    p.write_text(newer + "\n" + older + "\n")
+    table = load_results(p)
+    assert [r.latency_ms for r in table.rows] == [0.5]
+    assert any("lines 2" in n for n in table.notes)
     # another solution, or the same solution measured on another GPU, is not a duplicate
     p.write_text(
         "\n".join(

@@ -390,9 +390,8 @@ def test_unsupported_rows_give_no_verdict_and_blame_no_kernel() -> None:
     c = paired_verdict(base, cand)
     assert c.verdict == NOT_JUDGED
     assert c.recommendation().startswith(
-        "not judged here: this machine cannot build or run CUDA solutions need"
+        "not judged here, not a kernel failure: CUDA solutions need an NVIDIA GPU"
     )
-    assert "not a kernel failure" in c.recommendation()
 
 
 def test_limits_say_what_this_machine_lacks() -> None:
@@ -636,8 +635,8 @@ def test_check_deep_imports_every_solution_and_names_the_file_and_line(
 
 def test_the_worker_stays_importable_without_the_core_beyond_its_table() -> None:
     """fibtui.worker.build, .native and the evaluators' table import only the standard library,
-    fibtui.core.toolchain and fibtui.core.presets (no polars, rich or textual): they travel to bare
-    GPU hosts and Modal containers."""
+    fibtui.core.toolchain, fibtui.core.gpuarch and fibtui.core.presets (no polars, rich or
+    textual): they travel to bare GPU hosts and Modal containers."""
     code = (
         "import json, sys\nimport fibtui.worker.build, fibtui.worker.native, fibtui.core.presets\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
@@ -654,6 +653,7 @@ def test_the_worker_stays_importable_without_the_core_beyond_its_table() -> None
     assert [m for m in mods if not m.startswith("fibtui")] == []
     assert [m for m in mods if m.startswith("fibtui.core")] == [
         "fibtui.core",
+        "fibtui.core.gpuarch",
         "fibtui.core.presets",
         "fibtui.core.toolchain",
     ]
@@ -697,7 +697,9 @@ def test_references_are_computed_while_a_build_compiles(tmp_path: Path) -> None:
         out = engine.run_job({"job_id": "0|w-pre", "workload": workload, "repeat": 0})
         assert out["results"][0]["status"] == "PASSED"
         # the prefetched outputs: from the worker's memory, neither recomputed nor read back
-        assert engine.reference.memory_hits == 1 and engine.reference.misses == 1
+        # (twice: the correctness trial, then the checked timed calls on the trial's input set)
+        assert engine.reference.misses == 1 and engine.reference.memory_hits >= 1
+        assert engine.reference.hits == 0
     with Engine(
         config
     ) as engine:  # a second load of the same sources: from the cache, no prefetch needed

@@ -254,9 +254,13 @@ class _Ctx:
         return value
 
     def number(self, obj: dict[str, Any], key: str, prefix: str = "") -> float | None:
+        """An error figure: a number, or one of the strings pydantic writes for a non-finite float
+        (``"Infinity"``, ``"-Infinity"``, ``"NaN"``: flashinfer-bench's traces of a wrong output)."""
         if key not in obj or obj[key] is None:
             return None
         value = obj[key]
+        if isinstance(value, str) and value.strip() in NON_FINITE_STRINGS:
+            return NON_FINITE_STRINGS[value.strip()]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{prefix}{key}", f"expected a number, got {_kind(value)}")
         try:
@@ -265,11 +269,14 @@ class _Ctx:
             raise self.fail(f"{prefix}{key}", "number too large (past a float's range)") from None
 
     def positive(self, obj: dict[str, Any], key: str, prefix: str = "") -> float | None:
-        """An optional latency (or speedup): absent/null is None, anything else must be a finite,
-        positive, normal number (see :func:`positive_number_problem`)."""
+        """An optional latency (or speedup): absent/null is None, and so is a non-finite float
+        written as pydantic writes it (``"NaN"``: nothing measured); anything else must be a
+        finite, positive, normal number (see :func:`positive_number_problem`)."""
         if key not in obj or obj[key] is None:
             return None
         value = obj[key]
+        if isinstance(value, str) and value.strip() in NON_FINITE_STRINGS:
+            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{prefix}{key}", f"expected a number, got {_kind(value)}")
         problem = positive_number_problem(value, key)
@@ -284,6 +291,18 @@ class _Ctx:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(f"{prefix}{key}", "expected a list of strings")
         return list(value)
+
+
+#: how JSON writers spell the floats JSON has no literal for: pydantic's ``ser_json_inf_nan=
+#: "strings"`` (flashinfer-bench's Correctness) and Python's repr (fibtui's worker protocol)
+NON_FINITE_STRINGS: dict[str, float] = {
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+    "NaN": math.nan,
+    "inf": math.inf,
+    "-inf": -math.inf,
+    "nan": math.nan,
+}
 
 
 def _kind(value: Any) -> str:
@@ -1004,28 +1023,48 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
 
 
 def load_traces(path: str | Path) -> list[Trace]:
-    """Every line of a traces JSONL. Two evaluations of one solution on one workload (and one
-    device) are refused at the second one: flashinfer-bench writes one per run, so a duplicate means
-    two runs were concatenated, and averaging them silently would hide it."""
+    """Every evaluation of a traces JSONL, the newest of each (solution, workload, device)
+    (:func:`read_traces`)."""
+    return read_traces(path)[0]
+
+
+def read_traces(path: str | Path) -> tuple[list[Trace], list[str]]:
+    """Every line of a traces JSONL, and notes on what was left aside. flashinfer-bench appends
+    each run's evaluations to ``traces/<author>/<op_type>/<definition>.jsonl``, so one file can
+    hold several runs of one solution on one workload (and one device): the newest evaluation
+    (its timestamp, else the later line) is read, and a note says which lines it replaced."""
     path = Path(path)
-    traces: list[Trace] = []
-    first_line: dict[tuple[str, str, str | None, str | None], int] = {}
+    traces: list[Trace | None] = []
+    newest: dict[tuple[str, str, str | None, str | None], int] = {}
+    superseded: list[int] = []
     for n, obj in iter_jsonl(path):
         ctx = _Ctx(path, n)
         trace = parse_trace_line(ctx, obj)
         if trace.status is not None:
             key = (trace.definition, trace.workload.uuid, trace.solution, trace.hardware)
-            if key in first_line:
-                raise ctx.fail(
-                    "workload.uuid",
-                    f"a second result for workload {trace.workload.uuid} and solution "
-                    f"{trace.solution!r} (first on line {first_line[key]}; two runs concatenated?)",
-                )
-            first_line[key] = n
+            if key in newest:
+                old = traces[newest[key]]
+                assert old is not None
+                if (trace.timestamp or "") >= (old.timestamp or ""):
+                    superseded.append(old.line)
+                    traces[newest[key]] = None
+                else:
+                    superseded.append(trace.line)
+                    continue
+            newest[key] = len(traces)
         traces.append(trace)
-    if not traces:
+    kept = [t for t in traces if t is not None]
+    if not kept:
         raise InputError(path, "file is empty (no traces)")
-    return traces
+    notes = []
+    if superseded:
+        lines = ", ".join(str(n) for n in sorted(superseded)[:8])
+        more = f" and {len(superseded) - 8} more" if len(superseded) > 8 else ""
+        notes.append(
+            f"{len(superseded)} older evaluation(s) of a solution on a workload replaced by a "
+            f"newer one (flashinfer-bench appends each run to its traces file): lines {lines}{more}"
+        )
+    return kept, notes
 
 
 # --------------------------------------------------------------------------------------------

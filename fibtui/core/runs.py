@@ -39,7 +39,7 @@ from fibtui.core.fsio import (
     reserve_unique_path,
 )
 from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement, ordered_json
-from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED
+from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED, TOOL_STATUSES
 
 if TYPE_CHECKING:
     from fibtui.core.results.table import ResultRow
@@ -105,15 +105,28 @@ class JobResult(Measurement):
     started: str | None = None
     finished: str | None = None
     wall_s: float | None = None
+    #: an UNSUPPORTED_HERE job's reason as data (fibtui.core.gpuarch.MachineLimit's JSON: the
+    #: GPU architecture it needs and the one it met, or the headers it needs); None otherwise,
+    #: and then absent from the JSON, so records without one keep their bytes
+    limit: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
         return job_key(self.uuid, self.solution, self.role, self.repeat)
 
+    @property
+    def device(self) -> str | None:
+        """The GPU (or ``cpu``) the job ran on, as its worker reported it."""
+        env = self.timing.get("environment") if isinstance(self.timing, dict) else None
+        device = env.get("gpu") if isinstance(env, dict) else None
+        return str(device) if device else None
+
     def to_json(self) -> dict[str, Any]:
         out = ordered_json(self, JOB_JSON_ORDER)
         if self.correctness is None:
             del out["correctness"]
+        if self.limit is None:
+            del out["limit"]
         return out
 
     @classmethod
@@ -161,6 +174,11 @@ class JobResult(Measurement):
             correctness.get("evaluator", ""), str
         ):
             return None
+        limit = obj.get("limit")
+        if limit is not None and not (
+            isinstance(limit, dict) and isinstance(limit.get("kind"), str)
+        ):
+            return None
         return cls.from_json(obj)
 
 
@@ -168,7 +186,7 @@ class JobResult(Measurement):
 JOB_JSON_ORDER = (
     *("uuid", "axes", "solution", "role", "repeat", "status"),
     *MEASUREMENT_FIELDS,
-    *("timing", "attempt", "correctness", "started", "finished", "wall_s"),
+    *("timing", "attempt", "correctness", "started", "finished", "wall_s", "limit"),
 )
 
 
@@ -753,6 +771,81 @@ def _adaptive(contents: JournalContents) -> dict[str, Any]:
             },
         }
     }
+
+
+@dataclass(frozen=True)
+class NotJudged:
+    """Jobs this machine could not judge for one reason (UNSUPPORTED_HERE rows of one kind and
+    need): how many, of which solutions and workloads, and whether Modal's B200 has what they
+    need (then ``fibtui run --send-unsupported RUN_ID`` runs them there, in the same run)."""
+
+    kind: str  # arch | headers | tool
+    needs: tuple[str, ...]
+    has: str | None
+    uuids: tuple[str, ...]
+    solutions: tuple[str, ...]
+    jobs: int
+    evidence: str
+    on_b200: bool
+
+    def describe(self) -> str:
+        from fibtui.core.numbers import count
+
+        who = f"{count(len(self.uuids), 'workload')} of {', '.join(self.solutions)}"
+        if self.kind == "arch":
+            need = " or ".join(self.needs) if self.needs else "another GPU architecture"
+            text = f"{who} need {need}; this GPU is {self.has or 'another architecture'}"
+        elif self.kind == "headers":
+            text = f"{who} need the CUTLASS/CuTe headers {', '.join(self.needs[:2])}"
+        else:
+            text = f"{who} cannot run on this machine"
+        return text + ": not judged here, not a kernel failure"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "needs": list(self.needs),
+            "has": self.has,
+            "workloads": list(self.uuids),
+            "solutions": list(self.solutions),
+            "jobs": self.jobs,
+            "evidence": self.evidence,
+            "on_b200": self.on_b200,
+        }
+
+
+def not_judged(jobs: list[JobResult]) -> list[NotJudged]:
+    """The UNSUPPORTED_HERE jobs grouped by what they lack (a GPU architecture, headers, a
+    tool), largest group first."""
+    from fibtui.core.gpuarch import B200_ARCH, MachineLimit
+
+    groups: dict[tuple[str, tuple[str, ...], str | None], list[JobResult]] = {}
+    evidence: dict[tuple[str, tuple[str, ...], str | None], str] = {}
+    for job in jobs:
+        if job.status not in TOOL_STATUSES:
+            continue
+        limit = MachineLimit.from_json(job.limit) or MachineLimit(
+            "tool", evidence=(job.error or "")[:300]
+        )
+        key = (limit.kind, limit.needs, limit.has)
+        groups.setdefault(key, []).append(job)
+        evidence.setdefault(key, limit.evidence or (job.error or "")[:300])
+    out = []
+    for (kind, needs, has), members in groups.items():
+        limit = MachineLimit(kind, needs, has)
+        out.append(
+            NotJudged(
+                kind,
+                needs,
+                has,
+                tuple(dict.fromkeys(j.uuid for j in members)),
+                tuple(dict.fromkeys(j.solution for j in members)),
+                len(members),
+                evidence[(kind, needs, has)],
+                limit.runs_on(B200_ARCH),
+            )
+        )
+    return sorted(out, key=lambda g: -g.jobs)
 
 
 def _environment(results: list[JobResult]) -> dict[str, Any]:

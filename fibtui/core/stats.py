@@ -1188,9 +1188,9 @@ class Comparison:
                 }
             )
             return (
-                "not judged here: this machine cannot build or run "
-                + ("; ".join(reasons[:2]) or "a solution")
-                + " (not a kernel failure: run it where it can, a GPU host or --backend modal)"
+                "not judged here, not a kernel failure: "
+                + ("; ".join(reasons[:2]) or "this machine cannot build or run a solution")
+                + " (run it where it can: a GPU host, or Modal's B200 with --backend modal)"
             )
         if self.no_speed_reason is not None and self.verdict != NOT_JUDGED:
             correct = (

@@ -15,6 +15,15 @@ KERNEL_STATUSES = (
     "TIMEOUT",
 )
 
+#: What fibtui's gate catches beyond the official evaluator's checks (docs/measurement.md, "A gate
+#: no candidate can game"): the kernel's own failures all the same, never retried.
+#: INCORRECT_TIMED: a sampled timed call's output was wrong for the inputs it had (an answer
+#: saved from an earlier call); INPUT_MUTATED: the call changed an input the definition does not
+#: name as an output; CACHED_TIMING: the timed calls did not do the work a call on inputs the
+#: solution had never seen does (they launched nothing, none of its kernels, or took a fraction of
+#: its time); HARNESS_TAMPERED: the solution changed what fibtui's timer or judge relies on.
+GATE_STATUSES = ("INCORRECT_TIMED", "INPUT_MUTATED", "CACHED_TIMING", "HARNESS_TAMPERED")
+
 #: Failures of the machinery around the kernel (a lost container, an unparsable console line, a
 #: worker that died before the job started). They say nothing about the kernel; they are retried.
 INFRA_STATUSES = ("INFRA_ERROR", "PARSE_ERROR", "ERROR")
@@ -24,7 +33,7 @@ INFRA_STATUSES = ("INFRA_ERROR", "PARSE_ERROR", "ERROR")
 #: (the same machine would say the same); fibtui's own status, not the official evaluator's.
 TOOL_STATUSES = ("UNSUPPORTED_HERE",)
 
-ALL_STATUSES = KERNEL_STATUSES + INFRA_STATUSES + TOOL_STATUSES
+ALL_STATUSES = KERNEL_STATUSES + GATE_STATUSES + INFRA_STATUSES + TOOL_STATUSES
 
 
 def is_tool_limit(status: str) -> bool:

@@ -150,6 +150,135 @@ def tool_version(exe: str) -> str | None:
     return lines[0][:120] if lines else None
 
 
+# --------------------------------------------------------------------------------------------
+# CUTLASS and CuTe C++ headers (the contest image has them; a solution may include them)
+# --------------------------------------------------------------------------------------------
+
+_CUTLASS_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]((?:cute|cutlass)/[^>"]+)[>"]', re.M)
+
+
+@dataclass(frozen=True)
+class CutlassHeaders:
+    """One place CUTLASS/CuTe headers were found: ``source`` says which (``flashinfer-python``,
+    ``nvidia-cutlass``, ``CUTLASS_DIR``, ``CUTLASS_HOME``, ``reference/<name>``), ``include`` the
+    folder holding ``cutlass/`` and ``cute/``, ``extra`` further include folders of the same
+    checkout (``tools/util/include``), ``version`` from ``cutlass/version.h``."""
+
+    source: str
+    include: str
+    extra: tuple[str, ...] = ()
+    version: str | None = None
+
+    @property
+    def include_paths(self) -> list[str]:
+        return [self.include, *self.extra]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"extra": list(self.extra)}
+
+    def describe(self) -> str:
+        return f"CUTLASS {self.version or '(version unknown)'} from {self.source} ({self.include})"
+
+
+def cutlass_includes(sources: list[dict[str, str]]) -> list[str]:
+    """The CUTLASS/CuTe headers the sources include that they do not ship themselves
+    (``cute/tensor.hpp``...), in order, each once."""
+    own = {PurePosixPath(s["path"]).as_posix() for s in sources}
+    found: dict[str, None] = {}
+    for s in sources:
+        if not s["path"].endswith(
+            (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".c", ".inl")
+        ):
+            continue
+        for m in _CUTLASS_INCLUDE.finditer(s["content"]):
+            header = m.group(1)
+            if header not in own:
+                found[header] = None
+    return list(found)
+
+
+def _cutlass_version(include: Path) -> str | None:
+    try:
+        text = (include / "cutlass" / "version.h").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    parts = [re.search(rf"#define CUTLASS_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) for m in parts if m) or None
+
+
+def _headers_at(source: str, root: Path) -> CutlassHeaders | None:
+    """A CUTLASS checkout (``root/include``) or an include folder itself (``root/cutlass``)."""
+    for include in (root / "include", root):
+        if (include / "cutlass" / "cutlass.h").is_file() and (include / "cute").is_dir():
+            extra = root / "tools" / "util" / "include"
+            if include == root and root.name == "include":
+                extra = root.parent / "tools" / "util" / "include"
+            return CutlassHeaders(
+                source,
+                str(include.resolve()),
+                (str(extra.resolve()),) if extra.is_dir() else (),
+                _cutlass_version(include),
+            )
+    return None
+
+
+def _package_folder(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def find_cutlass(reference_root: str | Path | None = None) -> list[CutlassHeaders]:
+    """Where CUTLASS/CuTe headers are on this machine, first the one a build uses: the
+    ``CUTLASS_DIR`` and ``CUTLASS_HOME`` variables, flashinfer-python's bundled copy (what the
+    contest image has), the ``nvidia-cutlass`` package, then a checkout under the workspace's
+    ``reference/`` folder."""
+    out: list[CutlassHeaders] = []
+    for var in ("CUTLASS_DIR", "CUTLASS_HOME"):
+        value = os.environ.get(var)
+        if value:
+            found = _headers_at(var, Path(value))
+            if found:
+                out.append(found)
+    flashinfer = _package_folder("flashinfer")
+    if flashinfer is not None:
+        found = _headers_at("flashinfer-python", flashinfer / "data" / "cutlass")
+        if found:
+            out.append(found)
+    library = _package_folder("cutlass_library")
+    if library is not None:
+        found = _headers_at("nvidia-cutlass", library / "source")
+        if found:
+            out.append(found)
+    if reference_root:
+        root = Path(reference_root)
+        try:
+            children = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+        except OSError:
+            children = []
+        for child in sorted(children, key=lambda p: (p.name.lower() != "cutlass", p.name)):
+            found = _headers_at(f"reference/{child.name}", child)
+            if found:
+                out.append(found)
+    seen: set[str] = set()
+    unique = []
+    for h in out:
+        if h.include not in seen:
+            seen.add(h.include)
+            unique.append(h)
+    return unique
+
+
+CUTLASS_REMEDY = (
+    "pip install flashinfer-python (its wheel ships CUTLASS, as the contest image does), set "
+    "CUTLASS_DIR to a CUTLASS checkout, or clone CUTLASS under reference/cutlass"
+)
+
+
 @dataclass
 class Toolchain:
     """Build tools on this machine (for CUDA/C++ solutions and Python DSLs)."""

@@ -190,6 +190,7 @@ class JobRecorder:
             finished=now_iso(),
             wall_s=r.get("wall_s"),
             correctness=dict(r["correctness"]) if isinstance(r.get("correctness"), dict) else {},
+            limit=dict(r["limit"]) if isinstance(r.get("limit"), dict) else None,
         )
         with self._lock:
             restored = self.journal.restored

@@ -986,9 +986,8 @@ class LocalRunner:
                     self._record(sid, task, r, on_event, slot)
                 if ev.get("restart"):
                     worker.kill()
-                    on_event(
-                        WorkerRestarted(slot, "the CUDA context was lost; starting a fresh worker")
-                    )
+                    why = ev.get("restart_reason") or "the CUDA context was lost"
+                    on_event(WorkerRestarted(slot, f"{why}; starting a fresh worker"))
                     return None
                 return worker
             elif kind == "error":

@@ -39,6 +39,8 @@ from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
 CONTAINER_MODULES = (
     "fibtui.worker",
     "fibtui.core.toolchain",
+    "fibtui.core.gpuarch",
+    "fibtui.core.status",
     "fibtui.core.presets",
     "fibtui.runners.modal_app",
 )

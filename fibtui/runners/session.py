@@ -187,6 +187,8 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     engine_backend = _engine_backend(options.backend, found, options)
     refuse_unsupported(candidates + ([baseline] if baseline else []), engine_backend, found)
     config = engine_config(engine_backend, definition, ws.dataset_root or dataset.root, options)
+    if engine_backend in ("local", "interpreter") and (ws.root / "reference").is_dir():
+        config["reference_root"] = str(ws.root / "reference")  # a CUTLASS checkout there
     folder = new_run_dir(ws.archive_root, definition.name, options.backend)
     refs = []
     if baseline is not None:

@@ -35,6 +35,8 @@ def status_json(ws, probe_gpu: bool = True) -> dict[str, Any]:
 
     be = backends.detect(probe_gpu=probe_gpu).to_json()
     be["toolchain"] = toolchain.detect().to_json()
+    reference = ws.root / "reference" if ws is not None else None
+    be["cutlass"] = [h.to_json() for h in toolchain.find_cutlass(reference)]
     if ws is None:
         return {
             "workspace": None,
@@ -183,6 +185,24 @@ def status(args: argparse.Namespace) -> int:
         f"[bold]builds[/]     {Toolchain(**be['toolchain']).describe()}  [dim](CUDA/C++ solutions need a GPU, "
         "nvcc, ninja and tvm-ffi or torch; a solution this machine cannot build is UNSUPPORTED_HERE)[/]"
     )
+    from rich.markup import escape
+
+    from fibtui.core.toolchain import CUTLASS_REMEDY
+
+    found = be.get("cutlass") or []
+    if found:
+        first, *rest = found
+        con.print(
+            f"[bold]CUTLASS[/]    {escape(first['version'] or 'version unknown')} from "
+            f"{escape(first['source'])} ({escape(first['include'])})"
+            + (f"  [dim]also: {escape(', '.join(h['source'] for h in rest))}[/]" if rest else "")
+            + "  [dim](builds that include cute/ or cutlass/ headers use it)[/]"
+        )
+    else:
+        con.print(
+            "[bold]CUTLASS[/]    none found  [dim](a solution that includes cute/ or cutlass/ "
+            f"headers is UNSUPPORTED_HERE: {escape(CUTLASS_REMEDY)})[/]"
+        )
     return 0
 
 

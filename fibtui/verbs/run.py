@@ -273,11 +273,14 @@ def _run_and_report(
 
             clocks = clock_notes(record.jobs)
             if args.json:
+                from fibtui.core.runs import not_judged
+
                 emit_json(
                     {
                         **record.to_json(),
                         "comparison": outcome.to_json() if outcome is not None else None,
                         "clock_notes": clocks,
+                        "not_judged": [g.to_json() for g in not_judged(record.jobs)],
                     }
                 )
             else:
@@ -296,7 +299,22 @@ def _run_and_report(
     if stopped:
         return 128 + int(stop.received or signal.SIGINT)
     assert record is not None
-    return 0 if record.summary.complete else 1
+    return run_exit_code(record)
+
+
+def run_exit_code(record: RunRecord) -> int:
+    """0: every job PASSED; 3: nothing failed, but some jobs could not be judged on this
+    machine (UNSUPPORTED_HERE: another GPU architecture, headers, a tool); 1: otherwise."""
+    from fibtui.core.status import PASSED, is_tool_limit
+
+    if record.summary.complete:
+        return 0
+    s = record.summary
+    if s.done == s.total and all(
+        j.status == PASSED or is_tool_limit(j.status) for j in record.jobs
+    ):
+        return 3
+    return 1
 
 
 def _verdict(args: argparse.Namespace, record: RunRecord):
@@ -504,14 +522,17 @@ class _Printer:
                 )
         if record.timing_kind == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
-        from fibtui.core.numbers import count
+        from fibtui.core.runs import not_judged
 
-        unsupported = sum(1 for j in record.jobs if j.status == "UNSUPPORTED_HERE")
-        if unsupported:
-            self.con.print(
-                f"  [yellow]{count(unsupported, 'job')} UNSUPPORTED_HERE: not judged on this machine "
-                "(a limit of this machine, not a kernel failure; see the error column)[/]"
-            )
+        for group in not_judged(record.jobs):
+            self.con.print(f"  [yellow]UNSUPPORTED_HERE: {escape(group.describe())}[/]")
+            if group.on_b200:
+                self.con.print(
+                    f"  [yellow]  Modal's B200 has it: fibtui run --send-unsupported "
+                    f"{escape(record.run_id)} (shows the plan and cost first)[/]"
+                )
+            elif group.evidence:
+                self.con.print(f"  [dim]  {escape(group.evidence[:200])}[/]")
 
 
 def _fmt_latency(ms: float | None) -> str:

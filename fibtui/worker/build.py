@@ -38,7 +38,10 @@ from fibtui.worker.build_job import (
     BuildJob,
     BuiltSolution,
     ToolLimit,
+    arch_limit,
     check_signature,
+    current_arch,
+    full_text,
     write_sources,
 )
 
@@ -49,6 +52,8 @@ __all__ = [
     "ToolLimit",
     "build",
     "check_signature",
+    "current_arch",
+    "full_text",
     "prepare",
     "split_entry",
     "write_sources",
@@ -115,6 +120,7 @@ def prepare(
     device_type: str = "cuda",
     cache_root: Path | None = None,
     arity: tuple[int, int] | None = None,
+    reference_root: str | None = None,
 ) -> BuildJob:
     """Check what the solution needs and plan its build (raises BuildError / ToolLimit now for
     what is wrong before anything is built)."""
@@ -166,6 +172,8 @@ def prepare(
         digest,
         device_type=device_type,
         cache_root=cache_root,
+        device_arch=current_arch(device_type),
+        reference_root=reference_root,
     )
     job.arity = arity
     return job
@@ -280,6 +288,15 @@ def _import_entry(
                 f"{where or entry_file}: SyntaxError: {exc.msg}", where=where
             ) from None
         text = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        limit = arch_limit(full_text(exc), device_type)
+        if limit is not None:
+            # a DSL that checks the GPU while importing (CuTe DSL compiling at import time)
+            raise ToolLimit(
+                f"importing {entry_file}: {limit.describe()} ({where + ': ' if where else ''}"
+                f"{text[:300]})",
+                where=where,
+                limit=limit,
+            ) from None
         if device_type != "cuda" and says_no_gpu(str(exc)):
             # it compiles or calls CUDA while importing, and this machine has no GPU
             raise ToolLimit(

@@ -5,10 +5,13 @@ into a folder. Standard library only."""
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from fibtui.core.gpuarch import MachineLimit
 
 
 class BuildError(Exception):
@@ -16,11 +19,19 @@ class BuildError(Exception):
 
     status = "COMPILE_ERROR"
 
-    def __init__(self, message: str, log: str = "", where: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        log: str = "",
+        where: str | None = None,
+        limit: MachineLimit | None = None,
+    ) -> None:
         super().__init__(message)
         self.log = log
         #: ``file:line`` inside the solution's sources, when known
         self.where = where
+        #: what this machine lacks (a ToolLimit's GPU architecture, headers), when known
+        self.limit = limit
 
 
 class ToolLimit(BuildError):
@@ -28,6 +39,43 @@ class ToolLimit(BuildError):
     UNSUPPORTED_HERE, not the kernel's fault."""
 
     status = "UNSUPPORTED_HERE"
+
+
+def full_text(exc: BaseException) -> str:
+    """An exception's whole message with its causes (a DSL wraps the arch check's error)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen and len(parts) < 8:
+        seen.add(id(e))
+        parts.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__ or e.__context__
+    return "\n".join(parts)
+
+
+def current_arch(device_type: str = "cuda") -> str | None:
+    """This process's GPU architecture (``sm_90``), or None on the CPU or when torch cannot say.
+    ``FIBTUI_TEST_DEVICE_ARCH`` makes a CPU worker report one (the tests drive arch limits end
+    to end on Triton's interpreter with it)."""
+    if device_type != "cuda":
+        return os.environ.get("FIBTUI_TEST_DEVICE_ARCH") or None
+    try:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability()
+    except Exception:  # noqa: BLE001 - no GPU to ask: no architecture known
+        return None
+    return f"sm_{major}{minor}"
+
+
+def arch_limit(text: str, device_type: str = "cuda") -> MachineLimit | None:
+    """The GPU-architecture limit a failure's text shows on this process's GPU, or None."""
+    from fibtui.core.gpuarch import Arch, limit_from_text
+
+    arch = current_arch(device_type)
+    if arch is None:
+        return None
+    return limit_from_text(text, Arch.parse(arch))
 
 
 @dataclass

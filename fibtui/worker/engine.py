@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from fibtui.core import gpuarch
+from fibtui.core.status import GATE_STATUSES
 from fibtui.core.toolchain import GPU_ONLY_MODULES, UNSUPPORTED_HERE, says_no_gpu
 from fibtui.worker import env as envmod
 from fibtui.worker import evaluators, official_timing
@@ -25,14 +27,36 @@ from fibtui.worker.build import (
     BuildError,
     BuildJob,
     BuiltSolution,
+    current_arch,
     forget_solution_modules,
+    full_text,
     prepare,
     sid_of_module,
 )
 from fibtui.worker.check import Tolerance
 from fibtui.worker.inputs import InputErrorW, InputMaker, seed_for, torch_dtype
 from fibtui.worker.reference import ReferenceRunner
-from fibtui.worker.timing import TimingError, TimingPlan, time_cupti, time_wall
+from fibtui.worker.rotation import Rotation, keep_copy
+from fibtui.worker.seal import Seal
+from fibtui.worker.timing import (
+    HarnessTampered,
+    PointerSets,
+    SolutionTiming,
+    Timed,
+    TimingError,
+    TimingPlan,
+    time_cupti,
+    time_wall,
+)
+
+INCORRECT_TIMED, INPUT_MUTATED, CACHED_TIMING, HARNESS_TAMPERED = GATE_STATUSES
+#: a call on unseen inputs may take at most this many times the timed calls' median before the
+#: timed calls read as not doing the work (an answer kept from earlier calls): on a GPU, and on
+#: Triton's CPU interpreter, whose wall times are noisier (a kept answer is a copy there, a
+#: hundred times faster than the interpreted kernel)
+CACHED_RATIO = {"cupti": 3.0, "cpu-interpreter": 10.0}
+#: fresh input sets per job for the probe calls (each solution's first block and one past the middle)
+PROBE_SETS = 2
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -69,6 +93,9 @@ class EngineConfig:
     build_cache_dir: str | None = None
     workdir: str | None = None
     dataset_root: str | None = None
+    #: the workspace's ``reference/`` folder: a CUTLASS checkout there serves builds that
+    #: include CUTLASS/CuTe headers (fibtui.core.toolchain.find_cutlass)
+    reference_root: str | None = None
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> EngineConfig:
@@ -85,6 +112,11 @@ class EngineConfig:
 
 class ContextPoisoned(Exception):
     """The CUDA context no longer works (e.g. after an illegal memory access): restart the worker."""
+
+
+class HarnessBroken(Exception):
+    """A solution changed the harness (its seal broke): the worker is restarted, and the other
+    solutions of the job are measured again in a fresh one."""
 
 
 class Engine:
@@ -108,6 +140,9 @@ class Engine:
             torch.cuda.set_device(self.device)
         self.environment = envmod.describe(str(self.device), config.backend)
         self.device_name = self.environment.get("gpu") or "cpu"
+        #: this GPU's architecture (``sm_90``): what a kernel built for another one is told
+        arch = current_arch(self.device.type)
+        self.device_arch = gpuarch.Arch.parse(arch) if arch else None
         # Built sources go to the caller's folder, or to a temporary one this engine removes on close().
         self._owns_workdir = not config.workdir
         self.workdir = Path(config.workdir or tempfile.mkdtemp(prefix="fibtui-worker-"))
@@ -115,12 +150,18 @@ class Engine:
         self.solutions: dict[str, BuiltSolution] = {}
         #: sid -> (status, message): COMPILE_ERROR, or UNSUPPORTED_HERE for what this machine lacks
         self.build_errors: dict[str, tuple[str, str]] = {}
+        #: sid -> what this machine lacks, for a build that failed for it (a GPU architecture...)
+        self.build_limits: dict[str, gpuarch.MachineLimit] = {}
         #: sids whose first call has not happened yet in this process (its JIT compile, if any)
         self._first_call: set[str] = set()
         self.maker: InputMaker | None = None
         self.evaluator: evaluators.Evaluator = evaluators.Evaluator()
         self.reference: ReferenceRunner | None = None
         self.poisoned = False
+        #: the harness's seal, taken before the run's solutions are built (fibtui.worker.seal)
+        self.seal: Seal | None = None
+        #: why the worker must be restarted, when not for a lost CUDA context
+        self.restart_reason: str | None = None
 
     def close(self) -> None:
         """Remove the temporary build folder this engine made (a caller's folder is left alone)."""
@@ -137,6 +178,7 @@ class Engine:
 
         self.solutions.clear()
         self.build_errors.clear()
+        self.build_limits.clear()
         self._first_call.clear()
         self.maker = None
         forget_solution_modules()
@@ -147,6 +189,9 @@ class Engine:
         gc.collect()
         if self.device.type != "cuda":
             return {"keep": True}
+        if self.restart_reason:
+            self.kept_reference = None
+            return {"keep": False, "why": self.restart_reason}
         if self.poisoned or self._context_lost():
             self.kept_reference = None
             return {"keep": False, "why": "its CUDA context is lost"}
@@ -195,6 +240,8 @@ class Engine:
             )
         self.solutions.clear()
         self.build_errors.clear()
+        self.build_limits.clear()
+        self.seal = _take_seal()
         report: dict[str, Any] = {}
         jobs: list[BuildJob] = []
         cache_root = Path(self.config.build_cache_dir) if self.config.build_cache_dir else None
@@ -209,6 +256,7 @@ class Engine:
                         device_type=self.device.type,
                         cache_root=cache_root,
                         arity=(len(definition["inputs"]), len(definition["outputs"])),
+                        reference_root=self.config.reference_root,
                     )
                 )
             except BuildError as exc:
@@ -252,6 +300,9 @@ class Engine:
     def _build_failed(self, sid: str, exc: BuildError, report: dict[str, Any]) -> None:
         self.build_errors[sid] = (exc.status, str(exc))
         report[sid] = {"ok": False, "status": exc.status, "error": str(exc)}
+        if exc.limit is not None:
+            self.build_limits[sid] = exc.limit
+            report[sid]["limit"] = exc.limit.to_json()
         if exc.log:
             report[sid]["log"] = exc.log[-200_000:]
 
@@ -350,6 +401,8 @@ class Engine:
             if sid in self.build_errors:
                 status, message = self.build_errors[sid]
                 results[sid] = {"status": status, "error": message}
+                if sid in self.build_limits:
+                    results[sid]["limit"] = self.build_limits[sid].to_json()
         alive = [sid for sid in sids if sid in self.solutions]
         names = list(self.definition["outputs"])
         dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
@@ -386,13 +439,28 @@ class Engine:
                             "phase": "check",
                         }
                     )
+                    args = self._clone(inputs)
                     try:
-                        outs = self._call(sol, self._clone(inputs), workload, poison=True)
+                        outs = self._call(sol, args, workload, poison=True)
                     except Exception as exc:  # noqa: BLE001 - the kernel's failure is its result
-                        results[sid] = self._failure(exc)
+                        results[sid] = self._failure(exc, sol)
                         alive.remove(sid)
                         if self._context_lost():
                             raise ContextPoisoned(sid) from None
+                        continue
+                    broken = self.seal.broken() if self.seal is not None else []
+                    if broken:
+                        results[sid] = _tampered(broken)
+                        alive.remove(sid)
+                        raise HarnessBroken(sid)
+                    changed = self._changed_inputs(inputs, args)
+                    if changed:
+                        results[sid] = {
+                            "status": INPUT_MUTATED,
+                            "error": f"the call wrote into its input(s) {', '.join(changed)}, which "
+                            "the definition does not name as outputs",
+                        }
+                        alive.remove(sid)
                         continue
                     if sid in self._first_call:
                         # the first call of this solution in this process: its JIT compile (Triton,
@@ -451,23 +519,48 @@ class Engine:
                         "phase": "timing",
                     }
                 )
-                timings = self._time(alive, workload)
-                official = (
-                    official_timing.time_job(self, alive, workload)
-                    if self.config.timing == "official"
-                    else {}
-                )
+                try:
+                    timings, rotation = self._time(alive, workload)
+                except HarnessTampered as exc:
+                    # the seal broke during the interleaved timing: which solution did it is not
+                    # known here, so none of them is measured; the worker goes
+                    self.poisoned = True
+                    self.restart_reason = "a solution changed the harness during the timed calls"
+                    for sid in alive:
+                        results[sid] = _tampered(exc.changed, during="the timed calls")
+                    alive = []
+                    timings, rotation = {}, None
                 for sid in alive:
                     t = timings[sid]
+                    timing = t.to_json(self.config.timing_kind, self.config.plan)
+                    failed = self._timed_failure(t, rotation, workload, names, dtypes, tol)
+                    if failed is not None:
+                        results[sid] = {**failed, "timing": timing}
+                        continue
                     results[sid] = {
                         "status": "PASSED",
                         "latency_ms": t.latency_ms,
                         "max_abs_error": errors[sid][0],
                         "max_rel_error": errors[sid][1],
-                        "timing": t.to_json(self.config.timing_kind, self.config.plan),
+                        "timing": timing,
                     }
-                    if sid in official:
-                        results[sid]["timing"]["official"] = official[sid]
+                    threads = self.seal.new_threads() if self.seal is not None else []
+                    if threads:
+                        timing["checks"]["threads_left"] = threads[:8]
+                if self.config.timing == "official":
+                    self._time_official(alive, workload, results)
+        except HarnessBroken as exc:
+            self.poisoned = True
+            culprit = exc.args[0] if exc.args else None
+            self.restart_reason = f"{culprit or 'a solution'} changed the harness"
+            for sid in alive:
+                results.setdefault(
+                    sid,
+                    {
+                        "status": "INFRA_ERROR",
+                        "error": f"not measured: {culprit or 'another solution'} changed the harness",
+                    },
+                )
         except ContextPoisoned as exc:
             # The culprit has its RUNTIME_ERROR; the others were not measured: the runner reruns
             # them alone on a fresh worker (an infrastructure failure, not theirs).
@@ -493,9 +586,9 @@ class Engine:
             lost = self._context_lost()
             for sid in alive:
                 if sid == culprit:
-                    results.setdefault(sid, self._failure(exc))
+                    results.setdefault(sid, self._failure(exc, self.solutions.get(sid)))
                 elif culprit is None and len(alive) == 1 and _from_solution(exc, folders):
-                    results.setdefault(sid, self._failure(exc))
+                    results.setdefault(sid, self._failure(exc, self.solutions.get(sid)))
                 else:
                     why = (
                         f"not measured: {culprit} failed"
@@ -535,34 +628,198 @@ class Engine:
             "wall_s": time.monotonic() - t_start,
             "cpu_s": time.process_time() - cpu_start,
             "restart": self.poisoned,
+            **(
+                {"restart_reason": self.restart_reason}
+                if self.poisoned and self.restart_reason
+                else {}
+            ),
         }
 
-    def _time(self, sids: list[str], workload: dict[str, Any]):
-        assert self.maker is not None
+    def _time(
+        self, sids: list[str], workload: dict[str, Any]
+    ) -> tuple[dict[str, SolutionTiming], Rotation | None]:
+        """Time the solutions (fibtui.worker.timing) on a rotation of input sets
+        (fibtui.worker.rotation): the pool's first sets are the correctness trials' own (their
+        references are at hand), the rest have seeds of their own."""
+        assert self.maker is not None and self.definition is not None
         plan = self.config.plan
-        n_sets = max(1, min(plan.blocks, 4))
-        sets = [
-            self.maker.make(workload, seed_for(workload["uuid"], 1000 + k, self.config.seed))
-            for k in range(n_sets)
-        ]
+        uuid = workload["uuid"]
+        pool_count = max(2 if plan.checks else 1, min(plan.blocks, 4))
+        pool = [self.maker.make(workload, self._pool_seed(uuid, k)) for k in range(pool_count)]
         outs = {
             sid: self.maker.allocate_outputs(workload, poison=False)
             for sid in sids
             if self.solutions[sid].dps
         }
+        names = list(self.definition["outputs"])
+        dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+        rotation: Rotation | None = None
+        if plan.checks:
+            probes = [
+                self.maker.make(workload, seed_for(uuid, 2000 + j, self.config.seed))
+                for j in range(PROBE_SETS)
+            ]
+            rotation = Rotation.build(pool, probes, self._shared_inputs(workload), self.device)
+            inputs: Any = rotation
+            del pool, probes
+        else:
+            inputs = PointerSets(pool)
 
-        def caller(sid: str):
+        def timed(sid: str) -> Timed:
             sol = self.solutions[sid]
             if sol.dps:
                 o = outs[sid]
-                return lambda k: sol.fn(*sets[k], *o)
-            return lambda k: sol.fn(*sets[k])
+                return Timed(lambda args: sol.fn(*args, *o), lambda _r: keep_copy(o))
+            return Timed(
+                lambda args: sol.fn(*args),
+                lambda r: keep_copy(self.evaluator.normalize(r, names, dtypes, self.device)),
+            )
 
-        calls = {sid: caller(sid) for sid in sids}
+        calls = {sid: timed(sid) for sid in sids}
+        seal = self.seal.broken if self.seal is not None else None
+        probe_count = PROBE_SETS if plan.checks else 0
         with torch.no_grad():
             if self.config.timing_kind == "cupti":
-                return time_cupti(calls, n_sets, plan, self.device, clock=self._clock)
-            return time_wall(calls, n_sets, plan)
+                got = time_cupti(
+                    calls,
+                    inputs,
+                    pool_count,
+                    probe_count,
+                    plan,
+                    self.device,
+                    clock=self._clock,
+                    seal=seal,
+                )
+            else:
+                got = time_wall(calls, inputs, pool_count, probe_count, plan, seal=seal)
+        return got, rotation
+
+    def _time_official(
+        self, sids: list[str], workload: dict[str, Any], results: dict[str, dict[str, Any]]
+    ) -> None:
+        """``--timing official``: the PASSED solutions timed again as flashinfer-bench main times
+        them (fibtui.worker.official_timing), into their ``timing.official``; fibtui's own timing
+        of the job stands whatever happens there."""
+        passed = [sid for sid in sids if results.get(sid, {}).get("status") == "PASSED"]
+        if not passed:
+            return
+        for sid, official in official_timing.time_job(self, passed, workload).items():
+            results[sid]["timing"]["official"] = official
+        if any("error" in results[sid]["timing"]["official"] for sid in passed):
+            self._context_lost()  # a call that lost the CUDA context restarts the worker
+
+    def _pool_seed(self, uuid: str, k: int) -> int:
+        """The seed of pool set ``k``: the correctness trials' first, then sets of their own."""
+        trials = max(1, self.config.correctness_trials)
+        return seed_for(uuid, k if k < trials else 1000 + k, self.config.seed)
+
+    def _shared_inputs(self, workload: dict[str, Any]) -> list[bool]:
+        """Per input, whether every input set holds the same tensor (read from safetensors)."""
+        assert self.definition is not None
+        given = workload.get("inputs") or {}
+        return [
+            (given.get(name) or {}).get("type") == "safetensors"
+            for name in self.definition["inputs"]
+        ]
+
+    def _changed_inputs(self, before: list[Any], after: list[Any]) -> list[str]:
+        """The inputs (by name) a call changed, among those the definition does not name as
+        outputs (one synchronization for all of them)."""
+        assert self.definition is not None
+        outputs = set(self.definition["outputs"])
+        pairs = [
+            (name, a, b)
+            for name, a, b in zip(self.definition["inputs"], before, after, strict=False)
+            if name not in outputs
+            and isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.numel()
+        ]
+        if not pairs:
+            return []
+
+        def raw(t: torch.Tensor) -> torch.Tensor:
+            return t.detach().contiguous().view(-1).view(torch.uint8)
+
+        try:
+            flags = torch.stack([(raw(a) != raw(b)).any() for _, a, b in pairs]).tolist()
+        except RuntimeError:  # a shape or dtype the call changed under the same name
+            return [name for name, a, b in pairs if a.shape != b.shape or a.dtype != b.dtype]
+        return [name for (name, _a, _b), changed in zip(pairs, flags, strict=True) if changed]
+
+    def _timed_failure(
+        self,
+        t: SolutionTiming,
+        rotation: Rotation | None,
+        workload: dict[str, Any],
+        names: list[str],
+        dtypes: list[torch.dtype],
+        tol: Tolerance,
+    ) -> dict[str, Any] | None:
+        """The gate's checks on the timed calls (docs/measurement.md, "A gate no candidate can
+        game"): the kept calls' outputs against their sets' references, their inputs unchanged,
+        and the timed calls doing the work a call on unseen inputs does. None: all hold."""
+        assert self.definition is not None and self.reference is not None
+        if rotation is None:
+            return None
+        input_names = list(self.definition["inputs"])
+        outputs = set(self.definition["outputs"])
+        uuid = workload["uuid"]
+        for kept in t.kept:
+            if kept.inputs_after is not None:
+                changed = rotation.changed_inputs(
+                    kept.inputs_after, kept.set_index, input_names, outputs
+                )
+                if changed:
+                    return {
+                        "status": INPUT_MUTATED,
+                        "error": f"timed call {kept.call + 1} of block {kept.block + 1} wrote into "
+                        f"its input(s) {', '.join(changed)}, which the definition does not name as "
+                        "outputs",
+                    }
+            if self.evaluator.name == "sampling":
+                continue  # a sample is random: one call's output cannot be judged alone
+            seed = self._pool_seed(uuid, kept.set_index)
+            pool_inputs = rotation.pool_sets[kept.set_index]
+            ref_out, _ = self.reference.outputs(
+                workload, seed, self._clone(pool_inputs), names, dtypes, time_it=False
+            )
+            verdict = self.evaluator.judge(
+                evaluators.Judging(self.definition, names, pool_inputs, kept.outputs, ref_out, tol)
+            )
+            if verdict.status != "PASSED":
+                return {
+                    "status": INCORRECT_TIMED,
+                    "error": f"timed call {kept.call + 1} of block {kept.block + 1} (input set "
+                    f"{kept.set_index}) gave a wrong output: {verdict.detail or verdict.status} "
+                    "(an answer kept from an earlier call?)",
+                    "max_abs_error": verdict.max_abs_error,
+                    "max_rel_error": verdict.max_rel_error,
+                }
+        return _cached_timing(t, self.config.timing_kind)
+
+    def _arch_limit(
+        self, exc: BaseException, sol: BuiltSolution | None
+    ) -> gpuarch.MachineLimit | None:
+        """On a GPU: did the call fail because this GPU lacks the architecture the code needs
+        (a DSL's arch check, no kernel image for this GPU, PTX it cannot take)? Then it is
+        UNSUPPORTED_HERE with what it needs, never the kernel's RUNTIME_ERROR."""
+        if self.device_arch is None:
+            return None
+        limit = gpuarch.limit_from_text(full_text(exc), self.device_arch)
+        if limit is None or limit.needs or sol is None:
+            return limit
+        # "no kernel image": what the built library holds says what it needs
+        library = sol.meta.get("library")
+        entries = gpuarch.fatbin_entries(library) if isinstance(library, str) else []
+        if entries:
+            return gpuarch.MachineLimit(
+                "arch",
+                tuple(dict.fromkeys(e.arch.name for e in entries)),
+                limit.has,
+                evidence=limit.evidence,
+            )
+        return limit
 
     def _clock(self) -> envmod.BlockClock | None:
         """The clocks, power and temperature of this worker's GPU, read before each timed block
@@ -571,7 +828,16 @@ class Engine:
             self._gpu_uuid = _gpu_uuid(self.device)
         return envmod.block_clock(self.device.index or 0, self._gpu_uuid)
 
-    def _failure(self, exc: BaseException) -> dict[str, Any]:
+    def _failure(self, exc: BaseException, sol: BuiltSolution | None = None) -> dict[str, Any]:
+        limit = self._arch_limit(exc, sol)
+        if limit is not None:
+            text = str(exc).strip().splitlines()
+            first = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+            return {
+                "status": UNSUPPORTED_HERE,
+                "error": f"{limit.describe()} ({first[:300]})",
+                "limit": limit.to_json(),
+            }
         kind = type(exc).__name__
         module = type(exc).__module__ or ""
         status = (
@@ -588,6 +854,59 @@ class Engine:
             if limit:
                 return {"status": UNSUPPORTED_HERE, "error": f"{limit} ({text[:300]})"}
         return {"status": status, "error": text[:2000]}
+
+
+def _take_seal() -> Seal:
+    """The harness's seal, with Triton's JIT among what it holds (imported first when there)."""
+    try:
+        import triton  # noqa: F401
+        import triton.runtime.jit  # noqa: F401
+    except Exception:  # noqa: BLE001 - no Triton: nothing of it to seal
+        pass
+    return Seal()
+
+
+def _tampered(changed: list[str], during: str = "its correctness call") -> dict[str, Any]:
+    more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
+    return {
+        "status": HARNESS_TAMPERED,
+        "error": f"the solution changed what fibtui's timer or judge relies on during {during}: "
+        + "; ".join(changed[:3])
+        + more,
+    }
+
+
+def _cached_timing(t: SolutionTiming, kind: str) -> dict[str, Any] | None:
+    """CACHED_TIMING when the timed calls did not do the work a call on unseen inputs does:
+    some launched no device work, none of the probe's kernels ran in them, or they took a
+    fraction of its time."""
+    probe = min(t.probe_ms) if t.probe_ms else None
+    if kind == "cupti" and t.timed_calls:
+        if t.empty_calls:
+            return {
+                "status": CACHED_TIMING,
+                "error": f"{t.empty_calls} of {t.timed_calls} timed calls launched no device work; "
+                f"a call on unseen inputs launched {', '.join(t.probe_kernel_names[:3]) or 'work'}",
+            }
+        if t.probe_kernel_names and not set(t.kernel_names) & set(t.probe_kernel_names):
+            return {
+                "status": CACHED_TIMING,
+                "error": "the timed calls launched none of the kernels a call on unseen inputs "
+                f"launched ({', '.join(t.probe_kernel_names[:3])}; timed: "
+                f"{', '.join(t.kernel_names[:3])})",
+            }
+    ratio = CACHED_RATIO.get(kind, 3.0)
+    # the slowest block against the fastest probe: noise must make every timed block fast and
+    # every probe slow before an honest kernel is flagged
+    slowest = max(t.block_medians_ms, default=t.latency_ms)
+    if probe is not None and probe > 0 and slowest * ratio < probe:
+        return {
+            "status": CACHED_TIMING,
+            "error": f"timed calls took {t.latency_ms * 1000:.2f} us (slowest block "
+            f"{slowest * 1000:.2f} us), a call on unseen inputs {probe * 1000:.2f} us: more than "
+            f"{ratio:g}x (an answer kept from earlier calls?)",
+        }
+    return None
 
 
 def _gpu_uuid(device: torch.device) -> str | None:
@@ -628,7 +947,7 @@ def _cpu_tool_limit(exc: BaseException) -> str | None:
 
 def _build_meta(sol: BuiltSolution) -> dict[str, Any]:
     """How a solution was built, as results and the loaded report carry it."""
-    keep = ("builder", "cached", "build_s", "compile_s", "cache_key")
+    keep = ("builder", "cached", "build_s", "compile_s", "cache_key", "cutlass")
     return {k: sol.meta[k] for k in keep if k in sol.meta}
 
 
@@ -686,7 +1005,7 @@ def _execute(
                         "solution_id": sid,
                         "status": "INFRA_ERROR",
                         "not_run": True,
-                        "error": "not run: the CUDA context was lost earlier",
+                        "error": f"not run: {engine.restart_reason or 'the CUDA context was lost'} earlier",
                     }
                     for sid in job.get(
                         "solutions", list(engine.solutions) + list(engine.build_errors)

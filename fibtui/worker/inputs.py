@@ -37,6 +37,8 @@ DTYPES: dict[str, torch.dtype] = {
 if hasattr(torch, "float4_e2m1fn_x2"):
     DTYPES["float4_e2m1"] = torch.float4_e2m1fn_x2
     DTYPES["float4_e2m1fn_x2"] = torch.float4_e2m1fn_x2
+if hasattr(torch, "float8_e8m0fnu"):
+    DTYPES["float8_e8m0fnu"] = torch.float8_e8m0fnu
 
 _INT_RANGES = {
     torch.int8: (-128, 128),
@@ -46,19 +48,41 @@ _INT_RANGES = {
     torch.uint8: (0, 256),
 }
 
-_ST_DTYPES = {
-    "F64": torch.float64,
-    "F32": torch.float32,
-    "F16": torch.float16,
-    "BF16": torch.bfloat16,
-    "F8_E4M3": torch.float8_e4m3fn,
-    "F8_E5M2": torch.float8_e5m2,
-    "I64": torch.int64,
-    "I32": torch.int32,
-    "I16": torch.int16,
-    "I8": torch.int8,
-    "U8": torch.uint8,
-    "BOOL": torch.bool,
+#: every dtype of the safetensors format, as torch (and the safetensors package) reads it; the
+#: ones this torch lacks are named when met (:data:`_ST_MISSING`)
+_ST_NAMES = {
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F8_E8M0": "float8_e8m0fnu",  # the MX formats' shared exponent (Blackwell block scales)
+    "F4": "float4_e2m1fn_x2",  # two values a byte: the file's shape counts values
+    "C64": "complex64",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U64": "uint64",
+    "U32": "uint32",
+    "U16": "uint16",
+    "U8": "uint8",
+    "BOOL": "bool",
+}
+_ST_DTYPES: dict[str, torch.dtype] = {
+    key: getattr(torch, name) for key, name in _ST_NAMES.items() if hasattr(torch, name)
+}
+_ST_MISSING = {
+    "F6_E2M3": "6-bit floats, which torch has no dtype for",
+    "F6_E3M2": "6-bit floats, which torch has no dtype for",
+    **{
+        key: f"this torch ({torch.__version__}) has no {name}"
+        for key, name in _ST_NAMES.items()
+        if key not in _ST_DTYPES
+    },
 }
 
 
@@ -120,12 +144,25 @@ def read_safetensors(path: Path, key: str) -> torch.Tensor:
             data = bytearray(fh.read(end - start))
     except (OSError, ValueError, KeyError, struct.error) as exc:
         raise InputErrorW(f"{path}: cannot read safetensors ({exc})") from None
-    dtype = _ST_DTYPES.get(info["dtype"])
+    name = str(info.get("dtype"))
+    dtype = _ST_DTYPES.get(name)
     if dtype is None:
-        raise InputErrorW(f"{path}: unsupported safetensors dtype {info['dtype']}")
+        why = _ST_MISSING.get(name, "not a safetensors dtype")
+        raise InputErrorW(f"{path}: tensor {key!r} has dtype {name} ({why})")
+    shape = [int(n) for n in info["shape"]]
+    if name == "F4":  # the file counts 4-bit values; torch's float4_e2m1fn_x2 counts pairs
+        if not shape or shape[-1] % 2:
+            raise InputErrorW(f"{path}: F4 tensor {key!r} of shape {shape} is not whole bytes")
+        shape[-1] //= 2
     if not data:
-        return torch.empty(info["shape"], dtype=dtype)
-    return torch.frombuffer(data, dtype=dtype).reshape(info["shape"]).clone()
+        return torch.empty(shape, dtype=dtype)
+    try:
+        return torch.frombuffer(data, dtype=dtype).reshape(shape).clone()
+    except (RuntimeError, ValueError) as exc:
+        raise InputErrorW(
+            f"{path}: tensor {key!r}: {len(data)} bytes do not hold a {name} tensor of shape "
+            f"{info['shape']} ({exc})"
+        ) from None
 
 
 def resolve_inside(root: Path | None, rel: str) -> Path:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fibtui.core import toolchain
+from fibtui.core import gpuarch, toolchain
 from fibtui.worker.build_job import BuildError, BuildJob, BuiltSolution, ToolLimit, write_sources
 
 CUDA_SUFFIXES = (".cu",)
@@ -57,6 +57,8 @@ BUILD_ENV = (
 
 #: builds loaded by this process, by cache key (a warm worker's next load of the same key)
 _loaded: dict[str, Callable[..., Any]] = {}
+#: the library file of each of those builds (what its cubins are read from)
+_libraries: dict[str, str] = {}
 
 
 def default_cache_root() -> Path:
@@ -107,8 +109,9 @@ def cache_key(
     sources: list[dict[str, str]],
     has_cu: bool,
     device_type: str,
+    cutlass: toolchain.CutlassHeaders | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """(hex key, what went into it)."""
+    """(hex key, what went into it): the CUTLASS headers a build includes are part of it."""
     nvcc = toolchain.find_nvcc() if has_cu else None
     cxx = os.environ.get("CXX") or "c++"
     ident = {
@@ -122,6 +125,8 @@ def cache_key(
         "env": {k: os.environ[k] for k in BUILD_ENV if k in os.environ},
         **_versions(builder),
     }
+    if cutlass is not None:
+        ident["cutlass"] = {"include": cutlass.include_paths, "version": cutlass.version}
     h = hashlib.sha256(json.dumps(ident, sort_keys=True).encode())
     for s in sorted(sources, key=lambda s: s["path"]):
         h.update(b"\0" + s["path"].encode() + b"\0" + s["content"].encode())
@@ -217,7 +222,12 @@ def prepare(
     *,
     device_type: str,
     cache_root: Path | None,
+    device_arch: str | None = None,
+    reference_root: str | None = None,
 ) -> BuildJob:
+    """Plan the build. ``device_arch``: this GPU (``sm_90``), so that a library holding code for
+    another architecture only is UNSUPPORTED_HERE; ``reference_root``: the workspace's
+    ``reference/`` folder, one of the places CUTLASS headers are looked for."""
     paths = [s["path"] for s in sources]
     has_cu = language == "cuda" or any(p.endswith(CUDA_SUFFIXES) for p in paths)
     if not entry_file.endswith(CUDA_SUFFIXES + CPP_SUFFIXES):
@@ -240,8 +250,10 @@ def prepare(
     ninja = toolchain.find_ninja()
     if ninja is None:
         raise ToolLimit("no ninja on this machine (pip install ninja)")
+    cutlass = _cutlass_for(sources, reference_root)
+    arch = gpuarch.Arch.parse(device_arch) if device_arch else None
     key, ident = cache_key(
-        builder, language, f"{entry_file}::{symbol}", sources, has_cu, device_type
+        builder, language, f"{entry_file}::{symbol}", sources, has_cu, device_type, cutlass
     )
     root = cache_root or default_cache_root()
     folder = root / builder.replace("-", "_") / f"{_safe_name(name)}_{key[:16]}"
@@ -254,9 +266,11 @@ def prepare(
             "cache_key": key[:16],
             "build_folder": str(folder),
         }
+        if cutlass is not None:
+            meta["cutlass"] = cutlass.to_json()
         fn = _loaded.get(key)
         if fn is not None:
-            meta.update(cached=True, compile_s=0.0)
+            meta.update(cached=True, compile_s=0.0, library=_libraries.get(key))
         else:
             # ninja may be beside this Python only (the `ninja` package): both builders call it by name
             os.environ["PATH"] = os.pathsep.join(
@@ -265,12 +279,35 @@ def prepare(
             with _locked(folder.parent / f"{folder.name}.lock"):
                 marker = _read_marker(folder)
                 if marker is None:
-                    marker = _compile(builder, language, name, key, ident, sources, folder, has_cu)
+                    marker = _compile(
+                        builder,
+                        language,
+                        name,
+                        key,
+                        ident,
+                        sources,
+                        folder,
+                        has_cu,
+                        cutlass.include_paths if cutlass is not None else [],
+                        arch,
+                    )
                     meta.update(cached=False, compile_s=marker["compile_s"])
                 else:
                     meta.update(cached=True, compile_s=0.0, compiled_s=marker.get("compile_s"))
+            if arch is not None:
+                # code for another GPU only (TVM_FFI_CUDA_ARCH_LIST=10.0a, say): it would fail at
+                # its first launch with "no kernel image"; say what it needs before calling it
+                limit = gpuarch.library_limit(folder / str(marker["library"]), arch)
+                if limit is not None:
+                    raise ToolLimit(
+                        f"{limit.evidence}: it cannot run on this GPU ({arch.name}); "
+                        "run it on a GPU it was built for (fibtui run --backend auto sends it to "
+                        "Modal's B200)",
+                        limit=limit,
+                    )
             fn = _load(builder, folder, marker, symbol)
             _loaded[key] = fn
+            _libraries[key] = meta["library"] = str(folder / str(marker["library"]))
         meta["build_s"] = time.perf_counter() - t0
         meta["log"] = str(folder / LOG_NAME)
         return BuiltSolution(
@@ -287,6 +324,31 @@ def prepare(
     return BuildJob(sid, {"name": name}, builder, compiles, run)
 
 
+def _cutlass_for(
+    sources: list[dict[str, str]], reference_root: str | None
+) -> toolchain.CutlassHeaders | None:
+    """The CUTLASS headers a build that includes them uses (the first found); ToolLimit when the
+    sources include them and none are on this machine."""
+    wanted = toolchain.cutlass_includes(sources)
+    if not wanted:
+        return None
+    found = toolchain.find_cutlass(reference_root)
+    if not found:
+        raise ToolLimit(
+            f"includes {wanted[0]} (CUTLASS/CuTe headers, which the contest image provides) and "
+            f"none were found on this machine: {toolchain.CUTLASS_REMEDY}",
+            limit=gpuarch.MachineLimit(
+                "headers", tuple(wanted), None, remedy=toolchain.CUTLASS_REMEDY
+            ),
+        )
+    return found[0]
+
+
+_MISSING_HEADER = re.compile(
+    r"""(?:cannot open source file|fatal error:)\s*["<]?((?:cute|cutlass)/[^"'>:\s]+)"""
+)
+
+
 def _package(name: str, key: str) -> str:
     return f"fibtui_{_safe_name(name).lstrip('_')}_{key[:12]}"
 
@@ -300,8 +362,12 @@ def _compile(
     sources: list[dict[str, str]],
     folder: Path,
     has_cu: bool,
+    include_paths: list[str] | None = None,
+    arch: gpuarch.Arch | None = None,
 ) -> dict[str, Any]:
-    """Write the sources, compile, write the marker. BuildError with the first compiler error."""
+    """Write the sources, compile, write the marker. BuildError with the first compiler error;
+    ToolLimit when what failed is this machine's (ptxas refusing an instruction this GPU lacks,
+    a CUTLASS header not found)."""
     (folder / MARKER).unlink(missing_ok=True)
     write_sources(sources, folder)
     files = [folder / s["path"] for s in sources]
@@ -324,7 +390,7 @@ def _compile(
                 name=package,
                 cpp_files=cpp,
                 cuda_files=cu,
-                extra_include_paths=[str(folder)],
+                extra_include_paths=[str(folder), *(include_paths or [])],
                 extra_ldflags=ldflags,
                 build_directory=str(folder),
             )
@@ -335,7 +401,7 @@ def _compile(
             module = load(
                 name=package,
                 sources=srcs,
-                extra_include_paths=[str(folder)],
+                extra_include_paths=[str(folder), *(include_paths or [])],
                 with_cuda=language == "cuda",
                 build_directory=str(folder),
                 verbose=False,
@@ -347,6 +413,26 @@ def _compile(
         _write_log(folder, log)
         first = first_compiler_error(log, folder)
         where = first.split(": ", 1)[0] if first and re.match(r"[^:\s]+:\d+: ", first) else None
+        limit = gpuarch.limit_from_text(log, arch) if arch is not None else None
+        if limit is not None:
+            raise ToolLimit(
+                f"{limit.describe()}: {limit.evidence or first or 'the build failed'}",
+                log=log,
+                where=where,
+                limit=limit,
+            ) from None
+        missing = _MISSING_HEADER.search(log)
+        if missing and not include_paths:
+            header = missing.group(1)
+            raise ToolLimit(
+                f"{first or header}: CUTLASS/CuTe headers not found on this machine: "
+                f"{toolchain.CUTLASS_REMEDY}",
+                log=log,
+                where=where,
+                limit=gpuarch.MachineLimit(
+                    "headers", (header,), None, remedy=toolchain.CUTLASS_REMEDY
+                ),
+            ) from None
         raise BuildError(
             first
             or f"{builder} build failed: {log.strip().splitlines()[0] if log.strip() else type(exc).__name__}",

@@ -52,6 +52,9 @@ METHOD = (
 FIRST_CALLS = 1
 SIZING_CALLS = 5
 MIB = 2**20
+#: the wall clock of the interpreter's timer, taken when this module is imported (before any
+#: solution runs: a solution that swaps time.perf_counter cannot reach it)
+_CLOCK = time.perf_counter
 
 
 @dataclass
@@ -176,10 +179,10 @@ class WallTimer:
         yield
 
     def begin_call(self) -> None:
-        self._starts.append(time.perf_counter())
+        self._starts.append(_CLOCK())
 
     def end_call(self) -> None:
-        self._spans.append((time.perf_counter() - self._starts.pop()) * 1000.0)
+        self._spans.append((_CLOCK() - self._starts.pop()) * 1000.0)
 
     def spans(self, calls: int) -> list[float]:
         return list(self._spans)
@@ -218,8 +221,11 @@ class CuptiTimer:
 
     def __init__(self, device: Any) -> None:
         import torch
+        from torch.profiler import ProfilerActivity, profile
 
-        self.torch = torch
+        # taken before any timed call: a solution cannot swap them under the timer
+        self._synchronize = torch.cuda.synchronize
+        self._profile, self._activity = profile, ProfilerActivity.CUDA
         self.device = device
         props = torch.cuda.get_device_properties(device)
         self.flush_bytes = flush_bytes(getattr(props, "L2_cache_size", None))
@@ -230,13 +236,11 @@ class CuptiTimer:
         self._flush()
 
     def sync(self) -> None:
-        self.torch.cuda.synchronize(self.device)
+        self._synchronize(self.device)
 
     @contextmanager
     def recording(self) -> Iterator[None]:
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with self._profile(activities=[self._activity]) as prof:
             yield
             self.sync()
         self._prof = prof
@@ -252,7 +256,11 @@ class CuptiTimer:
 
         if self._prof is None:
             raise TimingFailed("nothing was recorded")
-        return cut_calls(_device_events(self._prof))
+        events = [
+            (e.name, e.start, e.end) if hasattr(e, "name") else tuple(e)
+            for e in _device_events(self._prof)
+        ]
+        return cut_calls(events)
 
 
 def _zero_fill(device: Any, nbytes: int) -> Callable[[], None]:
@@ -296,12 +304,15 @@ def time_job(engine: Any, sids: list[str], workload: dict[str, Any]) -> dict[str
     """The ``timing.official`` object of each solution in ``sids`` on ``workload``: its
     official-equivalent latency, the reference's, and the speedup, timed with the engine's
     solutions, input maker and reference (fibtui.worker.engine.Engine). A failure of the
-    measurement itself is that object's ``error`` (fibtui's own timing of the job stands); a
-    solution that raises is the job's failure, as in any other call."""
+    measurement itself, or a call that raises, is that object's ``error``: fibtui's own timing of
+    the job, which already passed every check, stands."""
     try:
         return _time_job(engine, sids, workload)
     except TimingFailed as exc:
         return {sid: {"kind": KIND, "method": METHOD, "error": str(exc)} for sid in sids}
+    except Exception as exc:  # noqa: BLE001 - a call that raises here: said, never hidden
+        why = f"a call raised during the official-equivalent timing: {type(exc).__name__}: {exc}"
+        return {sid: {"kind": KIND, "method": METHOD, "error": why[:500]} for sid in sids}
 
 
 def _time_job(engine: Any, sids: list[str], workload: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -25,7 +25,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -33,6 +33,12 @@ from fibtui.worker import env as envmod
 
 FLUSH_NAME = "_fibtui_l2_flush"
 MARKER_NAME = "_fibtui_marker"
+#: fibtui's own copy kernels (fibtui.worker.rotation): the live inputs refilled before a call, a
+#: sampled call's outputs kept after it; never part of a call's time
+REFILL_NAME = "_fibtui_refill"
+KEEP_NAME = "_fibtui_keep"
+#: the wall clock of the CPU timer, taken when this module is imported (before any solution runs)
+_CLOCK = time.perf_counter
 
 
 class TimingError(Exception):
@@ -45,6 +51,10 @@ class TimingPlan:
     blocks: int = 6  # per solution
     warmup_calls: int = 3
     l2_policy: str = "cold"  # cold | warm
+    #: rotate the inputs between calls, time a probe call on unseen inputs, keep the last call of
+    #: each block for the worker to check (docs/measurement.md, "A gate no candidate can game");
+    #: off only to measure what the checks cost (a run without them never promotes)
+    checks: bool = True
 
 
 @dataclass
@@ -60,8 +70,32 @@ class SolutionTiming:
     #: cool-down waited before throttled blocks were measured again
     block_clocks: list[dict[str, Any] | None] = field(default_factory=list)
     cooled_s: float = 0.0
+    #: the probe calls' spans: calls on inputs the solution had never seen
+    probe_ms: list[float] = field(default_factory=list)
+    probe_kernel_names: list[str] = field(default_factory=list)
+    #: timed calls in all, and those that launched no device work
+    timed_calls: int = 0
+    empty_calls: int = 0
+    side_stream_kernels: int = 0
+    late_kernels: int = 0
+    #: sampled timed calls' outputs, for the worker to check (not written to the record)
+    kept: list[Kept] = field(default_factory=list)
 
     def to_json(self, kind: str, plan: TimingPlan) -> dict[str, Any]:
+        checks: dict[str, Any] = {"rotation": plan.checks}
+        if plan.checks:
+            checks.update(
+                probe_ms=self.probe_ms,
+                checked_calls=len(self.kept),
+                timed_calls=self.timed_calls,
+            )
+            if kind == "cupti":
+                checks.update(
+                    empty_calls=self.empty_calls,
+                    side_stream_kernels=self.side_stream_kernels,
+                    late_kernels=self.late_kernels,
+                    probe_kernel_names=self.probe_kernel_names[:8],
+                )
         return {
             "kind": kind,
             "l2_policy": plan.l2_policy if kind == "cupti" else "n/a",
@@ -75,7 +109,15 @@ class SolutionTiming:
             "redone_blocks": self.redone_blocks,
             "block_clocks": self.block_clocks,
             "cooled_s": self.cooled_s,
+            "checks": checks,
         }
+
+
+def warmup_calls(plan: TimingPlan, pool_sets: int) -> int:
+    """Warm-up calls per solution: the plan's, and with the checks at least one on every pool
+    set, so the timed calls meet no values the solution has not seen (a call on unseen values
+    is the probe's, and an answer kept by value shows as the difference)."""
+    return max(plan.warmup_calls, pool_sets if plan.checks else 0)
 
 
 def abba_order(sids: list[str], blocks: int) -> list[str]:
@@ -131,16 +173,18 @@ def _delimiters(device: torch.device):
     flush_kernel = _fibtui_l2_flush[grid](buf, sink, n, BLOCK=block)
     marker_kernel = _fibtui_marker[(1,)](flag)
     stream = torch.cuda.current_stream(device).cuda_stream
-    flush = _direct(flush_kernel, grid, (buf, sink, n, block), stream) or (
+    flush = direct_launcher(flush_kernel, grid, (buf, sink, n, block), stream) or (
         lambda: _fibtui_l2_flush[grid](buf, sink, n, BLOCK=block)
     )
-    marker = _direct(marker_kernel, (1,), (flag,), stream) or (lambda: _fibtui_marker[(1,)](flag))
+    marker = direct_launcher(marker_kernel, (1,), (flag,), stream) or (
+        lambda: _fibtui_marker[(1,)](flag)
+    )
     torch.cuda.synchronize(device)
     _delims[key] = (flush, marker)
     return _delims[key]
 
 
-def _direct(compiled: Any, grid: tuple[int, ...], args: tuple[Any, ...], stream: int):
+def direct_launcher(compiled: Any, grid: tuple[int, ...], args: tuple[Any, ...], stream: int):
     """A launcher of an already compiled Triton kernel that skips the JIT's binding, or None when
     this Triton has no such launcher or it fails (then the JIT launches it, as before).
     ``FIBTUI_DIRECT_DELIMITERS=0`` always uses the JIT."""
@@ -156,142 +200,374 @@ def _direct(compiled: Any, grid: tuple[int, ...], args: tuple[Any, ...], stream:
     return lambda: runner(*args, stream=stream)
 
 
-def _device_events(prof) -> list[tuple[str, int, int]]:
-    """(name, start_ns, end_ns) of every device-side activity, sorted by start."""
+def _device_events(prof) -> list[Event]:
+    """Every device-side activity, sorted by start: name, start and end (ns), and the stream it
+    ran on when this torch says (else None)."""
     out = []
     for e in prof.profiler.kineto_results.events():
         if e.device_type() != torch.autograd.DeviceType.CUDA:
             continue
-        name = e.name()
-        start = e.start_ns()
         dur = e.duration_ns()
         if dur <= 0:
             continue
-        out.append((name, start, start + dur))
-    out.sort(key=lambda t: t[1])
+        stream = getattr(e, "device_resource_id", None)
+        start = e.start_ns()
+        out.append(Event(e.name(), start, start + dur, stream() if callable(stream) else None))
+    out.sort(key=lambda t: t.start)
     return out
+
+
+@dataclass(frozen=True)
+class Event:
+    """One device activity of a profile."""
+
+    name: str
+    start: int  # ns
+    end: int  # ns
+    stream: int | None = None
 
 
 def _is_delim(name: str) -> bool:
     return FLUSH_NAME in name or MARKER_NAME in name
 
 
-def segment(events: list[tuple[str, int, int]]) -> list[list[tuple[str, int, int]]]:
-    """Cut the device activity at our delimiter kernels: one segment per solution call."""
-    segments: list[list[tuple[str, int, int]]] = []
-    current: list[tuple[str, int, int]] | None = None
-    for ev in events:
-        if _is_delim(ev[0]):
-            current = []
-            segments.append(current)
-        elif current is not None:
-            current.append(ev)
-    return segments
+def _is_harness(name: str) -> bool:
+    return _is_delim(name) or REFILL_NAME in name or KEEP_NAME in name
+
+
+@dataclass
+class CallWork:
+    """What one solution call launched on the device, cut out of a profile."""
+
+    events: list[Event] = field(default_factory=list)
+    #: kernels on another stream than the harness's
+    side_stream: int = 0
+    #: kernels still running when the harness's next kernel started (or that started after it)
+    late: int = 0
+
+    @property
+    def span_ms(self) -> float:
+        if not self.events:
+            return 0.0
+        return (max(e.end for e in self.events) - min(e.start for e in self.events)) / 1e6
+
+    @property
+    def busy_ms(self) -> float:
+        return sum(e.end - e.start for e in self.events) / 1e6
+
+
+def segment(events: list[Event] | list[tuple[str, int, int]]) -> list[CallWork]:
+    """Cut the device activity at fibtui's own kernels: one :class:`CallWork` per solution call.
+
+    A call's work is what ran between its delimiter (the L2 flush or the marker) and the
+    harness's next kernel (the next call's refill or delimiter, a keep). Work found after that
+    point but before the next delimiter (in the harness's own stretch) ran after the call's end:
+    it is counted in the call it followed, and its span extends to it (``late``). Work on another
+    stream than the delimiters' is counted the same way and reported (``side_stream``): work a
+    call hides on a side stream is measured, never dropped."""
+    evs = [e if isinstance(e, Event) else Event(*e) for e in events]
+    harness_streams = {e.stream for e in evs if _is_delim(e.name)}
+    calls: list[CallWork] = []
+    open_call = False  # inside a call's own stretch (after a delimiter, before other harness work)
+    next_harness: list[int] = []  # start of the first harness kernel after each delimiter
+    for e in evs:
+        if _is_harness(e.name):
+            if open_call and len(next_harness) < len(calls):
+                next_harness.append(e.start)
+            if _is_delim(e.name):
+                calls.append(CallWork())
+                open_call = True
+            else:
+                open_call = False
+            continue
+        if not calls:
+            continue  # before the first delimiter: not a timed call's (warm-up leftovers)
+        work = calls[-1]
+        work.events.append(e)
+        if not open_call:
+            work.late += 1
+        if e.stream is not None and harness_streams and e.stream not in harness_streams:
+            work.side_stream += 1
+    while len(next_harness) < len(calls):
+        next_harness.append(1 << 62)
+    for work, end in zip(calls, next_harness, strict=True):
+        work.late += sum(1 for e in work.events if e.end > end and e.start <= end)
+    return calls
+
+
+@dataclass
+class Kept:
+    """A sampled timed call's outputs (and the live inputs after it), copied right after it ran,
+    for the worker to check against the reference of the set it had."""
+
+    block: int  # the solution's block, 0-based
+    call: int  # the call within the block, 0-based
+    set_index: int
+    outputs: list[Any]
+    inputs_after: Any = None
+
+
+@dataclass
+class Block:
+    """One block of the schedule: a solution's calls in a row, each on one pool set (a probe
+    call first, on a probe set, when ``probe`` is not None)."""
+
+    sid: str
+    number: int  # the solution's own block number
+    sets: list[int]
+    probe: int | None = None
+    keep_last: bool = False
+
+
+def schedule(
+    sids: list[str], plan: TimingPlan, pool_sets: int, probe_sets: int, rotate: bool
+) -> list[Block]:
+    """ABBA blocks; with rotation each call of a block takes the next pool set (block ``b``,
+    call ``c``: set ``(b + c) % K``), so consecutive calls never share values and the checked
+    last calls of a solution's blocks cover every set; probe sets open the blocks chosen for
+    them (the first, and one past the middle)."""
+    k = max(1, pool_sets)
+    probes = {round(j * plan.blocks / probe_sets): j for j in range(probe_sets)} if rotate else {}
+    seen = dict.fromkeys(sids, 0)
+    out = []
+    for i, sid in enumerate(abba_order(sids, plan.blocks)):
+        b = seen[sid]
+        seen[sid] += 1
+        if rotate:
+            sets = [(b + c) % k for c in range(plan.calls_per_block)]
+        else:
+            sets = [i // len(sids) % k] * plan.calls_per_block
+        out.append(Block(sid, b, sets, probes.get(b), keep_last=rotate))
+    return out
+
+
+@dataclass
+class Timed:
+    """One solution as the timers call it: ``call(args)`` runs it once and returns what it
+    returned (None for destination-passing style); ``keep(result)`` copies that call's outputs
+    (on the GPU with fibtui's own named kernel, so the copy is no part of the call's time)."""
+
+    call: Callable[[list[Any]], Any]
+    keep: Callable[[Any], list[Any]]
+
+
+class Inputs(Protocol):
+    """What the timers need of a rotation (:class:`fibtui.worker.rotation.Rotation`)."""
+
+    def refill(self, k: int) -> None: ...
+    def probe(self, j: int) -> None: ...
+    def args(self, k: int, probe: bool = False) -> list[Any]: ...
+    def live_snapshot(self) -> Any: ...
+
+
+@dataclass
+class PointerSets:
+    """Without rotation (``checks = false``): each block's calls take one input set by pointer,
+    as fibtui timed before the checks; nothing is refilled, probed or kept."""
+
+    sets: list[list[Any]]
+
+    def refill(self, k: int) -> None:
+        return None
+
+    def probe(self, j: int) -> None:
+        return None
+
+    def args(self, k: int, probe: bool = False) -> list[Any]:
+        return self.sets[k]
+
+    def live_snapshot(self) -> Any:
+        return None
 
 
 def time_cupti(
-    calls: dict[str, Callable[[int], None]],
-    n_sets: int,
+    calls: dict[str, Timed],
+    inputs: Inputs,
+    pool_sets: int,
+    probe_sets: int,
     plan: TimingPlan,
     device: torch.device,
     clock: Callable[[], envmod.BlockClock | None] | None = None,
+    seal: Callable[[], list[str]] | None = None,
 ) -> dict[str, SolutionTiming]:
-    """Time each solution. ``calls[sid](set_index)`` launches one call on input set ``set_index``."""
+    """Time each solution (module docstring). ``seal()``: the harness's own check, run after the
+    last solution call and before anything of the profile is read; what it returns (changes to
+    the timer or the judge) is raised as :class:`HarnessTampered`."""
     from torch.profiler import ProfilerActivity, profile
 
+    sync = torch.cuda.synchronize  # taken before any timed call: a call cannot swap it
     flush, marker = _delimiters(device)
     delim = flush if plan.l2_policy == "cold" else marker
+    rotate = plan.checks
     sids = list(calls)
-    for sid in sids:  # warm-up: compile, autotune, module load
-        for i in range(plan.warmup_calls):
-            calls[sid](i % n_sets)
-    torch.cuda.synchronize(device)
-    order = abba_order(sids, plan.blocks)
+    for sid in sids:  # warm-up: compile, autotune, module load; every pool set once
+        for i in range(warmup_calls(plan, pool_sets)):
+            k = i % max(pool_sets, 1)
+            inputs.refill(k)
+            calls[sid].call(inputs.args(k))
+    sync(device)
+    blocks = schedule(sids, plan, pool_sets, probe_sets, rotate)
 
-    def measure(blocks: list[tuple[str, int]]):
+    def measure(todo: list[Block]):
         clocks: list[envmod.BlockClock | None] = []
+        kept: list[tuple[Block, Kept]] = []
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for sid, set_index in blocks:
+            for blk in todo:
                 clocks.append(clock() if clock else None)
-                fn = calls[sid]
-                for _ in range(plan.calls_per_block):
+                fn = calls[blk.sid]
+                if blk.probe is not None:
+                    inputs.probe(blk.probe)
                     delim()
-                    fn(set_index)
-            torch.cuda.synchronize(device)
-        segs = segment(_device_events(prof))
-        expected = len(blocks) * plan.calls_per_block
-        if len(segs) != expected:
+                    fn.call(inputs.args(blk.probe, probe=True))
+                last = len(blk.sets) - 1
+                for c, k in enumerate(blk.sets):
+                    inputs.refill(k)
+                    delim()
+                    result = fn.call(inputs.args(k))
+                    if blk.keep_last and c == last:
+                        kept.append(
+                            (blk, Kept(blk.number, c, k, fn.keep(result), inputs.live_snapshot()))
+                        )
+            tampered = seal() if seal is not None else []
+            if tampered:
+                raise HarnessTampered(tampered)
+            sync(device)
+        works = segment(_device_events(prof))
+        expected = sum(len(b.sets) + (b.probe is not None) for b in todo)
+        if len(works) != expected:
             raise TimingError(
-                f"profiler saw {len(segs)} delimited calls, expected {expected} (dropped activity records?)"
+                f"profiler saw {len(works)} delimited calls, expected {expected} (dropped activity records?)"
             )
-        spans: list[list[float]] = []
-        busy: list[list[float]] = []
-        counts: list[float] = []
-        names: list[set[str]] = []
-        for b in range(len(blocks)):
-            block_segs = segs[b * plan.calls_per_block : (b + 1) * plan.calls_per_block]
-            if any(not seg for seg in block_segs):
-                raise TimingError(
-                    f"a call of {blocks[b][0]!r} launched no device work (nothing to time)"
-                )
-            spans.append([(max(e[2] for e in seg) - seg[0][1]) / 1e6 for seg in block_segs])
-            busy.append([sum(e[2] - e[1] for e in seg) / 1e6 for seg in block_segs])
-            counts.append(statistics.median(len(seg) for seg in block_segs))
-            names.append({e[0] for seg in block_segs for e in seg})
-        return spans, busy, counts, names, clocks
+        per_block: list[tuple[list[CallWork], CallWork | None]] = []
+        i = 0
+        for blk in todo:
+            probe_work = None
+            if blk.probe is not None:
+                probe_work = works[i]
+                i += 1
+            per_block.append((works[i : i + len(blk.sets)], probe_work))
+            i += len(blk.sets)
+        return per_block, clocks, kept
 
-    blocks = [(sid, i // len(sids) % max(n_sets, 1)) for i, sid in enumerate(order)]
-    spans, busy, counts, names, clocks = measure(blocks)
+    per_block, clocks, kept = measure(blocks)
     redone = 0
     cooled = 0.0
     sagged = envmod.blocks_to_redo(clocks)  # throttled, or clocked below 85% of the median
     if sagged:
-        cooled = envmod.cool_down(clock)  # bounded: COOL_DOWN_S at most
+        cooled = envmod.cool_down(clock)  # bounded: env.COOL_DOWN_S at most
         again = [blocks[i] for i in sagged]
-        s2, b2, n2, _, c2 = measure(again)
+        p2, c2, _ = measure([Block(b.sid, b.number, b.sets) for b in again])
         for j, i in enumerate(sagged):
-            spans[i], busy[i], counts[i], clocks[i] = s2[j], b2[j], n2[j], c2[j]
+            per_block[i] = (p2[j][0], per_block[i][1])
+            clocks[i] = c2[j]
         redone = len(sagged)
+    return _summaries(sids, blocks, per_block, clocks, kept, redone, cooled)
+
+
+def _summaries(
+    sids: list[str],
+    blocks: list[Block],
+    per_block: list[tuple[list[CallWork], CallWork | None]],
+    clocks: list[envmod.BlockClock | None],
+    kept: list[tuple[Block, Kept]],
+    redone: int,
+    cooled: float = 0.0,
+) -> dict[str, SolutionTiming]:
     out: dict[str, SolutionTiming] = {}
     for sid in sids:
-        idx = [i for i, (s, _) in enumerate(blocks) if s == sid]
-        medians = [statistics.median(spans[i]) for i in idx]
-        busy_all = [statistics.median(busy[i]) for i in idx]
-        kernels = {k for i in idx for k in names[i]}
-        per_call = statistics.median(counts[i] for i in idx)
+        idx = [i for i, b in enumerate(blocks) if b.sid == sid]
+        timed = [w for i in idx for w in per_block[i][0]]
+        probes = [per_block[i][1] for i in idx if per_block[i][1] is not None]
+        with_work = [w for w in timed if w.events]
+        medians = [
+            statistics.median([w.span_ms for w in per_block[i][0] if w.events] or [0.0])
+            for i in idx
+        ]
+        busy = [
+            statistics.median([w.busy_ms for w in per_block[i][0] if w.events] or [0.0])
+            for i in idx
+        ]
         out[sid] = SolutionTiming(
             latency_ms=statistics.median(medians),
             block_medians_ms=medians,
-            busy_ms=statistics.median(busy_all),
-            kernels_per_call=per_call,
-            kernel_names=sorted(kernels),
+            busy_ms=statistics.median(busy),
+            kernels_per_call=statistics.median(len(w.events) for w in timed) if timed else None,
+            kernel_names=sorted({e.name for w in timed for e in w.events}),
             sm_clocks_mhz=[c.sm_mhz for i, c in enumerate(clocks) if i in idx and c and c.sm_mhz],
             redone_blocks=redone,
             block_clocks=[c.to_json() if c else None for i, c in enumerate(clocks) if i in idx],
             cooled_s=cooled,
+            probe_ms=[p.span_ms for p in probes if p is not None],
+            probe_kernel_names=sorted({e.name for p in probes if p is not None for e in p.events}),
+            empty_calls=len(timed) - len(with_work),
+            timed_calls=len(timed),
+            side_stream_kernels=sum(w.side_stream for w in timed + [p for p in probes if p]),
+            late_kernels=sum(w.late for w in timed + [p for p in probes if p]),
+            kept=[k for b, k in kept if b.sid == sid],
         )
     return out
 
 
+class HarnessTampered(Exception):
+    """A solution changed what the timer or the judge relies on (the names changed)."""
+
+    def __init__(self, changed: list[str]) -> None:
+        super().__init__("; ".join(changed[:6]))
+        self.changed = changed
+
+
 def time_wall(
-    calls: dict[str, Callable[[int], None]], n_sets: int, plan: TimingPlan
+    calls: dict[str, Timed],
+    inputs: Inputs,
+    pool_sets: int,
+    probe_sets: int,
+    plan: TimingPlan,
+    seal: Callable[[], list[str]] | None = None,
 ) -> dict[str, SolutionTiming]:
-    """CPU-interpreter timing: wall time per call, blocks interleaved ABBA."""
+    """CPU-interpreter timing: wall time per call, blocks interleaved ABBA, with the same
+    rotation, probes and kept calls as on the GPU."""
+    clock = _CLOCK  # a local: a solution that swaps time.perf_counter cannot reach it
     sids = list(calls)
     for sid in sids:
-        for i in range(plan.warmup_calls):
-            calls[sid](i % n_sets)
-    order = abba_order(sids, plan.blocks)
+        for i in range(warmup_calls(plan, pool_sets)):
+            k = i % max(pool_sets, 1)
+            inputs.refill(k)
+            calls[sid].call(inputs.args(k))
+    blocks = schedule(sids, plan, pool_sets, probe_sets, plan.checks)
     per: dict[str, list[float]] = {sid: [] for sid in sids}
-    for i, sid in enumerate(order):
-        set_index = i // len(sids) % max(n_sets, 1)
+    probe_ms: dict[str, list[float]] = {sid: [] for sid in sids}
+    kept: dict[str, list[Kept]] = {sid: [] for sid in sids}
+    for blk in blocks:
+        fn = calls[blk.sid]
+        if blk.probe is not None:
+            inputs.probe(blk.probe)
+            args = inputs.args(blk.probe, probe=True)
+            t0 = clock()
+            fn.call(args)
+            probe_ms[blk.sid].append((clock() - t0) * 1000.0)
         samples = []
-        for _ in range(plan.calls_per_block):
-            t0 = time.perf_counter()
-            calls[sid](set_index)
-            samples.append((time.perf_counter() - t0) * 1000.0)
-        per[sid].append(statistics.median(samples))
+        last = len(blk.sets) - 1
+        for c, k in enumerate(blk.sets):
+            inputs.refill(k)
+            args = inputs.args(k)
+            t0 = clock()
+            result = fn.call(args)
+            samples.append((clock() - t0) * 1000.0)
+            if blk.keep_last and c == last:
+                kept[blk.sid].append(
+                    Kept(blk.number, c, k, fn.keep(result), inputs.live_snapshot())
+                )
+        per[blk.sid].append(statistics.median(samples))
+    tampered = seal() if seal is not None else []
+    if tampered:
+        raise HarnessTampered(tampered)
     return {
-        sid: SolutionTiming(latency_ms=statistics.median(m), block_medians_ms=m)
+        sid: SolutionTiming(
+            latency_ms=statistics.median(m),
+            block_medians_ms=m,
+            probe_ms=probe_ms[sid],
+            timed_calls=sum(len(b.sets) for b in blocks if b.sid == sid),
+            kept=kept[sid],
+        )
         for sid, m in per.items()
     }

@@ -1,11 +1,13 @@
 """``fib-traces``: flashinfer-bench trace JSONL, one trace a line (several solutions per file).
-Read with :func:`fibtui.core.dataset.load_traces`; a workload-only line (no evaluation) is no row."""
+Read with :func:`fibtui.core.dataset.read_traces` (the newest evaluation of each solution on each
+workload: flashinfer-bench appends every run to one file); a workload-only line (no evaluation) is
+no row."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fibtui.core.dataset import load_traces
+from fibtui.core.dataset import read_traces
 from fibtui.core.results.base import Probe, ResultFormat
 from fibtui.core.results.table import ResultRow, RunTable
 
@@ -22,7 +24,7 @@ def sniff(probe: Probe) -> bool:
 
 
 def _from_traces(path: Path) -> RunTable:
-    traces = load_traces(path)
+    traces, notes = read_traces(path)
     rows = []
     for t in traces:
         if t.status is None:
@@ -44,6 +46,7 @@ def _from_traces(path: Path) -> RunTable:
     if env:
         hw, libs = sorted(env, key=str)[0]
         table.meta["environment"] = {"hardware": hw, "libs": dict(libs)}
+    table.notes.extend(notes)
     if len(definitions) > 1:
         table.notes.append(f"file holds {len(definitions)} definitions: {', '.join(definitions)}")
     return table

@@ -1,0 +1,268 @@
+"""What timed calls get as inputs: the same buffers every call, refilled in place with other
+values before each call, so an answer saved from an earlier call (by buffer address, or by
+tensor) is wrong on the next one, and the outputs of sampled timed calls can be checked against
+the reference of the values that call had.
+
+One job's rotation holds, for the tensors a workload makes (random and structured inputs):
+
+- ``pool``: K input sets (seeds of their own), each packed into one arena, whose reference
+  outputs the worker knows (they are checked);
+- ``probes``: J more sets, fresh values no call has seen before, used once per solution to time
+  a call on inputs it cannot have kept anything for (:mod:`fibtui.worker.timing` compares that
+  call with the timed ones);
+- ``live``: the arena every timed call reads; ``refill(k)`` copies pool set ``k`` into it (on the
+  GPU with one named kernel of fibtui's own, ``_fibtui_refill``, so the profile can tell the
+  harness's work from the solution's), ``probe(j)`` copies probe set ``j``.
+
+Inputs read from safetensors files are the workload's own constants: every set shares them and
+they are not copied. Scalars are passed by value with the set's own values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+REFILL_NAME = "_fibtui_refill"
+KEEP_NAME = "_fibtui_keep"
+#: the arena's tensors start on this boundary (bytes)
+ALIGN = 256
+#: the largest live arena a sampled call's inputs are copied after it, to see that it did not
+#: write them (bytes)
+SNAPSHOT_LIMIT = 256 * 2**20
+
+
+@dataclass
+class Arena:
+    """One input set packed into one byte buffer: ``views`` are the tensors (the set's order),
+    ``None`` where the input is not packed (a scalar, a shared constant)."""
+
+    buffer: torch.Tensor
+    views: list[torch.Tensor | None]
+
+
+def _layout(template: list[Any], packed: list[bool]) -> tuple[list[int], int]:
+    offsets, total = [], 0
+    for value, pack in zip(template, packed, strict=True):
+        if pack:
+            total = (total + ALIGN - 1) // ALIGN * ALIGN
+            offsets.append(total)
+            total += value.numel() * value.element_size()
+        else:
+            offsets.append(-1)
+    return offsets, max(total, 16)
+
+
+def pack(values: list[Any], packed: list[bool], offsets: list[int], total: int, device) -> Arena:
+    buffer = torch.zeros(total, dtype=torch.uint8, device=device)
+    views: list[torch.Tensor | None] = []
+    for value, pack_it, offset in zip(values, packed, offsets, strict=True):
+        if not pack_it:
+            views.append(None)
+            continue
+        nbytes = value.numel() * value.element_size()
+        view = buffer[offset : offset + nbytes].view(value.dtype).view(value.shape)
+        if nbytes:
+            view.copy_(value)
+        views.append(view)
+    return Arena(buffer, views)
+
+
+@dataclass
+class Rotation:
+    """The live buffers timed calls get, and how the harness refills them (see the module)."""
+
+    pool_sets: list[list[Any]]  # the pool's input sets as calls get them (views into arenas)
+    probe_sets: list[list[Any]]
+    live_set: list[Any]  # the live arena's views (and the shared inputs, and placeholders)
+    packed: list[bool]
+    device: torch.device
+    _pool: list[Arena] = field(default_factory=list)
+    _probes: list[Arena] = field(default_factory=list)
+    _live: Arena | None = None
+    _copies: dict[int, Callable[[], None]] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        pool: list[list[Any]],
+        probes: list[list[Any]],
+        shared: list[bool],
+        device: torch.device,
+    ) -> Rotation:
+        """``pool`` and ``probes``: input sets as the maker made them; ``shared``: per input,
+        whether every set holds the same tensor (a safetensors constant)."""
+        template = pool[0]
+        packed = [
+            isinstance(v, torch.Tensor) and v.is_contiguous() and not s
+            for v, s in zip(template, shared, strict=True)
+        ]
+        offsets, total = _layout(template, packed)
+        arenas = [pack(s, packed, offsets, total, device) for s in pool]
+        probe_arenas = [pack(s, packed, offsets, total, device) for s in probes]
+        live = pack(template, packed, offsets, total, device)
+
+        def as_set(arena: Arena, values: list[Any]) -> list[Any]:
+            return [
+                v if view is None else view for v, view in zip(values, arena.views, strict=True)
+            ]
+
+        rot = cls(
+            [as_set(a, s) for a, s in zip(arenas, pool, strict=True)],
+            [as_set(a, s) for a, s in zip(probe_arenas, probes, strict=True)],
+            as_set(live, template),
+            packed,
+            device,
+            arenas,
+            probe_arenas,
+            live,
+        )
+        return rot
+
+    @property
+    def rotates(self) -> bool:
+        """Does a refill change anything a call reads (some input is packed)?"""
+        return any(self.packed)
+
+    @property
+    def live_bytes(self) -> int:
+        assert self._live is not None
+        return int(self._live.buffer.numel())
+
+    def args(self, k: int, probe: bool = False) -> list[Any]:
+        """The arguments of a timed call after ``refill(k)`` (or ``probe(k)``): the live
+        tensors, with that set's scalars and shared inputs."""
+        source = (self.probe_sets if probe else self.pool_sets)[k]
+        return [
+            live if pack_it else value
+            for live, value, pack_it in zip(self.live_set, source, self.packed, strict=True)
+        ]
+
+    def copier(self, source: Arena) -> Callable[[], None]:
+        """A launcher that copies ``source`` into the live arena: on the GPU one Triton kernel of
+        ours (named, so the profile tells it from the solution's work), launched without the JIT's
+        per-launch binding when this Triton allows; on the CPU a plain copy."""
+        assert self._live is not None
+        dst, src = self._live.buffer, source.buffer
+        if self.device.type != "cuda":
+            return lambda: dst.copy_(src)
+        return _gpu_copier(src, dst, self.device)
+
+    def refill(self, k: int) -> None:
+        self._copy(k, self._pool[k])
+
+    def probe(self, j: int) -> None:
+        self._copy(-1 - j, self._probes[j])
+
+    def _copy(self, key: int, source: Arena) -> None:
+        fn = self._copies.get(key)
+        if fn is None:
+            fn = self._copies[key] = self.copier(source)
+        fn()
+
+    def live_snapshot(self) -> torch.Tensor | None:
+        """A copy of the live arena's bytes (what a call may not have changed), or None (no
+        arena, or one past :data:`SNAPSHOT_LIMIT`: then only the correctness calls are checked
+        for changed inputs)."""
+        if self._live is None or not self.rotates or self.live_bytes > SNAPSHOT_LIMIT:
+            return None
+        return keep_copy([self._live.buffer])[0]
+
+    def pool_bytes(self, k: int) -> torch.Tensor:
+        return self._pool[k].buffer
+
+    def changed_inputs(
+        self, snapshot: torch.Tensor, k: int, names: list[str], outputs: set[str]
+    ) -> list[str]:
+        """The inputs (by name) whose bytes in ``snapshot`` (the live arena after a call on pool
+        set ``k``) differ from the set's own; inputs the definition also names as outputs are
+        the solution's to write."""
+        changed = []
+        assert self._live is not None
+        ref = self._pool[k]
+        for name, view, pool_view in zip(names, self._live.views, ref.views, strict=True):
+            if view is None or pool_view is None or name in outputs:
+                continue
+            start = view.data_ptr() - self._live.buffer.data_ptr()
+            nbytes = view.numel() * view.element_size()
+            if not torch.equal(
+                snapshot[start : start + nbytes], ref.buffer[start : start + nbytes]
+            ):
+                changed.append(name)
+        return changed
+
+
+_copy_kernel: dict[str, Any] = {}
+
+
+def keep_copy(tensors: list[Any]) -> list[Any]:
+    """Copies of a call's outputs (anything not a tensor as it is), made right after the call:
+    on the GPU by fibtui's own kernel ``_fibtui_keep``, so the copy is no part of the call's
+    profiled time; a tensor that is not contiguous is made so first (by torch)."""
+    out: list[Any] = []
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            out.append(t)
+            continue
+        src = t.detach()
+        if src.device.type != "cuda":
+            out.append(src.clone())
+            continue
+        src = src.contiguous()
+        dst = torch.empty_like(src)
+        nbytes = src.numel() * src.element_size()
+        if nbytes:
+            _launch_keep(src.view(-1).view(torch.uint8), dst.view(-1).view(torch.uint8), nbytes)
+        out.append(dst)
+    return out
+
+
+def _launch_keep(src: torch.Tensor, dst: torch.Tensor, n: int) -> None:
+    import triton
+    import triton.language as tl
+
+    kernel = _copy_kernel.get("keep")
+    if kernel is None:
+
+        @triton.jit
+        def _fibtui_keep(src, dst, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+        kernel = _copy_kernel["keep"] = _fibtui_keep
+    block = 4096
+    kernel[(triton.cdiv(n, block),)](src, dst, n, BLOCK=block)
+
+
+def _gpu_copier(src: torch.Tensor, dst: torch.Tensor, device: torch.device) -> Callable[[], None]:
+    import triton
+    import triton.language as tl
+
+    from fibtui.worker.timing import direct_launcher
+
+    kernel = _copy_kernel.get("k")
+    if kernel is None:
+
+        @triton.jit
+        def _fibtui_refill(src, dst, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+        kernel = _copy_kernel["k"] = _fibtui_refill
+    # int32 words when the arena allows (its length is padded to 16 bytes by the layout)
+    n_bytes = int(src.numel())
+    if n_bytes % 4 == 0:
+        s, d, n = src.view(torch.int32), dst.view(torch.int32), n_bytes // 4
+    else:
+        s, d, n = src, dst, n_bytes
+    block = 4096
+    grid = (triton.cdiv(n, block),)
+    compiled = kernel[grid](s, d, n, BLOCK=block)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    launch = direct_launcher(compiled, grid, (s, d, n, block), stream)
+    return launch or (lambda: kernel[grid](s, d, n, BLOCK=block))
