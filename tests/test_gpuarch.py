@@ -130,6 +130,9 @@ def test_error_messages_that_show_a_missing_architecture() -> None:
     ptxas = limit_from_text(PTXAS_LOG, H200)
     assert ptxas is not None and ptxas.has == "sm_90" and "sm_100a" in ptxas.needs
     assert "tcgen05.alloc" in ptxas.evidence
+    # wgmma built for plain sm_90 on a Hopper GPU: this GPU has it, the build flags do not
+    wgmma = "ptxas error   : Instruction 'wgmma.fence' not supported on .target 'sm_90'"
+    assert limit_from_text(wgmma, H200) is None
     requires = limit_from_text("error: Feature 'x' requires .target sm_100a or higher", H200)
     assert requires is not None and requires.needs == ("sm_100a",)
     image = limit_from_text(

@@ -192,9 +192,11 @@ def limit_from_text(text: str, device: Arch | None) -> MachineLimit | None:
     if m:
         instruction, target = m.group(1), m.group(2)
         needs = next((v for k, v in _PTX_NEEDS.items() if instruction.startswith(k)), ())
+        if device is not None and needs and _any_runs(needs, device):
+            return None  # this GPU has it: the build's target flags lack it (the kernel's build)
         return MachineLimit("arch", needs, target, evidence=_line_of(text, m.start()))
     m = _PTXAS_REQUIRES.search(text)
-    if m:
+    if m and not (device is not None and _any_runs((m.group(1),), device)):
         return MachineLimit("arch", (m.group(1),), has, evidence=_line_of(text, m.start()))
     if any(marker in text for marker in NO_IMAGE_MARKERS):
         marker_at = min(text.find(k) for k in NO_IMAGE_MARKERS if k in text)
