@@ -377,11 +377,27 @@ def test_local_win_with_global_non_win_is_a_dispatch_candidate() -> None:
 
 
 def test_guard_names_a_regressing_band() -> None:
+    """The mean latency faster beyond tau, one small band 10% slower: BLOCKED, the band named."""
+    base, cand = _banded({1: 1.10, 8: 0.70, 16: 0.70, 32: 0.70, 64: 0.70})
+    comp = stats.paired_verdict(base, cand)
+    assert comp.mean_latency_verdict == stats.PROMOTE
+    assert comp.verdict == stats.BLOCKED
+    assert any(b.startswith("band batch_size=1") for b in comp.blocked_by)
+
+
+def test_a_regressing_band_that_holds_the_time_rejects() -> None:
+    """G says faster (four small bands 30% faster) but batch 64, most of the time, is 10% slower:
+    the mean latency is not faster, so REJECT (not BLOCKED), the guard still names the band, and
+    the disagreement line says why."""
     base, cand = _banded({1: 0.70, 2: 0.70, 4: 0.70, 8: 0.70, 64: 1.10})
     comp = stats.paired_verdict(base, cand)
-    assert comp.interval_verdict == stats.PROMOTE
-    assert comp.verdict == stats.BLOCKED
+    assert comp.interval_verdict == stats.PROMOTE  # G's interval alone would promote
+    assert comp.mean_latency_verdict == stats.REJECT
+    assert comp.verdict == stats.REJECT
     assert any(b.startswith("band batch_size=64") for b in comp.blocked_by)
+    assert comp.disagreement is not None
+    assert comp.disagreement.startswith("G faster, mean latency ")
+    assert "batch_size=64 holds 74% of the time and is 10% slower" in comp.disagreement
 
 
 def test_leaderboard_ranks_by_mean_then_p95_then_variance() -> None:

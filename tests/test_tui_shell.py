@@ -476,7 +476,9 @@ async def test_promotion_pane_verdict_and_archive(demo_ws: Path) -> None:
         c = pane.outcome.single
         assert c.verdict == "PROMOTE" and c.geomean_ratio < 0.9
         text = str(pane.query_one("#verdict").render())
-        assert "verdict PROMOTE" in text and "tau" in text and "G = " in text
+        assert "verdict PROMOTE" in text and "tau" in text and "\nG 0." in text
+        # avg and p95 latency first, speedup (G, the projected score) as context
+        assert text.index("avg latency ") < text.index("\nG 0.") < text.index("worst: ")
         assert pane.query_one("#bands", DataTable).row_count == 9
         await pilot.press("A")
         await pilot.pause()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from fibtui.core import stats
+from fibtui.core import measures, stats
 from fibtui.core.errors import FibError, InputError, UsageError
 from fibtui.core.settings import get_setting
 from fibtui.core.workspace import SolutionConfig, Workspace
@@ -130,6 +130,96 @@ def look_of(source: stats.Source) -> stats.Look | None:
     return plan.look(max((len(v) for v in repeats.values()), default=1))
 
 
+#: how many of the newest runs the named score baseline is looked for in
+SCORE_BASELINE_RUNS = 200
+
+
+def score_baseline_name(ws: Workspace | None) -> str | None:
+    """``[score] baseline`` of fibtui.toml: the solution a second projected score is measured
+    against (e.g. a FlashInfer wrapper), or None."""
+    from fibtui.core.settings import settings_path
+
+    if ws is None:
+        return None
+    name = get_setting(ws.root, "score.baseline")
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(
+            settings_path(ws.root),
+            f"expected a solution name, got {name!r}",
+            field="score.baseline",
+        )
+    return name.strip()
+
+
+def _passed_latencies(rows: Sequence[Any], name: str) -> dict[str, float]:
+    """uuid -> the mean latency of ``name``'s PASSED rows."""
+    from fibtui.core.status import PASSED
+
+    got: dict[str, list[float]] = {}
+    for r in rows:
+        lat = r.latency_ms
+        if r.solution == name and r.status == PASSED and isinstance(lat, (int, float)) and lat > 0:
+            got.setdefault(r.uuid, []).append(float(lat))
+    return {u: sum(v) / len(v) for u, v in got.items()}
+
+
+def _journal_names(path: Any) -> set[str]:
+    """The solution names of a run's journal header (its first line only)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            header = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return set()
+    sols = header.get("solutions") if isinstance(header, dict) else None
+    return {str(s.get("name")) for s in sols or [] if isinstance(s, dict)}
+
+
+def score_numerators(
+    ws: Workspace | None, sources: Sequence[stats.Source], key: stats.TimingKey
+) -> list[measures.Numerators]:
+    """The named baseline's latencies for the second projected score (``[score] baseline``):
+    from the compared files when they hold that solution, else from the newest run of the same
+    definition, timing kind and GPU that does (docs/measurement.md, "The projected score")."""
+    from fibtui.core.results import load_results
+    from fibtui.core.runs import list_runs
+
+    name = score_baseline_name(ws)
+    if name is None or ws is None:
+        return []
+    denominator = f"solution {name}"
+    for src in sources:
+        found = _passed_latencies(src.table.rows, name)
+        if found:
+            return [measures.Numerators(denominator, found)]
+    definition = next((s.table.definition for s in sources if s.table.definition), None)
+    listings = [x for x in reversed(list_runs(ws.archive_root)) if x.definition == definition]
+    for listing in listings[:SCORE_BASELINE_RUNS]:
+        facts = listing.record
+        if facts is None or facts.timing_kind != key.kind or listing.passed == 0:
+            continue
+        if name not in _journal_names(listing.path / "journal.jsonl"):
+            continue
+        try:
+            table = load_results(listing.path / "run.json")
+        except InputError:
+            continue
+        gpu = (table.meta.get("environment") or {}).get("gpu")
+        if key.device and gpu and gpu != key.device:
+            continue
+        found = _passed_latencies(table.rows, name)
+        if found:
+            note = (
+                f"{name}'s latencies are from run {listing.run_id}, not paired with this one: the "
+                "interval leaves out that run's noise"
+            )
+            return [measures.Numerators(denominator, found, note)]
+    return []
+
+
 def compare(
     ws: Workspace | None,
     base_spec: str,
@@ -137,7 +227,13 @@ def compare(
     *,
     solution_base: str | None = None,
     solution_cand: str | None = None,
+    timing: str = "fibtui",
 ) -> stats.CompareOutcome:
+    """``timing``: ``fibtui`` decides on fibtui's own latencies (and, when the runs were timed
+    with ``--timing official`` too, sets the official-equivalent comparison beside it);
+    ``official`` decides on the official-equivalent latencies."""
+    if timing not in ("fibtui", "official"):
+        raise UsageError(f"--timing is fibtui or official, not {timing!r}")
     archive_root = ws.archive_root if ws is not None else None
     # the dataset is read once for the whole comparison
     ds = ws.dataset() if ws is not None and ws.dataset_root is not None else None
@@ -150,19 +246,38 @@ def compare(
     # a sample names each band's share of the latency (the full set holds it all)
     sample = total is None or len({r.uuid for r in base.table.rows}) < total
     shares, share_source = band_shares(ws, definition, ds) if sample else (None, None)
-    return stats.compare_sources(
-        base,
-        cand,
-        solution_base=solution_base,
-        solution_cand=solution_cand,
-        settings=settings,
-        archive_root=archive_root,
-        band_of=band_of,
-        total_workloads=total,
-        band_shares=shares,
-        share_source=share_source,
-        look=look_of(base) if cand is None or cand.path == base.path else None,
+    look = look_of(base) if cand is None or cand.path == base.path else None
+
+    def decide(b: stats.Source, c: stats.Source | None) -> stats.CompareOutcome:
+        sources = [b] + ([c] if c is not None else [])
+        numerators = score_numerators(ws, sources, stats.timing_key_of_source(b))
+        return stats.compare_sources(
+            b,
+            c,
+            solution_base=solution_base,
+            solution_cand=solution_cand,
+            settings=settings,
+            archive_root=archive_root,
+            band_of=band_of,
+            total_workloads=total,
+            band_shares=shares,
+            share_source=share_source,
+            look=look,
+            score_numerators=numerators,
+        )
+
+    official = (
+        (stats.official_view(base), stats.official_view(cand) if cand else None)
+        if (timing == "official" or (base.official and (cand is None or cand.official)))
+        else None
     )
+    if timing == "official":
+        assert official is not None
+        return decide(*official)
+    outcome = decide(base, cand)
+    if official is not None:
+        outcome.official = decide(*official)
+    return outcome
 
 
 def run_verdict(ws: Workspace, record: RunRecord) -> stats.CompareOutcome | None:

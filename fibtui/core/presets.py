@@ -161,6 +161,23 @@ def preset_for(definition: Any) -> EvalPreset:
     return EvalPreset(evaluator=evaluator)
 
 
+#: flashinfer-bench's timing defaults (its ``ResolvedEvalConfig``: warmup_runs, iterations,
+#: num_trials), which a definition's contest flags override
+BENCH_TIMING_DEFAULTS = {"warmup": 10, "iterations": 50, "trials": 3}
+_TIMING_FLAGS = {"--warmup-runs": "warmup", "--iterations": "iterations", "--num-trials": "trials"}
+
+
+def official_timing(preset: EvalPreset) -> dict[str, int]:
+    """Warm-up, iterations and trials as the contest's command times this definition: its
+    parity flags where they set them, else flashinfer-bench's defaults."""
+    out = dict(BENCH_TIMING_DEFAULTS)
+    flags = list(preset.parity_flags)
+    for flag, key in _TIMING_FLAGS.items():
+        if flag in flags[:-1]:
+            out[key] = int(flags[flags.index(flag) + 1])
+    return out
+
+
 def describe_judging(engine: dict[str, Any] | None) -> str | None:
     """How a run's results were judged, from its engine settings (``settings.engine`` of a run
     record): ``dsa_topk_indexer evaluator, atol 0.01 rtol 0.01 matched ratio 1``; None for a run

@@ -29,7 +29,8 @@ Decided
 The rule (:func:`schedule`, after each pass)
     - a workload with a failed job stops (``failed``: more repeats cannot make it count);
     - every workload stops when the run's verdict is decided (``gate decided``): on the full set,
-      the interval of G says PROMOTE or REJECT and no workload's interval straddles the guard's
+      the mean latency's interval says PROMOTE or REJECT (the interval that decides; G is
+      context) and no workload's interval straddles the guard's
       margin; on a sample (a representative gate), every band's word is decided;
     - a workload stops when its own interval is decided (``decided``), or at the cap (``cap``);
     - every other workload gets its next repeat.
@@ -362,15 +363,18 @@ class AdaptiveRule:
                 return False, f"{name}: the band intervals are not judged"
             undecided = [b.band for b in m.bands if b.word == stats.UNDECIDED]
             return not undecided, f"{name}: {m.text}"
-        if c.interval_verdict not in (stats.PROMOTE, stats.REJECT) or c.noise is None:
-            return False, f"{name}: interval verdict {c.interval_verdict}"
+        # the mean latency's interval decides the full set (G is context)
+        verdict = c.mean_latency_verdict
+        if verdict not in (stats.PROMOTE, stats.REJECT) or c.noise is None:
+            return False, f"{name}: mean-latency interval verdict {verdict}"
         straddle = [p.uuid for p in c.pairs if self._straddles(p, c)]
         if straddle:
             return False, (
-                f"{name}: interval verdict {c.interval_verdict}, but {len(straddle)} workload(s) "
-                f"could still be beyond the guard's +{c.guard_margin:.0%}"
+                f"{name}: mean-latency interval verdict {verdict}, but {len(straddle)} "
+                f"workload(s) could still be beyond the guard's +{c.guard_margin:.0%}"
             )
-        return True, f"{name}: {c.verdict} (G = {c.geomean_ratio:.4f})"
+        change = c.mean_latency.change if c.mean_latency is not None else 0.0
+        return True, f"{name}: {c.verdict} (mean latency {change * 100:+.2f}%)"
 
 
 # --------------------------------------------------------------------------------------------

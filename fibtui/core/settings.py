@@ -10,6 +10,8 @@ tables (each optional):
     unpinned = ["uuid", ...]  # automatic picks the user removed
     [stats]
     min_gain = 0.01           # the smallest gain worth having (tau's floor)
+    [score]
+    baseline = "NAME"         # a solution the projected contest score is also measured against
     [modal]
     gpu = "B200"
     price_per_gpu_hour_usd = 6.25

@@ -99,8 +99,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from fibtui.core import numbers
+from fibtui.core import measures, numbers
 from fibtui.core.errors import InputError
+from fibtui.core.measures import FASTER as FASTER
+from fibtui.core.measures import MIXED as MIXED
+from fibtui.core.measures import SLOWER as SLOWER
+from fibtui.core.measures import UNCHANGED as UNCHANGED
+from fibtui.core.measures import UNDECIDED as UNDECIDED
+from fibtui.core.measures import WORDS as WORDS
+from fibtui.core.measures import classify as classify
 from fibtui.core.status import PASSED, is_tool_limit
 
 DEFAULT_MIN_GAIN = 0.01
@@ -537,6 +544,9 @@ class WorkloadPair:
     pair_logs: list[float]
     outcome: str = "tie"  # win | tie | loss
     weight: float = 1.0
+    #: the reference's latency on this workload (the mean over both arms' PASSED rows that carry
+    #: one), the numerator of the contest score; None when no row carries it
+    ref_ms: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -555,7 +565,24 @@ class WorkloadPair:
             "paired_by_repeat": self.paired_by_repeat,
             "outcome": self.outcome,
             "weight": self.weight,
+            "ref_ms": self.ref_ms,
         }
+
+
+def _reference_latencies(rows: Iterable[Any]) -> dict[str, list[float]]:
+    """uuid -> the reference latencies the PASSED rows carry."""
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        ref = _get(r, "reference_latency_ms")
+        if (
+            _get(r, "status") != PASSED
+            or isinstance(ref, bool)
+            or not isinstance(ref, (int, float))
+        ):
+            continue
+        if math.isfinite(ref) and ref > 0:
+            out.setdefault(str(_get(r, "uuid")), []).append(float(ref))
+    return out
 
 
 def _passed_by_repeat(rows: Iterable[Any]) -> dict[str, dict[int | None, list[float]]]:
@@ -581,6 +608,7 @@ def pair_workloads(
     appear in one arm only (or without a PASSED latency in an arm)."""
     base = _passed_by_repeat(base_rows)
     cand = _passed_by_repeat(cand_rows)
+    refs = _reference_latencies(list(base_rows) + list(cand_rows))
     axes_of: dict[str, dict[str, int]] = {}
     order: dict[str, None] = {}
     for r in list(base_rows) + list(cand_rows):
@@ -627,6 +655,7 @@ def pair_workloads(
                 logs,
                 outcome,
                 w,
+                sum(refs[uuid]) / len(refs[uuid]) if refs.get(uuid) else None,
             )
         )
     return pairs, unpaired
@@ -902,27 +931,6 @@ class Look:
         return {**asdict(self), "nominal_confidence": self.nominal_confidence}
 
 
-FASTER = "faster"
-SLOWER = "slower"
-UNCHANGED = "unchanged"
-UNDECIDED = "undecided"
-MIXED = "mixed"
-WORDS = (FASTER, SLOWER, UNCHANGED, UNDECIDED)
-
-
-def classify(log_low: float, log_high: float, tau: float) -> str:
-    """What an interval of a log ratio says against the noise floor: ``faster`` (wholly below
-    -tau), ``slower`` (wholly above +tau), ``unchanged`` (wholly inside (-tau, +tau)), else
-    ``undecided``."""
-    if log_high < -tau:
-        return FASTER
-    if log_low > tau:
-        return SLOWER
-    if -tau < log_low and log_high < tau:
-        return UNCHANGED
-    return UNDECIDED
-
-
 @dataclass
 class BandWord:
     """What one band's measured workloads say (a sample gate: its representatives)."""
@@ -956,19 +964,9 @@ class BandWord:
         return self.band + (f" ({share})" if share else "")
 
 
-def _amount(x: float) -> str:
-    pct = abs(x) * 100.0
-    return f"{pct:.0f}%" if pct >= 9.95 else f"{pct:.1f}%"
-
-
-def _signed(x: float) -> str:
-    return f"{x * 100:+.1f}%"
-
-
-def _natural(text: str) -> tuple[Any, ...]:
-    import re
-
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text))
+_amount = measures.amount
+_signed = measures.signed_pct
+_natural = measures.natural_key
 
 
 def _and(items: list[str]) -> str:
@@ -1071,6 +1069,92 @@ class Comparison:
     measured: Measured | None = None
     #: an adaptive run's look (its intervals are repeated confidence intervals), else None
     look: Look | None = None
+    #: the change of the mean latency with its interval (fibtui.core.measures), and what that
+    #: interval says against tau (PROMOTE | REJECT | INCONCLUSIVE): the interval that decides
+    mean_latency: measures.MeanLatencyChange | None = None
+    mean_latency_verdict: str = INCONCLUSIVE
+    #: the projected contest score against each denominator (the reference first, when the rows
+    #: carry its latency; a named baseline solution after it)
+    scores: list[measures.Score] = field(default_factory=list)
+    #: the largest slowdowns (at most three), named in every verdict
+    worst: list[measures.WorstWorkload] = field(default_factory=list)
+    #: one line when G, the mean latency and the score do not say the same, else None
+    disagreement: str | None = None
+
+    @property
+    def g_word(self) -> str:
+        """What G's interval says against tau (faster / slower / unchanged / undecided)."""
+        if self.interval is None:
+            return UNDECIDED
+        return classify(self.interval.log_low, self.interval.log_high, self.tau.tau)
+
+    @property
+    def score(self) -> measures.Score | None:
+        """The first projected score (against the reference when the rows carry its latency)."""
+        return self.scores[0] if self.scores else None
+
+    @property
+    def p95_change(self) -> float | None:
+        b, c = self.baseline.p95_latency_ms, self.candidate.p95_latency_ms
+        return c / b - 1.0 if b and c else None
+
+    def latency_line(self) -> str | None:
+        """The headline: ``avg 9.812 -> 9.431 us (-3.9%, interval -4.1% to -3.7%); p95 30.100 ->
+        28.900 us (-4.0%)`` (None without a speed comparison)."""
+        m = self.mean_latency
+        if m is None:
+            return None
+        over = f" of these {m.workloads} workloads" if self.scope == "sample" else ""
+        line = f"avg latency{over} {m.phrase()}"
+        b, c = self.baseline.p95_latency_ms, self.candidate.p95_latency_ms
+        if b and c:
+            line += (
+                f"; p95 {b * 1000:.3f} -> {c * 1000:.3f} us ({measures.signed_pct(c / b - 1.0)})"
+            )
+        return line
+
+    def short_line(self) -> str:
+        """One short line for a list of runs: ``avg -5.1% [-5.3%, -5.0%], p95 +0.0%; G 0.8974``."""
+        m = self.mean_latency
+        if m is None:
+            return ""
+        line = (
+            f"avg {measures.signed_pct(m.change)} [{measures.signed_pct(m.low)}, "
+            f"{measures.signed_pct(m.high)}]"
+        )
+        if self.p95_change is not None:
+            line += f", p95 {measures.signed_pct(self.p95_change)}"
+        if self.geomean_ratio is not None:
+            line += f"; G {self.geomean_ratio:.4f}"
+        return line
+
+    def context_line(self) -> str | None:
+        """Speedup as context: G with its interval, then each projected score."""
+        if self.geomean_ratio is None:
+            return None
+        iv = self.interval
+        kind = "repeated interval" if self.look is not None else "interval"
+        parts = [
+            f"G {self.geomean_ratio:.4f} ({measures.signed_pct(self.geomean_ratio - 1.0, 2)}"
+            + (f", {kind} [{iv.low:.4f}, {iv.high:.4f}])" if iv else ", no interval)")
+        ]
+        parts += [s.phrase() for s in self.scores]
+        return "; ".join(parts)
+
+    def worst_line(self) -> str | None:
+        """The worst workloads (``worst: ...``), None without a speed comparison."""
+        if self.mean_latency is None:
+            return None
+        return measures.worst_line(self.worst)
+
+    def verdict_lines(self) -> list[str]:
+        """What every view of a verdict says, in order, as plain text (the CLI, the Promotion
+        pane and the round summary show these): avg and p95 latency first, speedup (G, the
+        projected score) as context, the worst workloads, and the disagreement line."""
+        lines = [self.latency_line(), self.context_line(), self.worst_line()]
+        if self.disagreement:
+            lines.append(f"the measures disagree: {self.disagreement}")
+        return [line for line in lines if line]
 
     @property
     def blocked_by(self) -> list[str]:
@@ -1124,7 +1208,10 @@ class Comparison:
                 "incomplete: only runs with every workload PASSED count; fix or retry the failures"
             )
         if self.verdict == PROMOTE:
-            return "promote: faster beyond the noise floor, no regression beyond the guard"
+            return (
+                "promote: the mean latency is faster beyond the noise floor, no regression "
+                "beyond the guard"
+            )
         extra = ""
         if self.dispatch_bands:
             extra = "; archive as a dispatch candidate for band " + ", ".join(self.dispatch_bands)
@@ -1136,7 +1223,7 @@ class Comparison:
                 + extra
             )
         if self.verdict == REJECT:
-            return "reject: not faster by the noise floor" + extra
+            return "reject: the mean latency is not faster by the noise floor" + extra
         return (
             "inconclusive: measure more (more repeats or workloads), or reject when the budget is spent"
             + extra
@@ -1189,6 +1276,33 @@ class Comparison:
             "guard_judged": self.noise is not None and self.noise.estimated,
             "measured": self.measured.to_json() if self.measured else None,
             "look": self.look.to_json() if self.look else None,
+            **self._measures_json(),
+        }
+
+    def _measures_json(self) -> dict[str, Any]:
+        """The mean latency, the projected score, G's word, the worst workloads, the
+        disagreement (the keys: fibtui/verbs/compare.py's docstring)."""
+        m, s = self.mean_latency, self.score
+        return {
+            "mean_latency_change": m.change if m else None,
+            "mean_latency_interval": [finite_or_none(m.low), finite_or_none(m.high)] if m else None,
+            "mean_latency_verdict": self.mean_latency_verdict if m else None,
+            "mean_latency": m.to_json() if m else None,
+            "p95_latency_change": self.p95_change,
+            "score": s.score if s else None,
+            "score_baseline": s.score_baseline if s else None,
+            "score_delta": s.delta if s else None,
+            "score_interval": ([finite_or_none(s.low), finite_or_none(s.high)] if s else None),
+            "score_denominator": s.denominator if s else None,
+            "scores": [x.to_json() for x in self.scores],
+            "words": {
+                "g": self.g_word if self.geomean_ratio is not None else None,
+                "mean_latency": m.word if m else None,
+                "score": s.word if s else None,
+            },
+            "worst_workloads": [w.to_json() for w in self.worst],
+            "disagreement": self.disagreement,
+            "verdict_lines": self.verdict_lines(),
         }
 
 
@@ -1381,8 +1495,12 @@ def paired_verdict(
     share_source: str | None = None,
     look: Look | None = None,
     decided: Mapping[str, str] | None = None,
+    score_numerators: Sequence[measures.Numerators] = (),
 ) -> Comparison:
     """Compare a candidate's rows with the baseline's (see the module docstring).
+
+    ``score_numerators``: other denominators of the projected contest score than the reference
+    (a named baseline solution's latencies per workload), each scored after the reference's.
 
     ``scope``: ``full`` when the workloads are the whole set the decision is about (a full
     sweep), ``sample`` when they stand in for it (a representative gate, a selection). A sample
@@ -1474,6 +1592,16 @@ def paired_verdict(
         interval_verdict = REJECT
     else:
         interval_verdict = INCONCLUSIVE
+    mean, mean_verdict, scores, worst, disagree = _measures(
+        pairs,
+        noise,
+        settings.confidence,
+        tau,
+        log_g,
+        interval,
+        [_reference_numerators(pairs, timing[0]), *score_numerators],
+    )
+    notes += [f"score against the {s.denominator}: {s.note}" for s in scores if s.note]
     hits: list[GuardHit] = []
     bands: list[BandResult] = []
     guard_judged = noise is not None and noise.estimated
@@ -1490,18 +1618,18 @@ def paired_verdict(
         verdict = NOT_JUDGED
     elif not complete:
         verdict = INCOMPLETE
-    elif hits and interval_verdict != REJECT:
+    elif hits and mean_verdict != REJECT:
         verdict = BLOCKED
-    elif interval_verdict == PROMOTE and not guard_judged:
+    elif mean_verdict == PROMOTE and not guard_judged:
         verdict = INCONCLUSIVE  # promotion needs the guard, and the guard needs a noise estimate
-    elif interval_verdict == PROMOTE and scope == "sample":
+    elif mean_verdict == PROMOTE and scope == "sample":
         verdict = INCONCLUSIVE  # PROMOTE is the full sweep's: a sample says what it measured
         notes.append(
-            "the interval across these workloads is below -tau, but a sample never promotes: "
-            "run the full sweep (--workloads all) to decide"
+            "the mean latency of these workloads is faster beyond tau, but a sample never "
+            "promotes: run the full sweep (--workloads all) to decide"
         )
     else:
-        verdict = interval_verdict
+        verdict = mean_verdict  # the mean latency decides; G is context
     if verdict == PROMOTE:
         for b in bands:
             b.dispatch_candidate = False
@@ -1540,7 +1668,83 @@ def paired_verdict(
             else None
         ),
         look=look,
+        mean_latency=mean,
+        mean_latency_verdict=mean_verdict,
+        scores=scores,
+        worst=worst,
+        disagreement=disagree,
     )
+
+
+def _measures(
+    pairs: Sequence[WorkloadPair],
+    noise: PairNoise | None,
+    confidence: float,
+    tau: float,
+    log_g: float | None,
+    interval: Interval | None,
+    numerators: Sequence[measures.Numerators],
+) -> tuple[
+    measures.MeanLatencyChange | None,
+    str,
+    list[measures.Score],
+    list[measures.WorstWorkload],
+    str | None,
+]:
+    """The mean latency's change and its verdict, the projected scores, the worst workloads and
+    the disagreement line, all from the paired noise ``noise`` (fibtui.core.measures)."""
+    if noise is None or not pairs or log_g is None:
+        return None, INCONCLUSIVE, [], [], None
+    q = t_quantile(0.5 + confidence / 2.0, noise.df)
+    dist = "normal" if noise.df is None else f"t, {noise.df:.0f} df"
+    method = f"paired noise {_pct(noise.sigma)} ({noise.source}; {dist})"
+    mean = measures.mean_latency_change(pairs, noise.sigma, q, tau, method)
+    if mean is None:
+        verdict = INCONCLUSIVE
+    elif mean.log_high < -tau:
+        verdict = PROMOTE
+    elif mean.log_low > -tau:
+        verdict = REJECT
+    else:
+        verdict = INCONCLUSIVE
+    scores: list[measures.Score] = []
+    used: list[measures.Numerators] = []
+    for num in numerators:
+        s = measures.contest_score(
+            pairs, num.latencies, noise.sigma, q, tau, num.denominator, num.note, num.qualifier
+        )
+        if s is not None:
+            scores.append(s)
+            used.append(num)
+    worst = measures.worst_workloads(pairs, noise.sigma, q)
+    g_word = classify(interval.log_low, interval.log_high, tau) if interval else UNDECIDED
+    disagree = measures.disagreement(
+        pairs,
+        g_word,
+        log_g,
+        mean,
+        scores[0] if scores else None,
+        used[0].latencies if used else None,
+    )
+    return mean, verdict, scores, worst, disagree
+
+
+#: what the reference latency of fibtui's own timing is (fibtui/worker/reference.py)
+HOST_TIMED_REFERENCE = (
+    "the reference's latency in fibtui's own timing is the host wall time of three synchronized "
+    "calls, not device time as the contest's: this score reads high; `fibtui run --timing "
+    "official` times the reference as flashinfer-bench does"
+)
+
+
+def _reference_numerators(
+    pairs: Sequence[WorkloadPair], key: TimingKey | None
+) -> measures.Numerators:
+    """The reference's latencies as the score's first denominator (the starter kit's)."""
+    refs = {p.uuid: p.ref_ms for p in pairs if p.ref_ms is not None}
+    if key is not None and key.kind == "cupti":
+        return measures.Numerators(measures.REFERENCE, refs, HOST_TIMED_REFERENCE, "host-timed")
+    return measures.Numerators(measures.REFERENCE, refs)
 
 
 def settled_bands(
@@ -1635,6 +1839,9 @@ class LeaderboardEntry:
             "run_to_run_cv": a.run_to_run_cv,
             "complete": a.complete,
             "verdict": c.verdict,
+            "mean_latency_change": c.mean_latency.change if c.mean_latency else None,
+            "score": c.score.score if c.score else None,
+            "score_delta": c.score.delta if c.score else None,
             "geomean_ratio": c.geomean_ratio,
             "ci_low": finite_or_none(c.interval.low) if c.interval else None,
             "ci_high": finite_or_none(c.interval.high) if c.interval else None,
@@ -1924,10 +2131,90 @@ class Source:
     adaptive: dict[str, Any] | None = None
     #: an adaptive run's workloads stopped as decided: uuid -> the word decided
     decided: dict[str, str] = field(default_factory=dict)
+    #: a run timed with ``--timing official``: (uuid, solution, role, repeat) -> the job's
+    #: official-equivalent (latency, reference latency) in ms (``timing.official``)
+    official: dict[tuple[str, str | None, str | None, int | None], tuple[float, float | None]] = (
+        field(default_factory=dict)
+    )
 
     @property
     def label(self) -> str:
         return self.run_id or self.path.name
+
+
+#: the timing kind of the official-equivalent latencies (fibtui.worker.official_timing.KIND)
+OFFICIAL_KIND = "official-equivalent"
+
+
+def _official_of(
+    jobs: Any,
+) -> dict[tuple[str, str | None, str | None, int | None], tuple[float, float | None]]:
+    """A run record's official-equivalent latencies by job (``timing.official``), finite and
+    positive ones only."""
+    out: dict[tuple[str, str | None, str | None, int | None], tuple[float, float | None]] = {}
+    for job in jobs if isinstance(jobs, list) else []:
+        timing = job.get("timing") if isinstance(job, dict) else None
+        off = timing.get("official") if isinstance(timing, dict) else None
+        if not isinstance(off, dict):
+            continue
+        lat, ref = off.get("latency_ms"), off.get("reference_latency_ms")
+        if (
+            isinstance(lat, bool)
+            or not isinstance(lat, (int, float))
+            or not (math.isfinite(lat) and lat > 0)
+        ):
+            continue
+        good_ref = (
+            isinstance(ref, (int, float))
+            and not isinstance(ref, bool)
+            and math.isfinite(ref)
+            and ref > 0
+        )
+        repeat = job.get("repeat")
+        out[
+            (
+                str(job.get("uuid")),
+                job.get("solution"),
+                job.get("role"),
+                repeat if isinstance(repeat, int) else None,
+            )
+        ] = (
+            float(lat),
+            float(ref) if good_ref and ref is not None else None,
+        )
+    return out
+
+
+def official_view(src: Source) -> Source:
+    """``src`` with every job's official-equivalent latency and reference latency in place of
+    fibtui's own (timing kind ``official-equivalent``): what ``--timing official`` decides on. A
+    PASSED job that was not timed so has no latency there (the comparison is then incomplete)."""
+    from dataclasses import replace
+
+    if src.table.source_format != "fibtui-run" or not src.official:
+        raise InputError(
+            src.path,
+            "holds no official-equivalent timings: time the run with `fibtui run --timing official`",
+            field="jobs[].timing.official",
+        )
+    rows = []
+    for r in src.table.rows:
+        off = src.official.get((r.uuid, r.solution, r.role, r.repeat))
+        lat, ref = off if off is not None else (None, None)
+        rows.append(
+            replace(
+                r,
+                latency_ms=lat,
+                reference_latency_ms=ref,
+                speedup=ref / lat if lat and ref else None,
+                block_medians_ms=None,
+            )
+        )
+    # the CPU interpreter's numbers stay the interpreter's, whichever method timed them
+    kind = src.table.meta.get("timing_kind")
+    kind = kind if kind == CPU_INTERPRETER else OFFICIAL_KIND
+    table = replace(src.table, rows=rows, meta={**src.table.meta, "timing_kind": kind})
+    return replace(src, table=table)
 
 
 #: the reason of an adaptive run's stop line for a workload whose interval was decided (the stop
@@ -1998,6 +2285,7 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         except (OSError, json.JSONDecodeError):
             record = {}
         src.selection = record.get("workload_selection")
+        src.official = _official_of(record.get("jobs"))
         adaptive = (record.get("settings") or {}).get("adaptive")
         src.adaptive = adaptive if isinstance(adaptive, dict) else None
         if src.adaptive is not None:
@@ -2112,18 +2400,40 @@ class CompareOutcome:
     scope: str
     entries: list[LeaderboardEntry]
     notes: list[str] = field(default_factory=list)
+    #: the same comparison on the official-equivalent latencies, when the runs carry them and
+    #: fibtui's own timing decided (shown beside it, deciding nothing)
+    official: CompareOutcome | None = None
 
     @property
     def single(self) -> Comparison | None:
         return self.entries[0].comparison if len(self.entries) == 1 else None
 
+    def official_lines(self) -> list[str]:
+        """One line per candidate with its official-equivalent latency, beside fibtui's own."""
+        if self.official is None:
+            return []
+        out = []
+        for e in self.official.entries:
+            c = e.comparison
+            if c is None or c.mean_latency is None:
+                continue
+            score = f"; {c.score.phrase()}" if c.score is not None else ""
+            who = f"{c.candidate.name}: " if len(self.official.entries) > 1 else ""
+            out.append(
+                f"official-equivalent timing ({who}flashinfer-bench main's method, deciding "
+                f"nothing here): {c.verdict}; {c.latency_line()}{score}"
+            )
+        return out
+
     def to_json(self) -> dict[str, Any]:
-        common = {
+        common: dict[str, Any] = {
             "base": self.base.spec,
             "cand": self.cand.spec,
             "scope": self.scope,
             "compare_notes": list(self.notes),
         }
+        if self.official is not None:
+            common["official"] = self.official.to_json()
         if self.single is not None:
             return {**self.single.to_json(), **common}
         return {
@@ -2149,6 +2459,7 @@ def compare_sources(
     band_shares: Mapping[str, float] | None = None,
     share_source: str | None = None,
     look: Look | None = None,
+    score_numerators: Sequence[measures.Numerators] = (),
 ) -> CompareOutcome:
     """Pair the baseline with every candidate of the two sources, each with its own verdict
     (``band_shares``, ``share_source`` and ``look``: see :func:`paired_verdict`; an adaptive
@@ -2195,6 +2506,7 @@ def compare_sources(
         share_source=share_source,
         look=look,
         decided=base.decided if look is not None else None,
+        score_numerators=score_numerators,
     )
     notes = []
     if scope == "sample":

@@ -145,6 +145,93 @@ def official_evaluator(
     return EVALUATOR_CLASSES.get(name, name) or None
 
 
+#: asked of the Python that runs flashinfer-bench: its version and commit, cupti-python's and
+#: flashinfer's versions, whether cupti imports, and its eval_config resolved for the definition
+_FACTS_CODE = """
+import json, sys
+import importlib.metadata as m
+def version(name):
+    try:
+        return m.version(name)
+    except Exception:
+        return None
+out = {"version": version("flashinfer-bench"), "cupti_python": version("cupti-python"),
+       "flashinfer": version("flashinfer-python"), "commit": None}
+try:
+    url = m.distribution("flashinfer-bench").read_text("direct_url.json")
+    out["commit"] = (json.loads(url).get("vcs_info") or {}).get("commit_id") if url else None
+except Exception:
+    pass
+try:
+    from cupti import cupti
+    out["cupti_importable"] = True
+except Exception as exc:
+    out["cupti_importable"] = False
+    out["cupti_error"] = (type(exc).__name__ + ": " + str(exc))[:200]
+if len(sys.argv) > 1:
+    try:
+        from flashinfer_bench.bench.config import BenchmarkConfig
+        from flashinfer_bench.data import Definition
+        d = Definition.model_validate(json.load(open(sys.argv[1])))
+        cfg = BenchmarkConfig.default().resolve_eval_config(d)
+        keys = ("atol", "rtol", "required_matched_ratio", "warmup_runs", "iterations", "num_trials")
+        out["eval_config"] = {k: getattr(cfg, k, None) for k in keys}
+        out["eval_config"]["extra"] = dict(getattr(cfg, "extra", {}) or {})
+    except Exception as exc:
+        out["eval_config_error"] = (type(exc).__name__ + ": " + str(exc))[:300]
+print(json.dumps(out))
+"""
+
+
+def bench_facts(
+    python: str | None, definition_json: str | Path | None, timeout_s: float = 120.0
+) -> dict[str, Any]:
+    """What the Python that runs flashinfer-bench says of it (:data:`_FACTS_CODE`); ``asked``
+    False with ``error`` when it could not be asked."""
+    from fibtui.runners.local import scrubbed_environment
+
+    argv = [python or sys.executable, "-c", _FACTS_CODE]
+    if definition_json is not None:
+        argv.append(str(definition_json))
+    try:
+        proc = subprocess.run(  # noqa: S603
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=scrubbed_environment(dict(os.environ)),
+        )
+        lines = proc.stdout.strip().splitlines()
+        facts = json.loads(lines[-1]) if proc.returncode == 0 and lines else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        facts = None
+    if not isinstance(facts, dict):
+        return {"asked": False, "error": "the Python that runs flashinfer-bench could not be asked"}
+    facts["asked"] = True
+    return facts
+
+
+def _provenance(
+    record: ParityRecord, facts: dict[str, Any], traces: Path | None, preset: EvalPreset | None
+) -> None:
+    """The record's ``bench`` (version, commit, cupti-python, fallback) and ``eval_config``, and
+    their warnings (fibtui.core.provenance)."""
+    from fibtui.core import provenance
+
+    texts = []
+    for path in (record.path / "console.log", traces):
+        if path is not None and path.is_file():
+            texts.append(read_input_text(path))
+    record.bench = provenance.provenance(facts, texts)
+    record.eval_config = (
+        facts.get("eval_config") if isinstance(facts.get("eval_config"), dict) else None
+    )
+    warnings = provenance.provenance_warnings(record.bench)
+    if preset is not None:
+        warnings += provenance.eval_config_warnings(record.eval_config, preset)
+    record.provenance_warnings = warnings
+
+
 def _bench_installed() -> bool:
     return shutil.which("flashinfer-bench") is not None or bench_version() is not None
 
@@ -348,6 +435,9 @@ class FibtuiRecord:
     timing_kind: str | None
     hardware: str | None
     by_uuid: dict[str, tuple[str, float | None]]  # uuid -> (status, mean latency of PASSED repeats)
+    #: uuid -> the mean official-equivalent latency of its PASSED repeats (a run timed with
+    #: ``--timing official``: flashinfer-bench main's method in fibtui's worker), else empty
+    official_by_uuid: dict[str, float] = field(default_factory=dict)
 
 
 def _combine(rows: list[ResultRow]) -> dict[str, tuple[str, float | None]]:
@@ -416,7 +506,32 @@ def _fibtui_from(
     kind = record.get("timing_kind")
     hw = (record.get("environment") or {}).get("gpu")
     label = f"fibtui run {record.get('run_id')} ({label_solution}, {kind})"
-    return FibtuiRecord(label, record.get("run_id"), kind, hw, _combine(mine))
+    return FibtuiRecord(
+        label,
+        record.get("run_id"),
+        kind,
+        hw,
+        _combine(mine),
+        _official_means(record, label_solution, {r.uuid for r in mine}),
+    )
+
+
+def _official_means(record: dict[str, Any], solution: str, uuids: set[str]) -> dict[str, float]:
+    """uuid -> the mean of the PASSED jobs' ``timing.official.latency_ms`` of ``solution``."""
+    got: dict[str, list[float]] = {}
+    for j in record.get("jobs") or []:
+        if not isinstance(j, dict) or j.get("solution") != solution or j.get("status") != PASSED:
+            continue
+        off = (j.get("timing") or {}).get("official") if isinstance(j.get("timing"), dict) else None
+        lat = off.get("latency_ms") if isinstance(off, dict) else None
+        if (
+            j.get("uuid") in uuids
+            and isinstance(lat, (int, float))
+            and math.isfinite(lat)
+            and lat > 0
+        ):
+            got.setdefault(j["uuid"], []).append(float(lat))
+    return {u: sum(v) / len(v) for u, v in got.items()}
 
 
 def fibtui_record(
@@ -475,6 +590,9 @@ class ParityRow:
     #: where flashinfer-bench's status comes from: its saved trace, or only its console log (it
     #: saves a definition's traces when the definition ends; a run stopped before has only the log)
     bench_from: str = "trace"
+    #: fibtui's official-equivalent latency (``--timing official``) and flashinfer-bench's over it
+    official_latency_ms: float | None = None
+    official_ratio: float | None = None
 
 
 #: flashinfer-bench's line for each workload it finished ("Solution 'S' for workload U: STATUS ...")
@@ -511,6 +629,12 @@ class Comparison:
     geomean_ratio: float | None = None
     min_ratio: float | None = None
     max_ratio: float | None = None
+    #: flashinfer-bench's latency over fibtui's official-equivalent one (the like-for-like
+    #: check of the official twin): geometric mean, range, workloads
+    official_geomean_ratio: float | None = None
+    official_min_ratio: float | None = None
+    official_max_ratio: float | None = None
+    official_compared: int = 0
     verdict_mismatches: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -564,6 +688,7 @@ def compare(
     )
     interpreter = fib is not None and fib.timing_kind == "cpu-interpreter"
     ratios: list[float] = []
+    official: list[float] = []
     for uuid, r in latest.items():
         fs, fl = (fib.by_uuid.get(uuid) if fib else None) or (None, None)
         row = ParityRow(
@@ -586,6 +711,11 @@ def compare(
             ratios.append(row.ratio)
             if abs(math.log(row.ratio)) > tau and row.flag is None:
                 row.flag = "latency"
+        twin = fib.official_by_uuid.get(uuid) if fib is not None and not interpreter else None
+        if r.status == PASSED and fs == PASSED and r.latency_ms and twin:
+            row.official_latency_ms = twin
+            row.official_ratio = r.latency_ms / twin
+            official.append(row.official_ratio)
         comp.rows.append(row)
     comp.compared = len(ratios)
     if from_log:
@@ -635,7 +765,27 @@ def compare(
             if g >= 2:
                 text += ": a harness reporting several times the kernel's device time is timing launch overhead, not the kernel"
             comp.warnings.append(text)
+    if official:
+        g = math.exp(sum(math.log(x) for x in official) / len(official))
+        comp.official_geomean_ratio, comp.official_compared = g, len(official)
+        comp.official_min_ratio, comp.official_max_ratio = min(official), max(official)
+        comp.notes.append(
+            f"against fibtui's official-equivalent timing (flashinfer-bench main's method in "
+            f"fibtui's worker): {g:.3f}x (geometric mean over {len(official)} workload(s), "
+            f"{min(official):.3f}-{max(official):.3f}x)"
+        )
+        if abs(math.log(g)) > OFFICIAL_AGREEMENT:
+            comp.warnings.append(
+                f"flashinfer-bench and fibtui's official-equivalent timing differ by {g:.3f}x "
+                f"(geometric mean; they should agree within {OFFICIAL_AGREEMENT:.0%}): one of them "
+                "does not time as the other"
+            )
     return comp
+
+
+#: how far flashinfer-bench main and fibtui's official twin may differ (geometric mean, in log
+#: terms) before a parity record warns: the target issue 33 set, checked on the H200
+OFFICIAL_AGREEMENT = 0.03
 
 
 # --------------------------------------------------------------------------------------------
@@ -666,6 +816,12 @@ class ParityRecord:
     #: flashinfer-bench that ran picked (None for an import, or when it could not be asked)
     evaluator: str | None = None
     bench_evaluator: str | None = None
+    #: the flashinfer-bench that ran (fibtui.core.provenance.provenance): version, commit,
+    #: release, cupti_python, flashinfer, cuda_event_fallback; and its eval_config resolved for
+    #: the definition (None: not asked, or a flashinfer-bench without one)
+    bench: dict[str, Any] = field(default_factory=dict)
+    eval_config: dict[str, Any] | None = None
+    provenance_warnings: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -681,7 +837,7 @@ class ParityRecord:
 
     @property
     def warnings(self) -> list[str]:
-        return [w for c in self.comparisons for w in c.warnings]
+        return [*self.provenance_warnings, *(w for c in self.comparisons for w in c.warnings)]
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -953,6 +1109,8 @@ def import_parity(
         console = src.parent / "console.log" if src.is_file() else src / "console.log"
         if console.is_file():
             atomic_copy_file(console, archive / "console.log")
+        # the flashinfer-bench that made the traces is not this machine's: only its logs tell
+        _provenance(record, {"asked": False}, traces, None)
         return _finish_record(record, traces, ws, against)
     except BaseException:
         shutil.rmtree(archive, ignore_errors=True)
@@ -1010,12 +1168,11 @@ def run_parity(
     defn_json = next(
         iter(sorted((plan.dataset_dir / "definitions").rglob(f"{defn.name}.json"))), None
     )
-    if defn_json is not None and plan.launcher == "python -c":
-        record.bench_evaluator = official_evaluator(defn_json, plan.argv[0])
-    elif (
-        defn_json is not None
-    ):  # flashinfer-bench from PATH: ask it through its own interpreter when it is a script
-        record.bench_evaluator = official_evaluator(defn_json, _script_python(plan.argv[0]))
+    python = plan.argv[0] if plan.launcher == "python -c" else _script_python(plan.argv[0])
+    if defn_json is not None:
+        # flashinfer-bench from PATH is asked through its own interpreter when it is a script
+        record.bench_evaluator = official_evaluator(defn_json, python)
+    facts = bench_facts(python, defn_json)
     atomic_write_json(archive / "parity.json", record.to_json())
     record.returncode = _run_logged(
         plan.argv, archive, archive / "console.log", on_line, cancel, wall_timeout_s
@@ -1037,6 +1194,7 @@ def run_parity(
         _concat(files, traces)
     else:
         record.notes.append("flashinfer-bench saved no traces")
+    _provenance(record, facts, traces if files else None, preset_for(defn))
     return _finish_record(record, traces if files else None, ws, against)
 
 

@@ -1,6 +1,7 @@
 """``fibtui compare BASE [CAND]``: is the candidate faster than the baseline?
 
-    fibtui compare BASE [CAND] [--solution-base NAME] [--solution-cand NAME] [--aa] [--json]
+    fibtui compare BASE [CAND] [--solution-base NAME] [--solution-cand NAME] [--aa]
+                   [--timing fibtui|official] [--json]
 
 BASE and CAND: any result file ``fibtui results show`` reads (flashinfer-bench traces, the hand
 workflow's retained_run.json, fibtui's run.json...), a run folder, or a run id under the
@@ -44,6 +45,22 @@ latency); unchanged at batch_size=48 (20% of latency) and batch_size=64 (25% of 
 full sweep decides promotion. An adaptive run (``fibtui run --adaptive``) is compared at the look
 where it stopped, with its repeated intervals.
 
+The three measures (docs/measurement.md, "Three measures"): ``mean_latency_change`` (a fraction,
+candidate over baseline minus 1) with ``mean_latency_interval`` ([low, high], from the same paired
+noise as the guard) and ``mean_latency_verdict`` (what that interval says against tau: it decides
+PROMOTE and REJECT), ``p95_latency_change``, the projected contest score (``score``,
+``score_baseline``, ``score_delta``, ``score_interval``, ``score_denominator``: the mean of the
+per-workload speedups against the definition's reference; ``scores`` holds one object per
+denominator, a named baseline solution's (``[score] baseline`` in fibtui.toml) after the
+reference's), ``words`` (what G, the mean latency and the score say against tau), ``worst_workloads``
+(the three largest slowdowns: uuid, axes, band, ratio, change, ci_low, ci_high, pairs), and
+``disagreement`` (one line when the measures do not say the same, else null); ``verdict_lines``:
+what the CLI, the Promotion pane and the round summary print.
+
+``--timing official`` decides on the official-equivalent latencies of runs timed with ``fibtui run
+--timing official`` (timing kind ``official-equivalent``); without it, such runs also carry
+``official`` (the same comparison on those latencies, deciding nothing).
+
 Exit codes: 0 a verdict was reached (whatever it is); 2 bad input.
 """
 
@@ -69,6 +86,13 @@ def register(sub, common) -> None:
         help="record this comparison of the same code with itself as an A/A session",
     )
     p.add_argument(
+        "--timing",
+        choices=("fibtui", "official"),
+        default="fibtui",
+        help="official: decide on the official-equivalent latencies of runs timed with "
+        "`fibtui run --timing official` (default: fibtui's own timing decides)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print the verdict as JSON (keys: see the module docstring)",
@@ -84,7 +108,12 @@ def compare(args: argparse.Namespace) -> int:
     ws = workspace_from(args, required=False)
     archive_root = ws.archive_root if ws is not None else None
     outcome = decisions.compare(
-        ws, args.base, args.cand, solution_base=args.solution_base, solution_cand=args.solution_cand
+        ws,
+        args.base,
+        args.cand,
+        solution_base=args.solution_base,
+        solution_cand=args.solution_cand,
+        timing=args.timing,
     )
     base = outcome.base
     definition = base.table.definition
@@ -147,13 +176,24 @@ def measured_line(c) -> str | None:
     return f"[bold {colour}]{m.word.upper()}[/]  {escape(rest)}[dim]{escape(share)}[/]"
 
 
-def _interval_text(c) -> str:
-    iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "no interval"
-    kind = "repeated " if c.look is not None else ""
-    return (
-        f"G = {c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)  "
-        f"{c.confidence:.0%} {kind}interval {iv}"
-    )
+def measure_lines(con, c, indent: str = "") -> None:
+    """The three measures (core's ``Comparison.verdict_lines``): avg and p95 latency first, then
+    speedup as context (G, the projected score), the worst workloads and, when the measures
+    disagree, the line that says why."""
+    from rich.markup import escape
+
+    lead = c.latency_line()
+    if lead:
+        con.print(f"{indent}{escape(lead)}")
+    for line in c.verdict_lines():
+        if line == lead:
+            continue
+        if line.startswith("the measures disagree"):
+            con.print(f"{indent}[yellow]{escape(line)}[/]")
+        elif line.startswith("worst:"):
+            con.print(f"{indent}{escape(line)}")
+        else:
+            con.print(f"{indent}[dim]{escape(line)}[/]")
 
 
 def _undecided_hint(c) -> str:
@@ -194,14 +234,16 @@ def print_verdict(con, outcome) -> None:
                     f"{b.word}" + (f", {b.share * 100:.1f}% of latency" if b.share else "")
                 )
             con.print(
-                f"  [dim]across the {c.workloads} workloads: {c.verdict}  {_interval_text(c)}; "
+                f"  [dim]across the {c.workloads} workloads: {c.verdict}; "
                 "PROMOTE is the full sweep's (--workloads all)[/]"
             )
+            measure_lines(con, c, "  ")
             hint = _undecided_hint(c)
             if hint:
                 con.print(f"  [dim]{hint}[/]")
         else:
-            con.print(f"  [bold {colour}]{c.verdict}[/]  {_interval_text(c)}")
+            con.print(f"  [bold {colour}]{c.verdict}[/]")
+            measure_lines(con, c, "  ")
             if line is not None:
                 con.print(f"  by band: {line}")
         noise = (
@@ -211,6 +253,8 @@ def print_verdict(con, outcome) -> None:
         )
         con.print(f"  {tau}{noise}")
         con.print(f"  -> {escape(c.recommendation())}")
+    for line in outcome.official_lines():
+        con.print(f"  [cyan]{escape(line)}[/]")
     for note in outcome.notes:
         con.print(f"  [yellow]note[/] {escape(note)}")
 
@@ -223,6 +267,10 @@ def _print(outcome) -> None:
         _print_leaderboard(con, outcome)
     else:
         _print_one(con, outcome.single, outcome)
+    from rich.markup import escape
+
+    for line in outcome.official_lines():
+        con.print(f"[cyan]{escape(line)}[/]")
     for note in outcome.notes:
         con.print(f"[yellow]note[/] {note}")
 
@@ -255,14 +303,15 @@ def _print_one(con, c, outcome) -> None:
         return
     if c.geomean_ratio is not None:
         con.print(
-            f"[bold {colour}]{c.verdict}[/]  {_interval_text(c)}  tau {c.tau.tau * 100:.2f}% "
+            f"[bold {colour}]{c.verdict}[/]  tau {c.tau.tau * 100:.2f}% "
             f"[dim]({escape(c.tau.source)})[/]"
         )
+        measure_lines(con, c)
     else:
         con.print(f"[bold {colour}]{c.verdict}[/]  no paired workloads")
     if c.interval is not None:
         con.print(
-            f"[dim]interval: {c.interval.method}"
+            f"[dim]G's interval: {c.interval.method}"
             + (
                 f"; noise of one paired ratio {c.noise.sigma * 100:.2f}% ({c.noise.source})"
                 if c.noise
@@ -377,7 +426,7 @@ def _print_leaderboard(con, outcome) -> None:
     t = Table(box=None, pad_edge=False, header_style="bold")
     t.add_column("#", justify="right", no_wrap=True)
     t.add_column("candidate")
-    for col in ("mean us", "p95 us", "run-to-run", "G", "interval"):
+    for col in ("mean us", "p95 us", "avg change", "run-to-run", "G", "interval"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     t.add_column("verdict", no_wrap=True, min_width=12)
     for e in outcome.entries:
@@ -386,18 +435,22 @@ def _print_leaderboard(con, outcome) -> None:
         cv = "-" if a.run_to_run_cv is None else f"{a.run_to_run_cv * 100:.2f}%"
         g = "-" if c.geomean_ratio is None else f"{c.geomean_ratio:.4f}"
         iv = "-" if c.interval is None else f"[{c.interval.low:.3f}, {c.interval.high:.3f}]"
+        change = "-" if c.mean_latency is None else f"{c.mean_latency.change * 100:+.2f}%"
         colour = colour_of(c.verdict, "white")
         t.add_row(
             str(e.rank),
             escape(e.name),
             _us(a.mean_latency_ms),
             _us(a.p95_latency_ms),
+            change,
             cv,
             g,
             iv,
             f"[{colour}]{c.verdict}[/]",
         )
-    print_table(con, t, ids=["candidate"], drop=["run-to-run", "p95 us", "interval", "G"])
+    print_table(
+        con, t, ids=["candidate"], drop=["run-to-run", "p95 us", "interval", "G", "avg change"]
+    )
     first = outcome.entries[0].comparison
     con.print(
         f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({first.tau.source})[/]"

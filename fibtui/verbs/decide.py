@@ -170,9 +170,12 @@ def _report(ws, result, args) -> int:
     else:
         con.print(f"[bold]{rec.decision}[/] (files only, no round recorded)")
     if result.comparison is not None and result.comparison.geomean_ratio is not None:
+        from rich.markup import escape
+
         c = result.comparison
-        iv = f" [{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else ""
-        con.print(f"  G = {c.geomean_ratio:.4f}{iv}, tau {c.tau.tau * 100:.2f}% ({c.tau.source})")
+        for line in c.verdict_lines():  # avg and p95 latency first, speedup as context
+            con.print(f"  {escape(line)}")
+        con.print(f"  tau {c.tau.tau * 100:.2f}% ({escape(c.tau.source)})")
     for path in result.written:
         try:
             shown = path.resolve().relative_to(ws.root.resolve())

@@ -8,6 +8,13 @@
   elsewhere (another machine, the official evaluation);
 - ``fibtui parity --status [--json]``: the newest parity record of the definition.
 
+Each record says which flashinfer-bench ran (``bench``: ``version``, ``commit``, ``release``,
+``cupti_python``, ``flashinfer``, ``cuda_event_fallback``, ``timing``) and what its
+``eval_config.yaml`` sets for the definition (``eval_config``), with a warning when its CUPTI
+timer fell back to CUDA events, when it is a release the contest does not run (the contest runs
+flashinfer-bench's main branch), and where its eval_config differs from fibtui's preset
+(fibtui.core.provenance).
+
 Exit codes: 0 when the parity record is N/N PASSED and no verdict differs from fibtui's; 1
 otherwise (including ``--status`` with no complete record); 2 for bad input.
 """
@@ -205,6 +212,7 @@ def _rows_table(comp):
     from rich.markup import escape
     from rich.table import Table
 
+    twin = any(r.official_latency_ms is not None for r in comp.rows)
     t = Table(
         "workload",
         "axes",
@@ -213,6 +221,7 @@ def _rows_table(comp):
         "fibtui",
         "us",
         "ratio",
+        *(("official us", "ratio") if twin else ()),
         box=None,
         pad_edge=False,
         header_style="bold",
@@ -235,6 +244,14 @@ def _rows_table(comp):
             f"[{fcol}]{r.fibtui_status}[/]" if r.fibtui_status else "-",
             _fmt_us(r.fibtui_latency_ms),
             ratio,
+            *(
+                (
+                    _fmt_us(r.official_latency_ms),
+                    f"{r.official_ratio:.3f}x" if r.official_ratio is not None else "-",
+                )
+                if twin
+                else ()
+            ),
         )
     return t
 
@@ -264,6 +281,12 @@ def _show(args: argparse.Namespace, record) -> int:
             con.print(f"[yellow]! {escape(w)}[/]")
         for n in comp.notes:
             con.print(f"[dim]  {escape(n)}[/]")
+    if record.bench:
+        from fibtui.core.provenance import describe
+
+        con.print(f"[dim]{escape(describe(record.bench))}[/]")
+    for w in record.provenance_warnings:
+        con.print(f"[yellow]! {escape(w)}[/]")
     for n in record.notes:
         con.print(f"[dim]  {escape(n)}[/]")
     colour = "green" if record.complete else "red"

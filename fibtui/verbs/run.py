@@ -6,8 +6,16 @@
 ``max_rel_error``, ``error``, ``timing``) and ``summary`` (``total``, ``done``, ``passed``,
 ``failed``, ``complete``, ``per_solution``, ``planned``, ``skipped``), ``adaptive`` (adaptive runs:
 ``plan``, ``stopped``, ``reason``, ``workloads``: uuid -> ``repeats``, ``reason``, ``detail``,
-``look``) and ``comparison`` (a paired run: what ``fibtui compare RUN_ID --json`` prints, else
-null). Live progress goes to stderr when ``--json`` is given.
+``look``), ``comparison`` (a paired run: what ``fibtui compare RUN_ID --json`` prints, else
+null) and ``clock_notes`` (GPU runs: whether the clocks were locked as the official evaluator's
+are, and blocks that ran throttled; fibtui.core.clocks). Live progress goes to stderr when
+``--json`` is given.
+
+``--timing official`` also times every PASSED job as flashinfer-bench main does (its method in
+``fibtui.worker.official_timing``) into each job's ``timing.official`` (``latency_ms``,
+``trial_medians_ms``, ``reference_latency_ms``, ``speedup``, ``warmup``, ``iterations``,
+``trials``); the verdict stays fibtui's own timing's, and ``fibtui compare RUN --timing official``
+decides on the official-equivalent latencies instead.
 
 ``--adaptive`` (paired runs, local or interpreter): ``--repeats N`` is the cap (default 10); after
 each pass a workload gets another repeat only while its paired interval is undecided, and the run
@@ -122,6 +130,14 @@ def register(sub, common) -> None:
         default="cold",
         help="L2 policy between launches (default cold)",
     )
+    p.add_argument(
+        "--timing",
+        choices=("fibtui", "official"),
+        default="fibtui",
+        help="official: also time every job as flashinfer-bench main does (CUPTI per call, a "
+        "2 x L2 zero-fill before each, warm-up 10, 50 iterations, 3 trials), beside fibtui's own "
+        "timing, which still decides (docs/measurement.md, Official-equivalent timing)",
+    )
     p.add_argument("--calls-per-block", type=int, metavar="N")
     p.add_argument("--blocks", type=int, metavar="N")
     p.add_argument("--json", action="store_true", help="print the final run record as JSON")
@@ -182,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         job_timeout_s=args.timeout,
         l2_policy=args.l2,
+        timing=args.timing,
         calls_per_block=args.calls_per_block,
         blocks=args.blocks,
         definition=args.definition,
@@ -254,6 +271,9 @@ def _run_and_report(
     with _quiet_if(stop.received is not None):  # after SIGHUP the terminal may be gone
         if record is not None:
             outcome = _verdict(args, record)
+            from fibtui.core.clocks import clock_notes
+
+            clocks = clock_notes(record.jobs)
             if args.json:
                 from fibtui.core.runs import not_judged
 
@@ -261,11 +281,16 @@ def _run_and_report(
                     {
                         **record.to_json(),
                         "comparison": outcome.to_json() if outcome is not None else None,
+                        "clock_notes": clocks,
                         "not_judged": [g.to_json() for g in not_judged(record.jobs)],
                     }
                 )
             else:
                 printer.summary(record)
+                from rich.markup import escape
+
+                for note in clocks:
+                    printer.con.print(f"  [yellow]{escape(note)}[/]")
                 if outcome is not None:
                     from fibtui.verbs.compare import print_verdict
 
@@ -505,6 +530,20 @@ class _Printer:
             self.con.print(
                 f"  {info.role:<9} {escape(info.name)}  {info.passed}/{info.jobs} PASSED{stats}"
             )
+            official = [
+                j.timing["official"]["latency_ms"]
+                for j in record.jobs
+                if j.solution == info.name
+                and j.role == info.role
+                and j.status == "PASSED"
+                and isinstance((j.timing or {}).get("official"), dict)
+                and isinstance(j.timing["official"].get("latency_ms"), (int, float))
+            ]
+            if official:
+                self.con.print(
+                    f"  {'':<9} official-equivalent (--timing official): mean "
+                    f"{_fmt_latency(sum(official) / len(official))} over {len(official)} job(s)"
+                )
         if record.timing_kind == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
         from fibtui.core.runs import not_judged

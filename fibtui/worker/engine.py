@@ -21,7 +21,7 @@ import torch
 from fibtui.core import gpuarch
 from fibtui.core.status import GATE_STATUSES
 from fibtui.core.toolchain import GPU_ONLY_MODULES, UNSUPPORTED_HERE, says_no_gpu
-from fibtui.worker import check, evaluators
+from fibtui.worker import check, evaluators, official_timing
 from fibtui.worker import env as envmod
 from fibtui.worker.build import (
     BuildError,
@@ -85,6 +85,10 @@ class EngineConfig:
     #: watchdog that must tell which one hung (the Modal container's); off for the local worker
     report_calls: bool = False
     plan: TimingPlan = field(default_factory=TimingPlan)
+    #: ``official``: each timed job is also timed as flashinfer-bench main times it, into
+    #: ``timing.official`` (fibtui.worker.official_timing; its plan in ``official``)
+    timing: str = "fibtui"
+    official: dict[str, Any] = field(default_factory=dict)
     cache_dir: str | None = None
     #: compiled (CUDA/C++) builds, kept across runs; None: the user's cache folder
     build_cache_dir: str | None = None
@@ -551,6 +555,8 @@ class Engine:
                     threads = self.seal.new_threads() if self.seal is not None else []
                     if threads:
                         timing["checks"]["threads_left"] = threads[:8]
+                if self.config.timing == "official":
+                    self._time_official(alive, workload, results)
         except HarnessBroken as exc:
             self.poisoned = True
             culprit = exc.args[0] if exc.args else None
@@ -717,6 +723,20 @@ class Engine:
             else:
                 got = time_wall(calls, inputs, pool_count, probe_count, plan, seal=seal)
         return got, rotation
+
+    def _time_official(
+        self, sids: list[str], workload: dict[str, Any], results: dict[str, dict[str, Any]]
+    ) -> None:
+        """``--timing official``: the PASSED solutions timed again as flashinfer-bench main times
+        them (fibtui.worker.official_timing), into their ``timing.official``; fibtui's own timing
+        of the job stands whatever happens there."""
+        passed = [sid for sid in sids if results.get(sid, {}).get("status") == "PASSED"]
+        if not passed:
+            return
+        for sid, official in official_timing.time_job(self, passed, workload).items():
+            results[sid]["timing"]["official"] = official
+        if any("error" in results[sid]["timing"]["official"] for sid in passed):
+            self._context_lost()  # a call that lost the CUDA context restarts the worker
 
     def _shared_inputs(self, workload: dict[str, Any]) -> list[bool]:
         """Per input, whether every input set holds the same tensor (read from safetensors)."""
@@ -887,12 +907,12 @@ class Engine:
             )
         return limit
 
-    def _clock(self) -> int | None:
-        """The SM clock of this worker's GPU, read before each timed block (its UUID looked up
-        once: NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES)."""
+    def _clock(self) -> envmod.BlockClock | None:
+        """The clocks, power and temperature of this worker's GPU, read before each timed block
+        (its UUID looked up once: NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES)."""
         if not hasattr(self, "_gpu_uuid"):
             self._gpu_uuid = _gpu_uuid(self.device)
-        return envmod.sm_clock_now(self.device.index or 0, self._gpu_uuid)
+        return envmod.block_clock(self.device.index or 0, self._gpu_uuid)
 
     def _failure(self, exc: BaseException, sol: BuiltSolution | None = None) -> dict[str, Any]:
         limit = self._arch_limit(exc, sol)

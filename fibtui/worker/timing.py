@@ -11,8 +11,9 @@ from the first kernel's start to the last kernel's end (launch gaps inside a mul
 count; the delimiters do not). A block is ``calls`` launches summarized by the median; blocks of
 baseline and candidate alternate ABBA in one profiling session on the same input sets, so drift
 lands on both. All inputs are made before profiling starts, so no input-generation kernel lands in
-a segment. The SM clock is read at each block when NVML is there; a block whose clock sagged below
-85% of the job's median clock is measured again.
+a segment. The clocks, power and temperature are read at each block when NVML is there; a block
+that ran throttled, or whose SM clock sagged below 85% of the job's median clock, is measured
+again after a bounded cool-down (fibtui.worker.env).
 
 CPU interpreter (``cpu-interpreter``): wall time of each call (Triton's interpreter runs on the
 CPU synchronously); few calls, labelled as interpreter timings everywhere.
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
+
+from fibtui.worker import env as envmod
 
 FLUSH_NAME = "_fibtui_l2_flush"
 MARKER_NAME = "_fibtui_marker"
@@ -63,6 +66,10 @@ class SolutionTiming:
     kernel_names: list[str] = field(default_factory=list)
     sm_clocks_mhz: list[int] = field(default_factory=list)
     redone_blocks: int = 0
+    #: per block, what NVML said at its start (fibtui.worker.env.BlockClock), and the seconds a
+    #: cool-down waited before throttled blocks were measured again
+    block_clocks: list[dict[str, Any] | None] = field(default_factory=list)
+    cooled_s: float = 0.0
     #: the probe calls' spans: calls on inputs the solution had never seen
     probe_ms: list[float] = field(default_factory=list)
     probe_kernel_names: list[str] = field(default_factory=list)
@@ -100,6 +107,8 @@ class SolutionTiming:
             "kernel_names": self.kernel_names[:8],
             "sm_clocks_mhz": self.sm_clocks_mhz,
             "redone_blocks": self.redone_blocks,
+            "block_clocks": self.block_clocks,
+            "cooled_s": self.cooled_s,
             "checks": checks,
         }
 
@@ -378,7 +387,7 @@ def time_cupti(
     probe_sets: int,
     plan: TimingPlan,
     device: torch.device,
-    clock: Callable[[], int | None] | None = None,
+    clock: Callable[[], envmod.BlockClock | None] | None = None,
     seal: Callable[[], list[str]] | None = None,
 ) -> dict[str, SolutionTiming]:
     """Time each solution (module docstring). ``seal()``: the harness's own check, run after the
@@ -400,7 +409,7 @@ def time_cupti(
     blocks = schedule(sids, plan, pool_sets, probe_sets, rotate)
 
     def measure(todo: list[Block]):
-        clocks: list[int | None] = []
+        clocks: list[envmod.BlockClock | None] = []
         kept: list[tuple[Block, Kept]] = []
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for blk in todo:
@@ -442,27 +451,27 @@ def time_cupti(
 
     per_block, clocks, kept = measure(blocks)
     redone = 0
-    known = [c for c in clocks if c]
-    if known:
-        ref_clock = statistics.median(known)
-        sagged = [i for i, c in enumerate(clocks) if c and c < 0.85 * ref_clock]
-        if sagged:
-            again = [blocks[i] for i in sagged]
-            p2, c2, _ = measure([Block(b.sid, b.number, b.sets) for b in again])
-            for j, i in enumerate(sagged):
-                per_block[i] = (p2[j][0], per_block[i][1])
-                clocks[i] = c2[j]
-            redone = len(sagged)
-    return _summaries(sids, blocks, per_block, clocks, kept, redone)
+    cooled = 0.0
+    sagged = envmod.blocks_to_redo(clocks)  # throttled, or clocked below 85% of the median
+    if sagged:
+        cooled = envmod.cool_down(clock)  # bounded: env.COOL_DOWN_S at most
+        again = [blocks[i] for i in sagged]
+        p2, c2, _ = measure([Block(b.sid, b.number, b.sets) for b in again])
+        for j, i in enumerate(sagged):
+            per_block[i] = (p2[j][0], per_block[i][1])
+            clocks[i] = c2[j]
+        redone = len(sagged)
+    return _summaries(sids, blocks, per_block, clocks, kept, redone, cooled)
 
 
 def _summaries(
     sids: list[str],
     blocks: list[Block],
     per_block: list[tuple[list[CallWork], CallWork | None]],
-    clocks: list[int | None],
+    clocks: list[envmod.BlockClock | None],
     kept: list[tuple[Block, Kept]],
     redone: int,
+    cooled: float = 0.0,
 ) -> dict[str, SolutionTiming]:
     out: dict[str, SolutionTiming] = {}
     for sid in sids:
@@ -484,8 +493,10 @@ def _summaries(
             busy_ms=statistics.median(busy),
             kernels_per_call=statistics.median(len(w.events) for w in timed) if timed else None,
             kernel_names=sorted({e.name for w in timed for e in w.events}),
-            sm_clocks_mhz=[c for i, c in enumerate(clocks) if i in idx and c],
+            sm_clocks_mhz=[c.sm_mhz for i, c in enumerate(clocks) if i in idx and c and c.sm_mhz],
             redone_blocks=redone,
+            block_clocks=[c.to_json() if c else None for i, c in enumerate(clocks) if i in idx],
+            cooled_s=cooled,
             probe_ms=[p.span_ms for p in probes if p is not None],
             probe_kernel_names=sorted({e.name for p in probes if p is not None for e in p.events}),
             empty_calls=len(timed) - len(with_work),

@@ -204,6 +204,9 @@ def _archive_candidate(
         "decision": decision,
         "verdict": inputs.comparison.verdict,
         "geomean_ratio": inputs.comparison.geomean_ratio,
+        "mean_latency_change": (
+            inputs.comparison.mean_latency.change if inputs.comparison.mean_latency else None
+        ),
     }
     return archive_snapshot(
         inputs.archive_root, snapshot, inputs.candidate["name"], isolated=isolated, meta=meta
@@ -314,7 +317,16 @@ def _verdict_reason(comp: stats.Comparison) -> str:
         return f"verdict {comp.verdict}"
     iv = f", interval [{comp.interval.low:.4f}, {comp.interval.high:.4f}]" if comp.interval else ""
     forced = "" if comp.verdict == stats.PROMOTE else " (promoted with --force)"
-    return f"{comp.verdict}: geomean latency ratio {comp.geomean_ratio:.4f}{iv}, noise floor {comp.tau.tau * 100:.2f}%{forced}"
+    m = comp.mean_latency
+    mean = (
+        f"mean latency {m.change * 100:+.2f}% [{m.low * 100:+.2f}%, {m.high * 100:+.2f}%], "
+        if m is not None
+        else ""
+    )
+    return (
+        f"{comp.verdict}: {mean}geomean latency ratio {comp.geomean_ratio:.4f}{iv}, noise floor "
+        f"{comp.tau.tau * 100:.2f}%{forced}"
+    )
 
 
 def archive_only(

@@ -95,13 +95,37 @@ def _md_verdict(r: dict[str, Any]) -> list[str]:
         if comp["geomean_ratio"] is None
         else f"{comp['geomean_ratio']:.4f} ({ratio_pct(comp['geomean_ratio'])})"
     )
-    add(
-        f"**{comp['verdict']}** on the {'full sweep' if any(x['kind'] == 'sweep' and x['run_id'] == r['deciding_run'] for x in r['runs']) else 'deciding run'} "
-        f"`{r['deciding_run']}`: geometric-mean latency ratio G = {ratio}, {comp['confidence']:.0%} interval {iv} "
-        f"by {comp['interval_method'] or 'no interval (too few workloads)'}. Noise floor tau = {r['noise_floor']['tau'] * 100:.2f}% "
-        f"(source: {r['noise_floor']['source']}): PROMOTE needs the whole interval below {math.exp(-r['noise_floor']['tau']):.4f}."
+    where = (
+        "full sweep"
+        if any(x["kind"] == "sweep" and x["run_id"] == r["deciding_run"] for x in r["runs"])
+        else "deciding run"
     )
+    tau = r["noise_floor"]["tau"]
+    mean = comp.get("mean_latency_change")
+    if mean is not None:
+        lo, hi = comp["mean_latency_interval"]
+        add(
+            f"**{comp['verdict']}** on the {where} `{r['deciding_run']}`: mean latency "
+            f"{us_text(comp['baseline']['mean_latency_ms'])} -> {us_text(comp['candidate']['mean_latency_ms'])} us "
+            f"({signed_pct(mean * 100)}, {comp['confidence']:.0%} interval {signed_pct(lo * 100 if lo is not None else None)} "
+            f"to {signed_pct(hi * 100 if hi is not None else None)}, from the paired noise). Noise floor tau = "
+            f"{tau * 100:.2f}% (source: {r['noise_floor']['source']}): PROMOTE needs the whole interval below "
+            f"{signed_pct((math.exp(-tau) - 1) * 100)} and no regression beyond the guard."
+        )
+    else:
+        add(f"**{comp['verdict']}** on the {where} `{r['deciding_run']}`.")
     add("")
+    for line in comp.get("verdict_lines") or []:
+        add(f"- {line[0].upper() + line[1:]}.")
+    if comp.get("verdict_lines"):
+        add(
+            f"- G, speedup as context: {comp['interval_method'] or 'no interval (too few workloads)'}."
+        )
+    else:
+        add(
+            f"- Geometric-mean latency ratio G = {ratio}, {comp['confidence']:.0%} interval {iv} "
+            f"by {comp['interval_method'] or 'no interval (too few workloads)'}."
+        )
     add(f"- {comp['recommendation'][0].upper() + comp['recommendation'][1:]}.")
     if comp["blocked_by"]:
         add("- Blocked by: " + "; ".join(comp["blocked_by"]))
@@ -120,8 +144,8 @@ def _md_results(r: dict[str, Any]) -> list[str]:
     add("## Results")
     add("")
     add(
-        "Latency is the decision metric (mean and p95 over workloads, averaged across repeats); speedup against the "
-        "reference is context only."
+        "Latency is the decision metric (mean and p95 over workloads, averaged across repeats; the mean latency's "
+        "interval decides); speedup against the reference is context only."
     )
     add("")
     add(
@@ -157,8 +181,14 @@ def _md_results(r: dict[str, Any]) -> list[str]:
         iv_text = (
             "" if c["ci_low"] is None else f", interval [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
         )
+        m_iv = c.get("mean_latency_interval")
+        mean_iv = (
+            f" [{signed_pct(m_iv[0] * 100)}, {signed_pct(m_iv[1] * 100)}]"
+            if m_iv and None not in m_iv
+            else ""
+        )
         add(
-            f"- {run['kind']} `{run['run_id']}`: **{signed_pct(mean_d)} mean latency**, {signed_pct(p95_d)} p95 latency; "
+            f"- {run['kind']} `{run['run_id']}`: **{signed_pct(mean_d)} mean latency**{mean_iv}, {signed_pct(p95_d)} p95 latency; "
             f"geomean ratio {c['geomean_ratio']:.4f}{iv_text}; {c['wins']} wins, {c['ties']} ties, {c['losses']} losses "
             f"-> {c['verdict']}"
         )

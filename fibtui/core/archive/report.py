@@ -211,6 +211,7 @@ def build_round_report(
             "reason": rec.reason,
             "verdict": rec.verdict or decisive.verdict,
             "recommendation": decisive.recommendation(),
+            "verdict_now": decisive.verdict,
         },
         "artifacts": list(rec.artifacts),
         "notes": list(rec.notes),
@@ -411,7 +412,31 @@ def _comparison_digest(c: stats.Comparison) -> dict[str, Any]:
         "baseline": _arm_digest(c.baseline),
         "candidate": _arm_digest(c.candidate),
         "recommendation": c.recommendation(),
+        **_measures_digest(c),
     }
+
+
+def _measures_digest(c: stats.Comparison) -> dict[str, Any]:
+    """The mean latency (which decides), the projected score, the worst workloads and the
+    disagreement line of a comparison (the same fields as ``fibtui compare --json``)."""
+    out = c.to_json()
+    keys = (
+        "mean_latency_change",
+        "mean_latency_interval",
+        "mean_latency_verdict",
+        "p95_latency_change",
+        "score",
+        "score_baseline",
+        "score_delta",
+        "score_interval",
+        "score_denominator",
+        "scores",
+        "words",
+        "worst_workloads",
+        "disagreement",
+        "verdict_lines",
+    )
+    return {k: out[k] for k in keys}
 
 
 def _arm_digest(a: stats.ArmSummary) -> dict[str, Any]:
@@ -452,22 +477,32 @@ def _findings(
 ) -> list[str]:
     out: list[str] = []
     b, k = c.baseline, c.candidate
+    m = c.mean_latency
+    if m is not None:
+        p95_change = c.p95_change
+        out.append(
+            f"Mean latency {us_text(m.base_ms)} -> {us_text(m.cand_ms)} us "
+            f"({signed_pct(m.change * 100)}, {c.confidence:.0%} interval {signed_pct(m.low * 100)} to "
+            f"{signed_pct(m.high * 100)}); PROMOTE needs the whole interval below "
+            f"{signed_pct((math.exp(-c.tau.tau) - 1) * 100)} (tau {c.tau.tau * 100:.2f}%): "
+            f"{c.mean_latency_verdict}. p95 {us_text(b.p95_latency_ms)} -> {us_text(k.p95_latency_ms)} us "
+            f"({signed_pct(p95_change * 100 if p95_change is not None else None)})."
+        )
     if c.geomean_ratio is not None and c.interval is not None:
         out.append(
-            f"Geometric-mean latency ratio {c.geomean_ratio:.4f} ({ratio_pct(c.geomean_ratio)}), "
-            f"{c.confidence:.0%} interval [{c.interval.low:.4f}, {c.interval.high:.4f}]; PROMOTE needs it below "
-            f"{math.exp(-c.tau.tau):.4f} (tau {c.tau.tau * 100:.2f}%): {c.verdict}."
+            f"Geometric-mean latency ratio (context) {c.geomean_ratio:.4f} ({ratio_pct(c.geomean_ratio)}), "
+            f"{c.confidence:.0%} interval [{c.interval.low:.4f}, {c.interval.high:.4f}]: {c.g_word}."
         )
-    if b.mean_latency_ms and k.mean_latency_ms:
-        p95_change = (
-            (k.p95_latency_ms / b.p95_latency_ms - 1) * 100
-            if b.p95_latency_ms and k.p95_latency_ms
-            else None
-        )
+    for s in c.scores:
+        out.append(f"Projected contest {s.phrase()}: baseline {s.score_baseline:.2f}.")
+    if c.worst_line():
+        out.append(f"{(c.worst_line() or '').capitalize()}.")
+    if c.disagreement:
+        out.append(f"The measures disagree: {c.disagreement}.")
+    if rec.verdict and c.verdict != rec.verdict:
         out.append(
-            f"Mean latency {us_text(b.mean_latency_ms)} -> {us_text(k.mean_latency_ms)} us "
-            f"({signed_pct((k.mean_latency_ms / b.mean_latency_ms - 1) * 100)}); p95 {us_text(b.p95_latency_ms)} -> "
-            f"{us_text(k.p95_latency_ms)} us ({signed_pct(p95_change)})."
+            f"The round was decided {rec.verdict} under the rule of its time; today's rule (the mean "
+            f"latency decides, G is context) says {c.verdict}."
         )
     wins, ties, losses = c.wins
     out.append(
@@ -502,8 +537,15 @@ def _findings(
                     if g.interval
                     else ""
                 )
+                gm = g.mean_latency
+                mean = (
+                    f"mean latency {signed_pct(gm.change * 100)} [{signed_pct(gm.low * 100)}, "
+                    f"{signed_pct(gm.high * 100)}], "
+                    if gm is not None
+                    else ""
+                )
                 out.append(
-                    f"Representative gate ({g.workloads} workloads): ratio {g.geomean_ratio:.4f}{iv} -> {g.verdict}"
+                    f"Representative gate ({g.workloads} workloads): {mean}ratio {g.geomean_ratio:.4f}{iv} -> {g.verdict}"
                     + (
                         f"; the gate's bands {', '.join(g.dispatch_bands)} already won with confidence"
                         if g.dispatch_bands

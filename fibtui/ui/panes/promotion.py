@@ -127,16 +127,7 @@ class PromotionPane(Pane):
         if c is None:
             box.update(f"{message.run_id}: nothing to compare")
             return
-        g = (
-            f"{c.geomean_ratio:.4f} ({(c.geomean_ratio - 1) * 100:+.2f}%)"
-            if c.geomean_ratio
-            else "-"
-        )
-        iv = (
-            f"[{c.interval.low:.4f}, {c.interval.high:.4f}] ({c.interval.method})"
-            if c.interval
-            else "-"
-        )
+        iv = c.interval.method if c.interval else "none"
         wins, ties, losses = c.wins
         head = (
             f"[bold {colour_of(c.verdict, 'white')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
@@ -154,11 +145,18 @@ class PromotionPane(Pane):
                     f"{c.measured.word.upper()}[/]  {escape(c.measured.text)}",
                     "[dim]across these workloads (a sample: the full sweep decides promotion):[/]",
                 ]
-            kind = "repeated interval" if c.look is not None else "interval"
+            # avg and p95 latency first, speedup as context, the worst workloads, the
+            # disagreement: the words are core's (Comparison.verdict_lines)
             lines = [
                 head,
                 *measured,
-                f"G = {g}  {c.confidence:.0%} {kind} {iv}",
+                *(
+                    f"[yellow]{escape(x)}[/]"
+                    if x.startswith("the measures disagree")
+                    else escape(x)
+                    for x in c.verdict_lines()
+                ),
+                f"[dim]G's interval: {escape(iv)}[/]",
                 f"tau {c.tau.tau * 100:.2f}% ({escape(c.tau.source)})  ·  threshold: the baseline's mean across repeats "
                 f"{(c.baseline.mean_latency_ms or 0) * 1000:.3f} us",
                 f"wins/ties/losses {wins}/{ties}/{losses}  ·  {escape(c.recommendation())}",
@@ -178,6 +176,7 @@ class PromotionPane(Pane):
                 for e in message.outcome.entries
             )
             lines.append(f"leaderboard: {board}")
+        lines += [f"[cyan]{escape(x)}[/]" for x in message.outcome.official_lines()]
         lines.append(_parity_line(message.parity))
         lines.append("[dim]A archive · P promote · R reject and restore the previous best[/dim]")
         box.update("\n".join(lines))

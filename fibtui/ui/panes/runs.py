@@ -63,6 +63,13 @@ STATE_STYLE = {
 }
 
 
+def _official(timing: dict[str, Any], key: str) -> str:
+    """`` | 7.912 us`` when the job carries an official-equivalent timing, else empty."""
+    off = timing.get("official") if isinstance(timing, dict) else None
+    value = off.get(key) if isinstance(off, dict) else None
+    return f" | {fmt_latency(value)}" if isinstance(value, (int, float)) else ""
+
+
 def fmt_latency(ms: float | None) -> str:
     if ms is None:
         return "-"
@@ -351,8 +358,9 @@ class RunsPane(Pane):
             v.solution[:28],
             axes,
             str(v.repeat),
-            fmt_latency(v.latency_ms),
-            fmt_latency(v.reference_latency_ms),
+            # a job timed with --timing official shows that latency beside fibtui's own
+            fmt_latency(v.latency_ms) + _official(v.timing, "latency_ms"),
+            fmt_latency(v.reference_latency_ms) + _official(v.timing, "reference_latency_ms"),
             pct,
             (v.error or "")[:60],
         )
@@ -722,7 +730,7 @@ class RunsPane(Pane):
 def verdict_line(outcome: Any) -> str:
     """One line (rich markup) per candidate of a compared run: a sample (a representative gate)
     says what it measured per band ("MIXED faster at batch_size=1 by 24% ..."); the full set its
-    verdict, G and interval."""
+    verdict, the mean latency's change with its interval, p95 and G."""
     lines = []
     for entry in outcome.entries:
         c = entry.comparison
@@ -738,8 +746,6 @@ def verdict_line(outcome: Any) -> str:
             )
             continue
         style = f"bold {colour_of(c.verdict)}"
-        g = ""
-        if c.geomean_ratio is not None and c.interval is not None:
-            g = f" G = {c.geomean_ratio:.4f} [{c.interval.low:.4f}, {c.interval.high:.4f}]"
-        lines.append(f"[{style}]{c.verdict}[/] {name}{g}")
+        short = c.short_line()  # the mean latency first, G as context (core decides the words)
+        lines.append(f"[{style}]{c.verdict}[/] {name}" + (f" {escape(short)}" if short else ""))
     return "\n".join(lines)
