@@ -193,11 +193,17 @@ def direct_launcher(compiled: Any, grid: tuple[int, ...], args: tuple[Any, ...],
     if os.environ.get("FIBTUI_DIRECT_DELIMITERS", "1") == "0":
         return None
     try:
-        runner = compiled[grid]
+        runner = compiled[grid3(grid)]
         runner(*args, stream=stream)  # one launch now: a launcher that does not work is not used
     except Exception:  # noqa: BLE001 - another Triton: the JIT path stays
         return None
     return lambda: runner(*args, stream=stream)
+
+
+def grid3(grid: tuple[int, ...]) -> tuple[int, int, int]:
+    """A launch grid of three dimensions: a compiled kernel's launcher reads all three."""
+    x, y, z = (*grid, 1, 1, 1)[:3]
+    return (int(x), int(y), int(z))
 
 
 def _device_events(prof) -> list[Event]:

@@ -204,6 +204,23 @@ def scale(x, alpha, y):
     if _calls[0] <= 2:
         honest(x, alpha, y)
 """,
+    # an answer kept by value where computing costs far more than comparing (a heavy kernel,
+    # here the honest one 64 times): the only kind of value cache that would pay
+    "cache_by_value_heavy": """
+import torch
+
+_saved = []
+
+
+def scale(x, alpha, y):
+    for xs, a, ys in _saved:
+        if a == alpha and xs.shape == x.shape and torch.equal(xs, x):
+            y.copy_(ys)
+            return
+    for _ in range(64):
+        honest(x, alpha, y)
+    _saved.append((x.clone(), alpha, y.clone()))
+""",
     # the work on a side stream, joined back: measured into the call
     "side_stream_joined": """
 import torch
