@@ -127,3 +127,36 @@ def test_the_seal_sees_a_patch_and_a_patch_undone() -> None:
     finally:
         statistics.median = real
     assert seal.broken() == []
+
+
+def _rows(latency: float, n: int = 6, checks: bool = True, repeats: int = 2) -> list[dict]:
+    timing = {"kind": "cupti", "l2_policy": "cold", "checks": {"rotation": checks}}
+    return [
+        {
+            "uuid": f"w{i}",
+            "status": "PASSED",
+            "latency_ms": latency * (1 + 0.001 * r),
+            "repeat": r,
+            "timing": timing,
+        }
+        for i in range(n)
+        for r in range(repeats)
+    ]
+
+
+def test_faster_than_physics_or_unchecked_timing_keeps_a_promote_from_standing() -> None:
+    from fibtui.core.stats import BLOCKED, PROMOTE, paired_verdict
+
+    base, fast = _rows(0.010), _rows(0.005)
+    assert paired_verdict(base, fast).verdict == PROMOTE
+    # the floor of every workload is 6 us: a 5 us latency is below what the bytes allow
+    floors = {f"w{i}": 0.006 for i in range(6)}
+    blocked = paired_verdict(base, fast, floors_ms=floors)
+    assert blocked.verdict == BLOCKED
+    assert blocked.integrity and blocked.integrity[0].startswith("faster than physics: 12 latency")
+    assert "fibtui promote --force" in blocked.recommendation()
+    assert "faster than physics" in " ".join(blocked.to_json()["blocked_by"])
+    # a floor under the latency changes nothing
+    assert paired_verdict(base, fast, floors_ms={k: 0.004 for k in floors}).verdict == PROMOTE
+    unchecked = paired_verdict(base, _rows(0.005, checks=False))
+    assert unchecked.verdict == BLOCKED and "without the gate's checks" in unchecked.integrity[0]

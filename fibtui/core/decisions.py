@@ -264,6 +264,7 @@ def compare(
             share_source=share_source,
             look=look,
             score_numerators=numerators,
+            floors_ms=floors_for(ws, definition, ds, stats.timing_key_of_source(b)),
         )
 
     official = (
@@ -278,6 +279,31 @@ def compare(
     if official is not None:
         outcome.official = decide(*official)
     return outcome
+
+
+def floors_for(
+    ws: Workspace | None, definition: str | None, ds: Any, key: stats.TimingKey | None
+) -> dict[str, float] | None:
+    """uuid -> the workload's roofline floor (ms) on the device the rows were timed on, from its
+    datasheet figures (or the workspace's own, fibtui.toml [devices]); None when the device or
+    the dataset is not known here (no physics check then)."""
+    if ws is None or ds is None or definition is None or key is None or not key.device:
+        return None
+    if key.kind == stats.CPU_INTERPRETER:
+        return None
+    from fibtui.core import roofline
+
+    try:
+        device = roofline.get_device(key.device, ws.root)
+        d = ds.definition(definition)
+        frame, _ = roofline.floor_frame(d, ds.workloads(definition), device)
+    except FibError:
+        return None
+    return {
+        str(u): float(f) / 1000.0
+        for u, f in zip(frame["uuid"].to_list(), frame["floor_us"].to_list(), strict=True)
+        if f is not None and f > 0
+    }
 
 
 def run_verdict(ws: Workspace, record: RunRecord) -> stats.CompareOutcome | None:

@@ -1080,6 +1080,11 @@ class Comparison:
     worst: list[measures.WorstWorkload] = field(default_factory=list)
     #: one line when G, the mean latency and the score do not say the same, else None
     disagreement: str | None = None
+    #: what keeps a faster candidate from promoting until a person looks (``fibtui promote
+    #: --force`` after review): latencies below the roofline floor of their workload (faster
+    #: than physics allows), timed calls the gate did not check (docs/measurement.md, "A gate no
+    #: candidate can game")
+    integrity: list[str] = field(default_factory=list)
 
     @property
     def g_word(self) -> str:
@@ -1158,7 +1163,7 @@ class Comparison:
 
     @property
     def blocked_by(self) -> list[str]:
-        return [f"{g.kind} {g.name}: {g.detail}" for g in self.guard]
+        return [f"{g.kind} {g.name}: {g.detail}" for g in self.guard] + list(self.integrity)
 
     @property
     def dispatch_bands(self) -> list[str]:
@@ -1215,6 +1220,12 @@ class Comparison:
         extra = ""
         if self.dispatch_bands:
             extra = "; archive as a dispatch candidate for band " + ", ".join(self.dispatch_bands)
+        if self.verdict == BLOCKED and self.integrity and not self.guard:
+            return (
+                "do not promote before a person looks: "
+                + "; ".join(self.integrity)
+                + " (fibtui promote --force once it is understood)"
+            )
         if self.verdict == BLOCKED:
             return (
                 "do not promote: the guard found a regression ("
@@ -1261,6 +1272,7 @@ class Comparison:
             "per_band": [b.to_json() for b in self.per_band],
             "dispatch_bands": self.dispatch_bands,
             "blocked_by": self.blocked_by,
+            "integrity": list(self.integrity),
             "guard": [g.to_json() for g in self.guard],
             "guard_margin": self.guard_margin,
             "complete": self.complete,
@@ -1496,8 +1508,14 @@ def paired_verdict(
     look: Look | None = None,
     decided: Mapping[str, str] | None = None,
     score_numerators: Sequence[measures.Numerators] = (),
+    floors_ms: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Compare a candidate's rows with the baseline's (see the module docstring).
+
+    ``floors_ms``: uuid -> the workload's roofline floor on the rows' device; a candidate latency
+    below it (faster than physics allows, under a cold L2) keeps a PROMOTE from standing until a
+    person confirms, as do timed calls the gate did not check (``timing.checks.rotation``
+    false).
 
     ``score_numerators``: other denominators of the projected contest score than the reference
     (a named baseline solution's latencies per workload), each scored after the reference's.
@@ -1630,6 +1648,9 @@ def paired_verdict(
         )
     else:
         verdict = mean_verdict  # the mean latency decides; G is context
+    integrity = _integrity(candidate_rows, floors_ms)
+    if verdict == PROMOTE and integrity:
+        verdict = BLOCKED
     if verdict == PROMOTE:
         for b in bands:
             b.dispatch_candidate = False
@@ -1673,6 +1694,7 @@ def paired_verdict(
         scores=scores,
         worst=worst,
         disagreement=disagree,
+        integrity=integrity,
     )
 
 
@@ -1745,6 +1767,42 @@ def _reference_numerators(
     if key is not None and key.kind == "cupti":
         return measures.Numerators(measures.REFERENCE, refs, HOST_TIMED_REFERENCE, "host-timed")
     return measures.Numerators(measures.REFERENCE, refs)
+
+
+def _integrity(rows: Sequence[Any], floors_ms: Mapping[str, float] | None) -> list[str]:
+    """What a PROMOTE of these candidate rows must not stand on without a person: latencies
+    below their workload's roofline floor under a cold L2 (a warm L2 may hold the inputs), and
+    timed calls the gate's checks did not cover."""
+    out: list[str] = []
+    below: list[tuple[float, str]] = []
+    unchecked = 0
+    for r in rows:
+        timing = _get(r, "timing")
+        timing = timing if isinstance(timing, Mapping) else {}
+        checks = timing.get("checks")
+        if isinstance(checks, Mapping) and checks.get("rotation") is False:
+            unchecked += 1
+        lat = _get(r, "latency_ms")
+        uuid = str(_get(r, "uuid"))
+        floor_ms = (floors_ms or {}).get(uuid)
+        if (
+            _get(r, "status") == PASSED
+            and isinstance(lat, (int, float))
+            and floor_ms
+            and timing.get("l2_policy", "cold") == "cold"
+            and lat < floor_ms
+        ):
+            below.append((lat / floor_ms, uuid))
+    if below:
+        below.sort()
+        ratio, uuid = below[0]
+        out.append(
+            f"faster than physics: {len(below)} latency(ies) below the roofline floor of their "
+            f"workload (speed of light over 100%; {uuid[:8]} at {100 / ratio:.0f}%)"
+        )
+    if unchecked:
+        out.append(f"{unchecked} row(s) timed without the gate's checks (rotation off)")
+    return out
 
 
 def settled_bands(
@@ -2460,6 +2518,7 @@ def compare_sources(
     share_source: str | None = None,
     look: Look | None = None,
     score_numerators: Sequence[measures.Numerators] = (),
+    floors_ms: Mapping[str, float] | None = None,
 ) -> CompareOutcome:
     """Pair the baseline with every candidate of the two sources, each with its own verdict
     (``band_shares``, ``share_source`` and ``look``: see :func:`paired_verdict`; an adaptive
@@ -2507,6 +2566,7 @@ def compare_sources(
         look=look,
         decided=base.decided if look is not None else None,
         score_numerators=score_numerators,
+        floors_ms=floors_ms,
     )
     notes = []
     if scope == "sample":
