@@ -271,3 +271,120 @@ def test_the_cute_dsls_own_arch_check_is_unsupported_here(
     assert job["status"] == "UNSUPPORTED_HERE", job
     assert "sm_100a" in job["limit"]["needs"] and job["limit"]["has"] == "sm_90a"
     assert "expects arch to be one of" in job["limit"]["evidence"]
+
+
+def _arch_limited_run(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A finished interpreter run (its worker told it is an sm_90 GPU) whose candidate needs
+    sm_100a on every workload."""
+    monkeypatch.setenv("FIBTUI_TEST_DEVICE_ARCH", "sm_90")
+    monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 3))
+    cand = root / "candidates" / "v3_tcgen05"
+    (cand / "solution" / "python").mkdir(parents=True)
+    (cand / "solution" / "python" / "kernel.py").write_text(FAKE_DSL_KERNEL)
+    (cand / "config.toml").write_text(
+        '[solution]\nname = "v3_tcgen05"\ndefinition = "tiny_scale"\nauthor = "t"\n'
+        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
+    )
+    code, out, err = run_cli(
+        capsys,
+        *("run", "--workspace", str(root), "--backend", "interpreter", "--no-daemon", "--json"),
+        *("--workloads", "all", "--solution", str(cand), "--baseline", str(root)),
+    )
+    assert code == 3, err
+    return root, json.loads(out)["run_id"]
+
+
+@pytest.mark.slow
+def test_what_this_gpu_cannot_run_goes_to_a_b200_in_the_same_run(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--send-unsupported``: the plan names the jobs (every solution of each workload, so no
+    pair spans two GPUs) and the worst case; without Modal credentials it says so in one line and
+    sends nothing; sent (the B200's answers from a stand-in caller), the same run holds one record
+    whose rows name the B200, and the paired verdict pairs them."""
+    from fibtui.core.workspace import open_workspace
+    from fibtui.runners.split import plan_send, prepare_send
+    from tests.test_modal import FakeCaller
+
+    root, run_id = _arch_limited_run(tmp_path, capsys, monkeypatch)
+    ws = open_workspace(root)
+    send = plan_send(ws, run_id)
+    assert send is not None and len(send.keys) == 4 and len(send.workloads) == 2
+    assert {g.needs for g in send.groups} == {("sm_100a", "sm_103a")}
+    code, out, err = run_cli(
+        capsys, "run", "--workspace", str(root), "--send-unsupported", run_id, "--plan", "--json"
+    )
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["jobs"] == 4 and plan["worst_case_cost_usd"] > 0
+    assert "need sm_100a or sm_103a" in err and "worst case" in err
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "none.toml"))
+    code, _, err = run_cli(
+        capsys, "run", "--workspace", str(root), "--send-unsupported", run_id, "--yes"
+    )
+    assert code == 2 and "needs Modal credentials" in err and "Traceback" not in err
+    # sent, with a stand-in for Modal's B200 containers
+    prepared = prepare_send(ws, send, modal_in_process=True)
+    prepared.runner.caller = FakeCaller()
+    record = prepared.runner.run(lambda event: None)
+    assert record.run_id == run_id and record.summary.complete
+    assert {(j.role, j.status, j.device) for j in record.jobs} == {
+        ("baseline", "PASSED", "NVIDIA B200"),
+        ("candidate", "PASSED", "NVIDIA B200"),
+    }
+    assert plan_send(ws, run_id) is None  # nothing left to send
+    code, out, err = run_cli(capsys, "compare", run_id, "--workspace", str(root), "--json")
+    assert code in (0, 1), err
+    assert json.loads(out)["workloads"] == 2  # both workloads paired, each on the B200
+
+
+def test_a_pair_never_spans_two_gpus() -> None:
+    from fibtui.core.stats import pair_workloads
+
+    def row(uuid: str, gpu: str, lat: float) -> dict:
+        return {
+            "uuid": uuid,
+            "status": "PASSED",
+            "latency_ms": lat,
+            "repeat": 0,
+            "timing": {"kind": "cupti", "environment": {"gpu": gpu}},
+        }
+
+    base = [row("a", "NVIDIA H200", 1.0), row("b", "NVIDIA B200", 1.0)]
+    cand = [row("a", "NVIDIA H200", 0.9), row("b", "NVIDIA H200", 0.5)]
+    pairs, unpaired = pair_workloads(base, cand)
+    assert [p.uuid for p in pairs] == ["a"] and unpaired == ["b"]
+
+
+@pytest.mark.slow
+def test_backend_auto_runs_here_then_says_what_it_would_send(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--backend auto`` on a machine without Modal credentials: the run is made on this
+    machine's backend, its B200-only jobs are named with the plan and the worst case, "not
+    sent" says why, and the exit code is the run's (3: nothing failed, some not judged here)."""
+    monkeypatch.setenv("FIBTUI_TEST_DEVICE_ARCH", "sm_90")
+    monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "none.toml"))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
+    cand = root / "candidates" / "v3_tcgen05"
+    (cand / "solution" / "python").mkdir(parents=True)
+    (cand / "solution" / "python" / "kernel.py").write_text(FAKE_DSL_KERNEL)
+    (cand / "config.toml").write_text(
+        '[solution]\nname = "v3_tcgen05"\ndefinition = "tiny_scale"\nauthor = "t"\n'
+        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
+    )
+    code, out, err = run_cli(
+        capsys,
+        *("run", "--workspace", str(root), "--backend", "auto", "--no-daemon", "--yes"),
+        *("--workloads", "all", "--solution", str(cand), "--baseline", str(root)),
+    )
+    assert code == 3, err
+    text = " ".join((out + err).split())
+    assert "1 workload(s) of run" in text and "need sm_100a or sm_103a" in text
+    assert "not sent: sending to Modal's B200 needs Modal credentials" in text

@@ -597,6 +597,19 @@ def _passed_by_repeat(rows: Iterable[Any]) -> dict[str, dict[int | None, list[fl
     return out
 
 
+def _devices_by_workload(rows: Iterable[Any]) -> dict[str, frozenset[str]]:
+    """uuid -> the GPUs its PASSED rows name (``timing.environment.gpu``); rows that name none
+    are left out."""
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        timing = _get(r, "timing")
+        env = timing.get("environment") if isinstance(timing, Mapping) else None
+        gpu = env.get("gpu") if isinstance(env, Mapping) else None
+        if _get(r, "status") == PASSED and isinstance(gpu, str) and gpu:
+            out.setdefault(str(_get(r, "uuid")), set()).add(gpu)
+    return {u: frozenset(g) for u, g in out.items()}
+
+
 def pair_workloads(
     base_rows: Sequence[Any],
     cand_rows: Sequence[Any],
@@ -608,6 +621,12 @@ def pair_workloads(
     appear in one arm only (or without a PASSED latency in an arm)."""
     base = _passed_by_repeat(base_rows)
     cand = _passed_by_repeat(cand_rows)
+    # a pair is two measurements on one GPU: a run whose workloads went to two devices (the
+    # ones this GPU could not run, sent to a B200) pairs each workload on its own device only
+    dev_b, dev_c = _devices_by_workload(base_rows), _devices_by_workload(cand_rows)
+    for uuid in set(base) & set(cand):
+        if dev_b.get(uuid) and dev_c.get(uuid) and dev_b[uuid] != dev_c[uuid]:
+            base.pop(uuid)
     refs = _reference_latencies(list(base_rows) + list(cand_rows))
     axes_of: dict[str, dict[str, int]] = {}
     order: dict[str, None] = {}

@@ -685,6 +685,14 @@ def run_cost(
     if header.backend != "modal" or not isinstance(info, dict) or info.get("in_process"):
         return None
     settings = ModalSettings.from_json(info)
+    return cost_of_jobs(ws, header, keys, settings), settings
+
+
+def cost_of_jobs(
+    ws: Workspace, header: RunHeader, keys: set[str], settings: ModalSettings
+) -> RunCost:
+    """The worst case of running the jobs ``keys`` of a run on Modal with ``settings`` (the
+    plan's bound: every call the run may make at Modal's limits, at the full container rate)."""
     groups: dict[tuple[str, int], list[str]] = {}
     for job in header.jobs:
         if job.key in keys:
@@ -699,7 +707,7 @@ def run_cost(
     )
     rate = container_rate_usd_per_hour(settings)
     limit = modal_settings(ws.root).confirm_above_usd
-    cost = RunCost(
+    return RunCost(
         header.run_id,
         sum(sl.jobs for sl in slices),
         len(slices),
@@ -710,7 +718,6 @@ def run_cost(
         seconds / 3600.0 * rate,
         limit,
     )
-    return cost, settings
 
 
 def rerun_cost(ws: Workspace, run_id: str, retry: bool) -> tuple[RunCost, ModalSettings] | None:

@@ -185,8 +185,11 @@ def get(name: str) -> Backend:
 
 
 def help_text() -> str:
-    """``--backend``'s help: each backend and its summary."""
-    return " | ".join(f"{b.name} ({b.summary})" for b in BACKENDS.values())
+    """``--backend``'s help: each backend and its summary, and ``auto``."""
+    return " | ".join(f"{b.name} ({b.summary})" for b in BACKENDS.values()) + (
+        " | auto (this machine's backend, then Modal's B200 for what its GPU cannot run: "
+        "fibtui.runners.split)"
+    )
 
 
 def with_plan() -> list[str]:

@@ -149,7 +149,7 @@ def official_plan(preset: Any, interpreter: bool = False) -> dict[str, int]:
     return dict(INTERPRETER_OFFICIAL_PLAN) if interpreter else official_timing(preset)
 
 
-def _workload_json(
+def workload_json(
     dataset: Dataset, definition: Definition, uuids: list[str]
 ) -> dict[str, dict[str, Any]]:
     workloads = dataset.workloads(definition.name)
@@ -183,7 +183,7 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     resolved = resolve_run(ws, options)
     dataset, definition, uuids = resolved.dataset, resolved.definition, resolved.uuids
     candidates, baseline = resolved.candidates, resolved.baseline
-    workloads = _workload_json(dataset, definition, uuids)  # strict validation before anything runs
+    workloads = workload_json(dataset, definition, uuids)  # strict validation before anything runs
     engine_backend = _engine_backend(options.backend, found, options)
     refuse_unsupported(candidates + ([baseline] if baseline else []), engine_backend, found)
     config = engine_config(engine_backend, definition, ws.dataset_root or dataset.root, options)
@@ -290,7 +290,7 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     dataset = ws.dataset()
     definition = dataset.definition(header.definition)
     uuids = list(dict.fromkeys(j.uuid for j in header.jobs))
-    workloads = _workload_json(dataset, definition, uuids)
+    workloads = workload_json(dataset, definition, uuids)
     config = dict(
         header.settings.get("engine")
         or engine_config(header.backend, definition, ws.dataset_root or dataset.root, options)
@@ -333,7 +333,7 @@ def profile_request(
                 "sources": sol.sources,
             }
         ],
-        "workloads": list(_workload_json(dataset, d, uuids).values()),
+        "workloads": list(workload_json(dataset, d, uuids).values()),
         "warmup_calls": warmup_calls,
         "profiled_calls": profiled_calls,
     }

@@ -61,7 +61,7 @@ def register(sub, common) -> None:
         "--backend",
         default=None,
         choices=None,
-        metavar="|".join(registry.names()),
+        metavar="|".join((*registry.names(), "auto")),
         help=registry.help_text(),
     )
     p.add_argument(
@@ -104,6 +104,13 @@ def register(sub, common) -> None:
         "once the verdict is (a sequential rule that keeps the error rate; docs/measurement.md)",
     )
     p.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run from its journal")
+    p.add_argument(
+        "--send-unsupported",
+        metavar="RUN_ID",
+        help="run the jobs of a run that this GPU could not (UNSUPPORTED_HERE: they need another "
+        "architecture, e.g. sm_100a) on Modal's B200, in the same run, every solution of each "
+        "workload (the plan and its worst-case cost first; --plan shows them only)",
+    )
     p.add_argument(
         "--retry-failed",
         metavar="RUN_ID",
@@ -176,6 +183,10 @@ def run(args: argparse.Namespace) -> int:
     check_workers(args.workers)  # every backend, before anything is read
     ws = workspace_from(args)
     assert ws is not None
+    auto = args.backend == "auto"
+    if auto:
+        # this machine's backend first; what its GPU cannot run goes to Modal's B200 after
+        args.backend = default_backend()
     if args.baseline == "best":
         from fibtui.core.archive import best_solution_path
         from fibtui.core.errors import UsageError
@@ -204,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
         definition=args.definition,
         modal_in_process=args.modal_in_process,
     )
+    if args.send_unsupported:
+        return _send(args, ws, args.send_unsupported)
     if args.plan:
         return _plan(args, ws, options)
     from fibtui.runners.service.client import service_workers
@@ -237,9 +250,60 @@ def run(args: argparse.Namespace) -> int:
         stop=lambda name: interrupt(cancel, f"{name} received", recorder),
     ) as stop:
         try:
-            return _run_and_report(args, prepared, printer, cancel, stop)
+            code = _run_and_report(args, prepared, printer, cancel, stop)
         finally:
             _test_delay("FIBTUI_TEST_SLOW_EXIT_S")
+    if auto and code < 128 and stop.received is None:
+        return _send(args, ws, prepared.run_id, after_run=code)
+    return code
+
+
+def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = None) -> int:
+    """``--send-unsupported RUN_ID`` (and the second half of ``--backend auto``): what the run's
+    GPU could not run, on Modal's B200, in the same run (fibtui.runners.split). ``after_run``:
+    the exit code of the run just made (auto), kept when nothing is sent."""
+    from fibtui.core.errors import UsageError
+    from fibtui.runners.split import plan_send, prepare_send
+    from fibtui.verbs._common import CancelOnSignals, emit_json
+
+    send = plan_send(ws, run_id)
+    out = sys.stderr if args.json or after_run is not None else sys.stdout
+    if send is None:
+        if after_run is None:
+            out.write(f"run {run_id} has no job a B200 could run that its GPU could not\n")
+        return after_run if after_run is not None else 0
+    for line in send.lines():
+        out.write(line + "\n")
+    if args.plan:
+        if args.json:
+            emit_json(send.to_json())
+        return 0
+    try:
+        if send.cost.needs_confirmation and not args.yes and not args.modal_in_process:
+            raise UsageError(
+                f"the worst case of sending {len(send.keys)} job(s) to Modal costs about "
+                f"${send.cost.worst_case_cost_usd:.2f}, more than [modal] confirm_above_usd "
+                f"(${send.cost.confirm_above_usd:.2f}): nothing was sent; fibtui run "
+                f"--send-unsupported {run_id} --yes sends them"
+            )
+        prepared = prepare_send(ws, send, modal_in_process=args.modal_in_process)
+    except UsageError as exc:
+        if after_run is None:
+            raise
+        # --backend auto: the run itself stands; what was not sent is said, and how to send it
+        out.write(f"not sent: {exc}\n")
+        return after_run
+    printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
+    cancel = threading.Event()
+    from fibtui.runners.journaling import interrupt
+
+    recorder = getattr(prepared.runner, "recorder", None)
+    with CancelOnSignals(
+        cancel,
+        "the send; the job(s) in flight stay pending (send again to finish)",
+        stop=lambda name: interrupt(cancel, f"{name} received", recorder),
+    ) as stop:
+        return _run_and_report(args, prepared, printer, cancel, stop)
 
 
 def _use_worker_service(prepared, service) -> None:
