@@ -839,6 +839,14 @@ RAW_WRITES_ALLOWED = {
         "fibtui/worker/build_job.py",
         "write_sources",
     ): "the worker's private build folder (a temp folder)",
+    (
+        "fibtui/runners/modal_app.py",
+        "run",
+    ): "a Modal container's request file for its child worker, in the container's temp folder",
+    (
+        "fibtui/runners/modal_app.py",
+        "profile_slice",
+    ): "a Modal container's request file for ncu's child process, in the container's temp folder",
     ("fibtui/worker/protocol.py", "claim_stdout"): "the worker's own stdout pipe",
     (
         "fibtui/worker/native.py",

@@ -1046,10 +1046,10 @@ def read_traces(path: str | Path) -> tuple[list[Trace], list[str]]:
                 old = traces[newest[key]]
                 assert old is not None
                 if (trace.timestamp or "") >= (old.timestamp or ""):
-                    superseded.append(old.line)
+                    superseded.append(old.line or 0)
                     traces[newest[key]] = None
                 else:
-                    superseded.append(trace.line)
+                    superseded.append(n)
                     continue
             newest[key] = len(traces)
         traces.append(trace)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fibtui.core.errors import FibError, UsageError
-from fibtui.core.fsio import atomic_write_text, make_dirs
+from fibtui.core.fsio import atomic_write_bytes, atomic_write_text, make_dirs
 
 if TYPE_CHECKING:
     from fibtui.core.workspace import Workspace
@@ -153,7 +153,7 @@ def profile_on_modal(
     atomic_write_text(paths["log"], str(out.get("log") or ""))
     if out.get("error"):
         raise NcuOnModalFailed(f"ncu on Modal: {out['error']} (log: {paths['log']})")
-    rep.write_bytes(out["report"])
+    atomic_write_bytes(rep, out["report"])
     pages = out.get("pages") or {}
     for name in ("details_csv", "raw_csv", "details_txt"):
         atomic_write_text(paths[name], str(pages.get(name) or ""))

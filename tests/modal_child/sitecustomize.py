@@ -12,10 +12,10 @@ if os.environ.get("FIBTUI_TEST_POISON_N"):
     _real_failure = Engine._failure
     _real_lost = Engine._context_lost
 
-    def _failure(self, exc):
+    def _failure(self, exc, sol=None):
         if "illegal memory access" in str(exc):
             self._planted = True
-        return _real_failure(self, exc)
+        return _real_failure(self, exc, sol)
 
     def _context_lost(self):
         if getattr(self, "_planted", False):
