@@ -96,6 +96,15 @@ class SolutionTiming:
                     late_kernels=self.late_kernels,
                     probe_kernel_names=self.probe_kernel_names[:8],
                 )
+                # the kernels a call on unseen inputs launched against the timed calls': a
+                # difference is shown (the row's timing), and fails only when they share none
+                probe_only = sorted(set(self.probe_kernel_names) - set(self.kernel_names))
+                timed_only = sorted(set(self.kernel_names) - set(self.probe_kernel_names))
+                if self.probe_kernel_names and (probe_only or timed_only):
+                    checks["kernels_differ"] = {
+                        "probe_only": probe_only[:8],
+                        "timed_only": timed_only[:8],
+                    }
         return {
             "kind": kind,
             "l2_policy": plan.l2_policy if kind == "cupti" else "n/a",
