@@ -172,6 +172,19 @@ def scale(x, alpha, y):
 """
 
 
+def python_candidate(root: Path, name: str, kernel: str) -> Path:
+    """``candidates/<name>/``: a Python solution of the tiny definition (config.toml and
+    solution/python/kernel.py)."""
+    cand = root / "candidates" / name
+    (cand / "solution" / "python").mkdir(parents=True)
+    (cand / "solution" / "python" / "kernel.py").write_text(kernel)
+    (cand / "config.toml").write_text(
+        f'[solution]\nname = "{name}"\ndefinition = "tiny_scale"\nauthor = "t"\n'
+        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
+    )
+    return cand
+
+
 @pytest.mark.slow
 def test_a_kernel_that_needs_sm_100a_is_unsupported_here_with_what_it_needs(
     tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
@@ -183,13 +196,7 @@ def test_a_kernel_that_needs_sm_100a_is_unsupported_here_with_what_it_needs(
     monkeypatch.setenv("FIBTUI_TEST_DEVICE_ARCH", "sm_90")
     monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 3))
-    cand = root / "candidates" / "v3_tcgen05"
-    (cand / "solution" / "python").mkdir(parents=True)
-    (cand / "solution" / "python" / "kernel.py").write_text(FAKE_DSL_KERNEL)
-    (cand / "config.toml").write_text(
-        '[solution]\nname = "v3_tcgen05"\ndefinition = "tiny_scale"\nauthor = "t"\n'
-        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
-    )
+    cand = python_candidate(root, "v3_tcgen05", FAKE_DSL_KERNEL)
     args = ("run", "--workspace", str(root), "--backend", "interpreter", "--no-daemon")
     code, out, err = run_cli(
         capsys,
@@ -254,13 +261,7 @@ def test_the_cute_dsls_own_arch_check_is_unsupported_here(
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
     monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
-    cand = root / "candidates" / "v4_umma"
-    (cand / "solution" / "python").mkdir(parents=True)
-    (cand / "solution" / "python" / "kernel.py").write_text(REAL_DSL_KERNEL)
-    (cand / "config.toml").write_text(
-        '[solution]\nname = "v4_umma"\ndefinition = "tiny_scale"\nauthor = "t"\n'
-        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
-    )
+    cand = python_candidate(root, "v4_umma", REAL_DSL_KERNEL)
     code, out, err = run_cli(
         capsys,
         *("run", "--workspace", str(root), "--backend", "interpreter", "--no-daemon"),
@@ -279,13 +280,7 @@ def _arch_limited_run(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("FIBTUI_TEST_DEVICE_ARCH", "sm_90")
     monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 3))
-    cand = root / "candidates" / "v3_tcgen05"
-    (cand / "solution" / "python").mkdir(parents=True)
-    (cand / "solution" / "python" / "kernel.py").write_text(FAKE_DSL_KERNEL)
-    (cand / "config.toml").write_text(
-        '[solution]\nname = "v3_tcgen05"\ndefinition = "tiny_scale"\nauthor = "t"\n'
-        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
-    )
+    cand = python_candidate(root, "v3_tcgen05", FAKE_DSL_KERNEL)
     code, out, err = run_cli(
         capsys,
         *("run", "--workspace", str(root), "--backend", "interpreter", "--no-daemon", "--json"),
@@ -372,13 +367,7 @@ def test_backend_auto_runs_here_then_says_what_it_would_send(
     monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
     monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "none.toml"))
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,))
-    cand = root / "candidates" / "v3_tcgen05"
-    (cand / "solution" / "python").mkdir(parents=True)
-    (cand / "solution" / "python" / "kernel.py").write_text(FAKE_DSL_KERNEL)
-    (cand / "config.toml").write_text(
-        '[solution]\nname = "v3_tcgen05"\ndefinition = "tiny_scale"\nauthor = "t"\n'
-        '[build]\nlanguage = "python"\nentry_point = "kernel.py::scale"\n'
-    )
+    cand = python_candidate(root, "v3_tcgen05", FAKE_DSL_KERNEL)
     code, out, err = run_cli(
         capsys,
         *("run", "--workspace", str(root), "--backend", "auto", "--no-daemon", "--yes"),

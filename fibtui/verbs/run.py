@@ -236,26 +236,32 @@ def run(args: argparse.Namespace) -> int:
             _cost_guard(args, ws, options)
         prepared = prepare_run(ws, options)
     _use_worker_service(prepared, service)
-    printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
-    cancel = threading.Event()
+    code, signalled = _run_under_signals(
+        args, prepared, "the run; the job(s) in flight stay pending (resumable)"
+    )
+    if auto and code < 128 and not signalled:
+        return _send(args, ws, prepared.run_id, after_run=code)
+    return code
+
+
+def _run_under_signals(args: argparse.Namespace, prepared, what: str) -> tuple[int, bool]:
+    """Run and report, a signal cancelling as an interrupt (set before the runner stops any
+    worker, so a job in flight stays pending and the run reads interrupted; a second one stops
+    the workers at once). The exit code, and whether a signal came."""
     from fibtui.runners.journaling import interrupt
     from fibtui.verbs._common import CancelOnSignals
 
-    # a signal cancels as an interrupt (set before the runner stops any worker, so a job in flight
-    # stays pending and the run reads interrupted); a second one stops the workers at once
+    printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
+    cancel = threading.Event()
     recorder = getattr(prepared.runner, "recorder", None)
     with CancelOnSignals(
-        cancel,
-        "the run; the job(s) in flight stay pending (resumable)",
-        stop=lambda name: interrupt(cancel, f"{name} received", recorder),
+        cancel, what, stop=lambda name: interrupt(cancel, f"{name} received", recorder)
     ) as stop:
         try:
             code = _run_and_report(args, prepared, printer, cancel, stop)
         finally:
             _test_delay("FIBTUI_TEST_SLOW_EXIT_S")
-    if auto and code < 128 and stop.received is None:
-        return _send(args, ws, prepared.run_id, after_run=code)
-    return code
+    return code, stop.received is not None
 
 
 def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = None) -> int:
@@ -264,7 +270,7 @@ def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = Non
     the exit code of the run just made (auto), kept when nothing is sent."""
     from fibtui.core.errors import UsageError
     from fibtui.runners.split import plan_send, prepare_send
-    from fibtui.verbs._common import CancelOnSignals, emit_json
+    from fibtui.verbs._common import emit_json
 
     send = plan_send(ws, run_id)
     out = sys.stderr if args.json or after_run is not None else sys.stdout
@@ -293,17 +299,9 @@ def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = Non
         # --backend auto: the run itself stands; what was not sent is said, and how to send it
         out.write(f"not sent: {exc}\n")
         return after_run
-    printer = _Printer(stream=sys.stderr if args.json else sys.stdout)
-    cancel = threading.Event()
-    from fibtui.runners.journaling import interrupt
-
-    recorder = getattr(prepared.runner, "recorder", None)
-    with CancelOnSignals(
-        cancel,
-        "the send; the job(s) in flight stay pending (send again to finish)",
-        stop=lambda name: interrupt(cancel, f"{name} received", recorder),
-    ) as stop:
-        return _run_and_report(args, prepared, printer, cancel, stop)
+    return _run_under_signals(
+        args, prepared, "the send; the job(s) in flight stay pending (send again to finish)"
+    )[0]
 
 
 def _use_worker_service(prepared, service) -> None:

@@ -44,3 +44,20 @@ private_runtime() {
   export XDG_RUNTIME_DIR=/tmp/xdg-$1
   mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 }
+
+# demo_paired_sweep: the GDN demo's paired full sweep through `fibtui run` (3 repeats, baseline
+# against v2_smallb_splitv, the demo copied to /tmp/demo), its record and `fibtui compare` into
+# $R (demo_sweep.json/.err/.run.json, demo_compare.txt); F is the fibtui command.
+demo_paired_sweep() {
+  rm -rf /tmp/demo && $F demo /tmp/demo --no-tui --no-history > /dev/null || return 2
+  $F run --backend local --workloads all --repeats 3 --baseline /tmp/demo/solution/triton \
+    --solution /tmp/demo/candidates/v2_smallb_splitv --workspace /tmp/demo --json \
+    > $R/demo_sweep.json 2> $R/demo_sweep.err
+  say "demo sweep rc=$?"
+  local run
+  run=$(python3 -c "import json; print(json.load(open('$R/demo_sweep.json'))['run_id'])" 2>/dev/null)
+  [ -n "$run" ] && $F compare $run --workspace /tmp/demo > $R/demo_compare.txt 2>&1
+  [ -n "$run" ] && cp /tmp/demo/optimize_ops/runs/$run/run.json $R/demo_sweep.run.json
+  $F workers stop --workspace /tmp/demo > /dev/null 2>&1
+  return 0
+}

@@ -51,16 +51,8 @@ for name in ("torch", "triton", "flashinfer-bench", "flashinfer-python", "cupti-
 PY
 
 if [ "${SWEEP:-1}" = 1 ]; then
-  rm -rf /tmp/demo && $F demo /tmp/demo --no-tui --no-history > /dev/null || exit 2
   say "demo sweep (fibtui's own timing)"
-  $F run --backend local --workloads all --repeats 3 --baseline /tmp/demo/solution/triton \
-    --solution /tmp/demo/candidates/v2_smallb_splitv --workspace /tmp/demo --json \
-    > $R/demo_sweep.json 2> $R/demo_sweep.err
-  say "demo sweep rc=$?"
-  RUN=$(python3 -c "import json; print(json.load(open('$R/demo_sweep.json'))['run_id'])" 2>/dev/null)
-  [ -n "$RUN" ] && $F compare $RUN --workspace /tmp/demo > $R/demo_compare.txt 2>&1
-  [ -n "$RUN" ] && cp /tmp/demo/optimize_ops/runs/$RUN/run.json $R/demo_sweep.run.json
-  $F workers stop --workspace /tmp/demo > /dev/null 2>&1
+  demo_paired_sweep || exit 2
 fi
 
 WS=/tmp/ws54

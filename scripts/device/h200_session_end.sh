@@ -28,15 +28,7 @@ python3 scripts/device/run_requests.py --repeat 2 sweep_on sweep_off 2>&1 | tee 
 mv "$OUT/gate" "$R/gate_events" 2>/dev/null
 
 say "2. the demo sweep through fibtui run"
-rm -rf /tmp/demo && $F demo /tmp/demo --no-tui --no-history > /dev/null || exit 2
-$F run --backend local --workloads all --repeats 3 --baseline /tmp/demo/solution/triton \
-  --solution /tmp/demo/candidates/v2_smallb_splitv --workspace /tmp/demo --json \
-  > $R/demo_sweep.json 2> $R/demo_sweep.err
-say "demo sweep rc=$?"
-RUN=$(python3 -c "import json; print(json.load(open('$R/demo_sweep.json'))['run_id'])" 2>/dev/null)
-[ -n "$RUN" ] && $F compare $RUN --workspace /tmp/demo > $R/demo_compare.txt 2>&1
-[ -n "$RUN" ] && cp /tmp/demo/optimize_ops/runs/$RUN/run.json $R/demo_sweep.run.json
-$F workers stop --workspace /tmp/demo > /dev/null 2>&1
+demo_paired_sweep || exit 2
 
 say "3. official twin and flashinfer-bench on every ${EVERY:-6}th workload"
 WS=/tmp/ws54

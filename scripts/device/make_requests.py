@@ -37,6 +37,7 @@ from fibtui.core.plan import solution_from_config  # noqa: E402
 from fibtui.core.workspace import load_config  # noqa: E402
 from fibtui.runners.session import GPU_PLAN  # noqa: E402
 from tests.runner_helpers import GOOD_TRITON, TINY_DEFINITION  # noqa: E402
+from tests.test_hostile_candidates import ATTACKS  # noqa: E402
 
 OUT = REPO / ".devreq"
 KERNELS = REPO / "scripts" / "device" / "kernels"
@@ -168,42 +169,10 @@ CUDA_TCGEN05 = CUDA_PLAIN.replace(
 
 HONEST = GOOD_TRITON.replace("def scale(x, alpha, y):", "def honest(x, alpha, y):")
 
+# the CPU suite's attacks (tests/test_hostile_candidates.py), and those that need a GPU
 HOSTILE = {
-    "cache_by_address": """
-_saved = {}
-
-
-def scale(x, alpha, y):
-    key = (x.data_ptr(), y.data_ptr())
-    if key in _saved:
-        y.copy_(_saved[key])
-        return
-    honest(x, alpha, y)
-    _saved[key] = y.clone()
-""",
-    "cache_by_value": """
-import torch
-
-_saved = []
-
-
-def scale(x, alpha, y):
-    for xs, a, ys in _saved:
-        if a == alpha and xs.shape == x.shape and torch.equal(xs, x):
-            y.copy_(ys)
-            return
-    honest(x, alpha, y)
-    _saved.append((x.clone(), alpha, y.clone()))
-""",
-    "nothing_after_first": """
-_calls = [0]
-
-
-def scale(x, alpha, y):
-    _calls[0] += 1
-    if _calls[0] <= 2:
-        honest(x, alpha, y)
-""",
+    name: ATTACKS[name] for name in ("cache_by_address", "cache_by_value", "nothing_after_first")
+} | {
     # an answer kept by value where computing costs far more than comparing (a heavy kernel,
     # here the honest one 64 times): the only kind of value cache that would pay
     "cache_by_value_heavy": """
