@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -377,3 +378,85 @@ def test_backend_auto_runs_here_then_says_what_it_would_send(
     text = " ".join((out + err).split())
     assert "1 workload(s) of run" in text and "need sm_100a or sm_103a" in text
     assert "not sent: sending to Modal's B200 needs Modal credentials" in text
+
+
+@pytest.mark.slow
+async def test_the_tui_offers_the_b200_after_a_run_with_jobs_this_gpu_cannot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gate in the TUI whose candidate needs Blackwell: at the run's end one dialog says how
+    many workloads need which architecture, the jobs and the worst case; "n" sends nothing,
+    the palette's entry asks again, "y" runs them on the B200 (a stand-in for its containers)
+    into the same run, whose rows then name the B200."""
+    from fibtui.core.runs import build_record, read_journal, run_dir
+    from fibtui.core.workspace import open_workspace
+    from fibtui.runners import split
+    from fibtui.runners.events import RunFinished
+    from fibtui.ui.app import make_app
+    from fibtui.ui.panes.runs import RunsPane
+    from fibtui.ui.screens.confirm import ConfirmScreen
+    from tests.test_modal import FakeCaller
+
+    monkeypatch.setenv("FIBTUI_TEST_DEVICE_ARCH", "sm_90")
+    monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
+    root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 3))
+    python_candidate(root, "v3_tcgen05", FAKE_DSL_KERNEL)
+    real_prepare = split.prepare_send
+    sent: list = []
+
+    def stand_in(ws, send, modal_in_process=False):
+        prepared = real_prepare(ws, send, modal_in_process=True)
+        prepared.runner.caller = FakeCaller()
+        sent.append(send)
+        return prepared
+
+    monkeypatch.setattr(split, "prepare_send", stand_in)
+    events: list = []
+    app = make_app(open_workspace(root))
+    app.note_acknowledged = True
+
+    def finished() -> list:  # a bubbling message reaches the hook once per node it passes
+        return list(
+            {
+                id(m.event): m.event
+                for m in events
+                if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)
+            }.values()
+        )
+
+    async def until(condition, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, "timed out waiting"
+            await pilot.pause(0.05)
+
+    async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
+        gates, baselines = app._choices()
+        app.gate_choice = next(c for c in gates if c.label == "v3_tcgen05")
+        app.base_choice = next(c for c in baselines if c.key == "solution")
+        await pilot.press("g")
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
+        dialog = app.screen
+        said = " ".join([dialog._title, *(v for _, v in dialog._facts)])
+        assert "need sm_100a or sm_103a" in said and "Modal's B200" in said, said
+        assert "worst case" in said, said
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ConfirmScreen) and sent == []
+        run_id = app.pane("runs").shown_run
+        assert run_id is not None and len(finished()) == 1
+        app.action_send_unsupported()  # the palette's entry
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(lambda: len(finished()) == 2)
+    assert len(sent) == 1 and sent[0].run_id == run_id
+    ws = open_workspace(root)
+    folder = run_dir(ws.archive_root, run_id)
+    record = build_record(folder, read_journal(folder / "journal.jsonl"))
+    sent_rows = {(j.role, j.status, j.device) for j in record.jobs if j.uuid in sent[0].workloads}
+    assert sent_rows == {
+        ("baseline", "PASSED", "NVIDIA B200"),
+        ("candidate", "PASSED", "NVIDIA B200"),
+    }
+    assert split.plan_send(ws, run_id) is None

@@ -494,6 +494,8 @@ class FibApp(App[int]):
         self._runs_pane: RunsPane | None = None
         #: runs whose verdict the other panes' refresh waits for (RunsPane.VerdictReady)
         self._refresh_after: set[str] = set()
+        #: runs whose send to Modal's B200 was offered once already (issue 31)
+        self._send_offered: set[str] = set()
         self._panes: dict[str, Any] = {}
         self._tabs: TabbedContent | None = None
         #: panes given the workspace (set_workspace: their loading workers started)
@@ -1361,6 +1363,63 @@ class FibApp(App[int]):
         self._on_pane("regimes", "analyze")
         if self.watch_mode or self._keep_worker_warm():
             self._prewarm()
+        if message.run_id not in self._send_offered:
+            self._send_offered.add(message.run_id)
+            self._plan_send(message.run_id, quiet=True)
+
+    # -- what this GPU cannot run, sent to Modal's B200 (issue 31) ------------------------------
+
+    def action_send_unsupported(self) -> None:
+        """The shown run's jobs this GPU lacks the architecture for, on Modal's B200: the plan
+        and its worst-case cost first, always asked (the palette's entry; a run's end offers it
+        by itself)."""
+        run_id = self.pane("runs").shown_run
+        if run_id is None:
+            self.notify("no run selected", severity="warning")
+            return
+        self._plan_send(run_id, quiet=False)
+
+    @work(thread=True, exclusive=True, group="send-plan", exit_on_error=False)
+    def _plan_send(self, run_id: str, quiet: bool) -> None:
+        """plan_send reads the run's journal and Modal's settings (files, no network): in a
+        thread, answered on the event loop. ``quiet``: after a run, say nothing when there is
+        nothing to send."""
+        from fibtui.runners.split import plan_send
+
+        try:
+            send = plan_send(self.workspace, run_id)
+        except FibError as exc:
+            if not quiet:
+                self.call_from_thread(
+                    self.notify, f"cannot plan the send: {exc.one_line()}", severity="error"
+                )
+            return
+        if send is None:
+            if not quiet:
+                self.call_from_thread(
+                    self.notify, f"run {run_id} has no job a B200 could run that this GPU could not"
+                )
+            return
+        self.call_from_thread(self._confirm_send, send)
+
+    def _confirm_send(self, send) -> None:
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
+        lines = send.lines()
+        self.push_screen(
+            ConfirmScreen(
+                "Cannot run here: " + lines[0],
+                [("", line.strip()) for line in lines[1:]],
+                "Run them on Modal's B200 in the same run? (GPU time is billed)",
+                yes="Send (y)",
+                no="Not now (n)",
+            ),
+            lambda ok: self._send(send) if ok else None,
+        )
+
+    def _send(self, send) -> None:
+        self.show_pane("runs")
+        self._on_pane("runs", "start_send", send)
 
     # -- watch mode -------------------------------------------------------------------------------
 
@@ -1531,6 +1590,13 @@ class FibApp(App[int]):
                         f"Retry the failed jobs of {runs.shown_run}",
                         self.action_retry_failed,
                         "merged back into the run",
+                    )
+                )
+                out.append(
+                    (
+                        f"Send what this GPU cannot run of {runs.shown_run} to Modal's B200",
+                        self.action_send_unsupported,
+                        "the jobs that need another architecture; plan and cost first",
                     )
                 )
         else:

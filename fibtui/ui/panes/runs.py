@@ -485,19 +485,31 @@ class RunsPane(Pane):
             return
         self._launch(options, label)
 
+    def start_send(self, send) -> None:
+        """Run a send (fibtui.runners.split.Send, already confirmed): the jobs this GPU could not
+        run, on Modal's B200, journaled into the same run."""
+        if self.active_run is not None:
+            self.notify(
+                f"run {self.active_run} is still going: cancel it first (c)", severity="warning"
+            )
+            return
+        self._launch(None, "send to Modal's B200", send=send)
+
     @work(thread=True, group="runs-active", exit_on_error=False)
-    def _launch(self, options, label: str, retry_of: str | None = None) -> None:
+    def _launch(self, options, label: str, retry_of: str | None = None, send: Any = None) -> None:
         from fibtui.core.errors import FibError
+        from fibtui.runners import split
         from fibtui.runners.session import prepare_retry, prepare_run
 
         cancel = threading.Event()
         self._cancel = cancel
         try:
-            prepared = (
-                prepare_retry(self.workspace, retry_of, options)
-                if retry_of
-                else prepare_run(self.workspace, options)
-            )
+            if send is not None:
+                prepared = split.prepare_send(self.workspace, send)
+            elif retry_of:
+                prepared = prepare_retry(self.workspace, retry_of, options)
+            else:
+                prepared = prepare_run(self.workspace, options)
         except FibError as exc:
             self._cancel = None
             self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
