@@ -686,7 +686,9 @@ def _run_file(path: Path, definition: str, solution: str, factor: float) -> Path
         for w in range(4)
     ]
     path.write_text(
-        json.dumps({"format": "fibtui-run", "definition": definition, "run_id": path.stem, "jobs": jobs})
+        json.dumps(
+            {"format": "fibtui-run", "definition": definition, "run_id": path.stem, "jobs": jobs}
+        )
     )
     return path
 
@@ -698,9 +700,7 @@ def test_compare_refuses_files_of_different_definitions(capsys, tmp_path: Path) 
     assert code == 2 and out == "" and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert "gemm_n128" in err and "rmsnorm_h4096" in err and "--allow-definitions" in err
-    code, out, _ = run_cli(
-        capsys, "compare", str(base), str(cand), "--json", "--allow-definitions"
-    )
+    code, out, _ = run_cli(capsys, "compare", str(base), str(cand), "--json", "--allow-definitions")
     assert code == 0 and json.loads(out)["workloads"] == 4
     # one definition on both sides: compared as before
     same = _run_file(tmp_path / "c.json", "gemm_n128", "cand", 1.2)

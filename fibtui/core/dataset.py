@@ -1086,7 +1086,15 @@ class Dataset:
         folder = self.root / "definitions"
         if not folder.is_dir():
             return {}
-        return {p.stem: p for p in sorted(folder.rglob("*.json"))}
+        return {p.stem: p for p in self._checked(sorted(folder.rglob("*.json")))}
+
+    def _checked(self, paths: list[Path]) -> list[Path]:
+        """``paths`` when none is a link out of the dataset folder (fibtui.core.safetree); else
+        one line naming the link and its target."""
+        from fibtui.core.safetree import check_links
+
+        check_links(self.root, paths)
+        return paths
 
     @property
     def definition_names(self) -> list[str]:
@@ -1111,7 +1119,7 @@ class Dataset:
         folder = self.root / "workloads"
         if not folder.is_dir():
             return None
-        found = sorted(folder.rglob(f"{name}.jsonl"))
+        found = self._checked(sorted(folder.rglob(f"{name}.jsonl")))
         return found[0] if found else None
 
     def workloads(self, name: str) -> WorkloadSet:
@@ -1124,7 +1132,7 @@ class Dataset:
 
     def solution_paths(self) -> list[Path]:
         folder = self.root / "solutions"
-        return sorted(folder.rglob("*.json")) if folder.is_dir() else []
+        return self._checked(sorted(folder.rglob("*.json"))) if folder.is_dir() else []
 
     def solutions(self, definition: str | None = None) -> list[Solution]:
         out = [load_solution(p) for p in self.solution_paths()]
