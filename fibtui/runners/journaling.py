@@ -191,6 +191,9 @@ class JobRecorder:
             wall_s=r.get("wall_s"),
             correctness=dict(r["correctness"]) if isinstance(r.get("correctness"), dict) else {},
             limit=dict(r["limit"]) if isinstance(r.get("limit"), dict) else None,
+            side_effects=(
+                dict(r["side_effects"]) if isinstance(r.get("side_effects"), dict) else None
+            ),
         )
         with self._lock:
             restored = self.journal.restored
@@ -303,6 +306,8 @@ def take_job_fields(r: dict[str, Any], job: dict[str, Any], started: str | None)
     records a job the same way."""
     r.setdefault("started", started)
     r["wall_s"] = job.get("wall_s")
+    if isinstance(job.get("side_effects"), dict):
+        r["side_effects"] = job["side_effects"]
     if isinstance(r.get("timing"), dict) and job.get("cpu_s") is not None:
         r["timing"]["job_cpu_s"] = job["cpu_s"]
     return r
