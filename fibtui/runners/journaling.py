@@ -31,7 +31,7 @@ from fibtui.core.runs import (
     read_journal,
     write_record,
 )
-from fibtui.core.status import PASSED
+from fibtui.core.status import INFRA_STATUSES, PASSED
 from fibtui.runners.events import EventSink, JobFinished, LogLine, RunFinished
 
 _RESTORED = (
@@ -126,6 +126,12 @@ class JobRecorder:
         not needed by an adaptive run)."""
         contents = read_journal(self.journal.path)
         self.journal.guard()
+        # an infrastructure failure says nothing about the kernel: a resume runs the job again
+        # (a retry line reopens it, so the journal keeps one result per job)
+        infra = sorted(k for k, r in contents.results.items() if r.status in INFRA_STATUSES)
+        if infra:
+            self.journal.append_retry(infra, "infrastructure failure: redone on resume")
+            contents = read_journal(self.journal.path)
         done_keys = set(contents.results)
         self.results = dict(contents.results)
         self.stops = dict(contents.stops)
