@@ -702,15 +702,17 @@ def open_workspace(
             raise InputError(root, "workspace folder does not exist", field="--workspace")
         root = root.resolve()
         cfg = root / CONFIG_NAME
-        if not (cfg.is_file() and has_solution_table(cfg)):
+        marked = any((root / m).exists() for m in ("fibtui.toml", ARCHIVE_DIR))
+        if not marked and not (cfg.is_file() and has_solution_table(cfg)):
+            # a folder with a config.toml, fibtui.toml or an archive (optimize_ops/) is one; else
             # a workspace is found only upward from the folder given (or one folder below it,
             # the per-definition layout): never by walking everything under it
             found = find_workspace_root(root)
             if found is None:
                 raise InputError(
                     root,
-                    f"not a workspace: no {CONFIG_NAME} with a [solution] table in it, in a folder "
-                    "above it or in a folder just below it",
+                    f"not a workspace: no {CONFIG_NAME} with a [solution] table, fibtui.toml or "
+                    f"{ARCHIVE_DIR}/ in it, and no workspace above it or just below it",
                     field="--workspace",
                 )
             root, active_cfg = found
