@@ -162,3 +162,17 @@ def test_a_plain_folder_is_a_solution_only_with_its_entry_file(capsys, ws: Path)
     err = one_line_error(*run_cli(capsys, *run_args(ws, "--solution", str(folder))))
     assert "kernel.py" in err
     assert not os.path.exists(ws / "optimize_ops" / "runs")
+
+
+def test_parity_import_never_walks_a_whole_tree(
+    capsys, tmp_path: Path, ws: Path, monkeypatch
+) -> None:
+    from fibtui.runners import parity
+
+    big = tmp_path / "big"
+    for i in range(12):
+        (big / f"d{i}").mkdir(parents=True)
+        (big / f"d{i}" / "x.jsonl").write_text("{}\n")
+    monkeypatch.setattr(parity, "IMPORT_MAX_ENTRIES", 10)
+    err = one_line_error(*run_cli(capsys, "parity", "--workspace", str(ws), "--import", str(big)))
+    assert "not a flashinfer-bench output folder" in err and "--import" in err
