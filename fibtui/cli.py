@@ -120,6 +120,23 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; a signal at any moment of start-up (parsing, importing the verb, opening
+    the workspace) is one line and 130, never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return _interrupted()
+
+
+def _interrupted() -> int:
+    try:
+        sys.stderr.write("fibtui: interrupted\n")
+    except (OSError, ValueError):
+        pass
+    return 130
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(lazy=True).parse_args(argv)
     handler = getattr(args, "func", None)
     if handler is None:  # no verb: the TUI (it prints no tables, so --wide means nothing to it)
@@ -144,8 +161,7 @@ def _run(handler, args: argparse.Namespace) -> int:
         sys.stderr.write(f"fibtui: error: {printable(exc.one_line(), one_line=True)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("fibtui: interrupted\n")
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         return 0
 

@@ -441,3 +441,42 @@ async def test_sigterm_to_the_tui_interrupts_the_run_first(tmp_path: Path, monke
         assert app.return_code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) == before  # the app put the previous handler back
     _after_the_app(root, tmp_path)
+
+
+@pytest.mark.slow
+def test_sigint_at_any_moment_of_start_up_is_one_line(tmp_path: Path) -> None:
+    """A signal while the command line is imported, parsed, or the workspace opened (before the
+    run folder exists): ``fibtui: interrupted``, 130, never a traceback (issue 37 item 4). The
+    moments are spread over start-up; whichever phase each lands in, the answer is the same."""
+    root = make_ws(tmp_path)
+    # Python's own start-up (site, runpy finding the package) is not fibtui's: the clock starts
+    # once the package is imported
+    launcher = (
+        "import sys, runpy, fibtui; sys.stderr.write('up\\n'); sys.stderr.flush(); "
+        "sys.argv = ['fibtui', *sys.argv[1:]]; runpy.run_module('fibtui', run_name='__main__')"
+    )
+    for delay in (0.01, 0.03, 0.1, 0.25):
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                launcher,
+                "run",
+                "--backend",
+                "interpreter",
+                "--no-daemon",
+                "--workspace",
+                str(root),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env_for(tmp_path),
+        )
+        assert proc.stderr is not None and proc.stderr.readline() == "up\n"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT_S)
+        assert "Traceback" not in err, (delay, err)
+        assert proc.returncode == 130, (delay, proc.returncode, err)
+        assert "interrupted" in err, (delay, err)

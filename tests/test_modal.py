@@ -483,8 +483,8 @@ def test_fake_calls_flow_into_the_journal_like_a_local_run(tmp_path: Path) -> No
         and lines[-1]["kind"] == "end"
     )
     results = [x for x in lines if x["kind"] == "result"]
-    # every field (a limit only on an UNSUPPORTED_HERE row)
-    assert set(results[0]) == {"kind", *JobResult.__dataclass_fields__} - {"limit"}
+    # every field (a limit only on an UNSUPPORTED_HERE row, side effects only when there were some)
+    assert set(results[0]) == {"kind", *JobResult.__dataclass_fields__} - {"limit", "side_effects"}
     assert {r["wall_s"] for r in results} == {0.5} and {r["started"] for r in results} == {
         "2026-11-29T10:00:00+00:00"
     }

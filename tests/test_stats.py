@@ -671,3 +671,38 @@ def test_compare_several_candidates_prints_a_leaderboard(capsys, tmp_path: Path)
     assert code == 0 and "leaderboard" in out and out.index("fast") < out.index("slow")
     code, out, _ = run_cli(capsys, "compare", str(path), "--solution-cand", "slow", "--json")
     assert json.loads(out)["candidate"] == "slow"
+
+
+def _run_file(path: Path, definition: str, solution: str, factor: float) -> Path:
+    jobs = [
+        {
+            "uuid": f"w{w}",
+            "axes": {"batch_size": 2**w},
+            "solution": solution,
+            "repeat": 0,
+            "status": "PASSED",
+            "latency_ms": 0.001 * (w + 1) * factor,
+        }
+        for w in range(4)
+    ]
+    path.write_text(
+        json.dumps(
+            {"format": "fibtui-run", "definition": definition, "run_id": path.stem, "jobs": jobs}
+        )
+    )
+    return path
+
+
+def test_compare_refuses_files_of_different_definitions(capsys, tmp_path: Path) -> None:
+    base = _run_file(tmp_path / "a.json", "gemm_n128", "base", 1.0)
+    cand = _run_file(tmp_path / "b.json", "rmsnorm_h4096", "cand", 1.2)
+    code, out, err = run_cli(capsys, "compare", str(base), str(cand), "--json")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert "gemm_n128" in err and "rmsnorm_h4096" in err and "--allow-definitions" in err
+    code, out, _ = run_cli(capsys, "compare", str(base), str(cand), "--json", "--allow-definitions")
+    assert code == 0 and json.loads(out)["workloads"] == 4
+    # one definition on both sides: compared as before
+    same = _run_file(tmp_path / "c.json", "gemm_n128", "cand", 1.2)
+    code, out, _ = run_cli(capsys, "compare", str(base), str(same), "--json")
+    assert code == 0 and json.loads(out)["workloads"] == 4

@@ -489,8 +489,15 @@ def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dic
     """Yield (1-based line number, object) for each non-blank line; a bad line names itself."""
     if data is None:
         data = read_input(path)
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
+    total = data.count(b"\n") + 1
+    # one line at a time (a 100,000-line file is never held twice, as bytes and as lines)
+    start, number = 0, 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        raw = data[start:end]
+        start, number = end + 1, number + 1
         if not raw.strip():
             continue
         try:
@@ -498,9 +505,7 @@ def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, dic
         except UnicodeDecodeError:
             raise InputError(path, "not UTF-8 text", line=number) from None
         except json.JSONDecodeError as exc:
-            hint = (
-                " (truncated line?)" if number == len(lines) or exc.pos >= len(raw.strip()) else ""
-            )
+            hint = " (truncated line?)" if number == total or exc.pos >= len(raw.strip()) else ""
             raise InputError(path, f"not valid JSON: {exc.msg}{hint}", line=number) from None
         except ValueError:
             raise InputError(path, f"not valid JSON: {_HUGE_NUMBER}", line=number) from None
@@ -1022,6 +1027,113 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     return trace
 
 
+_FLOAT_MIN = sys.float_info.min
+
+
+def _fast_positive(perf: dict[str, Any], key: str) -> float | None | bool:
+    """A latency read the quick way: the float, None when absent, False when it needs the strict
+    reader (a non-float, a non-finite or non-positive value, a string)."""
+    v = perf.get(key)
+    if v is None:
+        return None
+    if type(v) is float and _FLOAT_MIN <= v < math.inf:
+        return v
+    return False
+
+
+def _fast_trace(obj: dict[str, Any], line: int) -> Trace | None:
+    """:func:`parse_trace_line` for the common, well-formed line (strings where strings belong,
+    integer axes, random or scalar inputs, float figures), the same :class:`Trace` without the
+    field-by-field checks; None for anything else, which the strict reader then reads (and
+    refuses, naming the field, when it is wrong). It keeps a 100,000-line file a matter of
+    seconds."""
+    definition = obj.get("definition")
+    wl = obj.get("workload")
+    solution = obj.get("solution")
+    ev = obj.get("evaluation")
+    if (
+        type(definition) is not str
+        or not definition.strip()
+        or type(wl) is not dict
+        or (solution is not None and type(solution) is not str)
+        or type(ev) is not dict
+    ):
+        return None
+    uuid, axes, inputs_raw = wl.get("uuid"), wl.get("axes"), wl.get("inputs")
+    if (
+        type(uuid) is not str
+        or not uuid.strip()
+        or type(axes) is not dict
+        or type(inputs_raw) is not dict
+    ):
+        return None
+    for value in axes.values():
+        if type(value) is not int or not 0 <= value <= MAX_AXIS:
+            return None
+    inputs: dict[str, InputSpec] = {}
+    for name, spec in inputs_raw.items():
+        if type(spec) is not dict:
+            return None
+        kind = spec.get("type")
+        if kind == "random":
+            inputs[name] = InputSpec("random")
+        elif kind == "scalar" and type(spec.get("value")) in (int, float, bool):
+            inputs[name] = InputSpec("scalar", value=spec["value"])
+        else:
+            return None
+    status = ev.get("status")
+    if type(status) is not str or status not in ALL_STATUSES:
+        return None
+    env, ts, log = ev.get("environment"), ev.get("timestamp"), ev.get("log")
+    if (
+        (env is not None and type(env) is not dict)
+        or (ts is not None and type(ts) is not str)
+        or (log is not None and type(log) is not str)
+    ):
+        return None
+    corr, perf = ev.get("correctness"), ev.get("performance")
+    abs_err = rel_err = None
+    if corr is not None:
+        if type(corr) is not dict:
+            return None
+        abs_err, rel_err = corr.get("max_absolute_error"), corr.get("max_relative_error")
+        if (abs_err is not None and type(abs_err) is not float) or (
+            rel_err is not None and type(rel_err) is not float
+        ):
+            return None
+    lat = ref = spd = None
+    if perf is not None:
+        if type(perf) is not dict:
+            return None
+        lat, ref, spd = (
+            _fast_positive(perf, "latency_ms"),
+            _fast_positive(perf, "reference_latency_ms"),
+            _fast_positive(perf, "speedup_factor"),
+        )
+        if lat is False or ref is False or spd is False:
+            return None
+    if status == "PASSED" and lat is None:
+        return None  # the strict reader says why
+    workload = Workload(uuid=uuid, axes=dict(axes), inputs=inputs, line=line)
+    workload.definition = definition
+    trace = Trace(
+        definition=definition, workload=workload, solution=solution, status=status, line=line
+    )
+    if env is not None:
+        hw = env.get("hardware")
+        trace.hardware = hw if isinstance(hw, str) else None
+        libs = env.get("libs")
+        if isinstance(libs, dict):
+            trace.libs = {str(k): str(v) for k, v in libs.items()}
+    trace.timestamp = ts
+    trace.log = log or ""
+    if status != "PASSED" and trace.log.strip():
+        trace.error = trace.log.strip().splitlines()[-1][:300]
+    trace.max_abs_error, trace.max_rel_error = abs_err, rel_err
+    trace.latency_ms, trace.reference_latency_ms, trace.speedup = lat, ref, spd
+    return trace
+
+
 def load_traces(path: str | Path) -> list[Trace]:
     """Every evaluation of a traces JSONL, the newest of each (solution, workload, device)
     (:func:`read_traces`)."""
@@ -1038,8 +1150,7 @@ def read_traces(path: str | Path) -> tuple[list[Trace], list[str]]:
     newest: dict[tuple[str, str, str | None, str | None], int] = {}
     superseded: list[int] = []
     for n, obj in iter_jsonl(path):
-        ctx = _Ctx(path, n)
-        trace = parse_trace_line(ctx, obj)
+        trace = _fast_trace(obj, n) or parse_trace_line(_Ctx(path, n), obj)
         if trace.status is not None:
             key = (trace.definition, trace.workload.uuid, trace.solution, trace.hardware)
             if key in newest:
@@ -1086,7 +1197,15 @@ class Dataset:
         folder = self.root / "definitions"
         if not folder.is_dir():
             return {}
-        return {p.stem: p for p in sorted(folder.rglob("*.json"))}
+        return {p.stem: p for p in self._checked(sorted(folder.rglob("*.json")))}
+
+    def _checked(self, paths: list[Path]) -> list[Path]:
+        """``paths`` when none is a link out of the dataset folder (fibtui.core.safetree); else
+        one line naming the link and its target."""
+        from fibtui.core.safetree import check_links
+
+        check_links(self.root, paths)
+        return paths
 
     @property
     def definition_names(self) -> list[str]:
@@ -1111,7 +1230,7 @@ class Dataset:
         folder = self.root / "workloads"
         if not folder.is_dir():
             return None
-        found = sorted(folder.rglob(f"{name}.jsonl"))
+        found = self._checked(sorted(folder.rglob(f"{name}.jsonl")))
         return found[0] if found else None
 
     def workloads(self, name: str) -> WorkloadSet:
@@ -1124,7 +1243,7 @@ class Dataset:
 
     def solution_paths(self) -> list[Path]:
         folder = self.root / "solutions"
-        return sorted(folder.rglob("*.json")) if folder.is_dir() else []
+        return self._checked(sorted(folder.rglob("*.json"))) if folder.is_dir() else []
 
     def solutions(self, definition: str | None = None) -> list[Solution]:
         out = [load_solution(p) for p in self.solution_paths()]

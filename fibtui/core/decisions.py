@@ -228,10 +228,12 @@ def compare(
     solution_base: str | None = None,
     solution_cand: str | None = None,
     timing: str = "fibtui",
+    allow_definitions: bool = False,
 ) -> stats.CompareOutcome:
     """``timing``: ``fibtui`` decides on fibtui's own latencies (and, when the runs were timed
     with ``--timing official`` too, sets the official-equivalent comparison beside it);
-    ``official`` decides on the official-equivalent latencies."""
+    ``official`` decides on the official-equivalent latencies. Two files of different
+    definitions are refused (:func:`check_same_definition`) unless ``allow_definitions``."""
     if timing not in ("fibtui", "official"):
         raise UsageError(f"--timing is fibtui or official, not {timing!r}")
     archive_root = ws.archive_root if ws is not None else None
@@ -240,6 +242,8 @@ def compare(
     lookup = axes_lookup(ws, ds)
     base = stats.load_source(base_spec, archive_root, lookup)
     cand = stats.load_source(cand_spec, archive_root, lookup) if cand_spec else None
+    if cand is not None and not allow_definitions:
+        check_same_definition(base, cand)
     settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
     definition = base.table.definition or (cand.table.definition if cand else None)
     band_of, total = band_map(ws, definition, base.table.rows, ds)
@@ -279,6 +283,26 @@ def compare(
     if official is not None:
         outcome.official = decide(*official)
     return outcome
+
+
+def definitions_of(source: stats.Source) -> set[str]:
+    """The definitions a compared file holds: its own, else those its rows name."""
+    if source.table.definition:
+        return {source.table.definition}
+    return {r.definition for r in source.table.rows if r.definition}
+
+
+def check_same_definition(base: stats.Source, cand: stats.Source) -> None:
+    """Refuse (one line, exit 2) two files whose definitions differ: workload ids shared by two
+    definitions are not the same workloads, and a verdict on them would mean nothing. A file
+    that names no definition is not refused."""
+    b, c = definitions_of(base), definitions_of(cand)
+    if b and c and b != c:
+        raise UsageError(
+            f"{base.label} is of definition {', '.join(sorted(b))} but {cand.label} is of "
+            f"{', '.join(sorted(c))}: compare files of one definition "
+            "(--allow-definitions compares them all the same)"
+        )
 
 
 def floors_for(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fibtui.core import safetree
 from fibtui.core.dataset import Dataset, Definition, WorkloadSet, load_solution, parse_solution
 from fibtui.core.errors import InputError, UsageError
 from fibtui.core.fsio import atomic_write_json, atomic_write_text
@@ -70,25 +71,21 @@ class SolutionSource:
         }
 
 
+def _skipped_part(name: str) -> bool:
+    return name in IGNORED_SOURCE_PARTS or name.startswith(".")
+
+
+def _skipped_file(name: str) -> bool:
+    return _skipped_part(name) or name == CONFIG_NAME or name.endswith((".pyc", ".so", ".o"))
+
+
 def _read_sources(folder: Path) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
-    total = 0
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder)
-        if not p.is_file() or any(
-            part in IGNORED_SOURCE_PARTS or part.startswith(".") for part in rel.parts
-        ):
-            continue
-        if p.name == CONFIG_NAME or p.suffix in (".pyc", ".so", ".o"):
-            continue
-        try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise InputError(p, "source file is not UTF-8 text") from None
-        total += len(text)
-        if total > MAX_SOURCE_BYTES:
-            raise InputError(folder, f"sources exceed {MAX_SOURCE_BYTES // 2**20} MiB")
-        out.append({"path": rel.as_posix(), "content": text})
+    """The folder's sources, through the one safe reader (fibtui.core.safetree): no link out of
+    the folder is followed, and the file count and byte limits are said when reached."""
+    files = safetree.list_files(
+        folder, skip_dir=_skipped_part, skip_file=_skipped_file, max_bytes=MAX_SOURCE_BYTES
+    )
+    out = [{"path": f.rel, "content": safetree.read_text(f, folder / f.rel)} for f in files]
     if not out:
         raise InputError(folder, "no source files")
     return out
@@ -121,11 +118,17 @@ def solution_from_config(cfg: SolutionConfig) -> SolutionSource:
     )
 
 
-def solution_from_path(path: str | Path, active: SolutionConfig | None) -> SolutionSource:
+def solution_from_path(
+    path: str | Path, active: SolutionConfig | None, flag: str = "--solution"
+) -> SolutionSource:
     """A solution given on the command line: a folder with config.toml, a solution.json, or a
     plain folder of sources (which takes the active config's language and entry point)."""
-    path = Path(path).expanduser()
-    if path.is_file() and path.suffix == ".json":
+    try:
+        path = Path(path).expanduser()
+        is_file, is_dir = path.is_file(), path.is_dir()
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise InputError(str(path), f"not a usable path: {exc}", field=flag) from None
+    if is_file and path.suffix == ".json":
         sol = load_solution(path)
         return SolutionSource(
             name=sol.name,
@@ -138,21 +141,24 @@ def solution_from_path(path: str | Path, active: SolutionConfig | None) -> Solut
             author=sol.author,
             definition=sol.definition,
         )
-    if not path.is_dir():
-        raise InputError(path, "not a solution folder or solution.json", field="--solution")
+    if not is_dir:
+        raise InputError(path, "not a solution folder or solution.json", field=flag)
     if (path / CONFIG_NAME).is_file():
         return solution_from_config(load_config(path / CONFIG_NAME))
     if active is None:
         raise UsageError(
             f"{path} has no config.toml and the workspace has no active config to take the entry point from"
         )
-    sources = _read_sources(path)
-    if active.entry_file not in {s["path"] for s in sources}:
+    # a plain folder of sources is one only with the entry point file in it: a mistyped path
+    # (.., /, a home folder) is said in one line, and is never walked
+    if active.entry_file is None or not (path / active.entry_file).is_file():
         raise InputError(
             path,
-            f"has no {active.entry_file} (the entry point file of {active.name})",
-            field="--solution",
+            f"not a solution folder: no {CONFIG_NAME} and no {active.entry_file} "
+            f"(the entry point file of {active.name}) in it",
+            field=flag,
         )
+    sources = _read_sources(path)
     return SolutionSource(
         name=path.name,
         language=active.language,
@@ -408,9 +414,12 @@ class ResolvedRun:
 def _in_workspace(path: str, ws: Any) -> str:
     """A relative ``--solution`` path that names nothing from the current folder is read from the
     workspace root (``candidates/v3`` with ``--workspace``)."""
-    p = Path(path).expanduser()
-    if not p.is_absolute() and not p.exists() and (ws.root / p).exists():
-        return str(ws.root / p)
+    try:
+        p = Path(path).expanduser()
+        if not p.is_absolute() and not p.exists() and (ws.root / p).exists():
+            return str(ws.root / p)
+    except (OSError, ValueError, RuntimeError):
+        pass  # solution_from_path says what is wrong with it
     return path
 
 
@@ -429,7 +438,7 @@ def resolve_run(ws: Any, options: Any) -> ResolvedRun:
     ]
     baseline = None
     if options.baseline:
-        baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg)
+        baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg, "--baseline")
     for sol in candidates + ([baseline] if baseline else []):
         if sol.definition and sol.definition != definition.name:
             raise UsageError(f"solution {sol.name} is for {sol.definition}, not {definition.name}")

@@ -109,6 +109,11 @@ class JobResult(Measurement):
     #: GPU architecture it needs and the one it met, or the headers it needs); None otherwise,
     #: and then absent from the JSON, so records without one keep their bytes
     limit: dict[str, Any] | None = None
+    #: what the job did besides its result (fibtui.worker.sidefx): ``output_bytes`` (all the
+    #: kernel printed on stdout and stderr), ``output_head``/``output_tail`` (its first and last
+    #: 64 KiB), ``output_truncated``, ``leftover_processes`` (``pid``, ``command`` of each process
+    #: it left running, ended by the worker); None (absent) when it printed nothing, left nothing
+    side_effects: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -127,6 +132,8 @@ class JobResult(Measurement):
             del out["correctness"]
         if self.limit is None:
             del out["limit"]
+        if self.side_effects is None:
+            del out["side_effects"]
         return out
 
     @classmethod
@@ -174,6 +181,8 @@ class JobResult(Measurement):
             correctness.get("evaluator", ""), str
         ):
             return None
+        if obj.get("side_effects") is not None and not isinstance(obj["side_effects"], dict):
+            return None
         limit = obj.get("limit")
         if limit is not None and not (
             isinstance(limit, dict) and isinstance(limit.get("kind"), str)
@@ -187,6 +196,7 @@ JOB_JSON_ORDER = (
     *("uuid", "axes", "solution", "role", "repeat", "status"),
     *MEASUREMENT_FIELDS,
     *("timing", "attempt", "correctness", "started", "finished", "wall_s", "limit"),
+    "side_effects",
 )
 
 

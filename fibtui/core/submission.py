@@ -39,6 +39,7 @@ from typing import Any
 
 import git
 
+from fibtui.core import safetree
 from fibtui.core.dataset import parse_solution
 from fibtui.core.errors import CheckFailed, InputError, UsageError
 from fibtui.core.fsio import atomic_write_text
@@ -85,48 +86,35 @@ def select_config(workspace: str | Path, definition: str | None = None) -> Solut
     raise UsageError(f"no solution config for definition {definition!r} in {workspace}")
 
 
+def _excluded_dir(name: str) -> bool:
+    return name.startswith(".") or name in EXCLUDED_DIRS or name.endswith(".egg-info")
+
+
+def _excluded_file(name: str) -> bool:
+    return name.startswith(".") or name in EXCLUDED_FILES or name.endswith(EXCLUDED_SUFFIXES)
+
+
 def packable_files(cfg: SolutionConfig) -> tuple[list[Path], list[str]]:
-    """(files to pack, relative paths left out) under the config's source folder, sorted."""
+    """(files to pack, relative paths left out) under the config's source folder, sorted, read by
+    the one safe reader (fibtui.core.safetree): a link out of the folder is refused, the file
+    count and size limits are said when reached. A kept link (to a file of the folder) is packed
+    under its own name."""
     root = cfg.source_dir
-    files: list[Path] = []
     excluded: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        keep = []
-        for d in sorted(dirnames):
-            if d.startswith(".") or d in EXCLUDED_DIRS or d.endswith(".egg-info"):
-                excluded.append((here / d).relative_to(root).as_posix() + "/")
-            else:
-                keep.append(d)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            p = here / name
-            rel = p.relative_to(root).as_posix()
-            if (
-                name.startswith(".")
-                or name in EXCLUDED_FILES
-                or name.endswith(EXCLUDED_SUFFIXES)
-                or not p.is_file()
-            ):
-                excluded.append(rel)
-            else:
-                files.append(p)
-    files.sort(key=lambda p: p.relative_to(root).as_posix())
-    return files, sorted(excluded)
+    listed = safetree.list_files(
+        root,
+        skip_dir=_excluded_dir,
+        skip_file=_excluded_file,
+        excluded=excluded,
+        what="source folder to pack",
+    )
+    return [root / f.rel for f in listed], sorted(excluded)
 
 
 def _read_source(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(
-            path,
-            "not UTF-8 text (sources are packed as text; move binaries out of the source folder)",
-        ) from None
+    return safetree.read_text(
+        safetree.TreeFile(path.name, Path(os.path.realpath(path)), 0), shown=path
+    )
 
 
 def _str_list(cfg: SolutionConfig, key: str) -> list[str] | None:
@@ -154,6 +142,10 @@ class PackResult:
             "output": str(output) if output else None,
             "entry_point": self.solution["spec"]["entry_point"],
             "sources": [s["path"] for s in self.solution["sources"]],
+            "files": [
+                {"path": s["path"], "bytes": len(s["content"].encode("utf-8"))}
+                for s in self.solution["sources"]
+            ],
             "excluded": self.excluded,
             "target_hardware": self.solution["spec"]["target_hardware"],
             "destination_passing_style": self.solution["spec"]["destination_passing_style"],

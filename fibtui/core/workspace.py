@@ -101,17 +101,19 @@ class SolutionConfig:
         return True if self.destination_passing_style is None else self.destination_passing_style
 
     def source_files(self) -> list[Path]:
+        """The source folder's files (fibtui.core.safetree: a link out of it is an InputError)."""
         if not self.source_dir.is_dir():
             return []
-        out = []
-        for p in sorted(self.source_dir.rglob("*")):
-            rel = p.relative_to(self.source_dir)
-            if not p.is_file() or any(part in IGNORED_SOURCE_PARTS for part in rel.parts):
-                continue
-            if p.name == CONFIG_NAME or p.suffix in (".pyc",):
-                continue
-            out.append(p)
-        return out
+        from fibtui.core import safetree
+
+        files = safetree.list_files(
+            self.source_dir,
+            skip_dir=lambda name: name in IGNORED_SOURCE_PARTS,
+            skip_file=lambda name: (
+                name in IGNORED_SOURCE_PARTS or name == CONFIG_NAME or name.endswith(".pyc")
+            ),
+        )
+        return [self.source_dir / f.rel for f in files]
 
 
 def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
@@ -311,11 +313,20 @@ class Topology:
         return [p for c in self.candidates for p in c.problems]
 
 
+#: how deep below a workspace root a config.toml is looked for
+MAX_CONFIG_DEPTH = 4
+
+
 def find_config_files(root: Path) -> list[Path]:
     """Every config.toml with a [solution] table under ``root`` (skipping caches, archives,
     reference checkouts and the dataset)."""
     found: list[Path] = []
+    top = len(Path(root).parts)
     for dirpath, dirnames, filenames in os.walk(root):
+        # deep enough for <root>/<definition>/solution/<language>/config.toml (misplaced, said by
+        # the check), never a walk of a whole tree
+        if len(Path(dirpath).parts) - top >= MAX_CONFIG_DEPTH:
+            dirnames[:] = []
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         if CONFIG_NAME in filenames:
             p = Path(dirpath) / CONFIG_NAME
@@ -435,6 +446,16 @@ def find_candidates(root: Path, configs: list[SolutionConfig]) -> list[Candidate
         if not any(p.is_file() for p in folder.iterdir()):
             continue  # not a candidate (an empty folder, a folder of folders)
         cand = Candidate(folder.name, folder, "sources", owner)
+        try:
+            from fibtui.core import safetree
+
+            safetree.list_files(
+                folder,
+                skip_dir=lambda n: n.startswith(".") or n in IGNORED_SOURCE_PARTS,
+                what="candidate folder",
+            )
+        except InputError as exc:
+            cand.problems.append(Problem(Path(exc.path or folder), exc.message))
         entry = owner.entry_file
         if entry is not None and not (folder / entry).is_file():
             cand.problems.append(
@@ -458,7 +479,11 @@ def check_sources(c: SolutionConfig) -> list[Problem]:
             )
         )
         return out
-    if not c.source_files():
+    try:
+        files = c.source_files()
+    except InputError as exc:  # a link out of the folder, too many files
+        return [Problem(Path(exc.path or c.source_dir), exc.message, exc.line, exc.field)]
+    if not files:
         out.append(
             Problem(
                 c.path,
@@ -669,9 +694,28 @@ def open_workspace(
     active_cfg: Path | None = None
     if workspace is not None:
         root = Path(workspace).expanduser()
-        if not root.is_dir():
+        try:
+            is_dir = root.is_dir()
+        except (OSError, ValueError):
+            is_dir = False
+        if not is_dir:
             raise InputError(root, "workspace folder does not exist", field="--workspace")
         root = root.resolve()
+        cfg = root / CONFIG_NAME
+        marked = any((root / m).exists() for m in ("fibtui.toml", ARCHIVE_DIR))
+        if not marked and not (cfg.is_file() and has_solution_table(cfg)):
+            # a folder with a config.toml, fibtui.toml or an archive (optimize_ops/) is one; else
+            # a workspace is found only upward from the folder given (or one folder below it,
+            # the per-definition layout): never by walking everything under it
+            found = find_workspace_root(root)
+            if found is None:
+                raise InputError(
+                    root,
+                    f"not a workspace: no {CONFIG_NAME} with a [solution] table, fibtui.toml or "
+                    f"{ARCHIVE_DIR}/ in it, and no workspace above it or just below it",
+                    field="--workspace",
+                )
+            root, active_cfg = found
     else:
         found = find_workspace_root(Path(cwd or os.getcwd()))
         if found is None:

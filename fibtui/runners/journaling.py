@@ -31,7 +31,7 @@ from fibtui.core.runs import (
     read_journal,
     write_record,
 )
-from fibtui.core.status import PASSED
+from fibtui.core.status import INFRA_STATUSES, PASSED
 from fibtui.runners.events import EventSink, JobFinished, LogLine, RunFinished
 
 _RESTORED = (
@@ -126,6 +126,12 @@ class JobRecorder:
         not needed by an adaptive run)."""
         contents = read_journal(self.journal.path)
         self.journal.guard()
+        # an infrastructure failure says nothing about the kernel: a resume runs the job again
+        # (a retry line reopens it, so the journal keeps one result per job)
+        infra = sorted(k for k, r in contents.results.items() if r.status in INFRA_STATUSES)
+        if infra:
+            self.journal.append_retry(infra, "infrastructure failure: redone on resume")
+            contents = read_journal(self.journal.path)
         done_keys = set(contents.results)
         self.results = dict(contents.results)
         self.stops = dict(contents.stops)
@@ -191,6 +197,9 @@ class JobRecorder:
             wall_s=r.get("wall_s"),
             correctness=dict(r["correctness"]) if isinstance(r.get("correctness"), dict) else {},
             limit=dict(r["limit"]) if isinstance(r.get("limit"), dict) else None,
+            side_effects=(
+                dict(r["side_effects"]) if isinstance(r.get("side_effects"), dict) else None
+            ),
         )
         with self._lock:
             restored = self.journal.restored
@@ -303,6 +312,8 @@ def take_job_fields(r: dict[str, Any], job: dict[str, Any], started: str | None)
     records a job the same way."""
     r.setdefault("started", started)
     r["wall_s"] = job.get("wall_s")
+    if isinstance(job.get("side_effects"), dict):
+        r["side_effects"] = job["side_effects"]
     if isinstance(r.get("timing"), dict) and job.get("cpu_s") is not None:
         r["timing"]["job_cpu_s"] = job["cpu_s"]
     return r

@@ -38,6 +38,7 @@ from typing import Any
 from fibtui.core.errors import WriteFailed
 from fibtui.core.runs import RunHeader, RunRecord, now_iso, pid_alive, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
+from fibtui.runners import killed
 from fibtui.runners.events import EventSink, JobStarted, LogLine, RunStarted, WorkerRestarted
 from fibtui.runners.journaling import (
     JobRecorder,
@@ -172,6 +173,8 @@ class WorkerProcess:
         self._detaching = threading.Event()
         #: runs this worker has served, as it said in its last ``released``
         self.runs = 0
+        #: its peak resident memory as last sampled (bytes), None before the first sample
+        self.peak_rss: int | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._drainer = threading.Thread(target=self._drain, daemon=True)
@@ -212,6 +215,13 @@ class WorkerProcess:
                     self.log.flush()
                 except (OSError, ValueError):
                     pass
+
+    def sample_memory(self) -> None:
+        """Remember the worker's peak resident memory (said if it is killed from outside)."""
+        if self.proc.poll() is None:
+            peak = killed.peak_rss_bytes(self.proc.pid)
+            if peak is not None:
+                self.peak_rss = max(self.peak_rss or 0, peak)
 
     def note(self, text: str) -> None:
         """A line of fibtui's own in this worker's log."""
@@ -467,6 +477,9 @@ class Task:
     #: the slot (GPU) this task must run on: the halves of a split paired job stay on the GPU
     #: where the pair started, so baseline and candidate are never compared across GPUs
     slot: int | None = None
+    #: how many times a worker running this task was killed from outside (fibtui.runners.killed):
+    #: the first is an infrastructure failure, retried in a fresh worker; the second is the kernel's
+    kills: int = 0
 
 
 class LocalRunner:
@@ -511,6 +524,8 @@ class LocalRunner:
         self.adaptive: Any = None
         self._on_event: EventSink = lambda _e: None
         self._cancel: threading.Event | None = None
+        #: the cgroup's memory figures when the run started (OOM kills during the run are counted)
+        self._memory_at_start = killed.cgroup_memory()
 
     # -- the queue ----------------------------------------------------------------------------
 
@@ -690,6 +705,7 @@ class LocalRunner:
         while True:
             if self._halted(cancel):
                 return _HALT
+            w.sample_memory()
             ev = w.next_event(min(deadline, time.monotonic() + _POLL_S))
             if ev is not None or time.monotonic() >= deadline:
                 return _HALT if ev is _EOF and self._halted(cancel) else ev
@@ -951,7 +967,9 @@ class LocalRunner:
                 if self._halted(cancel):
                     return None  # an interrupt came meanwhile: not judged, the job stays pending
                 on_event(WorkerRestarted(slot, f"worker {why}"))
-                if began:
+                if began and killed.killed_from_outside(worker.proc.returncode):
+                    self._killed(task, worker, on_event, slot, cancel)
+                elif began:
                     self._blame(
                         task,
                         "RUNTIME_ERROR",
@@ -993,6 +1011,36 @@ class LocalRunner:
             elif kind == "error":
                 on_event(LogLine(f"worker {slot}: {ev.get('message')}", "error"))
 
+    def _killed(
+        self,
+        task: Task,
+        worker: WorkerProcess,
+        on_event: EventSink,
+        slot: int,
+        cancel: threading.Event,
+    ) -> None:
+        """The worker was killed from outside mid-job (SIGKILL, as the OOM killer sends it): not
+        the kernel's doing the first time; the job is run again once in a fresh worker. Killed
+        again: the kernel's RUNTIME_ERROR, "killed, likely out of memory", with the figures."""
+        how = worker.exit_description()
+        after = killed.cgroup_memory()
+        if task.kills == 0:
+            reason = killed.describe_kill(
+                how, worker.peak_rss, self._memory_at_start, after, twice=False
+            )
+            on_event(
+                LogLine(f"{task.uuid[:8]}: {reason}; retrying it in a fresh worker", "warning")
+            )
+            self._push(
+                Task(task.uuid, task.repeat, task.sids, task.attempt + 1, task.slot, kills=1),
+                front=True,
+            )
+            return
+        reason = killed.describe_kill(
+            how, worker.peak_rss, self._memory_at_start, after, twice=True
+        )
+        self._blame(task, "RUNTIME_ERROR", reason, on_event, slot, cancel)
+
     def _blame(
         self,
         task: Task,
@@ -1013,7 +1061,10 @@ class LocalRunner:
                 )
             )
             for sid in reversed(task.sids):
-                self._push(Task(task.uuid, task.repeat, [sid], task.attempt, slot=slot), front=True)
+                self._push(
+                    Task(task.uuid, task.repeat, [sid], task.attempt, slot=slot, kills=task.kills),
+                    front=True,
+                )
             return
         self._record(task.sids[0], task, {"status": status, "error": reason}, on_event, slot)
 

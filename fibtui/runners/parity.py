@@ -1024,7 +1024,7 @@ def _collect_traces(folder: Path) -> list[Path]:
         if found:
             return found
     out = []
-    for p in sorted(folder.rglob("*.jsonl")):
+    for p in _jsonl_under(folder):
         if not p.is_file():
             continue
         try:
@@ -1033,6 +1033,35 @@ def _collect_traces(folder: Path) -> list[Path]:
         except InputError:
             continue
     return out
+
+
+#: how deep and how many entries the search for trace files under an imported folder looks at:
+#: a flashinfer-bench output folder, never a walk of a whole tree (``--import /``)
+IMPORT_MAX_DEPTH = 4
+IMPORT_MAX_ENTRIES = 20_000
+
+
+def _jsonl_under(folder: Path) -> list[Path]:
+    """The ``.jsonl`` files under ``folder``, at most :data:`IMPORT_MAX_DEPTH` folders down, links
+    not followed; more than :data:`IMPORT_MAX_ENTRIES` entries is one line, not a walk."""
+    found: list[Path] = []
+    seen = 0
+    top = len(folder.parts)
+    for dirpath, dirnames, filenames in os.walk(folder):
+        seen += len(dirnames) + len(filenames)
+        if seen > IMPORT_MAX_ENTRIES:
+            raise InputError(
+                folder,
+                f"holds more than {IMPORT_MAX_ENTRIES} entries: not a flashinfer-bench output "
+                "folder (give the folder with its traces/, or a traces file)",
+                field="--import",
+            )
+        here = Path(dirpath)
+        if len(here.parts) - top >= IMPORT_MAX_DEPTH:
+            dirnames[:] = []
+        dirnames.sort()
+        found += [here / f for f in sorted(filenames) if f.endswith(".jsonl")]
+    return sorted(found)
 
 
 def _has_evaluation(path: Path) -> bool:

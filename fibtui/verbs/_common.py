@@ -311,7 +311,18 @@ def _key(k: Any) -> Any:
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as strict JSON (RFC 8259): never a bare NaN or Infinity, which JSON has not."""
-    sys.stdout.write(json.dumps(strict_json(obj), indent=1, allow_nan=False) + "\n")
+    # written as it is encoded: a 100,000-row table is never one string in memory
+    encoder = json.JSONEncoder(indent=1, allow_nan=False)
+    chunk: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(strict_json(obj)):
+        chunk.append(piece)
+        size += len(piece)
+        if size > 1 << 16:
+            sys.stdout.write("".join(chunk))
+            chunk, size = [], 0
+    chunk.append("\n")
+    sys.stdout.write("".join(chunk))
 
 
 def workspace_from(args: argparse.Namespace, *, required: bool = True) -> Workspace | None:

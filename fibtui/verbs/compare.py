@@ -61,6 +61,10 @@ what the CLI, the Promotion pane and the round summary print.
 --timing official`` (timing kind ``official-equivalent``); without it, such runs also carry
 ``official`` (the same comparison on those latencies, deciding nothing).
 
+Two files of different definitions (each file's own, else the definitions its rows name) are
+refused in one line, exit 2: a workload id shared by two definitions does not name the same
+workload. ``--allow-definitions`` compares them all the same.
+
 Exit codes: 0 a verdict was reached (whatever it is); 2 bad input.
 """
 
@@ -93,6 +97,12 @@ def register(sub, common) -> None:
         "`fibtui run --timing official` (default: fibtui's own timing decides)",
     )
     p.add_argument(
+        "--allow-definitions",
+        action="store_true",
+        help="compare two files of different definitions (refused by default: their workload "
+        "ids do not name the same workloads)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print the verdict as JSON (keys: see the module docstring)",
@@ -114,6 +124,7 @@ def compare(args: argparse.Namespace) -> int:
         solution_base=args.solution_base,
         solution_cand=args.solution_cand,
         timing=args.timing,
+        allow_definitions=args.allow_definitions,
     )
     base = outcome.base
     definition = base.table.definition

@@ -114,6 +114,75 @@ def _print_table(table, solution: str | None) -> None:
         con.print(f"[yellow]note[/] {note}")
 
 
+#: a table of more rows than this is printed plain (one line a row, columns padded, no colour):
+#: laying out 100,000 rows with Rich takes minutes, writing them takes a second
+PLAIN_ROWS = 1000
+
+
+def _cells(r, i: int, axes_names: list[str], solution_column: bool) -> list[str]:
+    from fibtui.verbs._common import fmt_ms
+
+    return [
+        str(i),
+        *([r.solution or "-"] if solution_column else []),
+        r.uuid,
+        *[str(r.axes.get(a, "")) for a in axes_names],
+        r.status,
+        fmt_ms(r.latency_ms),
+        fmt_ms(r.reference_latency_ms, 3),
+        f"{r.speedup:.2f}x" if r.speedup is not None else "-",
+        f"{r.max_abs_error:.2e}" if r.max_abs_error is not None else "-",
+        f"{r.max_rel_error:.2e}" if r.max_rel_error is not None else (r.error or "-"),
+    ]
+
+
+def _plain_rows(
+    con, group: list, axes_names: list[str], *, solution_column: bool, title: str | None
+) -> None:
+    """A large table as plain lines: every cell whole (its control characters shown, never
+    obeyed), columns padded to their widest cell, written in one pass."""
+    from fibtui.core.text import printable
+
+    lead = ["#", "solution", "uuid"] if solution_column else ["#", "uuid"]
+    header = [*lead, *axes_names, "status", "latency ms", "ref ms", "speedup", "abs err", "rel err"]
+    rows = [
+        [printable(c, one_line=True) for c in _cells(r, i, axes_names, solution_column)]
+        for i, r in group
+    ]
+    widths = [len(h) for h in header]
+    for row in rows:
+        for k, cell in enumerate(row):
+            if len(cell) > widths[k]:
+                widths[k] = len(cell)
+    last = len(header) - 1
+    # numbers right-aligned, names and the last column (an error) left-aligned
+    right = {
+        k for k, h in enumerate(header) if h in ("#", "latency ms", "ref ms", "speedup", "abs err")
+    }
+
+    def line(cells: list[str]) -> str:
+        out = [
+            cells[k].rjust(widths[k])
+            if k in right
+            else (cells[k] if k == last else cells[k].ljust(widths[k]))
+            for k in range(len(cells))
+        ]
+        return " ".join(out).rstrip() + "\n"
+
+    out = con.file
+    if title is not None:
+        con.print(title)
+    out.write(line(header))
+    chunk: list[str] = []
+    for row in rows:
+        chunk.append(line(row))
+        if len(chunk) >= 4096:
+            out.write("".join(chunk))
+            chunk = []
+    out.write("".join(chunk))
+    out.flush()
+
+
 def _rows_table(
     con, group: list, axes_names: list[str], *, solution_column: bool, title: str | None
 ) -> None:
@@ -122,6 +191,9 @@ def _rows_table(
 
     from fibtui.verbs._common import fmt_ms, print_table
 
+    if len(group) > PLAIN_ROWS:
+        _plain_rows(con, group, axes_names, solution_column=solution_column, title=title)
+        return
     lead = ["#", "solution", "uuid"] if solution_column else ["#", "uuid"]
     t = Table(
         *lead,

@@ -97,7 +97,9 @@ def pack(args: argparse.Namespace) -> int:
         f"  entry point {escape(info['entry_point'])}, target hardware {', '.join(info['target_hardware'])}, "
         f"destination passing style {'on' if info['destination_passing_style'] else 'off'}"
     )
-    con.print(f"  sources: {escape(', '.join(info['sources']))}")
+    con.print(f"  {len(info['files'])} file(s) packed:")
+    for f in info["files"]:
+        con.print(f"    {escape(f['path'])}  [dim]{f['bytes']} bytes[/]")
     if info["excluded"]:
         con.print(f"  [dim]left out: {escape(', '.join(info['excluded']))}[/]")
     con.print(

@@ -186,9 +186,10 @@ def _rename_scratch(owner: int) -> str:
 
 
 def _serve() -> int:
-    from fibtui.worker import protocol
+    from fibtui.worker import protocol, sidefx
 
     _orphan_watch()
+    sidefx.become_subreaper()  # a kernel's grandchildren come back here to be ended
     ended = False  # stdin ended: nobody will ever send this worker another request
     protocol.claim_stdout()
     engine = None
@@ -246,7 +247,12 @@ def _serve() -> int:
                         protocol.emit({"event": "error", "message": "job before load"})
                         continue
                     protocol.emit({"event": "job_started", "job_id": req.get("job_id")})
-                    result = engine.run_job(req)
+                    # the kernel's output kept to a cap, its leftover processes ended (sidefx)
+                    with sidefx.JobCapture(os.getcwd()) as capture:
+                        result = engine.run_job(req)
+                    effects = capture.report()
+                    if effects is not None:
+                        result["side_effects"] = effects
                     protocol.emit({"event": "result", **result})
                     if result.get("restart"):
                         return 3  # the CUDA context is lost: the runner starts a fresh worker

@@ -25,8 +25,13 @@ def sniff(probe: Probe) -> bool:
 
 def _from_traces(path: Path) -> RunTable:
     traces, notes = read_traces(path)
+    definitions = sorted({t.definition for t in traces})
+    env = {(t.hardware, tuple(sorted(t.libs.items()))) for t in traces if t.hardware}
     rows = []
-    for t in traces:
+    # each trace is let go once its row is made: a large file is never held twice in memory
+    traces.reverse()
+    while traces:
+        t = traces.pop()
         if t.status is None:
             continue  # a workload-only line, no evaluation
         rows.append(
@@ -40,9 +45,7 @@ def _from_traces(path: Path) -> RunTable:
                 **t.measured(),
             )
         )
-    definitions = sorted({t.definition for t in traces})
     table = RunTable(definitions[0] if len(definitions) == 1 else None, "fib-traces", path, rows)
-    env = {(t.hardware, tuple(sorted(t.libs.items()))) for t in traces if t.hardware}
     if env:
         hw, libs = sorted(env, key=str)[0]
         table.meta["environment"] = {"hardware": hw, "libs": dict(libs)}
