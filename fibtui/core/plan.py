@@ -121,9 +121,12 @@ def solution_from_config(cfg: SolutionConfig) -> SolutionSource:
     )
 
 
-def solution_from_path(path: str | Path, active: SolutionConfig | None) -> SolutionSource:
+def solution_from_path(
+    path: str | Path, active: SolutionConfig | None, field: str = "--solution"
+) -> SolutionSource:
     """A solution given on the command line: a folder with config.toml, a solution.json, or a
-    plain folder of sources (which takes the active config's language and entry point)."""
+    plain folder of sources (which takes the active config's language and entry point);
+    ``field``: the option that named it, as its errors say (``--solution``, ``--baseline``)."""
     path = Path(path).expanduser()
     if path.is_file() and path.suffix == ".json":
         sol = load_solution(path)
@@ -139,7 +142,7 @@ def solution_from_path(path: str | Path, active: SolutionConfig | None) -> Solut
             definition=sol.definition,
         )
     if not path.is_dir():
-        raise InputError(path, "not a solution folder or solution.json", field="--solution")
+        raise InputError(path, "not a solution folder or solution.json", field=field)
     if (path / CONFIG_NAME).is_file():
         return solution_from_config(load_config(path / CONFIG_NAME))
     if active is None:
@@ -151,7 +154,7 @@ def solution_from_path(path: str | Path, active: SolutionConfig | None) -> Solut
         raise InputError(
             path,
             f"has no {active.entry_file} (the entry point file of {active.name})",
-            field="--solution",
+            field=field,
         )
     return SolutionSource(
         name=path.name,
@@ -429,7 +432,7 @@ def resolve_run(ws: Any, options: Any) -> ResolvedRun:
     ]
     baseline = None
     if options.baseline:
-        baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg)
+        baseline = solution_from_path(_in_workspace(options.baseline, ws), cfg, "--baseline")
     for sol in candidates + ([baseline] if baseline else []):
         if sol.definition and sol.definition != definition.name:
             raise UsageError(f"solution {sol.name} is for {sol.definition}, not {definition.name}")

@@ -558,7 +558,9 @@ class _Printer:
                     f"{escape(axes)}  {lat}  {ref}  {event.passed}/{event.done} ok  {eta}{escape(err)}"
                 )
             elif isinstance(event, WorkerRestarted):
-                self.con.print(f"  [yellow]worker {event.slot} restarted: {event.reason}[/]")
+                self.con.print(
+                    f"  [yellow]worker {event.slot} restarted: {escape(event.reason)}[/]"
+                )
             elif isinstance(event, LogLine):
                 style = {"error": "red", "warning": "yellow"}.get(event.level, "dim")
                 self.con.print(f"  [{style}]{escape(event.text)}[/]")
