@@ -28,7 +28,7 @@ time is mostly fixed per-job work), every job costs the same until the samples s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 
 def workload_size(axes: Mapping[str, object]) -> float:
@@ -104,8 +104,7 @@ class EtaModel:
 
     def add(self, axes: Mapping[str, object], wall_s: float | None, first: bool) -> None:
         m = _measures(axes)
-        ok = isinstance(wall_s, (int, float)) and math.isfinite(wall_s) and wall_s >= 0
-        if ok:
+        if isinstance(wall_s, (int, float)) and math.isfinite(wall_s) and wall_s >= 0:
             self._samples.append((m, float(wall_s)))
         if not first:
             self._paced.append(m)
@@ -152,7 +151,9 @@ class EtaModel:
             return None
         return elapsed_s * sum(a + b * x(m) for m in todo) / done
 
-    def _cost(self, name: str | None, x) -> tuple[float, float]:
+    def _cost(
+        self, name: str | None, x: Callable[[dict[str, float]], float]
+    ) -> tuple[float, float]:
         """(a, b) of cost = a + b * x: fitted on the samples; under the size prior, proportional
         to x when the samples cannot give a slope (one size, a single sample, none)."""
         if name is None:
