@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -24,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exits 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        message = did_you_mean(message)
         sys.stderr.write(
             f"{self.prog}: error: {printable(message, one_line=True)} (see {self.prog} --help)\n"
         )
@@ -35,6 +37,26 @@ class _Parser(argparse.ArgumentParser):
             if isinstance(action, _Verbs):
                 action.load_all()
         return super().format_help()
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def did_you_mean(message: str) -> str:
+    """argparse's "invalid choice" message with the nearest valid choice first (a mistyped verb
+    or action: ``fibtui stauts`` -> did you mean 'status'?); any other message as it is."""
+    import difflib
+
+    m = _INVALID_CHOICE.search(message)
+    if m is None:
+        return message
+    choices = re.findall(r"'([^']*)'", m.group(2))
+    close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+    if not close:
+        return message
+    return f"{message[: m.start()]}invalid choice: '{m.group(1)}': did you mean '{close[0]}'? " + (
+        f"(choose from {m.group(2)})"
+    )
 
 
 #: a verb whose module is not imported yet

@@ -3,6 +3,7 @@ everything else makes its own data."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 from pathlib import Path
@@ -17,6 +18,31 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 # Runs in tests start their own workers: a worker service (which outlives the command that starts
 # it) is started only by the tests of tests/test_worker_service.py, each in a folder of its own.
 os.environ["FIBTUI_WORKERS_DAEMON"] = "0"
+
+
+def _quiet_nanobind_at_exit() -> None:
+    """Triton's compiler bindings are nanobind modules: at interpreter exit nanobind lists every
+    instance still alive (``nanobind: leaked 2 instances!`` and a line per object, about 54 lines
+    under the whole suite, from Triton objects a daemon thread or a cache still holds). They say
+    nothing about fibtui, and they land above pytest's summary (an xdist worker exits before it
+    is printed). Triton exposes no ``set_leak_warnings``, so this hook, run by ``atexit`` after
+    pytest is done (registered first: it runs last of the atexit hooks), points stderr at
+    /dev/null for the rest of the exit when Triton's bindings were loaded; an error an atexit
+    hook of the tests writes still shows, as it runs before this one."""
+    import sys
+
+    if "triton._C.libtriton" not in sys.modules:
+        return
+    try:
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+atexit.register(_quiet_nanobind_at_exit)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("FIBTUI_SHARED", REPO.parent / "shared"))

@@ -317,7 +317,7 @@ def test_baseline_with_one_failed_workload_is_incomplete(capsys, tmp_path: Path)
     cand = _scaled(base_file, tmp_path / "cand.json", 0.9)
     code, out, _ = run_cli(capsys, "compare", str(broken), str(cand), "--json")
     result = json.loads(out)
-    assert code == 0
+    assert code == 1  # as fibtui run exits for the same rows (a job failed)
     assert result["verdict"] == "INCOMPLETE" and result["complete"] is False
     assert any(bad in f and "RUNTIME_ERROR" in f for f in result["failures"])
     assert result["interval_verdict"] == "PROMOTE"  # the statistics alone would, the rule does not

@@ -37,6 +37,7 @@ from fibtui.runners.service.client import (
 )
 from fibtui.runners.service.common import (
     MAX_LINE,
+    PROTOCOL,
     ServiceRefused,
     facts,
     log_path,
@@ -239,18 +240,37 @@ def test_bad_requests_are_refused_and_the_service_lives_on(svc) -> None:
             b"\xff\xfe\x00garbage\n": "one JSON object",
             b"[1, 2, 3]\n": "one JSON object",
             b"a" * (MAX_LINE + 1000): f"longer than {MAX_LINE} bytes",
-            json.dumps({"op": "take", **_slot(), "device": "cuda:0;rm -rf /"}).encode() + b"\n": (
-                "bad device"
-            ),
             json.dumps(
-                {"op": "take", "device": "cpu", "interpreter": True, "env": {"A": 1}}
+                {"op": "take", **_slot(), "device": "cuda:0;rm -rf /", "protocol": PROTOCOL}
+            ).encode()
+            + b"\n": ("bad device"),
+            json.dumps(
+                {
+                    "op": "take",
+                    "device": "cpu",
+                    "interpreter": True,
+                    "env": {"A": 1},
+                    "protocol": PROTOCOL,
+                }
             ).encode()
             + b"\n": "env must be an object of strings",
-            b'{"op": "exit_status", "pid": "1"}\n': "integer pid",
+            b'{"op": "exit_status", "pid": "1", "protocol": %d}\n' % PROTOCOL: "integer pid",
+            # the protocol is checked for every op: none of these changes anything
+            b'{"op": "stop", "protocol": 999}\n': "this worker service speaks protocol",
+            b'{"op": "stop"}\n': "protocol None",
+            b'{"op": "status", "protocol": "2"}\n': "protocol 2:",
+            json.dumps({"op": "warm", **_slot(), "protocol": PROTOCOL - 1}).encode()
+            + b"\n": "this worker service speaks protocol",
         }
         for payload, why in cases.items():
             reply = raw_request(path, payload)
             assert reply["ok"] is False and why in reply["error"], (payload[:60], reply)
+            if "protocol" in why:  # a client of another fibtui is told what it talks to
+                assert (reply["state"], reply["protocol"], reply["pid"]) == (
+                    "protocol",
+                    PROTOCOL,
+                    pid,
+                )
         hello = client.hello()
         assert hello is not None and hello["pid"] == pid
         assert client.ask({"op": "status"})["ready"] == []  # nothing was started by any of them
@@ -575,3 +595,139 @@ def test_a_worker_key_ignores_the_terminal_it_was_asked_from() -> None:
     assert len(keys) == 1
     assert worker_key("cuda:0", False, {**base, "CUDA_VISIBLE_DEVICES": "1"}) not in keys
     assert worker_key("cuda:0", False, {**base, "PATH": "/opt/bin"}) not in keys
+
+
+# --------------------------------------------------------------------------------------------
+# issue 37 item 7 and issue 38 item 8: protocol, busy, folder, what the service keeps
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_service_of_another_protocol_is_ended_by_its_pid_and_replaced(svc) -> None:
+    """It refuses this client's stop as every op of another protocol; the client ends it with
+    SIGTERM (the pid at the other end of the socket) and starts its own."""
+    path = socket_path()
+    code = (
+        "import sys; import fibtui.runners.service.common as c; c.PROTOCOL = 999; "
+        "import fibtui.runners.service.server as s; s.PROTOCOL = 999; "
+        "sys.exit(s.main(sys.argv[1:]))"
+    )
+    old = subprocess.Popen(
+        [sys.executable, "-c", code, "--socket", str(path)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    client = Client()
+    hello = wait_for(client.hello, 15)
+    assert hello["ok"] is False and hello["protocol"] == 999 and hello["pid"] == old.pid
+    after = client.ensure(60)
+    assert old.wait(timeout=15) == 0
+    assert after["ok"] and after["pid"] != old.pid and after["facts"] == facts()
+
+
+def test_status_tells_a_busy_service_from_none_under_many_connections(svc, capsys) -> None:
+    client = Client()
+    pid = client.ensure(60)["pid"]
+    idle = []
+    try:
+        for _ in range(200):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(client.path))
+            idle.append(s)
+        code, out, err = run_cli(capsys, "workers", "status", "--json")
+        data = json.loads(out)
+        assert code == 0 and data["running"] is True and data["busy"] is True, data
+        assert "busy" in data["why"]
+        code, out, _ = run_cli(capsys, "workers", "status")
+        assert code == 0 and "running but did not answer" in out and "busy" in out
+    finally:
+        for s in idle:
+            s.close()
+    status = wait_for(lambda: client.ask({"op": "status"}) or {}, 20)  # it answers again
+    assert status["pid"] == pid
+    assert alive(pid)
+
+
+def test_polling_status_keeps_no_service_alive_and_its_idle_time_is_true(svc, capsys) -> None:
+    workers = ServiceWorkers(idle_timeout_s=2.0)
+    assert workers.prewarm(POOL, 0)
+    client = Client()
+    hello = client.hello()
+    assert hello is not None
+    seen = []
+    while client.path.exists() and len(seen) < 400:
+        code, out, _ = run_cli(capsys, "workers", "status", "--json")
+        data = json.loads(out)
+        if data.get("answered"):
+            seen.append(data["idle_s"])
+        time.sleep(0.05)
+    assert not client.path.exists(), "polling kept the service alive"
+    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] > seen[0], seen
+    assert wait_for(lambda: not alive(hello["pid"]), 10)
+
+
+def test_a_ready_worker_unused_for_worker_idle_s_is_stopped_and_status_shows_its_memory(
+    svc, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = Client()
+    client.ensure(60, worker_idle_s=3.0)
+    pid = warm_one(client)
+    code, out, _ = run_cli(capsys, "workers", "status", "--json")
+    data = json.loads(out)
+    (ready,) = data["ready"]
+    assert data["worker_idle_s"] == 3.0 and ready["pid"] == pid
+    assert isinstance(ready["rss_bytes"], int) and ready["rss_bytes"] > 10 * 2**20
+    assert 0 <= ready["stops_in_s"] <= 3.0 and ready["idle_s"] >= 0
+    code, out, _ = run_cli(capsys, "workers", "status")
+    assert f"pid {pid} (" in out and " MB)" in out and "ready workers hold" in out
+    assert wait_for(lambda: not alive(pid), 30), "the idle worker was kept"
+    assert ready_pids(client) == [] and client.hello() is not None  # the service goes on
+    assert "idle for 3 s: stopped" in log_path(client.path).read_text()
+
+
+def test_a_worker_given_back_leaves_no_spare_beyond_one(svc) -> None:
+    client = Client()
+    client.ensure(60)
+    warm_one(client)
+    sw = ServiceWorkers(60)
+    w = sw.take(POOL, 0, log=svc.tmp / "w.log")
+    assert isinstance(w, AdoptedWorker)
+    spare = wait_for(lambda: ready_pids(client))[0]  # the replacement started at the take
+    assert w.release()
+    assert sw._return(POOL, 0, w)
+    assert ready_pids(client) == [w.proc.pid]  # the warmer one is kept, the spare stopped
+    assert wait_for(lambda: not alive(spare), 20)
+
+
+def test_display_variables_never_make_a_new_pool() -> None:
+    from fibtui.runners.service.common import worker_key
+
+    base = {"PATH": "/usr/bin", "TRITON_INTERPRET": "1", "HOME": "/root"}
+    shown = [
+        {"FIBTUI_FORCE_TERMINAL": "1"},
+        {"NO_COLOR": "1"},
+        {"FORCE_COLOR": "1", "COLORTERM": "truecolor"},
+        {"TERM": "dumb", "COLUMNS": "80", "LINES": "24"},
+        {"TEXTUAL_DRIVER": "x", "PAGER": "less", "LESS": "-R"},
+    ]
+    keys = {worker_key("cpu", True, {**base, **extra}) for extra in [{}, *shown]}
+    assert len(keys) == 1
+    assert worker_key("cpu", True, {**base, "TRITON_INTERPRET": "0"}) not in keys
+    assert worker_key("cpu", True, {**base, "CUDA_VISIBLE_DEVICES": "1"}) not in keys
+    assert worker_key("cpu", False, base) not in keys
+
+
+def test_a_refused_folder_is_said_with_its_fix_and_stop_names_its_socket(svc, capsys) -> None:
+    svc.folder.mkdir(mode=0o700)
+    code, out, err = run_cli(capsys, "workers", "stop")  # a folder, no service
+    assert code == 0 and "socket None" not in out and str(socket_path()) in out
+    os.chmod(svc.folder, 0o777)
+    code, out, err = run_cli(capsys, "workers", "status")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "mode 0777" in err and f"fix: chmod 700 {svc.folder}" in err
+    notes: list[str] = []
+    assert ServiceWorkers(60).take(POOL, 0, say=notes.append) is None
+    assert len(notes) == 1 and "this run starts its own workers" in notes[0]
+    assert f"chmod 700 {svc.folder}" in notes[0]

@@ -15,6 +15,18 @@ from fibtui.core.workspace import archive_root_of
 from fibtui.resources import DEMOS, bundled, demo_source
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+#: what a demo's ``optimize_ops/benchmarks/`` keeps of the project's own: the demo definition's
+#: A/A sessions (the noise floor tau) and its NCU reports. The rest there are fibtui's development
+#: benchmarks (about 13 MB of load tests, profiles and H200 sessions), no part of the demo.
+DEMO_BENCHMARKS = frozenset({"aa.jsonl", "ncu"})
+
+
+def _history_ignore(folder: str, names: list[str]) -> set[str]:
+    """The archive's copy: caches never, and under benchmarks/ only :data:`DEMO_BENCHMARKS`."""
+    skip = set(_IGNORE(folder, names))
+    if Path(folder).name == "benchmarks" and Path(folder).parent.name == "optimize_ops":
+        skip |= {n for n in names if n not in DEMO_BENCHMARKS}
+    return skip
 
 
 def create_demo_workspace(
@@ -61,7 +73,9 @@ def create_demo_workspace(
         except FileNotFoundError:
             archive = None
         if archive is not None and any(archive.iterdir()):
-            shutil.copytree(archive, archive_root_of(target), ignore=_IGNORE, dirs_exist_ok=True)
+            shutil.copytree(
+                archive, archive_root_of(target), ignore=_history_ignore, dirs_exist_ok=True
+            )
     gitignore = target / ".gitignore"
     if not gitignore.exists():
         gitignore.write_text("__pycache__/\n.fibtui/cache/\n")

@@ -16,12 +16,19 @@ turn into time with the session's own pace, which absorbs parallel workers and p
 With one distinct size (or no wall times) every job costs the same and this is the plain
 average-paced ETA. The first result only starts the clock (worker start-up and first compiles
 come before it).
+
+Before there are three samples to choose from, or when the samples' sizes do not vary (the two
+jobs of a pair measure one workload), the cost follows the ``prior``: on the CPU interpreter
+(``prior="size"``) a job's time grows with the elements it touches, so the cost is taken as
+proportional to the workload's size (the product of its axes): after a batch-1 pair, a batch-64
+job is priced 64 times one of them, not the same. Without a prior (GPU timings, where a job's
+time is mostly fixed per-job work), every job costs the same until the samples say otherwise.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 
 def workload_size(axes: Mapping[str, object]) -> float:
@@ -85,7 +92,12 @@ class EtaModel:
     SETTLED = 16
     RECHOOSE_EVERY = 8
 
-    def __init__(self) -> None:
+    def __init__(self, prior: str | None = None) -> None:
+        """``prior``: ``"size"`` (cost proportional to the workload's size until the samples can
+        fit it: the CPU interpreter) or None (every job the same until then)."""
+        if prior not in (None, "size"):
+            raise ValueError(f"unknown ETA prior {prior!r}")
+        self.prior = prior
         self._samples: list[tuple[dict[str, float], float]] = []  # (measures, wall s)
         self._paced: list[dict[str, float]] = []  # measures of the jobs finished after the first
         self._chosen: tuple[int, str | None] | None = None  # (samples when chosen, the choice)
@@ -100,8 +112,8 @@ class EtaModel:
     def measure(self) -> str | None:
         """The x that predicts the finished jobs best (None: every job costs the same)."""
         recent = self._samples[-self.WINDOW :]
-        if len(recent) < 3:
-            return None
+        if len(recent) < 3 or len({m["*"] for m, _ in recent}) < 2:
+            return "*" if self.prior == "size" else None
         best, best_err = None, _loo_error([(0.0, w) for _, w in recent])
         common = set.intersection(*(set(m) for m, _ in recent))
         for name in sorted(common - {"*"}) + ["*"]:  # an axis before the product it equals
@@ -133,8 +145,23 @@ class EtaModel:
         def x(m: dict[str, float]) -> float:
             return 0.0 if name is None else m.get(name, 0.0)
 
-        a, b = fit_cost((x(m), w) for m, w in self._samples) if name is not None else (1.0, 0.0)
+        a, b = self._cost(name, x)
         done = sum(a + b * x(m) for m in self._paced)
         if done <= 0:
             return None
         return elapsed_s * sum(a + b * x(m) for m in todo) / done
+
+    def _cost(
+        self, name: str | None, x: Callable[[dict[str, float]], float]
+    ) -> tuple[float, float]:
+        """(a, b) of cost = a + b * x: fitted on the samples; under the size prior, proportional
+        to x when the samples cannot give a slope (one size, a single sample, none)."""
+        if name is None:
+            return 1.0, 0.0
+        pts = [(x(m), w) for m, w in self._samples]
+        if self.prior == "size" and len({p for p, _ in pts}) < 2:
+            return 0.0, 1.0
+        a, b = fit_cost(pts)
+        if self.prior == "size" and b <= 0 and name == "*" and len(pts) < 3:
+            return 0.0, 1.0
+        return a, b

@@ -113,7 +113,17 @@ class JobRecorder:
         self._t_first: float | None = None
         #: the axes of each job not finished yet, and the session's cost model (fibtui.core.eta)
         self._left = {j.key: dict(j.axes) for j in header.jobs}
-        self._eta = EtaModel()
+        #: the ETA counts groups, not jobs: the jobs of one (workload, repeat) are measured
+        #: together (a pair interleaves its solutions in one worker and shares one wall time), so
+        #: a group's cost is known once all of its jobs are in; a result that leaves its group
+        #: open carries the last ETA, less the time since
+        self._group_of = {j.key: (j.uuid, j.repeat) for j in header.jobs}
+        self._group_left: dict[tuple[str, int], int] = {}
+        for g in self._group_of.values():
+            self._group_left[g] = self._group_left.get(g, 0) + 1
+        self._group_walls: dict[tuple[str, int], list[float]] = {}
+        self._last_eta: tuple[float, float] | None = None  # (seconds left, when)
+        self._eta = self._new_eta()
         #: every result of the run (the journal's and this session's): an adaptive run's rule reads them
         self.results: dict[str, JobResult] = {}
         #: adaptive runs: uuid -> the stop line of each workload no longer repeated
@@ -141,8 +151,9 @@ class JobRecorder:
         self.failed = self.done - self.passed
         self._t_first = None
         for key in done_keys | self.skipped:
-            self._left.pop(key, None)
-        self._eta = EtaModel()
+            self._pop_left(key)
+        self._eta = self._new_eta()
+        self._last_eta = None
         return done_keys | self.skipped
 
     def stop(self, stop: dict[str, Any]) -> None:
@@ -155,7 +166,25 @@ class JobRecorder:
             for j in self.header.jobs:
                 if j.uuid == uuid and j.key not in self.results:
                     self.skipped.add(j.key)
-                    self._left.pop(j.key, None)
+                    self._pop_left(j.key)
+
+    def _new_eta(self) -> EtaModel:
+        """The session's cost model: on the CPU interpreter a job's time grows with its
+        workload's size from the first sample on (fibtui.core.eta, ``prior``)."""
+        return EtaModel(prior="size" if self.header.timing_kind == "cpu-interpreter" else None)
+
+    def _pop_left(self, key: str) -> bool:
+        """Take a job off what is left; True when that closed its group (nothing of it left)."""
+        if self._left.pop(key, None) is None:
+            return False
+        g = self._group_of.get(key)
+        if g is None:
+            return False
+        self._group_left[g] -= 1
+        return self._group_left[g] == 0
+
+    def _groups_left(self) -> list[dict[str, Any]]:
+        return [dict(self.axes.get(u, {})) for (u, _), n in self._group_left.items() if n > 0]
 
     @property
     def total(self) -> int:
@@ -216,20 +245,29 @@ class JobRecorder:
             total = self.total
             remaining = total - self.done
             now = time.monotonic()
-            self._left.pop(job_key(uuid, name, role, repeat), None)
-            self._eta.add(result.axes, result.wall_s, first=self._t_first is None)
-            if self._t_first is None:
-                self._t_first = now
-            # the results of a pair (or of several workers) land together: no ETA from an instant
-            eta = (
-                (
-                    0.0
-                    if remaining <= 0
-                    else self._eta.seconds_left(self._left.values(), now - self._t_first)
-                )
-                if now - self._t_first >= ETA_SETTLE_S or remaining <= 0
-                else None
-            )
+            key = job_key(uuid, name, role, repeat)
+            group = self._group_of.get(key, (uuid, repeat))
+            if isinstance(result.wall_s, (int, float)):
+                self._group_walls.setdefault(group, []).append(float(result.wall_s))
+            closed = self._pop_left(key)
+            eta: float | None = None
+            if closed:
+                walls = self._group_walls.pop(group, [])
+                # a pair's jobs carry the pair's one wall time: the group's is the longest
+                self._eta.add(result.axes, max(walls) if walls else None, self._t_first is None)
+                if self._t_first is None:
+                    self._t_first = now
+            if remaining <= 0:
+                eta = 0.0
+            elif closed and self._t_first is not None:
+                # the results of a pair (or of several workers) land together: no ETA from an
+                # instant
+                if now - self._t_first >= ETA_SETTLE_S:
+                    eta = self._eta.seconds_left(self._groups_left(), now - self._t_first)
+                    if eta is not None:
+                        self._last_eta = (eta, now)
+            elif self._last_eta is not None:
+                eta = max(0.0, self._last_eta[0] - (now - self._last_eta[1]))
             event = JobFinished(result, self.done, total, self.passed, self.failed, eta)
         on_event(event)
         return result

@@ -65,7 +65,10 @@ Two files of different definitions (each file's own, else the definitions its ro
 refused in one line, exit 2: a workload id shared by two definitions does not name the same
 workload. ``--allow-definitions`` compares them all the same.
 
-Exit codes: 0 a verdict was reached (whatever it is); 2 bad input.
+Exit codes, as ``fibtui run``'s for the same rows: 0 a verdict was reached (whatever it is:
+PROMOTE, REJECT, INCONCLUSIVE, BLOCKED, NO_SPEED_VERDICT); 1 a job failed or is missing
+(INCOMPLETE); 3 nothing failed, but some rows could not be judged on that machine
+(UNSUPPORTED_HERE: NOT_JUDGED); 2 bad input.
 """
 
 from __future__ import annotations
@@ -156,9 +159,30 @@ def compare(args: argparse.Namespace) -> int:
         outcome.notes.append(f"A/A session recorded in {path} (log G {session.log_g:+.5f})")
     if args.json:
         emit_json(outcome.to_json())
-        return 0
+        return compare_exit_code(outcome)
     _print(outcome)
-    return 0
+    return compare_exit_code(outcome)
+
+
+def compare_exit_code(outcome) -> int:
+    """The exit code ``fibtui run`` gives the same rows (fibtui.verbs.run.run_exit_code): 1 when
+    a job failed or is missing (a verdict of INCOMPLETE, or a row neither PASSED nor a tool
+    limit), 3 when the only rows not PASSED are tool limits (UNSUPPORTED_HERE: NOT_JUDGED),
+    0 otherwise: a verdict was reached, whatever it is (PROMOTE, REJECT, INCONCLUSIVE...)."""
+    from fibtui.core import stats
+    from fibtui.core.status import is_tool_limit
+
+    code = 0
+    for entry in outcome.entries:
+        c = entry.comparison
+        if c is None:
+            continue
+        failures = list(c.baseline.failures) + list(c.candidate.failures)
+        if c.verdict == stats.INCOMPLETE or any(not is_tool_limit(f.status) for f in failures):
+            return 1
+        if failures or c.verdict == stats.NOT_JUDGED:
+            code = 3
+    return code
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,7 +307,7 @@ def _print(outcome) -> None:
     for line in outcome.official_lines():
         con.print(f"[cyan]{escape(line)}[/]")
     for note in outcome.notes:
-        con.print(f"[yellow]note[/] {note}")
+        con.print(f"[yellow]note[/] {escape(note)}")
 
 
 def _print_one(con, c, outcome) -> None:
@@ -397,7 +421,7 @@ def _print_one(con, c, outcome) -> None:
     if c.guard:
         con.print("[bold red]blocked by[/]:")
         for line in c.blocked_by:
-            con.print(f"  {line}")
+            con.print(f"  {escape(line)}")
     elif c.noise is not None and c.noise.estimated:
         con.print(
             f"[dim]guard: no workload or band slower beyond +{c.guard_margin:.0%} with confidence (Holm)[/]"
@@ -407,9 +431,9 @@ def _print_one(con, c, outcome) -> None:
             "[yellow]guard: not judged[/] (no noise estimate for these rows: see the note below)"
         )
     _print_failures(con, c)
-    con.print(f"-> {c.recommendation()}")
+    con.print(f"-> {escape(c.recommendation())}")
     for note in c.notes:
-        con.print(f"[yellow]note[/] {note}")
+        con.print(f"[yellow]note[/] {escape(note)}")
 
 
 def _print_failures(con, c) -> None:
@@ -464,9 +488,9 @@ def _print_leaderboard(con, outcome) -> None:
     )
     first = outcome.entries[0].comparison
     con.print(
-        f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({first.tau.source})[/]"
+        f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({escape(first.tau.source)})[/]"
     )
     for e in outcome.entries:
         c = e.comparison
         if c.blocked_by or c.dispatch_bands or c.failures:
-            con.print(f"{e.name}: {c.recommendation()}")
+            con.print(f"{escape(e.name)}: {escape(c.recommendation())}")

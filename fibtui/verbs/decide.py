@@ -157,11 +157,13 @@ def _report(ws, result, args) -> int:
     if args.json:
         emit_json(result.to_json(ws.root))
         return 0
+    from rich.markup import escape
+
     con = console()
     rec = result.record
     if rec.round:
         con.print(
-            f"[bold]{rec.decision}[/] {rec.candidate.get('name', '')}  (round {rec.round}, verdict {rec.verdict})"
+            f"[bold]{rec.decision}[/] {escape(str(rec.candidate.get('name', '')))}  (round {rec.round}, verdict {rec.verdict})"
         )
     elif rec.decision == "rejected":
         con.print(
@@ -170,8 +172,6 @@ def _report(ws, result, args) -> int:
     else:
         con.print(f"[bold]{rec.decision}[/] (files only, no round recorded)")
     if result.comparison is not None and result.comparison.geomean_ratio is not None:
-        from rich.markup import escape
-
         c = result.comparison
         for line in c.verdict_lines():  # avg and p95 latency first, speedup as context
             con.print(f"  {escape(line)}")
@@ -181,19 +181,56 @@ def _report(ws, result, args) -> int:
             shown = path.resolve().relative_to(ws.root.resolve())
         except ValueError:
             shown = path
-        con.print(f"  wrote {shown}", no_wrap=True, overflow="ignore", crop=False)
+        con.print(f"  wrote {escape(str(shown))}", no_wrap=True, overflow="ignore", crop=False)
     if result.restored is not None:
         con.print(
-            f"  restored {len(result.restored.restored)} file(s) from {result.restored.source}"
-            + (f"; removed {', '.join(result.restored.removed)}" if result.restored.removed else "")
+            f"  restored {len(result.restored.restored)} file(s) from {escape(str(result.restored.source))}"
+            + (
+                f"; removed {escape(', '.join(result.restored.removed))}"
+                if result.restored.removed
+                else ""
+            )
         )
     if result.commit:
         con.print(f"  committed {result.commit[:12]}")
     for w in result.warnings:
-        con.print(f"  [yellow]warning[/] {w}")
+        con.print(f"  [yellow]warning[/] {escape(w)}")
     return 0
 
 
+def _refused_as_json(decide):
+    """A decision verb whose refusal (CheckFailed: the verdict does not allow it, exit 1) is also
+    a JSON object on stdout under ``--json`` (``decision`` null, ``refused`` true, ``error``), so
+    a script reading stdout sees why; the one line on stderr and the exit code stay."""
+    import functools
+
+    @functools.wraps(decide)
+    def verb(args: argparse.Namespace) -> int:
+        from fibtui.core.errors import CheckFailed
+
+        try:
+            return decide(args)
+        except CheckFailed as exc:
+            if not getattr(args, "json", False):
+                raise
+            from fibtui.verbs._common import emit_json
+
+            emit_json(
+                {
+                    "decision": None,
+                    "refused": True,
+                    "verb": args.verb,
+                    "error": exc.one_line(),
+                    "exit_code": exc.exit_code,
+                }
+            )
+            sys.stderr.write(f"fibtui: error: {printable(exc.one_line(), one_line=True)}\n")
+            return exc.exit_code
+
+    return verb
+
+
+@_refused_as_json
 def promote(args: argparse.Namespace) -> int:
     from fibtui.core import decisions
     from fibtui.verbs._common import workspace_from
@@ -212,6 +249,7 @@ def promote(args: argparse.Namespace) -> int:
     return _report(ws, result, args)
 
 
+@_refused_as_json
 def reject(args: argparse.Namespace) -> int:
     from fibtui.core import decisions
     from fibtui.verbs._common import workspace_from
@@ -222,6 +260,7 @@ def reject(args: argparse.Namespace) -> int:
     return _report(ws, result, args)
 
 
+@_refused_as_json
 def archive(args: argparse.Namespace) -> int:
     from fibtui.core import archive as arch
     from fibtui.core.archive import DecisionResult, RoundRecord

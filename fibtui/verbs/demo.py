@@ -7,6 +7,7 @@ import argparse
 
 def register(sub, common) -> None:
     p = sub.add_parser("demo", help="copy the bundled demo operator into a new workspace DIR")
+    common(p)  # accepted as after every verb (the demo opens the workspace it creates)
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--no-tui", action="store_true", help="only create it; do not open the TUI")
     p.add_argument("--no-history", action="store_true", help="leave out the archived demo rounds")
@@ -27,8 +28,10 @@ def demo(args: argparse.Namespace) -> int:
     target = create_demo_workspace(
         args.dir, with_history=not args.no_history, operator=args.operator
     )
+    from rich.markup import escape
+
     con = console()
-    con.print(f"[green]✓[/] demo workspace created in {target}")
+    con.print(f"[green]✓[/] demo workspace created in {escape(str(target))}")
     if args.operator == "dsa_topk":
         con.print(
             "  config.toml, solution/python/kernel.py, dataset/ (12 workloads, page tables in safetensors), "
@@ -39,7 +42,7 @@ def demo(args: argparse.Namespace) -> int:
             "  config.toml, solution/triton/kernel.py, dataset/ (50 workloads), candidates/, optimize_ops/"
         )
     if args.no_tui:
-        con.print(f"  open it with: fibtui --workspace {target}")
+        con.print(f"  open it with: fibtui --workspace {escape(str(target))}")
         return 0
     from fibtui.verbs.tui import open_tui
 

@@ -120,14 +120,17 @@ def status(args: argparse.Namespace) -> int:
         con.print("[bold]workspace[/]  none found from this folder upward (try: fibtui demo DIR)")
     else:
         sol = info["solution"] or {}
-        con.print(f"[bold]workspace[/]  {info['workspace']}  ({info['topology']['kind']})")
+        con.print(f"[bold]workspace[/]  {escape(info['workspace'])}  ({info['topology']['kind']})")
         if sol:
             con.print(
-                f"[bold]solution[/]   {sol['name']} by {sol['author'] or '?'}: {sol['language']} {sol['entry_point']}"
+                f"[bold]solution[/]   {escape(sol['name'])} by {escape(sol['author'] or '?')}: "
+                f"{escape(sol['language'])} {escape(sol['entry_point'])}"
                 f"{'' if sol['destination_passing_style'] else ' (value-returning)'}"
             )
         ds = info["dataset"]
-        con.print(f"[bold]dataset[/]    {ds['path'] or 'none'}  [dim]({ds['source']})[/]")
+        con.print(
+            f"[bold]dataset[/]    {escape(ds['path'] or 'none')}  [dim]({escape(ds['source'])})[/]"
+        )
         table = Table(
             "definition", "in dataset", "workloads", "varying axes", box=None, pad_edge=False
         )
@@ -146,7 +149,7 @@ def status(args: argparse.Namespace) -> int:
                 judged = EvalPreset.from_json(d["evaluation"]).describe()
                 con.print(f"[bold]judged by[/]  {escape(d['name'])}: {escape(judged)}")
         for p in info["topology"]["problems"]:
-            con.print(f"[red]problem[/]    {p}")
+            con.print(f"[red]problem[/]    {escape(p)}")
         if info["candidates"]:
             cands = Table(
                 "candidate", "kind", "language", "entry point", "path", box=None, pad_edge=False
@@ -174,15 +177,15 @@ def status(args: argparse.Namespace) -> int:
     be = info["backends"]
     con.print(
         "[bold]backends[/]   "
-        f"GPU: {', '.join(be['gpu_names']) or 'none'} · ncu: {be['ncu'] or 'none'} · "
+        f"GPU: {escape(', '.join(be['gpu_names']) or 'none')} · ncu: {escape(be['ncu'] or 'none')} · "
         f"interpreter: {'yes' if be['interpreter'] else 'no (install the gpu extra)'} · "
         f"flashinfer-bench: {'yes' if be['flashinfer_bench'] else 'no'} · "
-        f"Modal credentials: {be['modal_credentials'] or 'none'}"
+        f"Modal credentials: {escape(be['modal_credentials'] or 'none')}"
     )
     from fibtui.core.toolchain import Toolchain
 
     con.print(
-        f"[bold]builds[/]     {Toolchain(**be['toolchain']).describe()}  [dim](CUDA/C++ solutions need a GPU, "
+        f"[bold]builds[/]     {escape(Toolchain(**be['toolchain']).describe())}  [dim](CUDA/C++ solutions need a GPU, "
         "nvcc, ninja and tvm-ffi or torch; a solution this machine cannot build is UNSUPPORTED_HERE)[/]"
     )
     from rich.markup import escape
@@ -266,7 +269,7 @@ def check(args: argparse.Namespace) -> int:
             cands = f", {len(topo.candidates)} candidate(s)" if topo.candidates else ""
             built = f", {sum(b['ok'] for b in builds)}/{len(builds)} built" if builds else ""
             con.print(
-                f"[green]✓[/] {ws.root}: {topo.kind} topology, {len(topo.configs)} solution config(s){cands}{built}, no problems"
+                f"[green]✓[/] {escape(str(ws.root))}: {topo.kind} topology, {len(topo.configs)} solution config(s){cands}{built}, no problems"
             )
     return 1 if problems else 0
 

@@ -19,6 +19,7 @@ def register(sub, common) -> None:
         metavar="FILE",
         help="details CSV, raw CSV, details text page, hand-workflow result JSON, or .ncu-rep (needs ncu)",
     )
+    common(ip)
     _host_options(ip)
     ip.add_argument("--json", action="store_true")
     ip.set_defaults(func=ncu_import)
@@ -26,6 +27,7 @@ def register(sub, common) -> None:
     dp = nsub.add_parser("diff", help="baseline vs candidate per kernel and band")
     dp.add_argument("baseline", metavar="A")
     dp.add_argument("candidate", metavar="B")
+    common(dp)
     dp.add_argument("--json", action="store_true")
     dp.set_defaults(func=ncu_diff)
 
@@ -188,7 +190,10 @@ def fmt_value(value: float | None, kind: str) -> str:
 
 
 def _label(s) -> str:
-    return f"{s.name} [{s.band}]" if s.band else s.name
+    """A kernel's column header (markup-escaped: a band's ``[...]`` is text, never a style)."""
+    from rich.markup import escape
+
+    return escape(f"{s.name} [{s.band}]" if s.band else s.name)
 
 
 def _dims(d) -> str:
@@ -196,6 +201,7 @@ def _dims(d) -> str:
 
 
 def print_summaries(con, summaries, title: str = "") -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(
@@ -221,9 +227,9 @@ def print_summaries(con, summaries, title: str = "") -> None:
             continue
         con.print(f"\n[bold]{_label(s)}[/]")
         for f in c.findings:
-            con.print(f"  [yellow]{f.kind}[/]: {f.summary}")
+            con.print(f"  [yellow]{escape(f.kind)}[/]: {escape(f.summary)}")
             for tactic in f.tactics:
-                con.print(f"    [dim]try:[/] {tactic}")
+                con.print(f"    [dim]try:[/] {escape(tactic)}")
 
 
 def ncu_import(args: argparse.Namespace) -> int:
@@ -236,9 +242,16 @@ def ncu_import(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report_to_json(report, summaries))
         return 0
+    from rich.markup import escape
+
     con = console()
+    # a path is copied from here: printed whole on its line, never wrapped (at any width)
     con.print(
-        f"[bold]{report.path}[/]  [dim]{report.source_format}, {len(report.launches)} launch(es)[/]"
+        f"[bold]{escape(str(report.path))}[/]  [dim]{escape(report.source_format)}, "
+        f"{len(report.launches)} launch(es)[/]",
+        no_wrap=True,
+        overflow="ignore",
+        crop=False,
     )
     print_summaries(con, summaries)
     bands = shape_matrix(summaries)
@@ -267,7 +280,7 @@ def ncu_import(args: argparse.Namespace) -> int:
         con.print()
         con.print(t)
     for note in report.notes:
-        con.print(f"[yellow]note[/] {note}")
+        con.print(f"[yellow]note[/] {escape(note)}")
     return 0
 
 
@@ -286,7 +299,10 @@ def ncu_diff(args: argparse.Namespace) -> int:
         emit_json({"baseline": base.path, "candidate": cand.path, **diff.to_json()})
         return 0
     con = console()
-    con.print(f"[bold]baseline[/]  {base.path}\n[bold]candidate[/] {cand.path}")
+    for label, path in (("baseline ", base.path), ("candidate", cand.path)):  # never wrapped
+        con.print(
+            f"[bold]{label}[/] {escape(str(path))}", no_wrap=True, overflow="ignore", crop=False
+        )
     kinds = {key: kind for key, _, kind in ROWS}
     labels = {key: label for key, label, _ in ROWS}
     for pair in diff.pairs:
@@ -294,10 +310,13 @@ def ncu_diff(args: argparse.Namespace) -> int:
             f" \\[{escape(pair.band)}]" if pair.band else ""
         )
         b, c = pair.baseline.classification, pair.candidate.classification
-        head += f"  bottleneck {b.bottleneck or '?'} -> {c.bottleneck or '?'}, limiter {b.limiter or '-'} -> {c.limiter or '-'}"
+        head += escape(
+            f"  bottleneck {b.bottleneck or '?'} -> {c.bottleneck or '?'}, "
+            f"limiter {b.limiter or '-'} -> {c.limiter or '-'}"
+        )
         con.print(head)
         if pair.classification_changed:
-            con.print(f"  [bold red]classification changed:[/] {'; '.join(pair.changes)}")
+            con.print(f"  [bold red]classification changed:[/] {escape('; '.join(pair.changes))}")
         t = Table(
             "metric", "before", "after", "delta", "%", box=None, pad_edge=False, header_style="bold"
         )
@@ -470,7 +489,14 @@ def _profile_on_modal(args, ws, uuids, config, rep, request_path, workloads) -> 
         )
         return 0
     con = console()
-    con.print(f"[green]✓[/] {result.report} (on Modal)")
+    from rich.markup import escape
+
+    con.print(
+        f"[green]✓[/] {escape(str(result.report))} (on Modal)",
+        no_wrap=True,
+        overflow="ignore",
+        crop=False,
+    )
     print_summaries(con, summaries)
     return 0
 

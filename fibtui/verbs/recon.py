@@ -113,7 +113,7 @@ def refresh(args: argparse.Namespace) -> int:
         return failed
     con = console()
     if not results:
-        con.print(f"no reference repos in {ws.root} (clone them into reference/)")
+        con.print(escape(f"no reference repos in {ws.root} (clone them into reference/)"))
         return 0
     table = Table(
         "repo",
@@ -181,12 +181,12 @@ def search(args: argparse.Namespace) -> int:
         emit_json(out)
         return 0
     con = console()
-    con.print(f"[bold]terms[/] {', '.join(t.text for t in result.terms)}")
+    con.print(f"[bold]terms[/] {escape(', '.join(t.text for t in result.terms))}")
     for r in result.repos:
         status = f"[red]{escape(r['error'])}[/]" if r["error"] else f"{r['matches']} matching lines"
         con.print(f"[bold]{escape(r['name'])}[/] {(r['commit'] or '-')[:12]}  {status}")
     if not repos:
-        con.print(f"no reference repos in {ws.root} (clone them into reference/)")
+        con.print(escape(f"no reference repos in {ws.root} (clone them into reference/)"))
     for h in result.hits:
         con.print(f"[bold]{escape(h.repo)}[/] {escape(h.path)}:{h.line}  [cyan]{escape(h.term)}[/]")
         con.print(f"    [dim]{escape(h.text[:200])}[/]", no_wrap=True, overflow="ellipsis")

@@ -248,16 +248,20 @@ def _us(ms: float | None) -> str:
 
 
 def _print_report(report) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from fibtui.core.roofline import format_speed_of_light
     from fibtui.verbs._common import console
 
     con = console()
-    con.print(f"[bold]{report.definition}[/]  {report.op_type}  {report.workload_count} workloads")
+    con.print(
+        f"[bold]{escape(report.definition)}[/]  {escape(report.op_type)}  "
+        f"{report.workload_count} workloads"
+    )
     if report.has_latency:
         con.print(
-            f"latency: {report.latency_source}; per workload the mean of its PASSED runs; "
+            f"latency: {escape(str(report.latency_source))}; per workload the mean of its PASSED runs; "
             f"total {_us(report.total_latency_ms)} us"
         )
     else:
@@ -267,12 +271,12 @@ def _print_report(report) -> None:
     const = ", ".join(f"{k}={v}" for k, v in report.const_axes.items()) or "none"
     varying = ", ".join(f"{a} ({report.binning[a]})" for a in report.varying_axes) or "none"
     derived = "".join(f"   derived: {a} = {e}" for a, e in report.derived_axes.items())
-    con.print(f"varying: {varying}{derived}   const: {const}")
+    con.print(escape(f"varying: {varying}{derived}   const: {const}"))
     dev = report.device or {}
     if dev:
         con.print(
-            f"device: {dev['name']} {dev['bandwidth_tbs']} TB/s, {dev['bf16_tflops']} TFLOP/s bf16 "
-            f"[dim]({dev['source']}; {dev.get('chosen_by', '')})[/]  floor = max(bytes / bandwidth, FLOPs / rate); "
+            f"device: {escape(str(dev['name']))} {dev['bandwidth_tbs']} TB/s, {dev['bf16_tflops']} TFLOP/s bf16 "
+            f"[dim]({escape(str(dev['source']))}; {escape(str(dev.get('chosen_by', '')))})[/]  floor = max(bytes / bandwidth, FLOPs / rate); "
             "SoL % (speed of light) = 100 x floor / latency, 100 = at the floor"
         )
 
@@ -287,14 +291,25 @@ def _print_report(report) -> None:
         floor = "-" if b.mean_floor_us is None else f"{b.mean_floor_us:.3g}"
         sol = format_speed_of_light(b.mean_speed_of_light_pct)
         flag = "[red]outlier[/]" if b.outlier else ("[dim]merged[/]" if b.kind == "merged" else "")
-        t.add_row(b.name, str(b.workloads), passed, _us(b.mean_latency_ms), share, floor, sol, flag)
+        t.add_row(
+            escape(b.name),
+            str(b.workloads),
+            passed,
+            _us(b.mean_latency_ms),
+            share,
+            floor,
+            sol,
+            flag,
+        )
     con.print(t)
     if report.outliers:
         con.print(
             "[bold red]outliers[/]: "
-            + "; ".join(
-                f"{d.get('uuid') or d['name']} ({d['latency_share']:.0%} of latency)"
-                for d in report.outlier_details
+            + escape(
+                "; ".join(
+                    f"{d.get('uuid') or d['name']} ({d['latency_share']:.0%} of latency)"
+                    for d in report.outlier_details
+                )
             )
         )
     lo, hi = report.target_representatives
@@ -302,15 +317,20 @@ def _print_report(report) -> None:
     for r in report.representatives:
         lat = "" if r.latency_ms is None else f"  {_us(r.latency_ms)} us"
         pin = "  [cyan]pinned[/]" if r.pinned else ""
-        con.print(f"  {r.uuid}  {r.band}{lat}{pin}", no_wrap=True, overflow="ignore", crop=False)
-        con.print(f"      [dim]{r.reason}[/]")
+        con.print(
+            f"  {escape(r.uuid)}  {escape(r.band)}{lat}{pin}",
+            no_wrap=True,
+            overflow="ignore",
+            crop=False,
+        )
+        con.print(f"      [dim]{escape(r.reason)}[/]")
     chart = latency_chart(report)
     if chart:
         from rich.text import Text
 
         con.print(Text(chart))
     for note in report.notes:
-        con.print(f"[yellow]note[/] {note}")
+        con.print(f"[yellow]note[/] {escape(note)}")
 
 
 def latency_chart(report, width: int = 78, height: int = 16) -> str | None:

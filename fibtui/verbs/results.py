@@ -111,7 +111,7 @@ def _print_table(table, solution: str | None) -> None:
             + f"  p95 {fmt_ms(s['p95_latency_ms'])} ms  (latency over PASSED rows; p95 by linear interpolation)"
         )
     for note in table.notes:
-        con.print(f"[yellow]note[/] {note}")
+        con.print(f"[yellow]note[/] {escape(note)}")
 
 
 #: a table of more rows than this is printed plain (one line a row, columns padded, no colour):

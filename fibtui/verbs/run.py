@@ -74,8 +74,15 @@ def register(sub, common) -> None:
     p.add_argument(
         "--workloads",
         default="rep",
-        metavar="rep|all|UUID,...",
-        help="representatives (default), every workload, or a list of uuids (unique prefixes work)",
+        metavar="rep|quick|all|UUID,...",
+        help="representatives (default), the quick gate (as --quick), every workload, or a list "
+        "of uuids (unique prefixes work)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the TUI's quick correctness gate: the smallest workload of each band, capped by an "
+        "estimated time (20 s); the workloads left out are named",
     )
     p.add_argument(
         "--solution",
@@ -199,6 +206,12 @@ def run(args: argparse.Namespace) -> int:
         args.baseline = str(best)
     from fibtui.core.sequential import DEFAULT_CAP
 
+    if args.quick:
+        if args.workloads not in ("rep", "quick"):
+            from fibtui.core.errors import UsageError
+
+            raise UsageError("--quick picks the workloads: it goes without --workloads")
+        args.workloads = "quick"
     options = RunOptions(
         backend=args.backend or default_backend(),
         workloads=args.workloads,
@@ -486,7 +499,31 @@ def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -
 
 
 def _representatives(ws, options) -> list[str] | None:
-    """Representatives for ``--workloads rep`` from the regime analysis (pins honored)."""
+    """Representatives for ``--workloads rep`` from the regime analysis (pins honored); for
+    ``--workloads quick`` (``--quick``) the quick gate's workloads (fibtui.core.quick), the ones
+    its time budget leaves out named in one line on stderr."""
+    if options.workloads == "quick":
+        from fibtui.core.plan import workspace_regimes
+        from fibtui.core.quick import DEFAULT_BASE_S, select_quick
+        from fibtui.core.runs import history_seconds_per_job
+
+        definition = ws.config_for(options.definition).definition
+        # the median interpreter job of earlier runs here, when there are any (an upper bound
+        # for the smallest workload's), else the default
+        history = history_seconds_per_job(ws.archive_root, definition, "cpu-interpreter")
+        gate = select_quick(
+            workspace_regimes(ws, options.definition).report,
+            solutions=len(options.solutions or [None]) + (1 if options.baseline else 0),
+            base_s=history[0] if history else DEFAULT_BASE_S,
+        )
+        sys.stderr.write(
+            f"quick gate: {len(gate.uuids)} workload(s), the smallest of each band, about "
+            f"{gate.estimated_s:.0f} s estimated (budget {gate.budget_s:g} s)"
+            + (f"; left out: {gate.describe_excluded()}" if gate.excluded else "")
+            + "\n"
+        )
+        options.workloads = "rep"
+        return gate.uuids
     if options.workloads != "rep":
         return None
     from fibtui.core.plan import gate_representatives
@@ -558,7 +595,9 @@ class _Printer:
                     f"{escape(axes)}  {lat}  {ref}  {event.passed}/{event.done} ok  {eta}{escape(err)}"
                 )
             elif isinstance(event, WorkerRestarted):
-                self.con.print(f"  [yellow]worker {event.slot} restarted: {event.reason}[/]")
+                self.con.print(
+                    f"  [yellow]worker {event.slot} restarted: {escape(event.reason)}[/]"
+                )
             elif isinstance(event, LogLine):
                 style = {"error": "red", "warning": "yellow"}.get(event.level, "dim")
                 self.con.print(f"  [{style}]{escape(event.text)}[/]")

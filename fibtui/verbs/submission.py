@@ -136,6 +136,13 @@ def tag(args: argparse.Namespace) -> int:
         scheme="per-definition" if args.per_definition else None,
         check_remote=not args.no_remote_check,
     )
+    from fibtui.core.archive.best import installed_is_not_best
+
+    # what a tag proposes is the promoted best: other checked-in sources are refused (--next says
+    # so; --create makes no tag)
+    not_best = installed_is_not_best(ws.archive_root, ws.config_for(plan.definition))
+    if not_best:
+        plan.problems.append(not_best)
     steps = []
     if args.create:
         steps.append(create_tag(ws.root, plan))

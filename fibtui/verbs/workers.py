@@ -1,12 +1,17 @@
 """``fibtui workers status [--json]`` and ``fibtui workers stop``: the worker service that keeps
 ready workers for ``fibtui run`` and the TUI (fibtui/runners/service; docs/architecture.md).
 
-``status --json`` prints ``running`` (false when no service answers) and ``socket``; with a
-service also ``pid``, ``facts``, ``idle_timeout_s``, ``idle_s``, ``uptime_s``, ``ready`` (each
-``key``, ``device``, ``interpreter``, ``pid``, ``ready_for_s``, ``runs``: the runs it served),
-``starting``, ``waiting`` (starts held until a run on that GPU is over: ``key``, ``device``) and
-``handed`` (workers handed to a run: ``pid``, ``device``, ``owner_pid``, ``for_s``) and
-``current`` (its facts are this fibtui's: false means the next run restarts it).
+``status --json`` prints ``running`` (a service holds this installation's lock, whether it
+answered or not), ``busy`` (it runs but did not answer this time: as many connections as it
+serves at once), ``answered`` and ``socket``; with an answer also ``pid``, ``facts``,
+``idle_timeout_s``, ``idle_s`` (seconds since the last work asked of it: ``take``, ``warm``,
+``return``; asking for its status is none), ``uptime_s``, ``worker_idle_s`` (a ready worker nobody
+takes is stopped after this long), ``rss_bytes`` (the service's own memory), ``ready`` (each
+``key``, ``device``, ``interpreter``, ``pid``, ``ready_for_s``, ``idle_s``, ``stops_in_s``,
+``rss_bytes``, ``runs``: the runs it served), ``starting``, ``waiting`` (starts held until a run on
+that GPU is over: ``key``, ``device``) and ``handed`` (workers handed to a run: ``pid``, ``device``,
+``owner_pid``, ``for_s``, ``rss_bytes``) and ``current`` (its facts are this fibtui's: false means
+the next run restarts it).
 """
 
 from __future__ import annotations
@@ -45,20 +50,42 @@ def _client():
 def status(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from fibtui.runners.service.client import ServiceError
     from fibtui.runners.service.common import facts, log_path
     from fibtui.verbs._common import console, emit_json
 
     client, path = _client()
-    found = client.ask({"op": "status"}) if client is not None else None
-    path = client.path if client is not None else path
+    found: dict | None = None
+    why = ""
+    if client is not None:
+        path = client.path
+        try:
+            found = client.ask({"op": "status"}, timeout=5.0)
+        except (OSError, ServiceError) as exc:  # it took the connection and said nothing
+            found, why = None, str(exc) or type(exc).__name__
+        if found is not None and not found.get("ok"):
+            why, found = str(found.get("error") or "it refused the request"), None
+    alive = client is not None and (found is not None or client.alive())
+    busy = alive and found is None
     if args.json:
-        out = {"running": found is not None, "socket": str(path)}
+        out = {"running": alive, "busy": busy, "answered": found is not None, "socket": str(path)}
+        if busy:
+            out["why"] = why or "it did not answer"
         if found is not None:
             found.pop("ok", None)
             out |= found | {"current": found.get("facts") == facts()}
         emit_json(out)
         return 0
     con = console()
+    if busy:
+        con.print(
+            escape(
+                f"the worker service is running but did not answer ({why or 'no reply'}): "
+                f"it is busy; ask again (socket {path})"
+            ),
+            soft_wrap=True,
+        )
+        return 0
     if found is None:
         con.print(escape(f"no worker service is running (socket {path})"))
         return 0
@@ -71,8 +98,10 @@ def _lines(found: dict, current: bool, log) -> list[str]:
     f = found.get("facts") or {}
     gpus = f.get("gpus") or []
     lines = [
-        f"worker service pid {found.get('pid')}, up {found.get('uptime_s')} s, idle "
-        f"{found.get('idle_s')} s (it exits after {found.get('idle_timeout_s'):g} s idle)",
+        f"worker service pid {found.get('pid')}{_mb(found.get('rss_bytes'))}, up "
+        f"{found.get('uptime_s')} s, idle {found.get('idle_s')} s (it exits after "
+        f"{found.get('idle_timeout_s'):g} s idle; a ready worker is stopped after "
+        f"{found.get('worker_idle_s', 0):g} s unused)",
         f"  socket {found.get('socket')}  log {log}",
         f"  fibtui {f.get('fibtui')} (sources {f.get('sources')}), torch {f.get('torch')}, "
         f"triton {f.get('triton')}, GPUs: {'; '.join(gpus) if gpus else 'none'}",
@@ -83,7 +112,8 @@ def _lines(found: dict, current: bool, log) -> list[str]:
         kind = "interpreter" if w.get("interpreter") else "GPU"
         served = f", {w['runs']} run(s) served" if w.get("runs") else ""
         lines.append(
-            f"  ready: {kind} {w.get('device')}  pid {w.get('pid')}  for {w.get('ready_for_s')} s"
+            f"  ready: {kind} {w.get('device')}  pid {w.get('pid')}{_mb(w.get('rss_bytes'))}  "
+            f"idle {w.get('idle_s', w.get('ready_for_s'))} s (stopped in {w.get('stops_in_s')} s)"
             + served
         )
     for w in found.get("starting") or []:
@@ -94,8 +124,8 @@ def _lines(found: dict, current: bool, log) -> list[str]:
         )
     for w in found.get("handed") or []:
         lines.append(
-            f"  in use: {w.get('device')}  pid {w.get('pid')}, run pid {w.get('owner_pid')}, "
-            f"for {w.get('for_s')} s"
+            f"  in use: {w.get('device')}  pid {w.get('pid')}{_mb(w.get('rss_bytes'))}, run pid "
+            f"{w.get('owner_pid')}, for {w.get('for_s')} s"
         )
     if not (found.get("ready") or found.get("starting") or found.get("handed")):
         lines.append("  no worker ready or in use")
@@ -104,7 +134,15 @@ def _lines(found: dict, current: bool, log) -> list[str]:
             "  a ready GPU worker holds a CUDA context (GPU memory) while it waits: "
             "`fibtui workers stop` frees it"
         )
+    ready = [w for w in found.get("ready") or [] if isinstance(w.get("rss_bytes"), int)]
+    if ready:
+        total = sum(w["rss_bytes"] for w in ready)
+        lines.append(f"  ready workers hold {total / 2**20:.0f} MB (resident memory)")
     return lines
+
+
+def _mb(rss) -> str:
+    return f" ({rss / 2**20:.0f} MB)" if isinstance(rss, int) and not isinstance(rss, bool) else ""
 
 
 def stop(args: argparse.Namespace) -> int:
@@ -114,6 +152,17 @@ def stop(args: argparse.Namespace) -> int:
 
     client, path = _client()
     pid = client.stop() if client is not None else None
+    if client is not None:
+        path = client.path
+    if pid is None and client is not None and client.alive():
+        console().print(
+            escape(
+                f"the worker service is running but did not stop (it is busy): ask again "
+                f"(socket {path})"
+            ),
+            soft_wrap=True,
+        )
+        return 1
     if pid is None:
         console().print(escape(f"no worker service was running (socket {path})"))
     else:

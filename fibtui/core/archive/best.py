@@ -112,3 +112,41 @@ def best_solution_path(archive_root: Path, language: str) -> Path | None:
     if folder.is_dir() and any(p.suffix in (".py", ".cu") for p in folder.iterdir() if p.is_file()):
         return folder
     return None
+
+
+def installed_is_not_best(archive_root: Path, cfg: Any) -> str | None:
+    """Why the checked-in solution of ``cfg`` (a SolutionConfig) is not the promoted best of its
+    language and definition, in one line; None when it is, or when nothing was promoted for that
+    definition. A submission tag proposes the promoted best: tagging sources other than it would
+    submit a kernel the archive says is slower (the best is compared by source hash)."""
+    from fibtui.core.plan import solution_from_config
+
+    try:
+        best = read_best(archive_root, cfg.language)
+    except InputError:
+        return None  # a broken best.json is reported where it is read for a gate
+    if not best or not isinstance(best.get("source_hash"), str):
+        return None
+    if best.get("operator") not in (None, cfg.definition):
+        return None
+    installed = solution_from_config(cfg).source_hash
+    if installed == best["source_hash"]:
+        return None
+    name = best.get("candidate") or best.get("model") or best.get("snapshot") or "?"
+    latency = best.get("latency_us")
+    at = f" ({latency:.3f} us)" if isinstance(latency, (int, float)) else ""
+    folder = best_folder(archive_root, cfg.language)
+    where = _shown(folder / str(best.get("snapshot") or "") / "sources", archive_root.parent)
+    into = _shown(Path(cfg.source_dir), archive_root.parent)
+    return (
+        f"the promoted best is {name}{at}, but the checked-in {cfg.name} has other sources "
+        f"(hash {installed}, the best's {best['source_hash']}): a tag would submit it, not the "
+        f"best; copy {where}/ into {into}/ and commit it, or promote the kernel you mean"
+    )
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)

@@ -33,6 +33,8 @@ from fibtui.runners.local import (
 )
 from fibtui.runners.service.common import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_WORKER_IDLE_S,
+    PROTOCOL,
     ServiceRefused,
     close_fds,
     facts,
@@ -80,16 +82,30 @@ def daemon_enabled(root: Path | None, no_daemon: bool = False) -> bool:
 
 def idle_timeout_for(root: Path | None) -> float:
     """``FIBTUI_WORKERS_IDLE_S``, else ``[workers] idle_timeout_s``, else 10 minutes."""
-    raw: Any = os.environ.get("FIBTUI_WORKERS_IDLE_S")
-    where: Any = "FIBTUI_WORKERS_IDLE_S"
+    return _seconds_setting(
+        root, "FIBTUI_WORKERS_IDLE_S", "workers.idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S
+    )
+
+
+def worker_idle_for(root: Path | None) -> float:
+    """How long a ready worker nobody takes is kept: ``FIBTUI_WORKERS_WORKER_IDLE_S``, else
+    ``[workers] worker_idle_s``, else 2 minutes."""
+    return _seconds_setting(
+        root, "FIBTUI_WORKERS_WORKER_IDLE_S", "workers.worker_idle_s", DEFAULT_WORKER_IDLE_S
+    )
+
+
+def _seconds_setting(root: Path | None, env_name: str, setting: str, default: float) -> float:
+    raw: Any = os.environ.get(env_name)
+    where: Any = env_name
     field = None
     if raw is None and root is not None:
         from fibtui.core.settings import get_setting, settings_path
 
-        raw = get_setting(root, "workers.idle_timeout_s", None)
-        where, field = settings_path(root), "workers.idle_timeout_s"
+        raw = get_setting(root, setting, None)
+        where, field = settings_path(root), setting
     if raw is None:
-        return DEFAULT_IDLE_TIMEOUT_S
+        return default
     try:
         value = float(raw)
         if isinstance(raw, bool) or not value > 0:
@@ -104,6 +120,8 @@ class Client:
 
     def __init__(self, path: Path | None = None, create: bool = True) -> None:
         self.path = path or socket_path(create=create)
+        #: the pid at the other end of the last connection (SO_PEERCRED: the service itself)
+        self.peer_pid: int | None = None
 
     def request(
         self,
@@ -114,15 +132,18 @@ class Client:
     ) -> tuple[dict[str, Any], list[int]]:
         """The reply and the descriptors that came with it (``fds``: descriptors sent with the
         request). FileNotFoundError or ConnectionRefusedError: no service; ServiceError: it
-        answered wrong."""
+        answered wrong. Every request carries this client's ``protocol`` (the service refuses
+        any op of another)."""
+        obj = {**obj, "protocol": obj.get("protocol", PROTOCOL)}
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(str(self.path))
-            _, uid, _ = peer_credentials(sock)
+            pid, uid, _ = peer_credentials(sock)
             if uid != os.getuid():
                 raise ServiceRefused(
                     f"the worker service at {self.path} runs as uid {uid}: not used"
                 )
+            self.peer_pid = pid
             send_line(sock, obj, fds)
             raw, fds = read_line(sock, maxfds=maxfds)
         try:
@@ -141,28 +162,57 @@ class Client:
         except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError):
             return None
 
+    def alive(self) -> bool:
+        """Does a service hold this installation's lock (it is running, answering or not)? Read
+        from the lock alone, so a service too busy to answer is still told from none."""
+        import fcntl
+
+        from fibtui.runners.service.common import lock_path
+
+        try:
+            fd = os.open(lock_path(self.path), os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
     def hello(self) -> dict[str, Any] | None:
         return self.ask({"op": "hello"})
 
-    def ensure(self, idle_timeout_s: float) -> dict[str, Any]:
+    def ensure(
+        self, idle_timeout_s: float, worker_idle_s: float = DEFAULT_WORKER_IDLE_S
+    ) -> dict[str, Any]:
         """The hello of a running service with this process's facts: started when none runs,
         restarted when the running one's facts differ (fibtui, torch or the GPU set changed)."""
         mine = facts()
         found = self.hello()
-        if found is not None and found.get("facts") != mine:
-            self.stop()
+        if found is not None and found.get("state") == "busy":
+            raise ServiceError(f"the worker service (pid {found.get('pid')}) is {found['error']}")
+        if found is not None and (not found.get("ok") or found.get("facts") != mine):
+            self.stop()  # other facts, or another protocol (it refused the hello)
             found = None
         if found is None:
-            found = self._spawn_and_wait(idle_timeout_s, SPAWN_WAIT_S)
+            found = self._spawn_and_wait(idle_timeout_s, SPAWN_WAIT_S, worker_idle_s)
             if found.get("facts") != mine:
                 raise ServiceError("the worker service that answered has other facts")
         return found
 
-    def _spawn_and_wait(self, idle_timeout_s: float, wait_s: float) -> dict[str, Any]:
+    def _spawn_and_wait(
+        self, idle_timeout_s: float, wait_s: float, worker_idle_s: float = DEFAULT_WORKER_IDLE_S
+    ) -> dict[str, Any]:
         """Start a service and wait for its hello. One that found the lock still held (the old
         service was not quite gone) ends at once: it is started again."""
         deadline = time.monotonic() + wait_s
-        proc = self.spawn(idle_timeout_s)
+        proc = self.spawn(idle_timeout_s, worker_idle_s)
         while True:
             found = self.hello()
             if found is not None:
@@ -173,10 +223,12 @@ class Client:
                     f"(see {log_path(self.path)})"
                 )
             if proc.poll() is not None:
-                proc = self.spawn(idle_timeout_s)
+                proc = self.spawn(idle_timeout_s, worker_idle_s)
             time.sleep(0.03)
 
-    def spawn(self, idle_timeout_s: float) -> subprocess.Popen[bytes]:
+    def spawn(
+        self, idle_timeout_s: float, worker_idle_s: float = DEFAULT_WORKER_IDLE_S
+    ) -> subprocess.Popen[bytes]:
         """Start a service, detached (a new session, its output to its log), and let a thread
         reap it when it ends (it outlives this process as a rule)."""
         log = log_path(self.path)
@@ -199,6 +251,8 @@ class Client:
                     str(self.path),
                     "--idle-timeout",
                     repr(float(idle_timeout_s)),
+                    "--worker-idle",
+                    repr(float(worker_idle_s)),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=fd,
@@ -213,14 +267,31 @@ class Client:
         return proc
 
     def stop(self, wait_s: float = 10.0) -> int | None:
-        """Ask the service to stop; wait until its socket is gone. Its pid, or None: none ran."""
+        """Ask the service to stop; wait until its socket is gone. Its pid, or None: none ran.
+
+        A service of another protocol refuses the stop (as every op of it): it is ended with
+        SIGTERM instead, by the pid at the other end of this very socket (SO_PEERCRED, of this
+        user: checked by :meth:`request`), never by a pid it wrote somewhere."""
         reply = self.ask({"op": "stop"})
         if reply is None:
             return None
+        pid = reply.get("pid")
+        if not reply.get("ok"):
+            if reply.get("state") != "protocol" or reply.get("protocol") == PROTOCOL:
+                return None  # busy, or refused for another reason: it goes on
+            pid = self.peer_pid
+            if pid is None:
+                return None
+            import signal
+
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and self.path.exists():
             time.sleep(0.03)
-        return reply.get("pid")
+        return pid if isinstance(pid, int) else None
 
     def exit_status(self, pid: int) -> tuple[str, int | None]:
         """("exited", code), ("running", None), ("unknown", None) from the service; ("gone",
@@ -355,8 +426,13 @@ class ServiceWorkers:
     """The worker service seen by a run (a runner's ``warm``, like WarmWorkers): ``take``,
     ``prewarm``, ``count``, ``close``. The service is started or restarted on first use."""
 
-    def __init__(self, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+        worker_idle_s: float = DEFAULT_WORKER_IDLE_S,
+    ) -> None:
         self.idle_timeout_s = idle_timeout_s
+        self.worker_idle_s = worker_idle_s
         self._lock = threading.Lock()
         self._client: Client | None = None
         self._broken: str | None = None
@@ -367,11 +443,13 @@ class ServiceWorkers:
             if self._client is None and self._broken is None:
                 try:
                     client = Client()
-                    client.ensure(self.idle_timeout_s)
+                    client.ensure(self.idle_timeout_s, self.worker_idle_s)
                     self._client = client
                 except (FibError, ServiceError, OSError) as exc:
                     text = exc.one_line() if isinstance(exc, FibError) else str(exc)
-                    self._broken = f"the worker service is not used: {text}"
+                    self._broken = (
+                        f"the worker service is not used (this run starts its own workers): {text}"
+                    )
             if self._broken is not None and say is not None and not self._said:
                 self._said = True
                 say(self._broken)
@@ -484,7 +562,7 @@ def service_workers(root: Path | None, no_daemon: bool = False) -> ServiceWorker
     """The worker service for the runs of the workspace at ``root``, or None when it is off."""
     if not daemon_enabled(root, no_daemon):
         return None
-    return ServiceWorkers(idle_timeout_for(root))
+    return ServiceWorkers(idle_timeout_for(root), worker_idle_for(root))
 
 
 def warm_workers_for(root: Path, state_dir: Path) -> ServiceWorkers | WarmWorkers:

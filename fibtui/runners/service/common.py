@@ -31,6 +31,9 @@ READ_TIMEOUT_S = 10.0
 #: how long an idle service (no request, no handed-over worker alive) lives (``[workers]
 #: idle_timeout_s`` in fibtui.toml, ``FIBTUI_WORKERS_IDLE_S``)
 DEFAULT_IDLE_TIMEOUT_S = 600.0
+#: how long a ready worker nobody takes is kept before it is stopped (``[workers] worker_idle_s``
+#: in fibtui.toml, ``FIBTUI_WORKERS_WORKER_IDLE_S``): an interpreter worker holds about 350 MB
+DEFAULT_WORKER_IDLE_S = 120.0
 #: the longest path a Unix socket may have (sun_path holds 108 bytes with its NUL)
 _MAX_SOCKET_PATH = 100
 #: environment variables that differ between two shells of one user without changing what a
@@ -68,6 +71,50 @@ VOLATILE_ENV = frozenset(
         "_RJEM_MALLOC_CONF",
     }
 )
+#: display variables: how a terminal, a pager or colours are set up, which a worker (it prints
+#: nothing to a terminal) never reads. Never part of a worker's key, so ``NO_COLOR=1 fibtui run``
+#: or ``FIBTUI_FORCE_TERMINAL=1`` takes the worker a plain ``fibtui run`` left ready
+DISPLAY_ENV = frozenset(
+    {
+        "FIBTUI_FORCE_TERMINAL",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "COLORFGBG",
+        "TERMINFO",
+        "TERMINFO_DIRS",
+        "TERMCAP",
+        "TTY_COMPATIBLE",
+        "TTY_INTERACTIVE",
+        "JUPYTER_COLUMNS",
+        "JUPYTER_LINES",
+        "LS_COLORS",
+        "GREP_COLOR",
+        "GREP_COLORS",
+        "PAGER",
+        "LESS",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "MANPAGER",
+        "EDITOR",
+        "VISUAL",
+        "PS1",
+        "PS2",
+        "PROMPT_COMMAND",
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "XAUTHORITY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "GPG_TTY",
+        "HISTFILE",
+        "HISTSIZE",
+        "HISTCONTROL",
+        "MAIL",
+    }
+)
+#: name prefixes of display and session variables (as :data:`DISPLAY_ENV`)
+DISPLAY_ENV_PREFIXES = ("TEXTUAL_", "XDG_SESSION_", "TERM_", "KONSOLE_", "GNOME_TERMINAL_")
 #: a pool slot: the interpreter's ``cpu``, or ``cuda:`` and a CUDA_VISIBLE_DEVICES entry (an
 #: index, a GPU UUID, a MIG id such as ``MIG-GPU-<uuid>/1/0``)
 _DEVICE = re.compile(r"^(cpu|cuda:[A-Za-z0-9:_./-]{1,120})$")
@@ -107,17 +154,21 @@ def check_folder(folder: Path) -> None:
         st = os.lstat(folder)
     except OSError as exc:
         raise ServiceRefused(f"worker service folder {folder}: {exc.strerror}") from None
+    elsewhere = "or set XDG_RUNTIME_DIR to a folder of yours"
     if not stat.S_ISDIR(st.st_mode):
-        raise ServiceRefused(f"worker service folder {folder} is not a folder (or is a link)")
+        raise ServiceRefused(
+            f"worker service folder {folder} is not a folder (or is a link): not used "
+            f"(fix: remove it, {elsewhere})"
+        )
     if st.st_uid != os.getuid():
         raise ServiceRefused(
             f"worker service folder {folder} belongs to uid {st.st_uid}, not to you "
-            f"(uid {os.getuid()}): not used"
+            f"(uid {os.getuid()}): not used (fix: {elsewhere})"
         )
     if st.st_mode & 0o077:
         raise ServiceRefused(
             f"worker service folder {folder} has mode {stat.S_IMODE(st.st_mode):04o}: "
-            "others may reach it (it must be 0700): not used"
+            f"others may reach it (it must be 0700): not used (fix: chmod 700 {folder})"
         )
 
 
@@ -254,11 +305,25 @@ def check_env(env: Any) -> dict[str, str]:
     return env
 
 
+def keyed_env(env: dict[str, str]) -> dict[str, str]:
+    """What of an environment can change what a worker does (and so is part of its key): all
+    of it but the volatile shell variables and the display ones (:data:`VOLATILE_ENV`,
+    :data:`DISPLAY_ENV`, :data:`DISPLAY_ENV_PREFIXES`)."""
+    return {
+        k: v
+        for k, v in env.items()
+        if k not in VOLATILE_ENV and k not in DISPLAY_ENV and not k.startswith(DISPLAY_ENV_PREFIXES)
+    }
+
+
 def worker_key(device: str, interpreter: bool, env: dict[str, str]) -> str:
-    """A worker's key: the pool slot (interpreter or ``cuda:N``) and a digest of the environment
-    it starts with, volatile variables left out."""
-    stable = sorted((k, v) for k, v in env.items() if k not in VOLATILE_ENV)
-    digest = hashlib.sha256(json.dumps([device, interpreter, stable]).encode()).hexdigest()
+    """A worker's key: the backend (interpreter or GPU), the pool slot (``cpu`` or ``cuda:N``),
+    this service's Python (one service per Python and fibtui: :func:`install_id`) and a digest of
+    the environment that can change a solution's results (:func:`keyed_env`)."""
+    stable = sorted(keyed_env(env).items())
+    digest = hashlib.sha256(
+        json.dumps([device, interpreter, sys.executable, stable]).encode()
+    ).hexdigest()
     return f"{'interpreter' if interpreter else 'gpu'}|{device}|{digest[:16]}"
 
 

@@ -57,7 +57,9 @@ from typing import Any
 
 from fibtui.runners.service.common import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_WORKER_IDLE_S,
     OPS,
+    PROTOCOL,
     READ_TIMEOUT_S,
     LineTooLong,
     ServiceRefused,
@@ -120,8 +122,29 @@ class Handed:
 
 #: how long a worker given back has to answer ``adopt``
 RETURN_ADOPT_TIMEOUT_S = 10.0
-#: workers kept ready for one key at most (more given back are stopped)
-MAX_READY_PER_KEY = 8
+#: workers kept ready for one key at most: a worker given back while one is ready replaces it
+#: (the one given back is the warmer), so a key never holds an idle spare beyond one
+MAX_READY_PER_KEY = 1
+#: the requests that are work (they keep an idle service alive); ``status`` and ``hello`` are not:
+#: polling ``fibtui workers status`` never keeps a service alive
+WORK_OPS = frozenset({"take", "warm", "return"})
+
+
+class ProtocolMismatch(ValueError):
+    """A request of another protocol: refused, with this service's protocol and pid in the reply
+    (a client of another fibtui learns what it talks to, and can end it by its pid)."""
+
+
+def rss_bytes(pid: int) -> int | None:
+    """The resident memory of a process (VmRSS in /proc), or None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -167,9 +190,12 @@ class Service:
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
         max_ready: int = 8,
         fact_overrides: dict[str, Any] | None = None,
+        worker_idle_s: float = DEFAULT_WORKER_IDLE_S,
     ) -> None:
         self.path = path
         self.idle_timeout_s = idle_timeout_s
+        #: a ready worker nobody took for this long is stopped (its memory is given back)
+        self.worker_idle_s = worker_idle_s
         self.max_ready = max(1, max_ready)
         self.facts = {**facts(), **(fact_overrides or {})}
         self.started = time.time()
@@ -188,6 +214,7 @@ class Service:
         self._booting: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
         self._boots: list[threading.Thread] = []
         self._activity = time.monotonic()
+        self._busy_refusals = 0
         self._stop = threading.Event()
         self._connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._listener: socket.socket | None = None
@@ -231,6 +258,7 @@ class Service:
             signal.signal(sig, lambda *_: self._stop.set())
         log(
             f"worker service started: socket {self.path}, idle timeout {self.idle_timeout_s:g} s, "
+            f"ready workers stopped after {self.worker_idle_s:g} s idle, "
             f"fibtui {self.facts.get('fibtui')} sources {self.facts.get('sources')}, "
             f"torch {self.facts.get('torch')}"
         )
@@ -245,8 +273,7 @@ class Service:
                     if self._stop.is_set():
                         break
                     raise
-                if conn is not None:
-                    self._activity = time.monotonic()
+                if conn is not None:  # its op, when it is work, counts as activity (_handle)
                     self._dispatch(conn)
                 self._housekeeping()
         finally:
@@ -255,8 +282,30 @@ class Service:
 
     def _dispatch(self, conn: socket.socket) -> None:
         if not self._connections.acquire(blocking=False):
-            conn.close()
-            log(f"more than {MAX_CONNECTIONS} connections at once: one was closed unanswered")
+            # alive, but serving as many connections as it may: said, so that a client (``fibtui
+            # workers status``) tells a busy service from none
+            try:
+                conn.settimeout(0.2)
+                send_line(
+                    conn,
+                    {
+                        "ok": False,
+                        "state": "busy",
+                        "pid": os.getpid(),
+                        "protocol": PROTOCOL,
+                        "error": f"busy: {MAX_CONNECTIONS} connections at once, ask again",
+                    },
+                )
+            except OSError:
+                pass
+            finally:
+                conn.close()
+            self._busy_refusals += 1
+            if self._busy_refusals in (1, 10, 100) or self._busy_refusals % 1000 == 0:
+                log(
+                    f"more than {MAX_CONNECTIONS} connections at once: "
+                    f"{self._busy_refusals} answered busy so far"
+                )
             return
 
         def run() -> None:
@@ -270,10 +319,14 @@ class Service:
     def _housekeeping(self) -> None:
         now = time.monotonic()
         dead: list[Ready] = []
+        idle: list[Ready] = []
+        wall = time.time()
         with self._cond:
             for key, workers in list(self._ready.items()):
                 alive = [w for w in workers if w.proc.poll() is None]
                 dead += [w for w in workers if w.proc.poll() is not None]
+                idle += [w for w in alive if wall - w.since > self.worker_idle_s]
+                alive = [w for w in alive if w not in idle]
                 if alive:
                     self._ready[key] = alive
                 else:
@@ -286,6 +339,9 @@ class Service:
         for w in dead:
             log(f"ready worker {w.proc.pid} ({w.key}) ended by itself ({w.proc.returncode})")
             self._discard(w)
+        for w in idle:
+            log(f"ready worker {w.proc.pid} ({w.key}) idle for {self.worker_idle_s:g} s: stopped")
+            threading.Thread(target=self._discard, args=(w,), daemon=True).start()
         if now - self._activity > self.idle_timeout_s:
             log(f"idle for {self.idle_timeout_s:g} s: exiting")
             self._stop.set()
@@ -343,6 +399,8 @@ class Service:
                     send_line(conn, {"ok": False, "error": "refused: not this service's user"})
                     return
                 req, fds = self._request(conn, peer_pid)
+                if req["op"] in WORK_OPS:
+                    self._activity = time.monotonic()
                 if req["op"] == "return":
                     self._op_return(conn, req, peer_pid, fds)
                 else:
@@ -350,7 +408,10 @@ class Service:
                     getattr(self, f"_op_{req['op']}")(conn, req, peer_pid)
             except ValueError as exc:
                 log(f"refused a request from pid {peer_pid}: {exc}")
-                send_line(conn, {"ok": False, "error": f"refused: {exc}"})
+                reply: dict[str, Any] = {"ok": False, "error": f"refused: {exc}"}
+                if isinstance(exc, ProtocolMismatch):
+                    reply |= {"state": "protocol", "protocol": PROTOCOL, "pid": os.getpid()}
+                send_line(conn, reply)
             except OSError:
                 return  # the client went away (or timed out): nothing to answer
 
@@ -372,6 +433,14 @@ class Service:
         if op not in OPS:
             close_fds(fds)
             raise ValueError(f"unknown op {str(op)[:40]!r} (known: {', '.join(OPS)})")
+        # every op, hello and stop included: a client of another protocol is told which this
+        # one speaks (and its pid), and changes nothing here
+        protocol = req.get("protocol")
+        if protocol != PROTOCOL or isinstance(protocol, bool):
+            close_fds(fds)
+            raise ProtocolMismatch(
+                f"protocol {str(protocol)[:20]}: this worker service speaks protocol {PROTOCOL}"
+            )
         return req, fds
 
     def _op_hello(self, conn: socket.socket, req: dict[str, Any], peer: int) -> None:
@@ -382,6 +451,8 @@ class Service:
             "pid": os.getpid(),
             "facts": self.facts,
             "idle_timeout_s": self.idle_timeout_s,
+            "worker_idle_s": self.worker_idle_s,
+            "rss_bytes": rss_bytes(os.getpid()),
             "socket": str(self.path),
             "uptime_s": round(time.time() - self.started, 1),
         }
@@ -395,6 +466,9 @@ class Service:
                     "interpreter": w.interpreter,
                     "pid": w.proc.pid,
                     "ready_for_s": round(time.time() - w.since, 1),
+                    "idle_s": round(time.time() - w.since, 1),
+                    "stops_in_s": round(max(0.0, self.worker_idle_s - (time.time() - w.since)), 1),
+                    "rss_bytes": rss_bytes(w.proc.pid),
                     "runs": w.runs,
                 }
                 for ws in self._ready.values()
@@ -411,6 +485,7 @@ class Service:
                     "device": h.device,
                     "owner_pid": h.owner_pid,
                     "for_s": round(time.time() - h.since, 1),
+                    "rss_bytes": rss_bytes(h.pid),
                 }
                 for h in self._handed.values()
             ]
@@ -560,13 +635,20 @@ class Service:
         with self._cond:
             if ready is not None:
                 held = self._ready.setdefault(ready.key, [])
-                if len(held) < MAX_READY_PER_KEY and not self._stop.is_set():
+                if not self._stop.is_set():
                     held.insert(0, ready)  # the warmest: first in line
+                    # no spare beyond MAX_READY_PER_KEY: the colder ones (a replacement started
+                    # when this one was handed over) are stopped
+                    surplus = held[MAX_READY_PER_KEY:]
+                    del held[MAX_READY_PER_KEY:]
+                    for w in surplus:
+                        log(f"ready worker {w.proc.pid} ({w.key}) not needed: stopped")
+                        threading.Thread(target=self._discard, args=(w,), daemon=True).start()
                     self._deferred.pop(ready.key, None)  # no replacement needed now
                     self._cond.notify_all()
                 else:
-                    ready, surplus = None, ready
-                    threading.Thread(target=self._discard, args=(surplus,), daemon=True).start()
+                    ready, surplus_one = None, ready
+                    threading.Thread(target=self._discard, args=(surplus_one,), daemon=True).start()
         send_line(conn, {"ok": ready is not None})
 
     def _take_back(self, req: dict[str, Any], peer: int, fds: list[int]) -> Ready | None:
@@ -631,14 +713,15 @@ class Service:
         code = proc.wait()
         with self._cond:
             self._reaping.discard(proc.pid)
-            self._handed.pop(proc.pid, None)
+            in_use = self._handed.pop(proc.pid, None) is not None
             self._exited[proc.pid] = (code, time.monotonic())
             for key, (device, interpreter, env) in list(self._deferred.items()):
                 if not self._gpu_busy_locked(device, interpreter):
                     del self._deferred[key]
                     self._start_locked(key, device, interpreter, env)
             self._cond.notify_all()
-        self._activity = time.monotonic()
+        if in_use:  # a run's worker ended (its run is over): not a ready one stopped for idling
+            self._activity = time.monotonic()
         log(f"worker {proc.pid} ended ({code})")
 
     # -- workers -----------------------------------------------------------------------------
@@ -782,12 +865,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--socket", required=True, help="the Unix socket to serve on")
     ap.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S, metavar="S")
     ap.add_argument("--max-ready", type=int, default=8, metavar="N")
+    ap.add_argument("--worker-idle", type=float, default=DEFAULT_WORKER_IDLE_S, metavar="S")
     # tests only: pretend a fact differs (a service of another version)
     ap.add_argument("--test-fact", action="append", default=[], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.test_fact if "=" in item)
     try:
-        service = Service(Path(args.socket), args.idle_timeout, args.max_ready, overrides)
+        service = Service(
+            Path(args.socket), args.idle_timeout, args.max_ready, overrides, args.worker_idle
+        )
         return service.serve()
     except ServiceRefused as exc:
         log(f"not started: {exc.one_line()}")
