@@ -87,7 +87,7 @@ def test_runs_pane_at_80x24(snap_compare, snap_ws: Path) -> None:
 
 def test_keys_list_snapshot(snap_compare, snap_ws: Path) -> None:
     assert snap_compare(
-        app_for(snap_ws), terminal_size=(110, 34), run_before=_before("question_mark")
+        app_for(snap_ws), terminal_size=(80, 24), run_before=_before("question_mark")
     )
 
 

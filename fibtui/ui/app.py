@@ -60,6 +60,8 @@ INITIAL_PANE = "regimes"
 #: how long the other panes wait for the data of the pane in view before they load anyway
 FIRST_DATA_WAIT_S = 2.0
 LARGE_SWEEP = 40
+#: "Cancel it and quit" waits this long at most for the run's thread to stop its workers
+QUIT_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -482,6 +484,12 @@ class FibApp(App[int]):
         #: "Quit when it ends" was chosen while a run was in flight
         self.quit_when_run_ends = False
         self._pending_watch_gate = False
+        #: a watch gate waits for the backend (_with_backend): a save meanwhile joins it
+        self._watch_queued = False
+        #: saves seen by watch mode (each WatchFired)
+        self.watch_saves = 0
+        #: "Cancel it and quit": the app ends once the run's thread has (LaunchEnded)
+        self._quit_after_cancel = False
         self.watch_latencies_ms: list[float] = []
         self._watch_detected: float | None = None
         self._warm = None
@@ -757,7 +765,7 @@ class FibApp(App[int]):
             except NoMatches:  # before the panes exist
                 return False
         if action == "cancel_run" and self._runs_pane is not None:
-            return self._runs_pane.active_run is not None
+            return self._runs_pane.busy
         return True
 
     def on_resize(self, event) -> None:
@@ -786,35 +794,63 @@ class FibApp(App[int]):
             # so the switch itself paints at once and the changed cells follow a frame later
             self.set_timer(0.05, self.pane("runs").flush)
 
-    def action_show_keys(self) -> None:
-        rows = []
-        keymap = {}
+    def key_rows(self) -> list[tuple[str, str, str, str, str]]:
+        """Every key for the ``?`` list, grouped by the pane it acts on: (group, key, action,
+        what it does, id), with the keys remapped in keymap.toml shown as remapped."""
+        keymap: dict[str, str] = {}
         try:
             from fibtui.ui.user_config import load_keymap
 
             keymap = load_keymap()
         except Exception:  # noqa: BLE001 - the list still shows the defaults
             keymap = {}
+        titles = {p.id: p.title for p in PANES}
+        order = ["Panes", "Everywhere", *(p.title for p in PANES)]
+        rows = []
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
-            key = keymap.get(binding.id or "", binding.key_display or binding.key)
-            rows.append(
-                (key, binding.description or binding.action, binding.tooltip, binding.id or "")
-            )
+            bid = binding.id or ""
+            action = binding.action.split("(")[0]
+            if bid.startswith("pane.") and bid != "pane.refresh":
+                group = "Panes"
+            elif action in PANE_ACTIONS:
+                group = titles[PANE_ACTIONS[action]]
+            elif binding.action in PANE_ACTIONS:
+                group = titles[PANE_ACTIONS[binding.action]]
+            else:
+                group = "Everywhere"
+            key = keymap.get(bid, binding.key_display or binding.key)
+            rows.append((group, key, binding.description or binding.action, binding.tooltip, bid))
+        rows.append(
+            ("Everywhere", "ctrl+p", "Palette", "The command palette: every action by name", "")
+        )
+        rows.append(("Everywhere", "tab", "Next", "Focus the next panel (shift+tab: back)", ""))
+        rows.sort(key=lambda r: order.index(r[0]) if r[0] in order else len(order))
+        return rows
+
+    def action_show_keys(self) -> None:
         from fibtui.ui.screens.help import HelpKeysScreen
 
-        self.push_screen(HelpKeysScreen(rows))
+        self.push_screen(HelpKeysScreen(self.key_rows()))
 
     async def action_quit(self) -> None:
         """Quit; with a run in flight, ask first (over SSH one stray key must not end a sweep)."""
         runs = self._runs_pane
-        if runs is not None and runs.active_run is not None:
+        if runs is not None and runs.busy:
             from fibtui.ui.screens.confirm import ChoiceScreen
 
             def answered(choice: str | None) -> None:
                 if choice == "cancel":
+                    # the app stays up until the run's thread has stopped its workers (a few
+                    # seconds at most), then ends: the terminal is given back clean, with no
+                    # thread left that the process would wait for after it
                     self._interrupt_run("the app was closed")
-                    self.exit(0)
+                    if runs.busy:
+                        self._quit_after_cancel = True
+                        self.notify("stopping the run's workers, then quitting…")
+                        self.set_timer(QUIT_WAIT_S, lambda: self.exit(0))
+                    else:
+                        self.exit(0)
                 elif choice == "after":
                     self.quit_when_run_ends = True
                     self._set_titles()
@@ -823,7 +859,7 @@ class FibApp(App[int]):
             self.push_screen(
                 ChoiceScreen(
                     "A run is in flight",
-                    f"{runs.active_run} is still going. Cancelling keeps what finished; the jobs in flight stay "
+                    f"{runs.active_run or 'A gate being started'} is still going. Cancelling keeps what finished; the jobs in flight stay "
                     "pending and `fibtui run --resume` picks them up.",
                     [
                         ("c", "Cancel it and quit", "cancel"),
@@ -1311,9 +1347,20 @@ class FibApp(App[int]):
             answered,
         )
 
-    def _start(self, options, label: str) -> None:
+    def _start(self, options, label: str) -> bool:
+        """Claim the run slot now, on the UI thread (a second key or save a moment later finds
+        it taken), then start the run once the Runs pane is built. False when a run holds it."""
+        runs = self.pane("runs")
+        claimed = runs.claim()
+        if claimed is None:
+            self.notify(
+                f"run {runs.active_run or '(starting)'} is still going: cancel it first (c)",
+                severity="warning",
+            )
+            return False
         self.show_pane("runs")
-        self._on_pane("runs", "start", options, label)
+        self._on_pane("runs", "start", options, label, claimed)
+        return True
 
     def action_cancel_run(self) -> None:
         if self.pane("runs").cancel():
@@ -1333,15 +1380,24 @@ class FibApp(App[int]):
             self._watch_detected = None
         if isinstance(message.event, RunFinished):
             if self._pending_watch_gate:
-                # a save while the gate ran: its gate now, and the other panes' refreshes after
-                # that gate's verdict
-                self._pending_watch_gate = False
+                # a save while the gate ran: its gate follows once this run's thread has ended
+                # (LaunchEnded), and the other panes' refreshes after that gate's verdict
                 self._refresh_after.discard(message.run_id)
-                self._with_backend(lambda: self._start(self._gate_options("rep"), "watch gate"))
             else:
                 # the Runs pane works out the run's verdict first, alone; the other panes and the
                 # next worker follow its VerdictReady (below)
                 self._refresh_after.add(message.run_id)
+
+    @on(RunsPane.LaunchEnded)
+    def _slot_freed(self, message: RunsPane.LaunchEnded) -> None:
+        """The run slot is free: the gate of the save that replaced the one in it starts now."""
+        if self._quit_after_cancel:
+            self.exit(0)
+            return
+        if self._pending_watch_gate:
+            self._pending_watch_gate = False
+            if self.watch_mode:
+                self._queue_watch_gate()
 
     @on(RunsPane.VerdictReady)
     def _after_verdict(self, message: RunsPane.VerdictReady) -> None:
@@ -1467,18 +1523,34 @@ class FibApp(App[int]):
 
     @on(WatchFired)
     def _watch_fired(self, message: WatchFired) -> None:
-        runs = self.pane("runs")
+        """A save: decided here, on the UI thread, before any thread starts. One gate at a time:
+        a gate queued (waiting for the backend), being started or running is replaced by this
+        save's (the newest save wins: the gate reads the files when it starts)."""
         self._watch_detected = message.detected
         names = ", ".join(Path(p).name for p in message.paths[:3])
-        if runs.active_run is not None:
+        self.watch_saves += 1
+        if self._watch_queued:
+            return  # the queued gate has not read the files yet: it runs this save
+        runs = self.pane("runs")
+        if runs.busy:
             self._pending_watch_gate = True
             runs.cancel()
             self.notify(f"saved {names}: cancelling the gate in flight, then rerunning it")
             return
         self.notify(f"saved {names}: rerunning the gate")
+        self._queue_watch_gate()
+
+    def _queue_watch_gate(self) -> None:
+        self._watch_queued = True
         self._with_backend(self._watch_gate)
 
     def _watch_gate(self) -> None:
+        self._watch_queued = False
+        runs = self.pane("runs")
+        if runs.busy:  # a key started a run meanwhile: the save replaces it
+            self._pending_watch_gate = True
+            runs.cancel()
+            return
         options = self._gate_options("rep")
         if self.note_acknowledged or self._has_note():
             self._start(options, "watch gate")
@@ -1507,7 +1579,7 @@ class FibApp(App[int]):
             )
             return out
         runs = self.pane("runs")
-        if runs.active_run is None:
+        if not runs.busy:
             out.append(
                 (
                     "Start a representative gate",

@@ -175,6 +175,8 @@ class RunsPane(Pane):
         self._eta_deadline: float | None = None
         #: the shown run's verdict line (paired runs), under its progress
         self._verdict = ""
+        #: what the run in the slot is (start's label)
+        self._active_label: str | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
@@ -477,41 +479,87 @@ class RunsPane(Pane):
 
     # ---------------------------------------------------------------- starting and following runs
 
-    def start(self, options, label: str) -> None:
-        if self.active_run is not None:
-            self.notify(
-                f"run {self.active_run} is still going: cancel it first (c)", severity="warning"
-            )
-            return
-        self._launch(options, label)
+    @property
+    def busy(self) -> bool:
+        """Is a run claimed, being started, running or winding down? Decided on the UI thread
+        (claim), so two keys or saves a moment apart never start two runs."""
+        return self._cancel is not None
+
+    def claim(self) -> threading.Event | None:
+        """Take the one run slot (on the UI thread): the new run's cancel event, or None when a
+        run holds it. A cancel before the run's thread starts ends it before it prepares."""
+        if self._cancel is not None:
+            return None
+        self._cancel = threading.Event()
+        self._active_label = None
+        return self._cancel
+
+    def start(self, options, label: str, claimed: threading.Event | None = None) -> bool:
+        """Start a run in the slot ``claimed`` (claim), or claim it now; False when busy."""
+        if claimed is None:
+            claimed = self.claim()
+            if claimed is None:
+                self.notify(
+                    f"run {self.active_run or '(starting)'} is still going: cancel it first (c)",
+                    severity="warning",
+                )
+                return False
+        elif claimed is not self._cancel:
+            return False  # a slot given back since (its launch was abandoned)
+        self._active_label = label
+        self._launch(options, label, claimed)
+        return True
+
+    @dataclass
+    class LaunchEnded(Message):
+        """The thread of a run has ended (the run finished, failed to start or was abandoned):
+        the run slot is free again. ``run_id``: None when no run was made."""
+
+        cancel: threading.Event
+        run_id: str | None = None
 
     @work(thread=True, group="runs-active", exit_on_error=False)
-    def _launch(self, options, label: str, retry_of: str | None = None) -> None:
+    def _launch(
+        self, options, label: str, cancel: threading.Event, retry_of: str | None = None
+    ) -> None:
         from fibtui.core.errors import FibError
         from fibtui.runners.session import prepare_retry, prepare_run
 
-        cancel = threading.Event()
-        self._cancel = cancel
+        run_id = None
         try:
-            prepared = (
-                prepare_retry(self.workspace, retry_of, options)
-                if retry_of
-                else prepare_run(self.workspace, options)
+            if cancel.is_set():  # replaced (a newer save) before it began: nothing to prepare
+                return
+            try:
+                prepared = (
+                    prepare_retry(self.workspace, retry_of, options)
+                    if retry_of
+                    else prepare_run(self.workspace, options)
+                )
+            except FibError as exc:
+                self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
+                return
+            run_id = prepared.run_id
+            self._labels[run_id] = label
+            self.post_message(self.RunStartedHere(run_id, time.monotonic()))
+            prepared.runner.run(
+                lambda event: self.post_message(self.RunEvent(run_id, event)), cancel
             )
-        except FibError as exc:
+        finally:
+            self.post_message(self.LaunchEnded(cancel, run_id))
+
+    @on(LaunchEnded)
+    def _launch_ended(self, message: LaunchEnded) -> None:
+        if self._cancel is message.cancel:
             self._cancel = None
-            self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
-            return
-        run_id = prepared.run_id
-        self._labels[run_id] = label
-        self.post_message(self.RunStartedHere(run_id, time.monotonic()))
-        prepared.runner.run(lambda event: self.post_message(self.RunEvent(run_id, event)), cancel)
+            if message.run_id is None or self.active_run == message.run_id:
+                self.active_run = None
+            self.app.refresh_bindings()
 
     def retry_failed(self) -> None:
         if self.shown_run is None:
             self.notify("no run selected", severity="warning")
             return
-        if self.active_run is not None:
+        if self.busy:
             self.notify("a run is going: wait or cancel it first", severity="warning")
             return
         self._retry_cost(self.shown_run)
@@ -525,9 +573,16 @@ class RunsPane(Pane):
         found = rerun_cost(self.workspace, run_id, retry=True)
         self.app.call_from_thread(self._confirm_retry, run_id, found)
 
+    def _retry(self, run_id: str) -> None:
+        claimed = self.claim()
+        if claimed is None:
+            self.notify("a run is going: wait or cancel it first", severity="warning")
+            return
+        self._launch(None, "retry", claimed, retry_of=run_id)
+
     def _confirm_retry(self, run_id: str, found) -> None:
         if found is None:
-            self._launch(None, "retry", retry_of=run_id)
+            self._retry(run_id)
             return
         from fibtui.ui.screens.confirm import ConfirmScreen
 
@@ -537,11 +592,13 @@ class RunsPane(Pane):
             ConfirmScreen(
                 lines[0], [("", line.strip()) for line in lines[1:]], "Retry on Modal? (billed)"
             ),
-            lambda ok: self._launch(None, "retry", retry_of=run_id) if ok else None,
+            lambda ok: self._retry(run_id) if ok else None,
         )
 
     def cancel(self) -> bool:
-        if self._cancel is None or self.active_run is None:
+        """Cancel the run in the slot: running, or still being started (it then ends before it
+        prepares, or as soon as it starts)."""
+        if self._cancel is None:
             return False
         self._cancel.set()
         return True
@@ -646,8 +703,7 @@ class RunsPane(Pane):
                         view.status = "PENDING"
                         self._mark(view)
             self.flush(force=True)
-            self.active_run = None
-            self._cancel = None
+            self.active_run = None  # the slot itself is free once its thread ends (LaunchEnded)
             s = event.record.summary
             self._header_info["state"] = event.state
             self._update_progress(s.done, s.total, s.passed, s.done - s.passed, None)
