@@ -862,9 +862,11 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
         await settle(app, pilot)
         pane = app.query_one(RegimesPane)
         quick = app._gate_options("rep")
-        assert quick.representatives == regimes.smallest_per_band(pane.report) and app._quick_gate(
-            quick.backend, quick.workloads
-        )
+        # the smallest of each band within the estimated-time cap (core.quick), in band order
+        assert app._quick_gate(quick.backend, quick.workloads) and app.quick_gate is not None
+        assert quick.representatives == app.quick_gate.workloads
+        assert set(quick.representatives) <= set(regimes.smallest_per_band(pane.report))
+        assert "batch_size=64" in {e.band for e in app.quick_gate.excluded}
         sizes = {r["uuid"]: r["batch_size"] for r in pane.report.table.iter_rows(named=True)}
         assert sizes[quick.representatives[0]] == 1  # the smallest workload of the first band
         full = app._gate_options("rep", quick=False)
@@ -897,6 +899,6 @@ async def test_the_runs_pane_names_a_quick_correctness_gate(tmp_path: Path, monk
         while runs.active_run is not None:
             assert time.monotonic() < deadline
             await pilot.pause(0.1)
-        assert "correctness gate (the smallest workload of each band" in str(
+        assert "CPU quick gate: 2 workload(s), the smallest of each band" in str(
             runs.query_one("#runs-status").render()
         )

@@ -484,6 +484,10 @@ class FibApp(App[int]):
         #: "Quit when it ends" was chosen while a run was in flight
         self.quit_when_run_ends = False
         self._pending_watch_gate = False
+        #: the CPU quick gate of the last gate's options (core.quick), and the past job times
+        #: its estimates read
+        self.quick_gate = None
+        self._quick_history = None
         #: a watch gate waits for the backend (_with_backend): a save meanwhile joins it
         self._watch_queued = False
         #: saves seen by watch mode (each WatchFired)
@@ -666,6 +670,7 @@ class FibApp(App[int]):
         await self._next_frame()  # its rows painted first
         release_collector()
         self._ask_backend()
+        self._read_quick_history()
         for pane in PANES:
             if pane.id != visible:
                 await self._open_pane(pane.id)
@@ -1077,13 +1082,21 @@ class FibApp(App[int]):
         )
         backend = self._backend()
         reps = None
+        self.quick_gate = None
         if workloads == "rep":
             pane = self.pane("regimes")
-            reps = (
-                regimes.smallest_per_band(pane.report)
-                if self._quick_gate(backend, workloads, quick)
-                else pane.representatives()
-            )
+            if self._quick_gate(backend, workloads, quick):
+                from fibtui.core import quick as quick_gate
+
+                self.quick_gate = quick_gate.choose(
+                    pane.report,
+                    self._quick_history,
+                    budget_s=self._quick_budget(),
+                    solutions=2 if baseline else 1,
+                )
+                reps = self.quick_gate.workloads or regimes.smallest_per_band(pane.report)
+            else:
+                reps = pane.representatives()
         return RunOptions(
             backend=backend,
             workloads=workloads,
@@ -1093,6 +1106,35 @@ class FibApp(App[int]):
             representatives=reps or None,
             warm=self._warm_workers(),
         )
+
+    def _quick_budget(self) -> float:
+        """``[tui] quick_gate_s`` in fibtui.toml: the CPU quick gate's estimated time at most."""
+        from fibtui.core import quick
+        from fibtui.core.settings import get_setting
+
+        try:
+            value = get_setting(self.workspace.root, "tui.quick_gate_s", quick.DEFAULT_BUDGET_S)
+        except FibError:
+            return quick.DEFAULT_BUDGET_S
+        return (
+            float(value)
+            if isinstance(value, (int, float)) and value > 0
+            else quick.DEFAULT_BUDGET_S
+        )
+
+    @work(thread=True, exclusive=True, group="quick-history", exit_on_error=False)
+    def _read_quick_history(self) -> None:
+        """Past interpreter job times of the definition (core.quick), for the quick gate's
+        estimates: read in a thread at start and after each run's verdict."""
+        from fibtui.core import quick
+
+        ws = self.workspace
+        report = self.pane("regimes").report
+        if ws is None or ws.active is None:
+            return
+        sizes = {u: size for u, (_, size, _) in quick._sizes(report).items()} if report else None
+        history = quick.read_history(ws.archive_root, ws.active.definition, sizes)
+        self.call_from_thread(setattr, self, "_quick_history", history)
 
     def _quick_gate(self, backend: str, workloads: str, quick: bool = True) -> bool:
         """Does a gate take the smallest workload of each band? On the CPU interpreter, for the
@@ -1208,12 +1250,14 @@ class FibApp(App[int]):
 
     def _gate(self) -> None:
         options = self._gate_options("rep")
-        label = (
-            "correctness gate (the smallest workload of each band; G: the representatives)"
-            if self._quick_gate(options.backend, options.workloads)
-            else "representative gate"
-        )
+        label = self._gate_label()
         self._with_note_check(lambda: self._start(options, label))
+
+    def _gate_label(self) -> str:
+        """What a gate is, shown with its run: the quick gate says what it left out."""
+        if self.quick_gate is None:
+            return "representative gate"
+        return f"CPU quick gate: {self.quick_gate.summary()} (G: the representatives)"
 
     def action_gate_full(self) -> None:
         if self.workspace is None:
@@ -1415,6 +1459,7 @@ class FibApp(App[int]):
         else:
             self._on_pane("promotion", "evaluate")
         self._on_pane("regimes", "analyze")
+        self._read_quick_history()
         if self.watch_mode or self._keep_worker_warm():
             self._prewarm()
 
@@ -1552,10 +1597,11 @@ class FibApp(App[int]):
             runs.cancel()
             return
         options = self._gate_options("rep")
+        label = "watch gate" if self.quick_gate is None else f"watch {self._gate_label()}"
         if self.note_acknowledged or self._has_note():
-            self._start(options, "watch gate")
+            self._start(options, label)
         else:
-            self._with_note_check(lambda: self._start(options, "watch gate"))
+            self._with_note_check(lambda: self._start(options, label))
 
     def _has_note(self) -> bool:
         from fibtui.core import recon
