@@ -1432,6 +1432,12 @@ class FibApp(App[int]):
                 # next worker follow its VerdictReady (below)
                 self._refresh_after.add(message.run_id)
 
+    @on(HistoryPane.OpenVerdict)
+    def _open_verdict(self, message: HistoryPane.OpenVerdict) -> None:
+        """History's enter on a paired run: the Promotion pane shows that run's verdict."""
+        self.show_pane("promotion")
+        self._on_pane("promotion", "show_run", message.run_id)
+
     @on(RunsPane.LaunchEnded)
     def _slot_freed(self, message: RunsPane.LaunchEnded) -> None:
         """The run slot is free: the gate of the save that replaced the one in it starts now."""
