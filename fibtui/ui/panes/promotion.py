@@ -153,10 +153,10 @@ class PromotionPane(Pane):
 
     def _fill_words(self, runs: list[PairedRun], most: int = 12) -> None:
         """The verdict word of the newest listed runs not worked out yet (in this thread)."""
+        from textual.worker import get_current_worker
+
         from fibtui.core import decisions, past_verdicts
         from fibtui.core.errors import FibError
-
-        from textual.worker import get_current_worker
 
         for r in runs[:most]:
             if get_current_worker().is_cancelled:  # a newer evaluate took over
