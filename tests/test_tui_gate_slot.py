@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from fibtui.core.runs import Journal, write_record
+from fibtui.core.runs import JobResult, Journal, write_record
 from fibtui.core.workspace import open_workspace
 from fibtui.runners import session
-from fibtui.runners.events import RunFinished, RunStarted
+from fibtui.runners.events import JobFinished, RunFinished, RunStarted
 from fibtui.ui.app import make_app
 from fibtui.ui.panes.runs import RunsPane
 from tests.runner_helpers import make_tiny_workspace
@@ -33,6 +33,8 @@ class Gates:
         self.finish = threading.Event()
         #: run id -> how its gate ended: "cancelled" or "finished"
         self.ended: dict[str, str] = {}
+        #: the first job of each gate ends COMPILE_ERROR with this error (None: no job ends)
+        self.compile_error: str | None = None
 
 
 def stand_in_runner(gates: Gates, prepared):
@@ -44,6 +46,20 @@ def stand_in_runner(gates: Gates, prepared):
                 gates.log.append(("start", prepared.run_id))
             try:
                 on_event(RunStarted(prepared.header, str(prepared.folder), False, 0))
+                if gates.compile_error is not None:
+                    job = prepared.header.jobs[0]
+                    result = JobResult(
+                        uuid=job.uuid,
+                        axes=job.axes,
+                        solution=job.solution,
+                        role=job.role,
+                        repeat=job.repeat,
+                        status="COMPILE_ERROR",
+                        error=gates.compile_error,
+                    )
+                    Journal(prepared.folder).append_result(result)
+                    total = len(prepared.header.jobs)
+                    on_event(JobFinished(result, 1, total, 0, 1, None))
                 while not cancel.is_set() and not gates.finish.is_set():
                     time.sleep(0.01)
                 how = "cancelled" if cancel.is_set() else "finished"
@@ -72,7 +88,15 @@ def gated_app(tmp_path: Path, monkeypatch):
         prepared.runner = stand_in_runner(gates, prepared)
         return prepared
 
+    real_resume = session.prepare_resume
+
+    def resume(ws, run_id, options=None):
+        prepared = real_resume(ws, run_id, options)
+        prepared.runner = stand_in_runner(gates, prepared)
+        return prepared
+
     monkeypatch.setattr(session, "prepare_run", prepare)
+    monkeypatch.setattr(session, "prepare_resume", resume)
     app = make_app(open_workspace(root))
     app.note_acknowledged = True
     app._backend_name = "interpreter"
@@ -140,3 +164,43 @@ async def test_a_cancel_while_the_gate_is_being_started_ends_it_before_it_runs(
         runs.start(app._gate_options("rep"), "gate", claimed)
         await wait_for(pilot, lambda: not runs.busy)
     assert gates.log == []  # abandoned before it prepared: no run made
+
+
+async def test_a_cancelled_gate_says_so_keeps_its_compile_error_and_r_resumes_it(
+    gated_app,
+) -> None:
+    """Run states said plainly (issue 38 item 5)."""
+    app, gates = gated_app
+    gates.compile_error = "kernel.py:78: SyntaxError: invalid syntax"
+    toasts: list[str] = []
+    app.notify = lambda message, **kw: toasts.append(str(message))  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        runs = app.pane("runs")
+        await wait_for(pilot, lambda: runs.built)
+        assert app._start(app._gate_options("rep"), "gate")
+        await wait_for(pilot, lambda: runs.active_run is not None and runs._progress is not None)
+        await wait_for(pilot, lambda: runs._progress[0] == 1)
+        run_id = runs.active_run
+        await pilot.press("c")
+        await wait_for(pilot, lambda: not runs.busy)
+        await pilot.pause()
+        # the real run id in the toast, and how to resume it
+        assert any(f"cancelling run {run_id}" in t and "r on the Runs pane" in t for t in toasts)
+        status = str(runs.query_one("#runs-status").render())
+        assert "cancelled, resumable" in status
+        # the compile error stays in the status line, without moving onto its row
+        assert "COMPILE_ERROR kernel.py:78: SyntaxError" in status
+        statuses = [v.status for v in runs._jobs.values()]
+        assert statuses[0] == "COMPILE_ERROR" and set(statuses[1:]) == {"NOT RUN"}
+        # reopened from its record, the unrun jobs are still "not run", never QUEUED
+        runs.open_run(run_id)
+        await wait_for(pilot, lambda: runs._header_info.get("state") == "cancelled")
+        await pilot.pause(0.1)
+        assert "QUEUED" not in {v.status for v in runs._jobs.values()}
+        assert runs.can_resume
+        assert any(f"Resume run {run_id}" == text for text, _, _ in app.palette_commands())
+        gates.compile_error = None
+        gates.finish.set()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: not runs.busy and len(gates.log) == 4)
+    assert [entry[1] for entry in gates.log] == [run_id] * 4  # the resume ran the same run

@@ -718,7 +718,7 @@ async def test_a_cancelled_runs_unfinished_jobs_read_pending_and_the_detail_line
             await pilot.pause(0.1)
         await pilot.pause(0.5)
         statuses = {str(jobs.get_row_at(i)[0]) for i in range(jobs.row_count)}
-        assert "RUNNING" not in statuses and "QUEUED" not in statuses and "PENDING" in statuses, (
+        assert "RUNNING" not in statuses and "QUEUED" not in statuses and "NOT RUN" in statuses, (
             statuses
         )
         first = str(jobs.get_row_at(0)[0])

@@ -419,7 +419,7 @@ class FibApp(App[int]):
             "refresh",
             "Refresh",
             "pane.refresh",
-            "Refresh the current pane (Recon: refresh the repos)",
+            "Refresh the current pane (Recon: refresh the repos; Runs: resume a cancelled or interrupted run)",
             show=False,
         ),
         B(
@@ -964,7 +964,11 @@ class FibApp(App[int]):
         elif pane == "regimes":
             self._on_pane("regimes", "analyze")
         elif pane == "runs":
-            self._on_pane("runs", "refresh_list")
+            # r on a cancelled or interrupted run resumes it; else it refreshes the list
+            if self.pane("runs").can_resume:
+                self.action_resume_run()
+            else:
+                self._on_pane("runs", "refresh_list")
         elif pane == "ncu":
             self._on_pane("ncu", "refresh_reports")
         elif pane == "history":
@@ -1407,10 +1411,29 @@ class FibApp(App[int]):
         return True
 
     def action_cancel_run(self) -> None:
-        if self.pane("runs").cancel():
-            self.notify("cancelling the run (resume it later with: fibtui run --resume RUN_ID)")
+        runs = self.pane("runs")
+        run_id = runs.active_run
+        if runs.cancel():
+            self.notify(
+                f"cancelling run {run_id}: r on the Runs pane resumes it "
+                f"(or: fibtui run --resume {run_id})"
+                if run_id
+                else "cancelling the gate being started"
+            )
         else:
             self.notify("no run in flight", severity="warning")
+
+    def action_resume_run(self) -> None:
+        runs = self.pane("runs")
+        run_id = runs.shown_run
+        if runs.resume():
+            self.show_pane("runs")
+            self.notify(f"resuming run {run_id}: its jobs left, in the same journal")
+        else:
+            self.notify(
+                "the run shown cannot be resumed (not cancelled or interrupted, or a run is going)",
+                severity="warning",
+            )
 
     def action_retry_failed(self) -> None:
         self._on_pane("runs", "retry_failed")
@@ -1649,6 +1672,14 @@ class FibApp(App[int]):
                     "shows the plan and its cost first; never exercised against Modal's servers here",
                 )
             )
+            if runs.can_resume:
+                out.append(
+                    (
+                        f"Resume run {runs.shown_run}",
+                        self.action_resume_run,
+                        "its jobs left, in the same journal (r on the Runs pane)",
+                    )
+                )
             if runs.shown_run:
                 out.append(
                     (

@@ -48,9 +48,13 @@ STATUS_STYLE = {
     "RUNNING": "cyan",
     "QUEUED": "dim",
     "STARTING": "dim cyan",
-    "PENDING": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
+    "NOT RUN": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
     "SKIPPED": "dim",  # an adaptive run did not need it (its workload was decided)
 }
+#: what a job of a cancelled, interrupted or failed run that never finished shows (resumable)
+NOT_RUN = "NOT RUN"
+#: run states that ``r`` (and ``fibtui run --resume``) can pick up
+RESUMABLE = ("cancelled", "interrupted")
 JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
@@ -330,6 +334,8 @@ class RunsPane(Pane):
                 self._fill(view, j)
             elif p.uuid in stopped:
                 view.status = "SKIPPED"
+            elif record.state != "running" and message.run_id != self.active_run:
+                view.status = NOT_RUN  # the run ended without it: never QUEUED again
             self._jobs[view.key] = view
         self._redraw_jobs()
         s = record.summary
@@ -421,15 +427,59 @@ class RunsPane(Pane):
                 else " · ETA passed (the jobs left take longer than the average so far)"
             )
         running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
+        state = h.get("state")
+        if not running and state in RESUMABLE and done < total:
+            running = f" · [yellow]{state}, resumable[/] (r resumes)"
+        elif not running and state and state != "complete":
+            running = f" · [yellow]{escape(str(state))}[/]"
         judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
         what = self._labels.get(h.get("run_id", ""))
         if what:
             judged = f"\n[b]{escape(what)}[/b]" + judged
         verdict = f"\n{self._verdict}" if self._verdict else ""
+        verdict += self._errors_text()
         self.query_one("#runs-status", Static).update(
             f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
             f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}{verdict}"
         )
+
+    def _errors_text(self) -> str:
+        """The run's build errors, on screen until the next run (a COMPILE_ERROR's first line,
+        with how many jobs it failed): a syntax error is seen without moving onto its row."""
+        errors: dict[str, int] = {}
+        for v in self._jobs.values():
+            if v.status == "COMPILE_ERROR":
+                first = (v.error or "compile error").strip().splitlines()[0][:160]
+                errors[first] = errors.get(first, 0) + 1
+        lines = [
+            f"\n[bold magenta]COMPILE_ERROR[/] {escape(e)}"
+            + (f" [dim]({n} jobs)[/]" if n > 1 else "")
+            for e, n in list(errors.items())[:2]
+        ]
+        return "".join(lines)
+
+    @property
+    def can_resume(self) -> bool:
+        """Can ``r`` resume the run shown (cancelled or interrupted, jobs left, nothing running)?"""
+        h = self._header_info
+        progress = self._progress
+        return (
+            not self.busy
+            and self.shown_run is not None
+            and h.get("state") in RESUMABLE
+            and progress is not None
+            and progress[0] < progress[1]
+        )
+
+    def resume(self) -> bool:
+        """Resume the run shown (its jobs left, in the same journal): False when it cannot."""
+        if not self.can_resume or self.shown_run is None:
+            return False
+        claimed = self.claim()
+        if claimed is None:
+            return False
+        self._launch(None, "resumed run", claimed, resume_of=self.shown_run)
+        return True
 
     @on(DataTable.RowHighlighted, "#jobs-table")
     def _job_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -520,21 +570,27 @@ class RunsPane(Pane):
 
     @work(thread=True, group="runs-active", exit_on_error=False)
     def _launch(
-        self, options, label: str, cancel: threading.Event, retry_of: str | None = None
+        self,
+        options,
+        label: str,
+        cancel: threading.Event,
+        retry_of: str | None = None,
+        resume_of: str | None = None,
     ) -> None:
         from fibtui.core.errors import FibError
-        from fibtui.runners.session import prepare_retry, prepare_run
+        from fibtui.runners.session import prepare_resume, prepare_retry, prepare_run
 
         run_id = None
         try:
             if cancel.is_set():  # replaced (a newer save) before it began: nothing to prepare
                 return
             try:
-                prepared = (
-                    prepare_retry(self.workspace, retry_of, options)
-                    if retry_of
-                    else prepare_run(self.workspace, options)
-                )
+                if resume_of:
+                    prepared = prepare_resume(self.workspace, resume_of, options)
+                elif retry_of:
+                    prepared = prepare_retry(self.workspace, retry_of, options)
+                else:
+                    prepared = prepare_run(self.workspace, options)
             except FibError as exc:
                 self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
                 return
@@ -700,7 +756,7 @@ class RunsPane(Pane):
                 # cancelled, interrupted or failed: what never finished is pending (resumable), not running
                 for view in self._jobs.values():
                     if view.status in ("RUNNING", "STARTING", "QUEUED"):
-                        view.status = "PENDING"
+                        view.status = NOT_RUN
                         self._mark(view)
             self.flush(force=True)
             self.active_run = None  # the slot itself is free once its thread ends (LaunchEnded)
