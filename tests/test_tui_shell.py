@@ -351,7 +351,8 @@ async def test_history_pane_renders_rounds(demo_ws: Path) -> None:
         await pilot.press("6")
         await settle(app, pilot)
         pane = app.query_one("#history-pane")
-        assert pane.query_one("#history-rounds", DataTable).row_count == 1
+        # the round summary, then the paired run (enter opens its verdict in Promotion)
+        assert pane.query_one("#history-rounds", DataTable).row_count == 2
         md = pane.query_one("#history-markdown", Markdown)
         assert "v2_smallb_splitv" in md.source
         assert len(pane.query("PlotextPlot")) == 1

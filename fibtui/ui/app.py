@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 from fibtui.core.errors import FibError
 from fibtui.core.workspace import Workspace
 from fibtui.resources import bundled
+from fibtui.ui.panes.base import elide_middle
 from fibtui.ui.panes.history import HistoryPane
 from fibtui.ui.panes.ncu import NcuPane
 from fibtui.ui.panes.promotion import PromotionPane
@@ -60,6 +61,12 @@ INITIAL_PANE = "regimes"
 #: how long the other panes wait for the data of the pane in view before they load anyway
 FIRST_DATA_WAIT_S = 2.0
 LARGE_SWEEP = 40
+#: the header's cells besides the title: its icon, margins and the room Textual keeps at the right
+HEADER_MARGIN = 24
+#: the footer's keys dropped first when they do not fit the width (? and q never are)
+FOOTER_DROP_ORDER = ("pick_candidate", "sweep", "toggle_watch", "gate", "cancel_run")
+#: cells the footer keeps for the command palette's key at its right
+FOOTER_PALETTE_CELLS = 13
 #: "Cancel it and quit" waits this long at most for the run's thread to stop its workers
 QUIT_WAIT_S = 10.0
 
@@ -167,7 +174,7 @@ class PaneFooter(Footer):
                     enabled,
                     binding.tooltip or binding.description,
                 )
-        return list(by_action.values()), palette
+        return _fitting(list(by_action.values()), app.size.width), palette
 
     def _merged(self, entries: list[tuple]) -> list[tuple]:
         """The keys composed before with the new ones each placed right after the key shown before
@@ -235,6 +242,24 @@ class PaneFooter(Footer):
                 self.styles.grid_size_columns = len(entries)
                 return
         await self.recompose()
+
+
+def _fitting(entries: list[tuple], width: int) -> list[tuple]:
+    """The footer's keys that fit ``width`` cells (compact: "k Label " each, the palette's key
+    at the right): the global keys of FOOTER_DROP_ORDER go first, ``?`` and ``q`` never."""
+    if width <= 0:
+        return entries
+
+    def cells(entry: tuple) -> int:
+        return len(entry[1]) + len(entry[2]) + 2
+
+    room = width - FOOTER_PALETTE_CELLS
+    kept = list(entries)
+    for action in FOOTER_DROP_ORDER:
+        if sum(cells(e) for e in kept) <= room:
+            break
+        kept = [e for e in kept if e[3] != action]
+    return kept
 
 
 def _in_order(entries: list[tuple], layout: list[tuple]) -> bool:
@@ -423,6 +448,14 @@ class FibApp(App[int]):
             show=False,
         ),
         B(
+            "z",
+            "maximize_panel",
+            "Maximize",
+            "app.maximize",
+            "Maximize the focused panel (History's summary, NCU's diff, a table); z again restores",
+            show=False,
+        ),
+        B(
             "ctrl+t",
             "next_theme",
             "Theme",
@@ -574,9 +607,15 @@ class FibApp(App[int]):
         against = (
             f" vs {base.label.split(' (')[0]}" if base is not None and base.path is not None else ""
         )
-        self.sub_title = (
-            flags + (f"{gate}{against} · " if gate else "") + f"{definition} · {ws.root.name}"
-        )
+        full = flags + (f"{gate}{against} · " if gate else "") + f"{definition} · {ws.root.name}"
+        self._full_sub_title = full
+        self.sub_title = elide_middle(full, self._title_room())
+
+    def _title_room(self) -> int:
+        """Cells the header has for the sub-title: the screen's width less its icon, the
+        title and their margins (Textual's Header cuts the end; fibtui elides the middle)."""
+        width = self.size.width if self.is_running else 0
+        return max(20, (width or 200) - len(self.title) - 3 - HEADER_MARGIN)
 
     _control_filter = ControlCharacters()
 
@@ -745,10 +784,29 @@ class FibApp(App[int]):
         ):  # now, not later (Widget.focus defers): a key typed next must not undo it
             self.screen.set_focus(widget, scroll_visible=False)
 
+    def action_maximize_panel(self) -> None:
+        """z: the focused panel fills the screen; z again (or escape) gives the layout back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        widget = self.focused
+        if widget is None:
+            widget = self.pane(self.active_pane).focus_target()
+        if widget is None:
+            self.notify("nothing to maximize here: move focus onto a panel first (tab)")
+            return
+        # any focused panel, a scrolling container too (Textual's own maximize refuses those:
+        # History's summary is one)
+        screen.maximized = widget
+
     def action_leave_input(self) -> None:
         """Escape in a text box gives focus back to the pane, so the next key is a key again."""
         from textual.widgets import Input
 
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
         if isinstance(self.focused, Input):
             target = self.pane(self.active_pane).focus_target()
             if target is None or isinstance(target, Input):
@@ -778,7 +836,11 @@ class FibApp(App[int]):
 
     def _fit(self, width: int, height: int) -> None:
         """Layout classes for small terminals (80x24 over SSH): app.tcss gives the charts and
-        tables of each pane the rows they need there."""
+        tables of each pane the rows they need there. The header and the footer fit the width."""
+        if getattr(self, "_full_sub_title", None) is not None:
+            self.sub_title = elide_middle(self._full_sub_title, self._title_room())
+        if self.is_running:
+            self.refresh_bindings()  # the footer keeps the keys that fit (PaneFooter)
         self.set_class(height < 32, "-short")
         self.set_class(width < 100, "-narrow")
         try:
@@ -1711,6 +1773,8 @@ class FibApp(App[int]):
     def _on_no_workspace(self, open_demo: bool | None) -> None:
         if open_demo:
             self._open_demo()
+        elif open_demo is None:  # escape: back to the empty app, not out of it
+            self.notify("no workspace: ctrl+p → Open the bundled demo workspace, or q to quit")
         else:
             self.exit(0)
 

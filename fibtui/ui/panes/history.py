@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
-from fibtui.ui.panes.base import Pane
+from fibtui.ui.panes.base import Pane, series_markers
 
 
 class HistoryPane(Pane):
@@ -174,7 +174,9 @@ class HistoryPane(Pane):
         plt = plot.plt
         stamps = sorted({t for points in series.values() for t, _ in points})
         index = {t: i for i, t in enumerate(stamps)}
-        for name, points in sorted(series.items()):
+        # under NO_COLOR the series differ by marker, not only by shade
+        markers = series_markers(len(series))
+        for (name, points), marker in zip(sorted(series.items()), markers, strict=True):
             by_run = dict(
                 sorted(points)
             )  # one point per run: an A/A run names the same solution twice
@@ -182,7 +184,7 @@ class HistoryPane(Pane):
                 [index[t] for t in by_run],
                 [v * 1000 for v in by_run.values()],
                 label=name[:24],
-                marker="dot",
+                marker=marker,
             )
         # runs are counted, not measured: integer ticks 1..n (at most 8 labelled), and room either side
         step = max(1, -(-len(stamps) // 8))

@@ -17,6 +17,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from fibtui.core.names import short_band_name
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
 from fibtui.verdict_colours import colour_of
@@ -296,7 +297,7 @@ class PromotionPane(Pane):
                 tag = words[b.band] + (f", {tag}" if tag else "")
             style = "green" if b.change_pct < -0.5 else ("red" if b.change_pct > 0.5 else "")
             bands.add_row(
-                b.band,
+                short_band_name(b.band),
                 str(b.workloads),
                 _us(b.base_mean_ms),
                 _us(b.cand_mean_ms),

@@ -190,7 +190,8 @@ class RunsPane(Pane):
             yield DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
         from textual.widgets import RichLog  # rich.pretty and attrs: ~30 ms, after the first frame
 
-        yield RichLog(id="job-log", wrap=True, markup=True, max_lines=400)
+        # a job's details open at their top (auto_scroll off): at 80x24 the log is a few rows
+        yield RichLog(id="job-log", wrap=True, markup=True, max_lines=400, auto_scroll=False)
 
     def built_hook(self) -> None:
         self.set_interval(1.0, self._tick)
