@@ -114,3 +114,32 @@ async def test_escape_on_the_no_workspace_dialog_goes_back(tmp_path: Path) -> No
         assert any("Open the bundled demo" in text for text, _, _ in app.palette_commands())
         await pilot.press("q")
     assert app.return_code == 0 and not (tmp_path / "unused").exists()
+
+
+async def test_a_theme_switch_restyles_the_hidden_panes_when_they_are_shown(demo) -> None:
+    """ctrl+t restyles the pane in view at once and each hidden pane as it is shown (issue 38
+    item 7): what each shows is what Textual's full restyle gives."""
+    from textual.css.stylesheet import Stylesheet
+
+    app = make_app(open_workspace(demo))
+    app.animation_level = "none"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        for pane in PANES:  # every pane built
+            await pilot.press(pane.key)
+            await settle(app, pilot)
+        await pilot.press("2")
+        await settle(app, pilot)
+        await pilot.press("ctrl+t")
+        await settle(app, pilot)
+        assert app._css_stale == {"recon", "runs", "ncu", "promotion", "history"}
+        await pilot.press("5")
+        await settle(app, pilot)
+        assert "promotion" not in app._css_stale
+        lazy = {
+            w: (str(w.styles.background), str(w.styles.color))
+            for w in app.query("#bands, #paired-runs, #verdict-box")
+        }
+        Stylesheet.update(app.stylesheet, app)  # Textual's full restyle, for comparison
+        full = {w: (str(w.styles.background), str(w.styles.color)) for w in lazy}
+        assert lazy == full

@@ -550,6 +550,8 @@ class FibApp(App[int]):
         #: the handlers they had before (put back when the app ends)
         self._signals_caught: dict[int, Any] = {}
         self._themes = load_themes()
+        #: (theme, CSS sources) -> the stylesheet's parsed rules and sources (refresh_css)
+        self._parsed_css: dict[tuple, tuple[list, dict]] = {}
         self._set_titles()
         self._choose_theme()
 
@@ -758,6 +760,7 @@ class FibApp(App[int]):
         old layout, the new pane's layout request still queued, and the pane showed two frames
         later, after the footer's update. Focus goes in after the pane's first frame."""
         self.wanted_pane = pane_id
+        self._restyle_stale(pane_id)
         target = self.pane(pane_id)
         focused = self.focused
         if focused is not None and target not in focused.ancestors:
@@ -783,6 +786,63 @@ class FibApp(App[int]):
             widget is not None
         ):  # now, not later (Widget.focus defers): a key typed next must not undo it
             self.screen.set_focus(widget, scroll_visible=False)
+
+    def refresh_css(self, animate: bool = True) -> None:
+        """A theme switch restyles what is on screen only: the header, the footer, the pane in
+        view and any dialog. The five hidden panes (most of the widgets) are restyled when they
+        are shown next (_restyle_stale), one at a time: Textual restyles every widget of the app
+        at once, which took most of a theme switch here. Any other CSS refresh is Textual's own."""
+        tabs = self._tabs
+        if not getattr(self, "_theme_switching", False) or tabs is None or not self.is_running:
+            super().refresh_css(animate)
+            return
+        self._theme_switching = False
+        stylesheet = self.stylesheet
+        stylesheet.set_variables(self.get_css_variables())
+        # the rules parsed for a theme are kept: switching back to it parses nothing (the
+        # sources are the same while no new widget class brought its own CSS)
+        key = (self.theme, tuple(stylesheet.source))
+        cached = self._parsed_css.get(key)
+        if cached is not None:
+            stylesheet._rules, stylesheet.source = list(cached[0]), dict(cached[1])
+            stylesheet._rules_map = None
+            stylesheet._require_parse = False
+        else:
+            stylesheet.reparse()
+            self._parsed_css[key] = (list(stylesheet.rules), dict(stylesheet.source))
+        shown = self.active_pane
+        hidden = {tp for tp in tabs.query(TabPane) if tp.id != shown}
+
+        def walk(node):
+            yield node
+            for child in list(node._nodes):
+                if child not in hidden:
+                    yield from walk(child)
+
+        stylesheet.update_nodes(walk(self), animate=animate)
+        self._css_stale = {tp.id for tp in hidden if tp.id is not None}
+        try:
+            if self.screen.is_mounted:
+                self.screen._refresh_layout(self.size)
+                self.screen._css_update_count = self._css_update_count
+        except Exception:  # noqa: BLE001 - no screen yet (Textual's own guard)
+            pass
+        for screen in self.screen_stack:  # a dialog on top: the screens below it too
+            if screen is not self.screen:
+                stylesheet.update_nodes(walk(screen), animate=animate)
+                screen._css_update_count = self._css_update_count
+
+    def _restyle_stale(self, pane_id: str) -> None:
+        """A pane hidden during a theme switch takes the theme's styles as it is shown."""
+        stale = getattr(self, "_css_stale", None)
+        if not stale or pane_id not in stale:
+            return
+        stale.discard(pane_id)
+        try:
+            tab_pane = self.query_one(f"#{pane_id}", TabPane)
+        except NoMatches:
+            return
+        self.stylesheet.update_nodes(tab_pane.walk_children(with_self=True), animate=False)
 
     def action_maximize_panel(self) -> None:
         """z: the focused panel fills the screen; z again (or escape) gives the layout back."""
@@ -850,6 +910,8 @@ class FibApp(App[int]):
 
     @on(TabbedContent.TabActivated)
     def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id is not None:
+            self._restyle_stale(event.pane.id)  # a click on the tab bar
         self.refresh_bindings()
         # a click on the tab bar (not a pane key, which set wanted_pane): focus follows the click;
         # an event about a pane that is no longer the one shown is stale and changes nothing
@@ -1067,18 +1129,26 @@ class FibApp(App[int]):
             self._on_pane("ncu", "mark_baseline")
 
     def action_next_theme(self) -> None:
-        from fibtui.ui.user_config import save_setting
 
         names = [t.name for t in self._themes] or list(self.available_themes)
         current = names.index(self.theme) if self.theme in names else -1
+        self._theme_switching = True
         self.theme = names[(current + 1) % len(names)]
-        save_setting("theme", self.theme)
+        self._remember_theme(self.theme)
         self.notify(f"theme: {self.theme}")
 
     def set_theme_by_name(self, name: str) -> None:
+
+        self._theme_switching = True
+        self.theme = name
+        self._remember_theme(name)
+
+    @work(thread=True, exclusive=True, group="theme-save", exit_on_error=False)
+    def _remember_theme(self, name: str) -> None:
+        """settings.toml is written (parsed, rewritten, fsync'd) in a thread: on the event loop
+        it held the theme's repaint back."""
         from fibtui.ui.user_config import save_setting
 
-        self.theme = name
         save_setting("theme", name)
 
     # -- runs -----------------------------------------------------------------------------------
