@@ -204,3 +204,26 @@ async def test_a_cancelled_gate_says_so_keeps_its_compile_error_and_r_resumes_it
         await pilot.press("r")
         await wait_for(pilot, lambda: not runs.busy and len(gates.log) == 4)
     assert [entry[1] for entry in gates.log] == [run_id] * 4  # the resume ran the same run
+
+
+async def test_cancel_and_quit_ends_the_app_once_the_runs_thread_has_ended(gated_app) -> None:
+    """ "Cancel it and quit" waits for the run's thread (its workers stopped), then exits: no
+    thread is left for the process to wait on after the terminal is given back."""
+    from fibtui.ui.screens.confirm import ChoiceScreen
+
+    app, gates = gated_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        runs = app.pane("runs")
+        await wait_for(pilot, lambda: runs.built)
+        assert app._start(app._gate_options("rep"), "gate")
+        await wait_for(pilot, lambda: runs.active_run is not None)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ChoiceScreen)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: getattr(app, "_exit", False))
+        # the app began to exit only once the run's thread had ended
+        assert gates.log and gates.log[-1][0] == "end"
+    assert app.return_code == 0
+    assert [kind for kind, _ in gates.log] == ["start", "end"]  # the thread ended first
+    assert list(gates.ended.values()) == ["cancelled"]
