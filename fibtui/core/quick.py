@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 #: the gate's estimated time at most (seconds, all its jobs, on the 2-core machine it was set on)
 DEFAULT_BUDGET_S = 20.0
-#: seconds of one solution job on the smallest workload when no past run says better
-DEFAULT_SMALLEST_S = 1.0
+#: seconds of one solution job on the smallest workload when no past run says better (the GDN
+#: demo's batch-1 job took 2.9 s on a loaded 2-core machine, with a cold worker)
+DEFAULT_SMALLEST_S = 2.0
 #: how many past interpreter runs of the definition the estimates read
 HISTORY_RUNS = 5
 
