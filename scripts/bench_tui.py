@@ -149,7 +149,9 @@ PANE_MARKERS = {
 THEME_KEY = b"\x14"
 
 
-def _burst_ms(read_until, marker: bytes, quiet_s: float = 0.12, timeout: float = 10.0) -> float | None:
+def _burst_ms(
+    read_until, marker: bytes, quiet_s: float = 0.12, timeout: float = 10.0
+) -> float | None:
     """From now to the last byte of the repaint a key caused: until ``marker`` arrives (the
     theme's toast, drawn with the restyled screen), then bytes until ``quiet_s`` passes without
     any (not counted)."""
