@@ -10,6 +10,7 @@ COLOUR = {
     "INCONCLUSIVE": "yellow",
     "BLOCKED": "red",
     "INCOMPLETE": "red",
+    "INCORRECT": "red",
     "NOT_JUDGED": "yellow",
     "NO_SPEED_VERDICT": "yellow",
     # what a sample measured, per band and overall (fibtui.core.stats.measure)

@@ -194,7 +194,7 @@ def test_each_attack_is_caught_with_a_named_status_and_never_promotes(
     # the record keeps the message as it was (JSON escapes it); the baseline is untouched
     assert "\x1b]52;" in got["escapes"]["error"]
     assert {j["status"] for j in record["jobs"] if j["role"] == "baseline"} == {"PASSED"}
-    assert "PROMOTE" not in _verdicts(record) and _verdicts(record) == {"INCOMPLETE"}
+    assert "PROMOTE" not in _verdicts(record) and _verdicts(record) == {"INCORRECT"}
 
 
 @pytest.mark.slow
@@ -214,7 +214,7 @@ def test_a_candidate_that_changes_the_harness_is_caught_before_the_harness_uses_
         assert words in got[name]["error"], (name, got[name]["error"])
     # the baseline was measured in a worker no candidate had touched
     assert {j["status"] for j in record["jobs"] if j["role"] == "baseline"} == {"PASSED"}
-    assert "PROMOTE" not in _verdicts(record) and _verdicts(record) == {"INCOMPLETE"}
+    assert "PROMOTE" not in _verdicts(record) and _verdicts(record) == {"INCORRECT"}
 
 
 @pytest.mark.slow

@@ -52,7 +52,12 @@ def test_cpu_interpreter_rows_give_correctness_only() -> None:
     # a failing interpreter row is still reported, as a correctness failure
     cand[0]["status"], cand[0]["latency_ms"] = "INCORRECT_NUMERICAL", None
     c = stats.paired_verdict(base, cand)
-    assert c.verdict == stats.INCOMPLETE and "fix or retry" in c.recommendation()
+    # every job ran and one is wrong: INCORRECT, with the counts (INCOMPLETE is for missing jobs)
+    assert c.verdict == stats.INCORRECT and "fix the failures" in c.recommendation()
+    assert "candidate 7/8 PASSED, 1 INCORRECT_NUMERICAL" in c.recommendation()
+    # a workload the candidate never ran (a cancelled run): INCOMPLETE
+    missing = [r for r in cand if r["uuid"] != "w0"]
+    assert stats.paired_verdict(base, missing).verdict == stats.INCOMPLETE
     assert c.geomean_ratio is None
 
 

@@ -1,5 +1,5 @@
 """``fibtui run --quick`` (``--workloads quick``): the quick gate from the CLI (fibtui.core.quick,
-a minimal selection beside the TUI's; issue 38 item 8)."""
+the same selection as the TUI's g; issue 38 item 8)."""
 
 from __future__ import annotations
 
@@ -8,24 +8,29 @@ from pathlib import Path
 from tests.conftest import run_cli
 
 
-def test_the_quick_gate_is_the_smallest_of_each_band_within_its_budget(demo_ws: Path) -> None:
-    from fibtui.core import regimes
-    from fibtui.core.plan import workspace_regimes
-    from fibtui.core.quick import select_quick
+def test_the_cli_quick_gate_is_the_tuis(demo_ws: Path, monkeypatch) -> None:
+    """``--quick`` runs what the TUI's g runs on the CPU: core.quick.quick_gate_for, the smallest
+    workload of each band within the budget, the rest named on one stderr line."""
+    from fibtui.core import quick
     from fibtui.core.workspace import open_workspace
 
-    report = workspace_regimes(open_workspace(demo_ws)).report
-    smallest = regimes.smallest_per_band(report)
-    gate = select_quick(report, solutions=2, budget_s=20.0, base_s=3.7)
-    assert gate.uuids and set(gate.uuids) <= set(smallest)
-    assert gate.uuids == [u for u in smallest if u in gate.uuids]  # band order kept
-    assert gate.estimated_s <= 20.0
-    assert {u for u, _, _ in gate.excluded} == set(smallest) - set(gate.uuids)
-    assert gate.excluded and "past the 20 s budget" in gate.describe_excluded()
-    assert "batch_size=64" in gate.describe_excluded()  # the GDN demo's 384 s gate left these in
-    # the smallest band is always there, even when it alone is over the budget
-    assert select_quick(report, solutions=2, budget_s=0.1).uuids == [smallest[0]]
-    assert len(select_quick(report, budget_s=1e9).uuids) == len(smallest)
+    gate = quick.quick_gate_for(open_workspace(demo_ws), solutions=1)
+    assert gate.workloads and gate.excluded  # the GDN demo's big batches are left out
+    assert gate.estimate_s <= gate.budget_s or len(gate.workloads) == 1
+    seen: list = []
+    real = quick.quick_gate_for
+
+    def spy(ws, definition=None, **kw):
+        seen.append(real(ws, definition, **kw))
+        return seen[-1]
+
+    monkeypatch.setattr(quick, "quick_gate_for", spy)
+    from fibtui.runners.session import RunOptions
+    from fibtui.verbs.run import _representatives
+
+    options = RunOptions(backend="interpreter", workloads="quick")
+    chosen = _representatives(open_workspace(demo_ws), options)
+    assert chosen == seen[0].workloads and options.workloads == "rep"
 
 
 def test_quick_goes_without_workloads(capsys, demo_ws: Path) -> None:

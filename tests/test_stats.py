@@ -318,7 +318,8 @@ def test_baseline_with_one_failed_workload_is_incomplete(capsys, tmp_path: Path)
     code, out, _ = run_cli(capsys, "compare", str(broken), str(cand), "--json")
     result = json.loads(out)
     assert code == 1  # as fibtui run exits for the same rows (a job failed)
-    assert result["verdict"] == "INCOMPLETE" and result["complete"] is False
+    # the row ran and is wrong: INCORRECT (INCOMPLETE is for jobs that never ran)
+    assert result["verdict"] == "INCORRECT" and result["complete"] is False
     assert any(bad in f and "RUNTIME_ERROR" in f for f in result["failures"])
     assert result["interval_verdict"] == "PROMOTE"  # the statistics alone would, the rule does not
 
@@ -425,7 +426,7 @@ def test_leaderboard_ranks_by_mean_then_p95_then_variance() -> None:
     assert names[0] == "fast"
     assert names.index("lower_p95") < names.index("higher_p95")
     assert names.index("steady") < names.index("jittery")
-    assert names[-1] == "broken" and board[-1].comparison.verdict == stats.INCOMPLETE
+    assert names[-1] == "broken" and board[-1].comparison.verdict == stats.INCORRECT
     assert [e.rank for e in board] == list(range(1, len(board) + 1))
     assert all(e.comparison.verdict for e in board)
 

@@ -351,7 +351,8 @@ async def test_history_pane_renders_rounds(demo_ws: Path) -> None:
         await pilot.press("6")
         await settle(app, pilot)
         pane = app.query_one("#history-pane")
-        assert pane.query_one("#history-rounds", DataTable).row_count == 1
+        # the round summary, then the paired run (enter opens its verdict in Promotion)
+        assert pane.query_one("#history-rounds", DataTable).row_count == 2
         md = pane.query_one("#history-markdown", Markdown)
         assert "v2_smallb_splitv" in md.source
         assert len(pane.query("PlotextPlot")) == 1
@@ -718,7 +719,7 @@ async def test_a_cancelled_runs_unfinished_jobs_read_pending_and_the_detail_line
             await pilot.pause(0.1)
         await pilot.pause(0.5)
         statuses = {str(jobs.get_row_at(i)[0]) for i in range(jobs.row_count)}
-        assert "RUNNING" not in statuses and "QUEUED" not in statuses and "PENDING" in statuses, (
+        assert "RUNNING" not in statuses and "QUEUED" not in statuses and "NOT RUN" in statuses, (
             statuses
         )
         first = str(jobs.get_row_at(0)[0])
@@ -862,9 +863,11 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
         await settle(app, pilot)
         pane = app.query_one(RegimesPane)
         quick = app._gate_options("rep")
-        assert quick.representatives == regimes.smallest_per_band(pane.report) and app._quick_gate(
-            quick.backend, quick.workloads
-        )
+        # the smallest of each band within the estimated-time cap (core.quick), in band order
+        assert app._quick_gate(quick.backend, quick.workloads) and app.quick_gate is not None
+        assert quick.representatives == app.quick_gate.workloads
+        assert set(quick.representatives) <= set(regimes.smallest_per_band(pane.report))
+        assert "batch_size=64" in {e.band for e in app.quick_gate.excluded}
         sizes = {r["uuid"]: r["batch_size"] for r in pane.report.table.iter_rows(named=True)}
         assert sizes[quick.representatives[0]] == 1  # the smallest workload of the first band
         full = app._gate_options("rep", quick=False)
@@ -897,6 +900,6 @@ async def test_the_runs_pane_names_a_quick_correctness_gate(tmp_path: Path, monk
         while runs.active_run is not None:
             assert time.monotonic() < deadline
             await pilot.pause(0.1)
-        assert "correctness gate (the smallest workload of each band" in str(
+        assert "CPU quick gate: 2 workload(s), the smallest of each band" in str(
             runs.query_one("#runs-status").render()
         )

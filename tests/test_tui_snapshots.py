@@ -69,15 +69,23 @@ def _before(*keys: str, select_ncu: bool = False):
 
 @pytest.mark.parametrize(
     ("key", "name"),
-    [("1", "recon"), ("2", "regimes"), ("3", "runs"), ("5", "promotion"), ("6", "history")],
+    [
+        ("1", "recon"),
+        ("2", "regimes"),
+        ("3", "runs"),
+        ("4", "ncu"),
+        ("5", "promotion"),
+        ("6", "history"),
+    ],
 )
 def test_pane_snapshot(snap_compare, snap_ws: Path, key: str, name: str) -> None:
-    assert snap_compare(app_for(snap_ws), terminal_size=(110, 34), run_before=_before(key))
+    """Every pane at 80x24, the size of a terminal over SSH (issue 38 item 6)."""
+    assert snap_compare(app_for(snap_ws), terminal_size=(80, 24), run_before=_before(key))
 
 
 def test_ncu_diff_snapshot(snap_compare, snap_ws: Path) -> None:
     assert snap_compare(
-        app_for(snap_ws), terminal_size=(110, 34), run_before=_before("4", select_ncu=True)
+        app_for(snap_ws), terminal_size=(80, 24), run_before=_before("4", select_ncu=True)
     )
 
 
@@ -87,7 +95,7 @@ def test_runs_pane_at_80x24(snap_compare, snap_ws: Path) -> None:
 
 def test_keys_list_snapshot(snap_compare, snap_ws: Path) -> None:
     assert snap_compare(
-        app_for(snap_ws), terminal_size=(110, 34), run_before=_before("question_mark")
+        app_for(snap_ws), terminal_size=(80, 24), run_before=_before("question_mark")
     )
 
 

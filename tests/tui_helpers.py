@@ -162,3 +162,29 @@ def write_round(ws_root: Path) -> Path:
         "# Round 2026-01-01: v2_smallb_splitv\n\n| band | before | after |\n|---|---:|---:|\n| batch_size=1 | 2.27 | 1.70 |\n\n## Decision\n\nPROMOTE\n"
     )
     return path
+
+
+def cpu_copy_of_run(folder: Path, run_id: str) -> Path:
+    """A copy of a paired run as if timed on the CPU interpreter (a newer CPU gate beside a GPU
+    verdict): the header's backend and timing kind and each row's environment say so."""
+    import json
+
+    from fibtui.core.runs import write_record
+
+    target = folder.parent / run_id
+    shutil.copytree(folder, target)
+    out = []
+    for i, line in enumerate((target / "journal.jsonl").read_text().splitlines()):
+        obj = json.loads(line)
+        if i == 0:
+            obj.update(run_id=run_id, backend="interpreter", timing_kind="cpu-interpreter")
+            obj["l2_policy"] = "n/a"
+        elif obj.get("kind") == "result":
+            env = obj["timing"]["environment"]
+            env.update(gpu=None, triton_interpret=True, cpu="x86_64")
+            obj["timing"]["kind"] = "cpu-interpreter"
+        out.append(json.dumps(obj))
+    (target / "journal.jsonl").write_text("\n".join(out) + "\n")
+    (target / "run.json").unlink(missing_ok=True)
+    write_record(target)
+    return target

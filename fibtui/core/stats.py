@@ -53,8 +53,10 @@ What a sample measured (``measure``, ``Comparison.measured``)
 
 Final verdict
     ``NOT_JUDGED`` when a row says UNSUPPORTED_HERE (this machine cannot build or run a solution:
-    a limit of the tool, not the kernel's failure); else ``INCOMPLETE`` when any row of either arm did not PASS or a workload lacks one arm (only runs
-    with every workload PASSED count); else ``BLOCKED`` when the regression guard fires and the
+    a limit of the tool, not the kernel's failure); else ``INCORRECT`` when a row of either arm
+    ran and is wrong (its counts in the recommendation); else ``INCOMPLETE`` when a workload lacks
+    one arm or a job did not run to a result (INFRA_ERROR: retry it; only runs with every
+    workload PASSED count); else ``BLOCKED`` when the regression guard fires and the
     interval does not say REJECT; else the interval verdict.
 
 Regression guard
@@ -128,6 +130,11 @@ REJECT = "REJECT"
 INCONCLUSIVE = "INCONCLUSIVE"
 BLOCKED = "BLOCKED"
 INCOMPLETE = "INCOMPLETE"
+#: every job of both arms ran and some rows are wrong (INCORRECT_*, RUNTIME_ERROR, COMPILE_ERROR,
+#: TIMEOUT, a failed check): the candidate or the baseline fails, nothing is missing to retry
+INCORRECT = "INCORRECT"
+#: statuses that say a job did not run to a verdict of the kernel (retry it): missing, not wrong
+NOT_RUN_STATUSES = frozenset({"INFRA_ERROR", "PENDING", "SKIPPED", "QUEUED", "RUNNING"})
 #: a solution could not be judged on this machine (UNSUPPORTED_HERE rows): no speed verdict, and
 #: not the kernel's failure either
 NOT_JUDGED = "NOT_JUDGED"
@@ -1231,6 +1238,11 @@ class Comparison:
             )
             if self.verdict == INCOMPLETE:
                 correct += " (fix or retry the failures)"
+            elif self.verdict == INCORRECT:
+                correct = (
+                    f"incorrect: baseline {failure_counts(self.baseline)}; candidate "
+                    f"{failure_counts(self.candidate)} (fix the failures)"
+                )
             return (
                 f"no speed verdict: {self.no_speed_reason}; {correct}; measure both on one GPU "
                 "(--backend local or modal) to decide"
@@ -1238,6 +1250,12 @@ class Comparison:
         if self.verdict == INCOMPLETE:
             return (
                 "incomplete: only runs with every workload PASSED count; fix or retry the failures"
+            )
+        if self.verdict == INCORRECT:
+            return (
+                f"incorrect: baseline {failure_counts(self.baseline)}; candidate "
+                f"{failure_counts(self.candidate)}; every job ran, so fix the failures "
+                "(a retry gives the same rows)"
             )
         if self.verdict == PROMOTE:
             return (
@@ -1715,7 +1733,7 @@ def paired_verdict(
     if any(is_tool_limit(f.status) for f in base.failures + cand.failures):
         verdict = NOT_JUDGED
     elif not complete:
-        verdict = INCOMPLETE
+        verdict = INCORRECT if wrong_rows(base, cand) else INCOMPLETE
     elif hits and mean_verdict != REJECT:
         verdict = BLOCKED
     elif mean_verdict == PROMOTE and not guard_judged:
@@ -1901,6 +1919,20 @@ def settled_bands(
     }
 
 
+def wrong_rows(*arms: ArmSummary) -> bool:
+    """Did a row of these arms run and come out wrong (not a job that never ran to a result)?"""
+    return any(f.status not in NOT_RUN_STATUSES for arm in arms for f in arm.failures)
+
+
+def failure_counts(arm: ArmSummary) -> str:
+    """``3/6 PASSED, 2 INCORRECT_NUMERICAL, 1 RUNTIME_ERROR``: an arm's rows by status."""
+    by: dict[str, int] = {}
+    for f in arm.failures:
+        by[f.status] = by.get(f.status, 0) + 1
+    rest = "".join(f", {n} {status}" for status, n in sorted(by.items(), key=lambda x: -x[1]))
+    return f"{arm.passed}/{arm.rows} PASSED{rest}"
+
+
 def _correctness_only(
     base: ArmSummary,
     cand: ArmSummary,
@@ -1918,7 +1950,7 @@ def _correctness_only(
     if any(is_tool_limit(f.status) for f in base.failures + cand.failures):
         verdict = NOT_JUDGED
     elif failures:
-        verdict = INCOMPLETE
+        verdict = INCORRECT if wrong_rows(base, cand) else INCOMPLETE
     else:
         verdict = NO_SPEED_VERDICT
     notes = [*notes, f"no speed verdict: {reason}"]

@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 from fibtui.core.errors import FibError
 from fibtui.core.workspace import Workspace
 from fibtui.resources import bundled
+from fibtui.ui.panes.base import elide_middle
 from fibtui.ui.panes.history import HistoryPane
 from fibtui.ui.panes.ncu import NcuPane
 from fibtui.ui.panes.promotion import PromotionPane
@@ -60,6 +61,14 @@ INITIAL_PANE = "regimes"
 #: how long the other panes wait for the data of the pane in view before they load anyway
 FIRST_DATA_WAIT_S = 2.0
 LARGE_SWEEP = 40
+#: the header's cells besides the title: its icon, margins and the room Textual keeps at the right
+HEADER_MARGIN = 24
+#: the footer's keys dropped first when they do not fit the width (? and q never are)
+FOOTER_DROP_ORDER = ("pick_candidate", "sweep", "toggle_watch", "gate", "cancel_run")
+#: cells the footer keeps for the command palette's key at its right
+FOOTER_PALETTE_CELLS = 13
+#: "Cancel it and quit" waits this long at most for the run's thread to stop its workers
+QUIT_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ class PaneFooter(Footer):
                     enabled,
                     binding.tooltip or binding.description,
                 )
-        return list(by_action.values()), palette
+        return _fitting(list(by_action.values()), app.size.width), palette
 
     def _merged(self, entries: list[tuple]) -> list[tuple]:
         """The keys composed before with the new ones each placed right after the key shown before
@@ -233,6 +242,24 @@ class PaneFooter(Footer):
                 self.styles.grid_size_columns = len(entries)
                 return
         await self.recompose()
+
+
+def _fitting(entries: list[tuple], width: int) -> list[tuple]:
+    """The footer's keys that fit ``width`` cells (compact: "k Label " each, the palette's key
+    at the right): the global keys of FOOTER_DROP_ORDER go first, ``?`` and ``q`` never."""
+    if width <= 0:
+        return entries
+
+    def cells(entry: tuple) -> int:
+        return len(entry[1]) + len(entry[2]) + 2
+
+    room = width - FOOTER_PALETTE_CELLS
+    kept = list(entries)
+    for action in FOOTER_DROP_ORDER:
+        if sum(cells(e) for e in kept) <= room:
+            break
+        kept = [e for e in kept if e[3] != action]
+    return kept
 
 
 def _in_order(entries: list[tuple], layout: list[tuple]) -> bool:
@@ -417,7 +444,15 @@ class FibApp(App[int]):
             "refresh",
             "Refresh",
             "pane.refresh",
-            "Refresh the current pane (Recon: refresh the repos)",
+            "Refresh the current pane (Recon: refresh the repos; Runs: resume a cancelled or interrupted run)",
+            show=False,
+        ),
+        B(
+            "z",
+            "maximize_panel",
+            "Maximize",
+            "app.maximize",
+            "Maximize the focused panel (History's summary, NCU's diff, a table); z again restores",
             show=False,
         ),
         B(
@@ -482,6 +517,16 @@ class FibApp(App[int]):
         #: "Quit when it ends" was chosen while a run was in flight
         self.quit_when_run_ends = False
         self._pending_watch_gate = False
+        #: the CPU quick gate of the last gate's options (core.quick), and the past job times
+        #: its estimates read
+        self.quick_gate = None
+        self._quick_history = None
+        #: a watch gate waits for the backend (_with_backend): a save meanwhile joins it
+        self._watch_queued = False
+        #: saves seen by watch mode (each WatchFired)
+        self.watch_saves = 0
+        #: "Cancel it and quit": the app ends once the run's thread has (LaunchEnded)
+        self._quit_after_cancel = False
         self.watch_latencies_ms: list[float] = []
         self._watch_detected: float | None = None
         self._warm = None
@@ -507,6 +552,8 @@ class FibApp(App[int]):
         #: the handlers they had before (put back when the app ends)
         self._signals_caught: dict[int, Any] = {}
         self._themes = load_themes()
+        #: (theme, CSS sources) -> the stylesheet's parsed rules and sources (refresh_css)
+        self._parsed_css: dict[tuple, tuple[list, dict]] = {}
         self._set_titles()
         self._choose_theme()
 
@@ -564,9 +611,15 @@ class FibApp(App[int]):
         against = (
             f" vs {base.label.split(' (')[0]}" if base is not None and base.path is not None else ""
         )
-        self.sub_title = (
-            flags + (f"{gate}{against} · " if gate else "") + f"{definition} · {ws.root.name}"
-        )
+        full = flags + (f"{gate}{against} · " if gate else "") + f"{definition} · {ws.root.name}"
+        self._full_sub_title = full
+        self.sub_title = elide_middle(full, self._title_room())
+
+    def _title_room(self) -> int:
+        """Cells the header has for the sub-title: the screen's width less its icon, the
+        title and their margins (Textual's Header cuts the end; fibtui elides the middle)."""
+        width = self.size.width if self.is_running else 0
+        return max(20, (width or 200) - len(self.title) - 3 - HEADER_MARGIN)
 
     _control_filter = ControlCharacters()
 
@@ -660,6 +713,7 @@ class FibApp(App[int]):
         await self._next_frame()  # its rows painted first
         release_collector()
         self._ask_backend()
+        self._read_quick_history()
         for pane in PANES:
             if pane.id != visible:
                 await self._open_pane(pane.id)
@@ -708,6 +762,7 @@ class FibApp(App[int]):
         old layout, the new pane's layout request still queued, and the pane showed two frames
         later, after the footer's update. Focus goes in after the pane's first frame."""
         self.wanted_pane = pane_id
+        self._restyle_stale(pane_id)
         target = self.pane(pane_id)
         focused = self.focused
         if focused is not None and target not in focused.ancestors:
@@ -734,10 +789,86 @@ class FibApp(App[int]):
         ):  # now, not later (Widget.focus defers): a key typed next must not undo it
             self.screen.set_focus(widget, scroll_visible=False)
 
+    def refresh_css(self, animate: bool = True) -> None:
+        """A theme switch restyles what is on screen only: the header, the footer, the pane in
+        view and any dialog. The five hidden panes (most of the widgets) are restyled when they
+        are shown next (_restyle_stale), one at a time: Textual restyles every widget of the app
+        at once, which took most of a theme switch here. Any other CSS refresh is Textual's own."""
+        tabs = self._tabs
+        if not getattr(self, "_theme_switching", False) or tabs is None or not self.is_running:
+            super().refresh_css(animate)
+            return
+        self._theme_switching = False
+        stylesheet = self.stylesheet
+        stylesheet.set_variables(self.get_css_variables())
+        # the rules parsed for a theme are kept: switching back to it parses nothing (the
+        # sources are the same while no new widget class brought its own CSS)
+        key = (self.theme, tuple(stylesheet.source))
+        cached = self._parsed_css.get(key)
+        if cached is not None:
+            stylesheet._rules, stylesheet.source = list(cached[0]), dict(cached[1])
+            stylesheet._rules_map = None
+            stylesheet._require_parse = False
+        else:
+            stylesheet.reparse()
+            self._parsed_css[key] = (list(stylesheet.rules), dict(stylesheet.source))
+        shown = self.active_pane
+        hidden = {tp for tp in tabs.query(TabPane) if tp.id != shown}
+
+        def walk(node):
+            yield node
+            for child in list(node._nodes):
+                if child not in hidden:
+                    yield from walk(child)
+
+        stylesheet.update_nodes(walk(self), animate=animate)
+        self._css_stale = {tp.id for tp in hidden if tp.id is not None}
+        try:
+            if self.screen.is_mounted:
+                self.screen._refresh_layout(self.size)
+                self.screen._css_update_count = self._css_update_count
+        except Exception:  # noqa: BLE001 - no screen yet (Textual's own guard)
+            pass
+        for screen in self.screen_stack:  # a dialog on top: the screens below it too
+            if screen is not self.screen:
+                stylesheet.update_nodes(walk(screen), animate=animate)
+                screen._css_update_count = self._css_update_count
+
+    def _restyle_stale(self, pane_id: str) -> None:
+        """A pane hidden during a theme switch takes the theme's styles as it is shown."""
+        stale = getattr(self, "_css_stale", None)
+        if not stale or pane_id not in stale:
+            return
+        stale.discard(pane_id)
+        try:
+            tab_pane = self.query_one(f"#{pane_id}", TabPane)
+        except NoMatches:
+            return
+        self.stylesheet.update_nodes(tab_pane.walk_children(with_self=True), animate=False)
+
+    def action_maximize_panel(self) -> None:
+        """z: the focused panel fills the screen; z again (or escape) gives the layout back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        widget = self.focused
+        if widget is None:
+            widget = self.pane(self.active_pane).focus_target()
+        if widget is None:
+            self.notify("nothing to maximize here: move focus onto a panel first (tab)")
+            return
+        # any focused panel, a scrolling container too (Textual's own maximize refuses those:
+        # History's summary is one)
+        screen.maximized = widget
+
     def action_leave_input(self) -> None:
         """Escape in a text box gives focus back to the pane, so the next key is a key again."""
         from textual.widgets import Input
 
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
         if isinstance(self.focused, Input):
             target = self.pane(self.active_pane).focus_target()
             if target is None or isinstance(target, Input):
@@ -759,7 +890,7 @@ class FibApp(App[int]):
             except NoMatches:  # before the panes exist
                 return False
         if action == "cancel_run" and self._runs_pane is not None:
-            return self._runs_pane.active_run is not None
+            return self._runs_pane.busy
         return True
 
     def on_resize(self, event) -> None:
@@ -767,7 +898,11 @@ class FibApp(App[int]):
 
     def _fit(self, width: int, height: int) -> None:
         """Layout classes for small terminals (80x24 over SSH): app.tcss gives the charts and
-        tables of each pane the rows they need there."""
+        tables of each pane the rows they need there. The header and the footer fit the width."""
+        if getattr(self, "_full_sub_title", None) is not None:
+            self.sub_title = elide_middle(self._full_sub_title, self._title_room())
+        if self.is_running:
+            self.refresh_bindings()  # the footer keeps the keys that fit (PaneFooter)
         self.set_class(height < 32, "-short")
         self.set_class(width < 100, "-narrow")
         try:
@@ -777,6 +912,8 @@ class FibApp(App[int]):
 
     @on(TabbedContent.TabActivated)
     def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id is not None:
+            self._restyle_stale(event.pane.id)  # a click on the tab bar
         self.refresh_bindings()
         # a click on the tab bar (not a pane key, which set wanted_pane): focus follows the click;
         # an event about a pane that is no longer the one shown is stale and changes nothing
@@ -788,35 +925,63 @@ class FibApp(App[int]):
             # so the switch itself paints at once and the changed cells follow a frame later
             self.set_timer(0.05, self.pane("runs").flush)
 
-    def action_show_keys(self) -> None:
-        rows = []
-        keymap = {}
+    def key_rows(self) -> list[tuple[str, str, str, str, str]]:
+        """Every key for the ``?`` list, grouped by the pane it acts on: (group, key, action,
+        what it does, id), with the keys remapped in keymap.toml shown as remapped."""
+        keymap: dict[str, str] = {}
         try:
             from fibtui.ui.user_config import load_keymap
 
             keymap = load_keymap()
         except Exception:  # noqa: BLE001 - the list still shows the defaults
             keymap = {}
+        titles = {p.id: p.title for p in PANES}
+        order = ["Panes", "Everywhere", *(p.title for p in PANES)]
+        rows = []
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
-            key = keymap.get(binding.id or "", binding.key_display or binding.key)
-            rows.append(
-                (key, binding.description or binding.action, binding.tooltip, binding.id or "")
-            )
+            bid = binding.id or ""
+            action = binding.action.split("(")[0]
+            if bid.startswith("pane.") and bid != "pane.refresh":
+                group = "Panes"
+            elif action in PANE_ACTIONS:
+                group = titles[PANE_ACTIONS[action]]
+            elif binding.action in PANE_ACTIONS:
+                group = titles[PANE_ACTIONS[binding.action]]
+            else:
+                group = "Everywhere"
+            key = keymap.get(bid, binding.key_display or binding.key)
+            rows.append((group, key, binding.description or binding.action, binding.tooltip, bid))
+        rows.append(
+            ("Everywhere", "ctrl+p", "Palette", "The command palette: every action by name", "")
+        )
+        rows.append(("Everywhere", "tab", "Next", "Focus the next panel (shift+tab: back)", ""))
+        rows.sort(key=lambda r: order.index(r[0]) if r[0] in order else len(order))
+        return rows
+
+    def action_show_keys(self) -> None:
         from fibtui.ui.screens.help import HelpKeysScreen
 
-        self.push_screen(HelpKeysScreen(rows))
+        self.push_screen(HelpKeysScreen(self.key_rows()))
 
     async def action_quit(self) -> None:
         """Quit; with a run in flight, ask first (over SSH one stray key must not end a sweep)."""
         runs = self._runs_pane
-        if runs is not None and runs.active_run is not None:
+        if runs is not None and runs.busy:
             from fibtui.ui.screens.confirm import ChoiceScreen
 
             def answered(choice: str | None) -> None:
                 if choice == "cancel":
+                    # the app stays up until the run's thread has stopped its workers (a few
+                    # seconds at most), then ends: the terminal is given back clean, with no
+                    # thread left that the process would wait for after it
                     self._interrupt_run("the app was closed")
-                    self.exit(0)
+                    if runs.busy:
+                        self._quit_after_cancel = True
+                        self.notify("stopping the run's workers, then quitting…")
+                        self.set_timer(QUIT_WAIT_S, lambda: self.exit(0))
+                    else:
+                        self.exit(0)
                 elif choice == "after":
                     self.quit_when_run_ends = True
                     self._set_titles()
@@ -825,7 +990,7 @@ class FibApp(App[int]):
             self.push_screen(
                 ChoiceScreen(
                     "A run is in flight",
-                    f"{runs.active_run} is still going. Cancelling keeps what finished; the jobs in flight stay "
+                    f"{runs.active_run or 'A gate being started'} is still going. Cancelling keeps what finished; the jobs in flight stay "
                     "pending and `fibtui run --resume` picks them up.",
                     [
                         ("c", "Cancel it and quit", "cancel"),
@@ -925,7 +1090,11 @@ class FibApp(App[int]):
         elif pane == "regimes":
             self._on_pane("regimes", "analyze")
         elif pane == "runs":
-            self._on_pane("runs", "refresh_list")
+            # r on a cancelled or interrupted run resumes it; else it refreshes the list
+            if self.pane("runs").can_resume:
+                self.action_resume_run()
+            else:
+                self._on_pane("runs", "refresh_list")
         elif pane == "ncu":
             self._on_pane("ncu", "refresh_reports")
         elif pane == "history":
@@ -962,18 +1131,26 @@ class FibApp(App[int]):
             self._on_pane("ncu", "mark_baseline")
 
     def action_next_theme(self) -> None:
-        from fibtui.ui.user_config import save_setting
 
         names = [t.name for t in self._themes] or list(self.available_themes)
         current = names.index(self.theme) if self.theme in names else -1
+        self._theme_switching = True
         self.theme = names[(current + 1) % len(names)]
-        save_setting("theme", self.theme)
+        self._remember_theme(self.theme)
         self.notify(f"theme: {self.theme}")
 
     def set_theme_by_name(self, name: str) -> None:
+
+        self._theme_switching = True
+        self.theme = name
+        self._remember_theme(name)
+
+    @work(thread=True, exclusive=True, group="theme-save", exit_on_error=False)
+    def _remember_theme(self, name: str) -> None:
+        """settings.toml is written (parsed, rewritten, fsync'd) in a thread: on the event loop
+        it held the theme's repaint back."""
         from fibtui.ui.user_config import save_setting
 
-        self.theme = name
         save_setting("theme", name)
 
     # -- runs -----------------------------------------------------------------------------------
@@ -1043,13 +1220,21 @@ class FibApp(App[int]):
         )
         backend = self._backend()
         reps = None
+        self.quick_gate = None
         if workloads == "rep":
             pane = self.pane("regimes")
-            reps = (
-                regimes.smallest_per_band(pane.report)
-                if self._quick_gate(backend, workloads, quick)
-                else pane.representatives()
-            )
+            if self._quick_gate(backend, workloads, quick):
+                from fibtui.core import quick as quick_gate
+
+                self.quick_gate = quick_gate.choose(
+                    pane.report,
+                    self._quick_history,
+                    budget_s=self._quick_budget(),
+                    solutions=2 if baseline else 1,
+                )
+                reps = self.quick_gate.workloads or regimes.smallest_per_band(pane.report)
+            else:
+                reps = pane.representatives()
         return RunOptions(
             backend=backend,
             workloads=workloads,
@@ -1059,6 +1244,35 @@ class FibApp(App[int]):
             representatives=reps or None,
             warm=self._warm_workers(),
         )
+
+    def _quick_budget(self) -> float:
+        """``[tui] quick_gate_s`` in fibtui.toml: the CPU quick gate's estimated time at most."""
+        from fibtui.core import quick
+        from fibtui.core.settings import get_setting
+
+        try:
+            value = get_setting(self.workspace.root, "tui.quick_gate_s", quick.DEFAULT_BUDGET_S)
+        except FibError:
+            return quick.DEFAULT_BUDGET_S
+        return (
+            float(value)
+            if isinstance(value, (int, float)) and value > 0
+            else quick.DEFAULT_BUDGET_S
+        )
+
+    @work(thread=True, exclusive=True, group="quick-history", exit_on_error=False)
+    def _read_quick_history(self) -> None:
+        """Past interpreter job times of the definition (core.quick), for the quick gate's
+        estimates: read in a thread at start and after each run's verdict."""
+        from fibtui.core import quick
+
+        ws = self.workspace
+        report = self.pane("regimes").report
+        if ws is None or ws.active is None:
+            return
+        sizes = {u: size for u, (_, size, _) in quick._sizes(report).items()} if report else None
+        history = quick.read_history(ws.archive_root, ws.active.definition, sizes)
+        self.call_from_thread(setattr, self, "_quick_history", history)
 
     def _quick_gate(self, backend: str, workloads: str, quick: bool = True) -> bool:
         """Does a gate take the smallest workload of each band? On the CPU interpreter, for the
@@ -1174,12 +1388,14 @@ class FibApp(App[int]):
 
     def _gate(self) -> None:
         options = self._gate_options("rep")
-        label = (
-            "correctness gate (the smallest workload of each band; G: the representatives)"
-            if self._quick_gate(options.backend, options.workloads)
-            else "representative gate"
-        )
+        label = self._gate_label()
         self._with_note_check(lambda: self._start(options, label))
+
+    def _gate_label(self) -> str:
+        """What a gate is, shown with its run: the quick gate says what it left out."""
+        if self.quick_gate is None:
+            return "representative gate"
+        return f"CPU quick gate: {self.quick_gate.summary()} (G: the representatives)"
 
     def action_gate_full(self) -> None:
         if self.workspace is None:
@@ -1313,15 +1529,45 @@ class FibApp(App[int]):
             answered,
         )
 
-    def _start(self, options, label: str) -> None:
+    def _start(self, options, label: str) -> bool:
+        """Claim the run slot now, on the UI thread (a second key or save a moment later finds
+        it taken), then start the run once the Runs pane is built. False when a run holds it."""
+        runs = self.pane("runs")
+        claimed = runs.claim()
+        if claimed is None:
+            self.notify(
+                f"run {runs.active_run or '(starting)'} is still going: cancel it first (c)",
+                severity="warning",
+            )
+            return False
         self.show_pane("runs")
-        self._on_pane("runs", "start", options, label)
+        self._on_pane("runs", "start", options, label, claimed)
+        return True
 
     def action_cancel_run(self) -> None:
-        if self.pane("runs").cancel():
-            self.notify("cancelling the run (resume it later with: fibtui run --resume RUN_ID)")
+        runs = self.pane("runs")
+        run_id = runs.active_run
+        if runs.cancel():
+            self.notify(
+                f"cancelling run {run_id}: r on the Runs pane resumes it "
+                f"(or: fibtui run --resume {run_id})"
+                if run_id
+                else "cancelling the gate being started"
+            )
         else:
             self.notify("no run in flight", severity="warning")
+
+    def action_resume_run(self) -> None:
+        runs = self.pane("runs")
+        run_id = runs.shown_run
+        if runs.resume():
+            self.show_pane("runs")
+            self.notify(f"resuming run {run_id}: its jobs left, in the same journal")
+        else:
+            self.notify(
+                "the run shown cannot be resumed (not cancelled or interrupted, or a run is going)",
+                severity="warning",
+            )
 
     def action_retry_failed(self) -> None:
         self._on_pane("runs", "retry_failed")
@@ -1335,15 +1581,30 @@ class FibApp(App[int]):
             self._watch_detected = None
         if isinstance(message.event, RunFinished):
             if self._pending_watch_gate:
-                # a save while the gate ran: its gate now, and the other panes' refreshes after
-                # that gate's verdict
-                self._pending_watch_gate = False
+                # a save while the gate ran: its gate follows once this run's thread has ended
+                # (LaunchEnded), and the other panes' refreshes after that gate's verdict
                 self._refresh_after.discard(message.run_id)
-                self._with_backend(lambda: self._start(self._gate_options("rep"), "watch gate"))
             else:
                 # the Runs pane works out the run's verdict first, alone; the other panes and the
                 # next worker follow its VerdictReady (below)
                 self._refresh_after.add(message.run_id)
+
+    @on(HistoryPane.OpenVerdict)
+    def _open_verdict(self, message: HistoryPane.OpenVerdict) -> None:
+        """History's enter on a paired run: the Promotion pane shows that run's verdict."""
+        self.show_pane("promotion")
+        self._on_pane("promotion", "show_run", message.run_id)
+
+    @on(RunsPane.LaunchEnded)
+    def _slot_freed(self, message: RunsPane.LaunchEnded) -> None:
+        """The run slot is free: the gate of the save that replaced the one in it starts now."""
+        if self._quit_after_cancel:
+            self.exit(0)
+            return
+        if self._pending_watch_gate:
+            self._pending_watch_gate = False
+            if self.watch_mode:
+                self._queue_watch_gate()
 
     @on(RunsPane.VerdictReady)
     def _after_verdict(self, message: RunsPane.VerdictReady) -> None:
@@ -1361,6 +1622,7 @@ class FibApp(App[int]):
         else:
             self._on_pane("promotion", "evaluate")
         self._on_pane("regimes", "analyze")
+        self._read_quick_history()
         if self.watch_mode or self._keep_worker_warm():
             self._prewarm()
         if message.run_id not in self._send_offered:
@@ -1526,23 +1788,40 @@ class FibApp(App[int]):
 
     @on(WatchFired)
     def _watch_fired(self, message: WatchFired) -> None:
-        runs = self.pane("runs")
+        """A save: decided here, on the UI thread, before any thread starts. One gate at a time:
+        a gate queued (waiting for the backend), being started or running is replaced by this
+        save's (the newest save wins: the gate reads the files when it starts)."""
         self._watch_detected = message.detected
         names = ", ".join(Path(p).name for p in message.paths[:3])
-        if runs.active_run is not None:
+        self.watch_saves += 1
+        if self._watch_queued:
+            return  # the queued gate has not read the files yet: it runs this save
+        runs = self.pane("runs")
+        if runs.busy:
             self._pending_watch_gate = True
             runs.cancel()
             self.notify(f"saved {names}: cancelling the gate in flight, then rerunning it")
             return
         self.notify(f"saved {names}: rerunning the gate")
+        self._queue_watch_gate()
+
+    def _queue_watch_gate(self) -> None:
+        self._watch_queued = True
         self._with_backend(self._watch_gate)
 
     def _watch_gate(self) -> None:
+        self._watch_queued = False
+        runs = self.pane("runs")
+        if runs.busy:  # a key started a run meanwhile: the save replaces it
+            self._pending_watch_gate = True
+            runs.cancel()
+            return
         options = self._gate_options("rep")
+        label = "watch gate" if self.quick_gate is None else f"watch {self._gate_label()}"
         if self.note_acknowledged or self._has_note():
-            self._start(options, "watch gate")
+            self._start(options, label)
         else:
-            self._with_note_check(lambda: self._start(options, "watch gate"))
+            self._with_note_check(lambda: self._start(options, label))
 
     def _has_note(self) -> bool:
         from fibtui.core import recon
@@ -1566,7 +1845,7 @@ class FibApp(App[int]):
             )
             return out
         runs = self.pane("runs")
-        if runs.active_run is None:
+        if not runs.busy:
             out.append(
                 (
                     "Start a representative gate",
@@ -1584,6 +1863,14 @@ class FibApp(App[int]):
                     "shows the plan and its cost first; never exercised against Modal's servers here",
                 )
             )
+            if runs.can_resume:
+                out.append(
+                    (
+                        f"Resume run {runs.shown_run}",
+                        self.action_resume_run,
+                        "its jobs left, in the same journal (r on the Runs pane)",
+                    )
+                )
             if runs.shown_run:
                 out.append(
                     (
@@ -1622,6 +1909,8 @@ class FibApp(App[int]):
     def _on_no_workspace(self, open_demo: bool | None) -> None:
         if open_demo:
             self._open_demo()
+        elif open_demo is None:  # escape: back to the empty app, not out of it
+            self.notify("no workspace: ctrl+p → Open the bundled demo workspace, or q to quit")
         else:
             self.exit(0)
 

@@ -26,6 +26,25 @@ def check_terminal() -> None:
             f"{'is' if len(missing) == 1 else 'are'} not one here; "
             "run it in a terminal, or use a verb for scripts (fibtui --help)"
         )
+    warning = terminal_warning()
+    if warning is not None:
+        sys.stderr.write(warning + "\n")
+        sys.stderr.flush()
+
+
+def terminal_warning(term: str | None = None) -> str | None:
+    """A line to print before the TUI starts on a terminal that cannot draw it (TERM=dumb or
+    unset: no cursor movement, no colours), or None."""
+    import os
+
+    term = os.environ.get("TERM", "") if term is None else term
+    if term in ("", "dumb"):
+        return (
+            f"fibtui: warning: TERM={term or '(unset)'}: this terminal may not draw the TUI "
+            "(no cursor movement or colours); set TERM=xterm-256color, or use the verbs "
+            "(fibtui --help)"
+        )
+    return None
 
 
 def _is_terminal(stream) -> bool:

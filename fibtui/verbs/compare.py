@@ -67,7 +67,7 @@ workload. ``--allow-definitions`` compares them all the same.
 
 Exit codes, as ``fibtui run``'s for the same rows: 0 a verdict was reached (whatever it is:
 PROMOTE, REJECT, INCONCLUSIVE, BLOCKED, NO_SPEED_VERDICT); 1 a job failed or is missing
-(INCOMPLETE); 3 nothing failed, but some rows could not be judged on that machine
+(INCOMPLETE, INCORRECT); 3 nothing failed, but some rows could not be judged on that machine
 (UNSUPPORTED_HERE: NOT_JUDGED); 2 bad input.
 """
 

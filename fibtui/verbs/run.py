@@ -503,27 +503,18 @@ def _representatives(ws, options) -> list[str] | None:
     ``--workloads quick`` (``--quick``) the quick gate's workloads (fibtui.core.quick), the ones
     its time budget leaves out named in one line on stderr."""
     if options.workloads == "quick":
-        from fibtui.core.plan import workspace_regimes
-        from fibtui.core.quick import DEFAULT_BASE_S, select_quick
-        from fibtui.core.runs import history_seconds_per_job
+        from fibtui.core.quick import quick_gate_for
 
-        definition = ws.config_for(options.definition).definition
-        # the median interpreter job of earlier runs here, when there are any (an upper bound
-        # for the smallest workload's), else the default
-        history = history_seconds_per_job(ws.archive_root, definition, "cpu-interpreter")
-        gate = select_quick(
-            workspace_regimes(ws, options.definition).report,
+        # the TUI's g on the CPU interpreter: the smallest workload of each band within the
+        # time budget, priced by the past interpreter runs of the definition here
+        gate = quick_gate_for(
+            ws,
+            options.definition,
             solutions=len(options.solutions or [None]) + (1 if options.baseline else 0),
-            base_s=history[0] if history else DEFAULT_BASE_S,
         )
-        sys.stderr.write(
-            f"quick gate: {len(gate.uuids)} workload(s), the smallest of each band, about "
-            f"{gate.estimated_s:.0f} s estimated (budget {gate.budget_s:g} s)"
-            + (f"; left out: {gate.describe_excluded()}" if gate.excluded else "")
-            + "\n"
-        )
+        sys.stderr.write(f"quick gate: {gate.summary()}\n")
         options.workloads = "rep"
-        return gate.uuids
+        return gate.workloads
     if options.workloads != "rep":
         return None
     from fibtui.core.plan import gate_representatives

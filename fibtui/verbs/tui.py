@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 
 def register(sub, common) -> None:
@@ -42,7 +43,16 @@ def open_tui(
             if or_demo:
                 ws = open_demo_workspace(dataset)
         app = make_app(ws, watch=watch, cwd=os.getcwd())
-        app.run()
+        try:
+            app.run()
+        except KeyboardInterrupt:
+            # a ctrl+c once the terminal is back (Textual reads ctrl+c as a key while it runs):
+            # the run in flight was interrupted when the app ended (its journal says so and it
+            # resumes); what is left are threads stopping workers, which must not make this
+            # process wait or print a traceback on a second ctrl+c
+            sys.stderr.write("fibtui: interrupted (a run in flight stays resumable)\n")
+            sys.stderr.flush()
+            os._exit(130)
     finally:
         from fibtui.ui.startup import release_collector
 

@@ -13,6 +13,33 @@ from textual.widget import Widget
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+#: chart markers, one per series, when colours cannot tell series apart (NO_COLOR)
+NO_COLOR_MARKERS = ("•", "x", "+", "o", "*", "#", "@", "%")
+
+
+def series_markers(n: int, default: str | None = "dot") -> list[str | None]:
+    """Each chart series' marker: ``default``, or under NO_COLOR a different character each
+    (the series then differ by marker, not only by shade)."""
+    import os
+
+    if os.environ.get("NO_COLOR"):
+        return [NO_COLOR_MARKERS[i % len(NO_COLOR_MARKERS)] for i in range(n)]
+    return [default] * n
+
+
+def elide_middle(text: str, width: int) -> str:
+    """``text`` in ``width`` cells at most, its middle replaced by "…" (both ends kept: a
+    header's solution name and its workspace)."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width == 1:
+        return "…"
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
 
 class Pane(Vertical):
     """A pane of the main screen. Worker.StateChanged does not bubble, so each pane hands its

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
-from fibtui.ui.panes.base import Pane
+from fibtui.ui.panes.base import Pane, series_markers
 
 
 class HistoryPane(Pane):
@@ -31,6 +31,14 @@ class HistoryPane(Pane):
         rounds: list[Path]
         series: dict[str, list[tuple[str, float]]]  # candidate -> [(started, mean latency ms)]
         runs: int
+        #: the paired runs, newest first (core.past_verdicts): enter opens one's verdict
+        paired: list[Any] = None  # type: ignore[assignment]
+
+    @dataclass
+    class OpenVerdict(Message):
+        """Show this paired run's verdict in the Promotion pane (the app switches to it)."""
+
+        run_id: str
 
     @dataclass
     class DocLoaded(Message):
@@ -52,7 +60,9 @@ class HistoryPane(Pane):
         yield Vertical(id="history-chart")
 
     def built_hook(self) -> None:
-        self.query_one("#history-rounds", DataTable).add_columns("round summary")
+        self.query_one("#history-rounds", DataTable).add_columns(
+            "round summaries · paired runs (enter: verdict)"
+        )
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
@@ -94,7 +104,9 @@ class HistoryPane(Pane):
                     "jobs"
                 ):
                     series.setdefault(info["name"], []).append((r.started, info["mean_latency_ms"]))
-        self.post_message(self.Loaded(rounds, series, len(runs)))
+        from fibtui.core.past_verdicts import paired_runs
+
+        self.post_message(self.Loaded(rounds, series, len(runs), paired_runs(ws)))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
@@ -103,6 +115,8 @@ class HistoryPane(Pane):
         table.clear()
         for p in self.rounds:
             table.add_row(p.stem, key=str(p))
+        for r in message.paired or []:
+            table.add_row(f"run {r.run_id} · {r.device_short} · {r.scope}", key=f"run:{r.run_id}")
         self.query_one("#history-status", Static).update(
             f"{count(len(self.rounds), 'round summary', 'round summaries')} · {count(message.runs, 'run')} · chart: mean latency of complete GPU runs per candidate"
         )
@@ -114,8 +128,20 @@ class HistoryPane(Pane):
 
     @on(DataTable.RowHighlighted, "#history-rounds")
     def _round(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key is not None and event.row_key.value:
-            self.read_doc(Path(str(event.row_key.value)))
+        key = str(event.row_key.value) if event.row_key is not None else ""
+        if key.startswith("run:"):
+            self._markdown().update(
+                f"Paired run `{key[4:]}`: **enter** shows its verdict, per-band table and parity "
+                "in the Promotion pane."
+            )
+        elif key:
+            self.read_doc(Path(key))
+
+    @on(DataTable.RowSelected, "#history-rounds")
+    def _open_run(self, event: DataTable.RowSelected) -> None:
+        key = str(event.row_key.value) if event.row_key is not None else ""
+        if key.startswith("run:"):
+            self.post_message(self.OpenVerdict(key[4:]))
 
     @work(thread=True, exclusive=True, group="history-doc", exit_on_error=False)
     def read_doc(self, path: Path) -> None:
@@ -148,7 +174,9 @@ class HistoryPane(Pane):
         plt = plot.plt
         stamps = sorted({t for points in series.values() for t, _ in points})
         index = {t: i for i, t in enumerate(stamps)}
-        for name, points in sorted(series.items()):
+        # under NO_COLOR the series differ by marker, not only by shade
+        markers = series_markers(len(series))
+        for (name, points), marker in zip(sorted(series.items()), markers, strict=True):
             by_run = dict(
                 sorted(points)
             )  # one point per run: an A/A run names the same solution twice
@@ -156,7 +184,7 @@ class HistoryPane(Pane):
                 [index[t] for t in by_run],
                 [v * 1000 for v in by_run.values()],
                 label=name[:24],
-                marker="dot",
+                marker=marker,
             )
         # runs are counted, not measured: integer ticks 1..n (at most 8 labelled), and room either side
         step = max(1, -(-len(stamps) // 8))

@@ -110,7 +110,8 @@ class NcuPane(Pane):
             yield DataTable(id="ncu-table", cursor_type="row", zebra_stripes=True)
         from textual.widgets import RichLog  # rich.pretty and attrs: ~30 ms, after the first frame
 
-        yield RichLog(id="ncu-findings", wrap=True, markup=True)
+        # the findings open at their top (auto_scroll off): at 80x24 only a few rows show
+        yield RichLog(id="ncu-findings", wrap=True, markup=True, auto_scroll=False)
 
     def built_hook(self) -> None:
         table = self.query_one("#ncu-reports", DataTable)

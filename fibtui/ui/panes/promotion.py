@@ -17,18 +17,21 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from fibtui.core.names import short_band_name
 from fibtui.core.numbers import count
 from fibtui.ui.panes.base import Pane
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
     from fibtui.core.archive import DecisionResult
+    from fibtui.core.past_verdicts import PairedRun
     from fibtui.core.stats import CompareOutcome
     from fibtui.runners.parity import ParityStatus
 
 
 class PromotionPane(Pane):
     DEFAULT_CSS = """
+    PromotionPane #paired-runs { height: 7; }
     PromotionPane #verdict-box { height: auto; max-height: 60%; border: round $primary; }
     PromotionPane #verdict { height: auto; padding: 0 1; }
     PromotionPane #bands { height: 1fr; min-height: 5; }
@@ -41,6 +44,19 @@ class PromotionPane(Pane):
         outcome: CompareOutcome | None
         reason: str = ""
         parity: ParityStatus | None = None
+        #: which run this is and why (core.past_verdicts.default_shown, or "picked")
+        why: str = ""
+
+    @dataclass
+    class Listed(Message):
+        """Every paired run, newest first (core.past_verdicts.paired_runs)."""
+
+        runs: list[PairedRun]
+
+    @dataclass
+    class RowVerdict(Message):
+        run_id: str
+        word: str
 
     @dataclass
     class Decided(Message):
@@ -52,8 +68,12 @@ class PromotionPane(Pane):
         self.workspace = None
         self.run_id: str | None = None
         self.outcome = None
+        #: the paired runs listed, newest first, and each one's verdict word once worked out
+        self.paired: list[PairedRun] = []
+        self._words: dict[tuple[str, str], str] = {}
 
     def compose_body(self) -> ComposeResult:
+        yield DataTable(id="paired-runs", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(
             id="verdict-box"
         ):  # long at 80 columns: it scrolls, the per-band table stays
@@ -67,6 +87,9 @@ class PromotionPane(Pane):
         yield RichLog(id="decision-log", wrap=True, markup=True)
 
     def built_hook(self) -> None:
+        runs = self.query_one("#paired-runs", DataTable)
+        for column in ("run", "device", "timing", "scope", "verdict"):
+            runs.add_column(column, key=column)
         self.query_one("#bands", DataTable).add_columns(
             "band", "n", "base us", "cand us", "change", "ratio", "interval", "W/T/L", ""
         )
@@ -76,10 +99,17 @@ class PromotionPane(Pane):
         self.evaluate()
 
     @work(thread=True, exclusive=True, group="promotion", exit_on_error=False)
-    def evaluate(self, run_id: str | None = None, outcome: CompareOutcome | None = None) -> None:
-        """The verdict of ``run_id`` (the latest paired run when None); ``outcome``: that run's
-        comparison when the caller already has it (the Runs pane's, at a run's end)."""
-        from fibtui.core import decisions
+    def evaluate(
+        self,
+        run_id: str | None = None,
+        outcome: CompareOutcome | None = None,
+        picked: bool = False,
+    ) -> None:
+        """List the paired runs and show one: ``picked`` (the user chose it in the list or from
+        History) shows ``run_id``; else the default of core.past_verdicts (the newest GPU
+        verdict: a CPU gate never hides it). ``outcome``: ``run_id``'s comparison when the
+        caller already has it (the Runs pane's, at a run's end)."""
+        from fibtui.core import decisions, past_verdicts
         from fibtui.core.errors import FibError
         from fibtui.runners.parity import parity_status
 
@@ -87,11 +117,16 @@ class PromotionPane(Pane):
         if ws is None:
             return
         parity = parity_status(ws, ws.active.definition) if ws.active is not None else None
-        if run_id is not None and outcome is not None:
-            self.post_message(self.Evaluated(run_id, outcome, "", parity))
-            return
-        run_id = run_id or decisions.latest_paired_run(ws)
-        if run_id is None:
+        runs = past_verdicts.paired_runs(ws)
+        self.post_message(self.Listed(runs))
+        if picked and run_id is not None:
+            chosen, why = run_id, "picked in the list"
+        else:
+            shown = past_verdicts.default_shown(runs)
+            chosen, why = (shown.run.run_id if shown.run else None), shown.why
+        if chosen != run_id:
+            outcome = None
+        if chosen is None:
             self.post_message(
                 self.Evaluated(
                     None,
@@ -102,16 +137,85 @@ class PromotionPane(Pane):
                 )
             )
             return
+        if outcome is None:
+            try:
+                outcome = decisions.compare(ws, chosen)
+            except FibError as exc:
+                self.post_message(self.Evaluated(chosen, None, exc.one_line(), parity, why))
+                return
+        self.post_message(self.Evaluated(chosen, outcome, "", parity, why))
+        self._words[self._word_key(chosen)] = past_verdicts.verdict_word(outcome)
+        self.post_message(self.RowVerdict(chosen, self._words[self._word_key(chosen)]))
+        self._fill_words(runs)
+
+    def _word_key(self, run_id: str) -> tuple[str, str]:
+        state = next((r.state for r in self.paired if r.run_id == run_id), "")
+        return run_id, state
+
+    def _fill_words(self, runs: list[PairedRun], most: int = 12) -> None:
+        """The verdict word of the newest listed runs not worked out yet (in this thread)."""
+        from textual.worker import get_current_worker
+
+        from fibtui.core import decisions, past_verdicts
+        from fibtui.core.errors import FibError
+
+        for r in runs[:most]:
+            if get_current_worker().is_cancelled:  # a newer evaluate took over
+                return
+            key = (r.run_id, r.state)
+            if key not in self._words:
+                try:
+                    word = past_verdicts.verdict_word(decisions.compare(self.workspace, r.run_id))
+                except FibError:
+                    word = "cannot compare"
+                self._words[key] = word
+            self.post_message(self.RowVerdict(r.run_id, self._words[key]))
+
+    @on(Listed)
+    def _listed(self, message: Listed) -> None:
+        self.paired = message.runs
+        table = self.query_one("#paired-runs", DataTable)
+        keep = self.run_id
+        table.clear()
+        for r in message.runs:
+            kind = "CPU interp" if r.timing_kind == "cpu-interpreter" else r.timing_kind
+            table.add_row(
+                r.run_id,
+                r.device_short,
+                kind,
+                r.scope,
+                self._words.get((r.run_id, r.state), "…"),
+                key=r.run_id,
+            )
+        if keep is not None and keep in {r.run_id for r in message.runs}:
+            table.move_cursor(row=table.get_row_index(keep), scroll=True)
+
+    @on(RowVerdict)
+    def _row_verdict(self, message: RowVerdict) -> None:
+        table = self.query_one("#paired-runs", DataTable)
         try:
-            outcome = decisions.compare(ws, run_id)
-        except FibError as exc:
-            self.post_message(self.Evaluated(run_id, None, exc.one_line(), parity))
-            return
-        self.post_message(self.Evaluated(run_id, outcome, "", parity))
+            table.update_cell(message.run_id, "verdict", message.word, update_width=True)
+        except Exception:  # noqa: BLE001 - a row no longer listed
+            pass
+
+    @on(DataTable.RowSelected, "#paired-runs")
+    def _picked(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.show_run(str(event.row_key.value))
+
+    def show_run(self, run_id: str) -> None:
+        """Show one paired run's verdict, per-band table and parity (the list's enter, History)."""
+        self.evaluate(run_id, picked=True)
 
     @on(Evaluated)
     def _evaluated(self, message: Evaluated) -> None:
         self.run_id, self.outcome = message.run_id, message.outcome
+        if message.run_id is not None:
+            table = self.query_one("#paired-runs", DataTable)
+            try:
+                table.move_cursor(row=table.get_row_index(message.run_id), scroll=True)
+            except Exception:  # noqa: BLE001 - not listed (yet)
+                pass
         box = self.query_one("#verdict", Static)
         bands = self.query_one("#bands", DataTable)
         bands.clear()
@@ -133,6 +237,8 @@ class PromotionPane(Pane):
             f"[bold {colour_of(c.verdict, 'white')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
             f"{escape(c.baseline.name)}  (run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)"
         )
+        if message.why:
+            head += f"\n[dim]showing {escape(message.why)} · enter on a listed run shows it[/dim]"
         if c.no_speed_reason is not None:
             # the recommendation names the reason, the correctness counts and what to do
             lines = [head, f"[yellow]{escape(c.recommendation())}[/]"]
@@ -191,7 +297,7 @@ class PromotionPane(Pane):
                 tag = words[b.band] + (f", {tag}" if tag else "")
             style = "green" if b.change_pct < -0.5 else ("red" if b.change_pct > 0.5 else "")
             bands.add_row(
-                b.band,
+                short_band_name(b.band),
                 str(b.workloads),
                 _us(b.base_mean_ms),
                 _us(b.cand_mean_ms),

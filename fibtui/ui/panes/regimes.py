@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from fibtui.core.names import short_band_name
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class RegimesPane(Pane):
             sol = j.get("mean_speed_of_light_pct")
             passed = f"{b.passed}/{b.workloads}" if b.passed is not None else "-"
             bands.add_row(
-                Text(b.name + (" ◆" if style else ""), style=style),
+                Text(short_band_name(b.name) + (" ◆" if style else ""), style=style),
                 str(b.workloads),
                 passed,
                 mean,
@@ -206,11 +207,23 @@ class RegimesPane(Pane):
         holder.mount(plot)
         plt = plot.plt
         xs = [float(v) for v in data.get_column(axis).to_list()]
+        from fibtui.ui.panes.base import series_markers
+
+        # under NO_COLOR the two series differ by marker, not only by shade
+        lat_marker, floor_marker = series_markers(2, default=None)  # None: plotext's own
         plt.scatter(
-            xs, [v * 1000 for v in data.get_column("latency_ms").to_list()], label="latency us"
+            xs,
+            [v * 1000 for v in data.get_column("latency_ms").to_list()],
+            label="latency us",
+            marker=lat_marker,
         )
         if "floor_us" in data.columns:
-            plt.plot(xs, [v or 0 for v in data.get_column("floor_us").to_list()], label="floor us")
+            plt.plot(
+                xs,
+                [v or 0 for v in data.get_column("floor_us").to_list()],
+                label="floor us",
+                marker=floor_marker,
+            )
         plt.xlabel(axis)
         plt.title("latency vs " + axis)
 

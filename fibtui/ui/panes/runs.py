@@ -48,9 +48,13 @@ STATUS_STYLE = {
     "RUNNING": "cyan",
     "QUEUED": "dim",
     "STARTING": "dim cyan",
-    "PENDING": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
+    "NOT RUN": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
     "SKIPPED": "dim",  # an adaptive run did not need it (its workload was decided)
 }
+#: what a job of a cancelled, interrupted or failed run that never finished shows (resumable)
+NOT_RUN = "NOT RUN"
+#: run states that ``r`` (and ``fibtui run --resume``) can pick up
+RESUMABLE = ("cancelled", "interrupted")
 JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
@@ -175,6 +179,8 @@ class RunsPane(Pane):
         self._eta_deadline: float | None = None
         #: the shown run's verdict line (paired runs), under its progress
         self._verdict = ""
+        #: what the run in the slot is (start's label)
+        self._active_label: str | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("no run yet: g starts a representative gate, s a full sweep", id="runs-status")
@@ -184,7 +190,8 @@ class RunsPane(Pane):
             yield DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
         from textual.widgets import RichLog  # rich.pretty and attrs: ~30 ms, after the first frame
 
-        yield RichLog(id="job-log", wrap=True, markup=True, max_lines=400)
+        # a job's details open at their top (auto_scroll off): at 80x24 the log is a few rows
+        yield RichLog(id="job-log", wrap=True, markup=True, max_lines=400, auto_scroll=False)
 
     def built_hook(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -328,6 +335,8 @@ class RunsPane(Pane):
                 self._fill(view, j)
             elif p.uuid in stopped:
                 view.status = "SKIPPED"
+            elif record.state != "running" and message.run_id != self.active_run:
+                view.status = NOT_RUN  # the run ended without it: never QUEUED again
             self._jobs[view.key] = view
         self._redraw_jobs()
         s = record.summary
@@ -419,15 +428,59 @@ class RunsPane(Pane):
                 else " · ETA passed (the jobs left take longer than the average so far)"
             )
         running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
+        state = h.get("state")
+        if not running and state in RESUMABLE and done < total:
+            running = f" · [yellow]{state}, resumable[/] (r resumes)"
+        elif not running and state and state != "complete":
+            running = f" · [yellow]{escape(str(state))}[/]"
         judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
         what = self._labels.get(h.get("run_id", ""))
         if what:
             judged = f"\n[b]{escape(what)}[/b]" + judged
         verdict = f"\n{self._verdict}" if self._verdict else ""
+        verdict += self._errors_text()
         self.query_one("#runs-status", Static).update(
             f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
             f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}{verdict}"
         )
+
+    def _errors_text(self) -> str:
+        """The run's build errors, on screen until the next run (a COMPILE_ERROR's first line,
+        with how many jobs it failed): a syntax error is seen without moving onto its row."""
+        errors: dict[str, int] = {}
+        for v in self._jobs.values():
+            if v.status == "COMPILE_ERROR":
+                first = (v.error or "compile error").strip().splitlines()[0][:160]
+                errors[first] = errors.get(first, 0) + 1
+        lines = [
+            f"\n[bold magenta]COMPILE_ERROR[/] {escape(e)}"
+            + (f" [dim]({n} jobs)[/]" if n > 1 else "")
+            for e, n in list(errors.items())[:2]
+        ]
+        return "".join(lines)
+
+    @property
+    def can_resume(self) -> bool:
+        """Can ``r`` resume the run shown (cancelled or interrupted, jobs left, nothing running)?"""
+        h = self._header_info
+        progress = self._progress
+        return (
+            not self.busy
+            and self.shown_run is not None
+            and h.get("state") in RESUMABLE
+            and progress is not None
+            and progress[0] < progress[1]
+        )
+
+    def resume(self) -> bool:
+        """Resume the run shown (its jobs left, in the same journal): False when it cannot."""
+        if not self.can_resume or self.shown_run is None:
+            return False
+        claimed = self.claim()
+        if claimed is None:
+            return False
+        self._launch(None, "resumed run", claimed, resume_of=self.shown_run)
+        return True
 
     @on(DataTable.RowHighlighted, "#jobs-table")
     def _job_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -477,53 +530,111 @@ class RunsPane(Pane):
 
     # ---------------------------------------------------------------- starting and following runs
 
-    def start(self, options, label: str) -> None:
-        if self.active_run is not None:
-            self.notify(
-                f"run {self.active_run} is still going: cancel it first (c)", severity="warning"
-            )
-            return
-        self._launch(options, label)
+    @property
+    def busy(self) -> bool:
+        """Is a run claimed, being started, running or winding down? Decided on the UI thread
+        (claim), so two keys or saves a moment apart never start two runs."""
+        return self._cancel is not None
 
-    def start_send(self, send) -> None:
+    def claim(self) -> threading.Event | None:
+        """Take the one run slot (on the UI thread): the new run's cancel event, or None when a
+        run holds it. A cancel before the run's thread starts ends it before it prepares."""
+        if self._cancel is not None:
+            return None
+        self._cancel = threading.Event()
+        self._active_label = None
+        return self._cancel
+
+    def start(self, options, label: str, claimed: threading.Event | None = None) -> bool:
+        """Start a run in the slot ``claimed`` (claim), or claim it now; False when busy."""
+        if claimed is None:
+            claimed = self.claim()
+            if claimed is None:
+                self.notify(
+                    f"run {self.active_run or '(starting)'} is still going: cancel it first (c)",
+                    severity="warning",
+                )
+                return False
+        elif claimed is not self._cancel:
+            return False  # a slot given back since (its launch was abandoned)
+        self._active_label = label
+        self._launch(options, label, claimed)
+        return True
+
+    @dataclass
+    class LaunchEnded(Message):
+        """The thread of a run has ended (the run finished, failed to start or was abandoned):
+        the run slot is free again. ``run_id``: None when no run was made."""
+
+        cancel: threading.Event
+        run_id: str | None = None
+
+    def start_send(self, send) -> bool:
         """Run a send (fibtui.runners.split.Send, already confirmed): the jobs this GPU could not
-        run, on Modal's B200, journaled into the same run."""
-        if self.active_run is not None:
+        run, on Modal's B200, journaled into the same run, in the one run slot."""
+        claimed = self.claim()
+        if claimed is None:
             self.notify(
-                f"run {self.active_run} is still going: cancel it first (c)", severity="warning"
+                f"run {self.active_run or '(starting)'} is still going: cancel it first (c)",
+                severity="warning",
             )
-            return
-        self._launch(None, "send to Modal's B200", send=send)
+            return False
+        self._active_label = "send to Modal's B200"
+        self._launch(None, "send to Modal's B200", claimed, send=send)
+        return True
 
     @work(thread=True, group="runs-active", exit_on_error=False)
-    def _launch(self, options, label: str, retry_of: str | None = None, send: Any = None) -> None:
+    def _launch(
+        self,
+        options,
+        label: str,
+        cancel: threading.Event,
+        retry_of: str | None = None,
+        resume_of: str | None = None,
+        send: Any = None,
+    ) -> None:
         from fibtui.core.errors import FibError
         from fibtui.runners import split
-        from fibtui.runners.session import prepare_retry, prepare_run
+        from fibtui.runners.session import prepare_resume, prepare_retry, prepare_run
 
-        cancel = threading.Event()
-        self._cancel = cancel
+        run_id = None
         try:
-            if send is not None:
-                prepared = split.prepare_send(self.workspace, send)
-            elif retry_of:
-                prepared = prepare_retry(self.workspace, retry_of, options)
-            else:
-                prepared = prepare_run(self.workspace, options)
-        except FibError as exc:
+            if cancel.is_set():  # replaced (a newer save) before it began: nothing to prepare
+                return
+            try:
+                if send is not None:
+                    prepared = split.prepare_send(self.workspace, send)
+                elif resume_of:
+                    prepared = prepare_resume(self.workspace, resume_of, options)
+                elif retry_of:
+                    prepared = prepare_retry(self.workspace, retry_of, options)
+                else:
+                    prepared = prepare_run(self.workspace, options)
+            except FibError as exc:
+                self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
+                return
+            run_id = prepared.run_id
+            self._labels[run_id] = label
+            self.post_message(self.RunStartedHere(run_id, time.monotonic()))
+            prepared.runner.run(
+                lambda event: self.post_message(self.RunEvent(run_id, event)), cancel
+            )
+        finally:
+            self.post_message(self.LaunchEnded(cancel, run_id))
+
+    @on(LaunchEnded)
+    def _launch_ended(self, message: LaunchEnded) -> None:
+        if self._cancel is message.cancel:
             self._cancel = None
-            self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
-            return
-        run_id = prepared.run_id
-        self._labels[run_id] = label
-        self.post_message(self.RunStartedHere(run_id, time.monotonic()))
-        prepared.runner.run(lambda event: self.post_message(self.RunEvent(run_id, event)), cancel)
+            if message.run_id is None or self.active_run == message.run_id:
+                self.active_run = None
+            self.app.refresh_bindings()
 
     def retry_failed(self) -> None:
         if self.shown_run is None:
             self.notify("no run selected", severity="warning")
             return
-        if self.active_run is not None:
+        if self.busy:
             self.notify("a run is going: wait or cancel it first", severity="warning")
             return
         self._retry_cost(self.shown_run)
@@ -537,9 +648,16 @@ class RunsPane(Pane):
         found = rerun_cost(self.workspace, run_id, retry=True)
         self.app.call_from_thread(self._confirm_retry, run_id, found)
 
+    def _retry(self, run_id: str) -> None:
+        claimed = self.claim()
+        if claimed is None:
+            self.notify("a run is going: wait or cancel it first", severity="warning")
+            return
+        self._launch(None, "retry", claimed, retry_of=run_id)
+
     def _confirm_retry(self, run_id: str, found) -> None:
         if found is None:
-            self._launch(None, "retry", retry_of=run_id)
+            self._retry(run_id)
             return
         from fibtui.ui.screens.confirm import ConfirmScreen
 
@@ -549,11 +667,13 @@ class RunsPane(Pane):
             ConfirmScreen(
                 lines[0], [("", line.strip()) for line in lines[1:]], "Retry on Modal? (billed)"
             ),
-            lambda ok: self._launch(None, "retry", retry_of=run_id) if ok else None,
+            lambda ok: self._retry(run_id) if ok else None,
         )
 
     def cancel(self) -> bool:
-        if self._cancel is None or self.active_run is None:
+        """Cancel the run in the slot: running, or still being started (it then ends before it
+        prepares, or as soon as it starts)."""
+        if self._cancel is None:
             return False
         self._cancel.set()
         return True
@@ -655,11 +775,10 @@ class RunsPane(Pane):
                 # cancelled, interrupted or failed: what never finished is pending (resumable), not running
                 for view in self._jobs.values():
                     if view.status in ("RUNNING", "STARTING", "QUEUED"):
-                        view.status = "PENDING"
+                        view.status = NOT_RUN
                         self._mark(view)
             self.flush(force=True)
-            self.active_run = None
-            self._cancel = None
+            self.active_run = None  # the slot itself is free once its thread ends (LaunchEnded)
             s = event.record.summary
             self._header_info["state"] = event.state
             self._update_progress(s.done, s.total, s.passed, s.done - s.passed, None)

@@ -11,7 +11,8 @@ from textual.widgets import Button, Static
 
 
 class NoWorkspaceScreen(ModalScreen[bool]):
-    """Dismisses with True to open the demo, False to quit."""
+    """Dismisses with True to open the demo, False to quit, None (escape) to go back to the
+    empty app (the palette still offers the demo; q quits)."""
 
     BINDINGS = [
         Binding(
@@ -21,7 +22,14 @@ class NoWorkspaceScreen(ModalScreen[bool]):
             id="noworkspace.demo",
             tooltip="Copy and open the bundled demo",
         ),
-        Binding("q,escape", "choose(False)", "Quit", id="noworkspace.quit", tooltip="Quit fibtui"),
+        Binding("q", "choose(False)", "Quit", id="noworkspace.quit", tooltip="Quit fibtui"),
+        Binding(
+            "escape",
+            "back",
+            "Back",
+            id="noworkspace.back",
+            tooltip="Close this dialog (ctrl+p still offers the demo; q quits)",
+        ),
     ]
 
     def __init__(self, cwd: str, demo_dir: str) -> None:
@@ -36,7 +44,8 @@ class NoWorkspaceScreen(ModalScreen[bool]):
                 ("No workspace found", "bold"),
                 f" from {self._cwd} upward (a config.toml with a [solution] table).\n\n",
                 f"Open the bundled demo operator? It is copied to {self._demo_dir} (once) and opened.\n",
-                "Or quit and start fibtui inside your solution repo, or with --workspace DIR.",
+                "Or quit and start fibtui inside your solution repo, or with --workspace DIR.\n",
+                "Escape goes back to the empty app (ctrl+p offers the demo there).",
             )
             yield Static(text, id="noworkspace-text")
             with Horizontal(id="noworkspace-buttons"):
@@ -48,3 +57,6 @@ class NoWorkspaceScreen(ModalScreen[bool]):
 
     def action_choose(self, open_demo: bool) -> None:
         self.dismiss(open_demo)
+
+    def action_back(self) -> None:
+        self.dismiss(None)
