@@ -233,8 +233,8 @@ def test_compare_exits_as_run_does_for_the_same_rows(capsys, tmp_path: Path) -> 
         code, out, _ = run_cli(capsys, "compare", str(path), "--json")
         assert code == expected
         verdict = json.loads(out)["verdict"]
-        if expected == 1:
-            assert verdict == "INCOMPLETE"
+        if expected == 1:  # every job ran, one is wrong: INCORRECT (INCOMPLETE: jobs missing)
+            assert verdict == "INCORRECT"
         if expected == 3:
             assert verdict == "NOT_JUDGED"
 

@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch", reason="the worker needs torch (gpu extra)"
 from fibtui.core.workspace import open_workspace  # noqa: E402
 from fibtui.runners.local import GIVE_BACKS, WarmWorkers  # noqa: E402
 from fibtui.runners.service.client import AdoptedWorker, Client, ServiceWorkers  # noqa: E402
-from fibtui.runners.service.common import log_path  # noqa: E402
+from fibtui.runners.service.common import PROTOCOL, log_path  # noqa: E402
 from fibtui.runners.session import RunOptions, prepare_run  # noqa: E402
 from fibtui.worker.engine import Engine, EngineConfig  # noqa: E402
 from tests.runner_helpers import TINY_DEFINITION, make_tiny_workspace  # noqa: E402
@@ -252,7 +252,7 @@ def _alive(pid: int) -> bool:
 
 
 def _return_request(path: Path, pid: int, fds: list[int]) -> dict:
-    request = {"op": "return", "pid": pid, "runs": 1, **_slot()}
+    request = {"op": "return", "pid": pid, "runs": 1, "protocol": PROTOCOL, **_slot()}
     return raw_request(path, (json.dumps(request) + "\n").encode(), fds)
 
 
@@ -267,7 +267,7 @@ def test_only_the_run_a_worker_was_handed_to_may_give_it_back(svc, tmp_path: Pat
     # (standard library only: the request, three pipes of its own as SCM_RIGHTS, the reply line)
     code = (
         "import json, os, socket, sys\n"
-        "req = json.dumps({'op': 'return', 'pid': int(sys.argv[2]), 'runs': 1,\n"
+        "req = json.dumps({'op': 'return', 'pid': int(sys.argv[2]), 'runs': 1, 'protocol': int(sys.argv[4]),\n"
         "                  **json.loads(sys.argv[3])}).encode() + b'\\n'\n"
         "fds = [os.pipe()[i % 2] for i in range(3)]\n"
         "with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:\n"
@@ -283,7 +283,15 @@ def test_only_the_run_a_worker_was_handed_to_may_give_it_back(svc, tmp_path: Pat
         "print(data.decode().strip())\n"
     )
     other = subprocess.run(
-        [sys.executable, "-c", code, str(client.path), str(pid), json.dumps(_slot())],
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(client.path),
+            str(pid),
+            json.dumps(_slot()),
+            str(PROTOCOL),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -210,6 +210,9 @@ def _serve() -> int:
         pass
     _cap_memory()
     _warm_cupti()
+    from fibtui.worker.engine import keep_torch_caches_out_of_tmp
+
+    keep_torch_caches_out_of_tmp()
     fresh_state = _process_state()
     kept_reference = None  # the previous run's reference runner (release), for the next load
     runs = 0  # runs this worker has served (one load each)

@@ -942,10 +942,24 @@ class Engine:
         return {"status": status, "error": text[:2000]}
 
 
+def keep_torch_caches_out_of_tmp() -> None:
+    """Importing ``torch._dynamo`` (the seal does, torch's profiler does) makes TorchInductor's
+    cache folder, ``$TMPDIR/torchinductor_<user>``, and sets TORCHINDUCTOR_CACHE_DIR to it: a
+    folder left in the user's temp folder by every job, and an environment that changed under
+    a pooled worker. Unless the user chose one, it goes under fibtui's cache, set before the
+    worker notes its fresh environment."""
+    if not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        base = os.environ.get("FIBTUI_CACHE_DIR") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fibtui"
+        )
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(base, "torchinductor")
+
+
 def _take_seal() -> Seal:
     """The harness's seal, with Triton's JIT among what it holds. What torch changes in itself
     the first time it is used happens before: importing ``torch._dynamo`` (which torch's profiler
     does) wraps ``torch.manual_seed``."""
+    keep_torch_caches_out_of_tmp()
     for name in ("triton", "triton.runtime.jit", "torch._dynamo"):
         try:
             __import__(name)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 class PromotionPane(Pane):
     DEFAULT_CSS = """
-    PromotionPane #paired-runs { height: 7; }
+    PromotionPane #paired-runs { height: auto; max-height: 7; }
     PromotionPane #verdict-box { height: auto; max-height: 60%; border: round $primary; }
     PromotionPane #verdict { height: auto; padding: 0 1; }
     PromotionPane #bands { height: 1fr; min-height: 5; }
@@ -144,13 +144,12 @@ class PromotionPane(Pane):
                 self.post_message(self.Evaluated(chosen, None, exc.one_line(), parity, why))
                 return
         self.post_message(self.Evaluated(chosen, outcome, "", parity, why))
-        self._words[self._word_key(chosen)] = past_verdicts.verdict_word(outcome)
-        self.post_message(self.RowVerdict(chosen, self._words[self._word_key(chosen)]))
+        # keyed by the listing this thread read (self.paired is the UI thread's, and may not
+        # hold it yet), so the list's words never compare the shown run a second time
+        key = (chosen, next((r.state for r in runs if r.run_id == chosen), ""))
+        self._words[key] = past_verdicts.verdict_word(outcome)
+        self.post_message(self.RowVerdict(chosen, self._words[key]))
         self._fill_words(runs)
-
-    def _word_key(self, run_id: str) -> tuple[str, str]:
-        state = next((r.state for r in self.paired if r.run_id == run_id), "")
-        return run_id, state
 
     def _fill_words(self, runs: list[PairedRun], most: int = 12) -> None:
         """The verdict word of the newest listed runs not worked out yet (in this thread)."""
@@ -237,8 +236,6 @@ class PromotionPane(Pane):
             f"[bold {colour_of(c.verdict, 'white')}]verdict {c.verdict}[/]  {escape(c.candidate.name)} vs "
             f"{escape(c.baseline.name)}  (run {message.run_id}, scope {c.scope}, {c.workloads} paired workloads)"
         )
-        if message.why:
-            head += f"\n[dim]showing {escape(message.why)} · enter on a listed run shows it[/dim]"
         if c.no_speed_reason is not None:
             # the recommendation names the reason, the correctness counts and what to do
             lines = [head, f"[yellow]{escape(c.recommendation())}[/]"]
@@ -283,6 +280,10 @@ class PromotionPane(Pane):
             )
             lines.append(f"leaderboard: {board}")
         lines += [f"[cyan]{escape(x)}[/]" for x in message.outcome.official_lines()]
+        if message.why:  # after the verdict's own lines: at 80x24 those are what is in sight
+            lines.append(
+                f"[dim]showing {escape(message.why)} · enter on a listed run shows it[/dim]"
+            )
         lines.append(_parity_line(message.parity))
         lines.append("[dim]A archive · P promote · R reject and restore the previous best[/dim]")
         box.update("\n".join(lines))
