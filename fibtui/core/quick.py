@@ -159,32 +159,14 @@ def read_history(
     """Seconds per solution job of the newest interpreter runs of ``definition`` (a paired
     group's wall time is shared by its solutions), per workload and, with ``sizes`` (uuid ->
     size), per unit of size. Reads files: call it from a worker."""
-    from fibtui.core.errors import InputError
-    from fibtui.core.runs import list_runs, read_journal
+    from fibtui.core.runs import recent_job_seconds
 
+    runs = recent_job_seconds(archive_root, definition, "cpu-interpreter", last_runs)
+    used = len(runs)
     per: dict[str, list[float]] = {}
-    used = 0
-    for listing in reversed(list_runs(archive_root)):
-        if used >= last_runs:
-            break
-        if listing.definition != definition:
-            continue
-        try:
-            contents = read_journal(listing.path / "journal.jsonl")
-        except InputError:
-            continue
-        if contents.header.timing_kind != "cpu-interpreter":
-            continue
-        groups: dict[tuple[str, int], list[float | None]] = {}
-        for r in contents.results.values():
-            groups.setdefault((r.uuid, r.repeat), []).append(r.wall_s)
-        found = False
-        for (uuid, _), walls in groups.items():
-            known = [w for w in walls if isinstance(w, (int, float)) and w > 0]
-            if known:
-                per.setdefault(uuid, []).append(max(known) / len(walls))
-                found = True
-        used += found
+    for run in runs:
+        for (uuid, _), seconds in run.items():
+            per.setdefault(uuid, []).append(seconds)
     if not per:
         return History()
     per_workload = {u: numbers.median(v) or 0.0 for u, v in per.items()}

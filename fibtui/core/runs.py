@@ -1074,16 +1074,15 @@ class _ListingCache:
             self._cf.write(self.path, _LISTING_CACHE_VERSION, self.new)
 
 
-def history_seconds_per_job(
-    archive_root: Path, definition: str, timing_kind: str = "cupti", last_runs: int = 5
-) -> tuple[float, str] | None:
-    """Median wall seconds per solution job over the newest runs of ``definition`` with this
-    timing kind (a paired group's wall time is shared by its solutions), with where it came from.
-    GPU and CPU-interpreter runs are never mixed: one says nothing about the other's wall time."""
-    per_job: list[float] = []
-    used = 0
+def recent_job_seconds(
+    archive_root: Path, definition: str, timing_kind: str, last_runs: int = 5
+) -> list[dict[tuple[str, int], float]]:
+    """Wall seconds per solution job of the newest ``last_runs`` runs of ``definition`` with
+    this timing kind that have any, newest first: per run, (workload, repeat) -> seconds (a
+    paired group's wall time shared by its solutions). Reads files: call it from a worker."""
+    out: list[dict[tuple[str, int], float]] = []
     for listing in reversed(list_runs(archive_root)):
-        if used >= last_runs:
+        if len(out) >= last_runs:
             break
         if listing.definition != definition:
             continue
@@ -1096,14 +1095,24 @@ def history_seconds_per_job(
         groups: dict[tuple[str, int], list[float | None]] = {}
         for r in contents.results.values():
             groups.setdefault((r.uuid, r.repeat), []).append(r.wall_s)
-        values = []
-        for walls in groups.values():
+        run: dict[tuple[str, int], float] = {}
+        for key, walls in groups.items():
             known = [w for w in walls if isinstance(w, (int, float)) and w > 0]
             if known:
-                values.append(max(known) / len(walls))
-        if values:
-            per_job.extend(values)
-            used += 1
+                run[key] = max(known) / len(walls)
+        if run:
+            out.append(run)
+    return out
+
+
+def history_seconds_per_job(
+    archive_root: Path, definition: str, timing_kind: str = "cupti", last_runs: int = 5
+) -> tuple[float, str] | None:
+    """Median wall seconds per solution job over the newest runs of ``definition`` with this
+    timing kind (a paired group's wall time is shared by its solutions), with where it came from.
+    GPU and CPU-interpreter runs are never mixed: one says nothing about the other's wall time."""
+    runs = recent_job_seconds(archive_root, definition, timing_kind, last_runs)
+    per_job = [seconds for run in runs for seconds in run.values()]
     if not per_job:
         return None
     median = numbers.median(per_job)
@@ -1111,7 +1120,7 @@ def history_seconds_per_job(
     where = "GPU" if timing_kind == "cupti" else timing_kind
     return (
         median,
-        f"median of {len(per_job)} job(s) in {used} past {where} run(s) of this definition",
+        f"median of {len(per_job)} job(s) in {len(runs)} past {where} run(s) of this definition",
     )
 
 

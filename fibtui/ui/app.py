@@ -1529,7 +1529,7 @@ class FibApp(App[int]):
             answered,
         )
 
-    def _start(self, options, label: str) -> bool:
+    def _start(self, options, label: str, send: Any = None) -> bool:
         """Claim the run slot now, on the UI thread (a second key or save a moment later finds
         it taken), then start the run once the Runs pane is built. False when a run holds it."""
         runs = self.pane("runs")
@@ -1541,7 +1541,7 @@ class FibApp(App[int]):
             )
             return False
         self.show_pane("runs")
-        self._on_pane("runs", "start", options, label, claimed)
+        self._on_pane("runs", "start", options, label, claimed, send)
         return True
 
     def action_cancel_run(self) -> None:
@@ -1676,12 +1676,8 @@ class FibApp(App[int]):
                 yes="Send (y)",
                 no="Not now (n)",
             ),
-            lambda ok: self._send(send) if ok else None,
+            lambda ok: self._start(None, "send to Modal's B200", send=send) if ok else None,
         )
-
-    def _send(self, send) -> None:
-        self.show_pane("runs")
-        self._on_pane("runs", "start_send", send)
 
     # -- watch mode -------------------------------------------------------------------------------
 

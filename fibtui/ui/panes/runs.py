@@ -545,8 +545,12 @@ class RunsPane(Pane):
         self._active_label = None
         return self._cancel
 
-    def start(self, options, label: str, claimed: threading.Event | None = None) -> bool:
-        """Start a run in the slot ``claimed`` (claim), or claim it now; False when busy."""
+    def start(
+        self, options, label: str, claimed: threading.Event | None = None, send: Any = None
+    ) -> bool:
+        """Start a run in the slot ``claimed`` (claim), or claim it now; False when busy.
+        ``send`` (fibtui.runners.split.Send, already confirmed): instead of a new run, the jobs
+        this GPU could not run, on Modal's B200, journaled into their own run."""
         if claimed is None:
             claimed = self.claim()
             if claimed is None:
@@ -558,7 +562,7 @@ class RunsPane(Pane):
         elif claimed is not self._cancel:
             return False  # a slot given back since (its launch was abandoned)
         self._active_label = label
-        self._launch(options, label, claimed)
+        self._launch(options, label, claimed, send=send)
         return True
 
     @dataclass
@@ -568,20 +572,6 @@ class RunsPane(Pane):
 
         cancel: threading.Event
         run_id: str | None = None
-
-    def start_send(self, send) -> bool:
-        """Run a send (fibtui.runners.split.Send, already confirmed): the jobs this GPU could not
-        run, on Modal's B200, journaled into the same run, in the one run slot."""
-        claimed = self.claim()
-        if claimed is None:
-            self.notify(
-                f"run {self.active_run or '(starting)'} is still going: cancel it first (c)",
-                severity="warning",
-            )
-            return False
-        self._active_label = "send to Modal's B200"
-        self._launch(None, "send to Modal's B200", claimed, send=send)
-        return True
 
     @work(thread=True, group="runs-active", exit_on_error=False)
     def _launch(
