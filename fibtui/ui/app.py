@@ -1532,13 +1532,8 @@ class FibApp(App[int]):
     def _start(self, options, label: str, send: Any = None) -> bool:
         """Claim the run slot now, on the UI thread (a second key or save a moment later finds
         it taken), then start the run once the Runs pane is built. False when a run holds it."""
-        runs = self.pane("runs")
-        claimed = runs.claim()
+        claimed = self.pane("runs").claim(say=True)
         if claimed is None:
-            self.notify(
-                f"run {runs.active_run or '(starting)'} is still going: cancel it first (c)",
-                severity="warning",
-            )
             return False
         self.show_pane("runs")
         self._on_pane("runs", "start", options, label, claimed, send)

@@ -536,10 +536,16 @@ class RunsPane(Pane):
         (claim), so two keys or saves a moment apart never start two runs."""
         return self._cancel is not None
 
-    def claim(self) -> threading.Event | None:
+    def claim(self, say: bool = False) -> threading.Event | None:
         """Take the one run slot (on the UI thread): the new run's cancel event, or None when a
-        run holds it. A cancel before the run's thread starts ends it before it prepares."""
+        run holds it (``say``: and tell the user so). A cancel before the run's thread starts
+        ends it before it prepares."""
         if self._cancel is not None:
+            if say:
+                self.notify(
+                    f"run {self.active_run or '(starting)'} is still going: cancel it first (c)",
+                    severity="warning",
+                )
             return None
         self._cancel = threading.Event()
         self._active_label = None
@@ -550,14 +556,10 @@ class RunsPane(Pane):
     ) -> bool:
         """Start a run in the slot ``claimed`` (claim), or claim it now; False when busy.
         ``send`` (fibtui.runners.split.Send, already confirmed): instead of a new run, the jobs
-        this GPU could not run, on Modal's B200, journaled into their own run."""
+        this GPU could not run, on Modal's B200, journaled into the run they came from."""
         if claimed is None:
-            claimed = self.claim()
+            claimed = self.claim(say=True)
             if claimed is None:
-                self.notify(
-                    f"run {self.active_run or '(starting)'} is still going: cancel it first (c)",
-                    severity="warning",
-                )
                 return False
         elif claimed is not self._cancel:
             return False  # a slot given back since (its launch was abandoned)
