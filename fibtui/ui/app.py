@@ -27,6 +27,7 @@ from textual.widgets._footer import FooterKey
 from textual.worker import Worker, WorkerState
 
 from fibtui.core.errors import FibError
+from fibtui.core.status import TOOL_STATUSES
 from fibtui.core.workspace import Workspace
 from fibtui.resources import bundled
 from fibtui.ui.panes.base import elide_middle
@@ -539,7 +540,9 @@ class FibApp(App[int]):
         self._runs_pane: RunsPane | None = None
         #: runs whose verdict the other panes' refresh waits for (RunsPane.VerdictReady)
         self._refresh_after: set[str] = set()
-        #: runs whose send to Modal's B200 was offered once already (issue 31)
+        #: runs that ended with rows this GPU could not run, whose send to Modal's B200 is to
+        #: be offered after their verdict, and those offered once already (issue 31)
+        self._may_send: set[str] = set()
         self._send_offered: set[str] = set()
         self._panes: dict[str, Any] = {}
         self._tabs: TabbedContent | None = None
@@ -1575,6 +1578,9 @@ class FibApp(App[int]):
             self.watch_latencies_ms.append((time.monotonic() - self._watch_detected) * 1000)
             self._watch_detected = None
         if isinstance(message.event, RunFinished):
+            record = message.event.record
+            if record is not None and any(j.status in TOOL_STATUSES for j in record.jobs):
+                self._may_send.add(message.run_id)  # a run without such rows reads nothing more
             if self._pending_watch_gate:
                 # a save while the gate ran: its gate follows once this run's thread has ended
                 # (LaunchEnded), and the other panes' refreshes after that gate's verdict
@@ -1620,7 +1626,8 @@ class FibApp(App[int]):
         self._read_quick_history()
         if self.watch_mode or self._keep_worker_warm():
             self._prewarm()
-        if message.run_id not in self._send_offered:
+        if message.run_id in self._may_send and message.run_id not in self._send_offered:
+            self._may_send.discard(message.run_id)
             self._send_offered.add(message.run_id)
             self._plan_send(message.run_id, quiet=True)
 
