@@ -61,6 +61,8 @@ def status(args: argparse.Namespace) -> int:
         path = client.path
         try:
             found = client.ask({"op": "status"}, timeout=5.0)
+        except BlockingIOError:  # the socket's queue of waiting connections is full
+            found, why = None, "busy: its queue of waiting connections is full"
         except (OSError, ServiceError) as exc:  # it took the connection and said nothing
             found, why = None, str(exc) or type(exc).__name__
         if found is not None and not found.get("ok"):
