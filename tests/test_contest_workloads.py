@@ -1,4 +1,4 @@
-"""scripts/contest_workloads.py: workloads and torch solutions for the five contest definitions.
+"""scripts/data/contest_workloads.py: workloads and torch solutions for the five contest definitions.
 
 On the CPU, with ``--tiny`` shapes: the workspace's layout, determinism, every definition's
 constraints, and each solution against the definition's own reference on every workload
@@ -31,7 +31,7 @@ torch = pytest.importorskip(
 )
 
 DEFS = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "contest-definitions"
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "contest_workloads.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "data" / "contest_workloads.py"
 pytestmark = pytest.mark.skipif(not DEFS.is_dir(), reason=f"{DEFS} is absent")
 
 GDN_DECODE = "gdn_decode_qk4_v8_d128_k_last"

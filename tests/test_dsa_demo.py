@@ -30,7 +30,7 @@ def dsa_ws(tmp_path: Path) -> Path:
 
 def test_the_committed_demo_dataset_is_what_its_script_writes() -> None:
     proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "make_dsa_demo.py"), "--check"],
+        [sys.executable, str(REPO / "scripts" / "data" / "make_dsa_demo.py"), "--check"],
         capture_output=True,
         text=True,
     )

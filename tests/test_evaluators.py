@@ -2,7 +2,7 @@
 
 Table-driven: tests/fixtures/evaluators/cases.json holds tensors and the verdict flashinfer-bench's
 own evaluator classes (main branch; the commit is in the file) gave on them
-(scripts/make_evaluator_cases.py made it). fibtui's evaluator for the same definition must pick the
+(scripts/data/make_evaluator_cases.py made it). fibtui's evaluator for the same definition must pick the
 same evaluator and reach the same status, with the same error numbers. Plus the registry, the input
 preparation and the structured inputs, on the CPU.
 """
@@ -37,7 +37,7 @@ CASES = FIXTURES / "cases.json"
 
 def _cases() -> list[dict]:
     # committed with the tests: a missing file is a failure of its own, never a skip
-    assert CASES.is_file(), f"{CASES} is missing (scripts/make_evaluator_cases.py writes it)"
+    assert CASES.is_file(), f"{CASES} is missing (scripts/data/make_evaluator_cases.py writes it)"
     return json.loads(CASES.read_text())["cases"]
 
 

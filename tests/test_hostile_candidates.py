@@ -2,8 +2,8 @@
 caught with a named status that never promotes (docs/measurement.md, "A gate no candidate can
 game"). They run through ``fibtui run`` on Triton's CPU interpreter, where their honest path is a
 real Triton kernel (milliseconds) and their cheat a copy (microseconds). The attacks that need a
-GPU (work hidden on a side stream, CUDA-graph replay, the CUPTI timer) are in
-``scripts/device/h200_hostile.sh``."""
+GPU (work hidden on a side stream, CUDA-graph replay, the CUPTI timer) are run by
+``scripts/device/h200_gate.sh`` and ``scripts/device/h200_session_end.sh``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Large result files at the speed of the format (issue 37 item 6): the quick paths give what the
-strict ones give. The figures themselves are scripts/bench_large_results.py's
+strict ones give. The figures themselves are scripts/bench/bench_large_results.py's
 (optimize_ops/benchmarks/large_results/), never asserted here."""
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def test_results_of_the_generated_bench_files_load(tmp_path: Path) -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "bench", REPO / "scripts" / "bench_large_results.py"
+        "bench", REPO / "scripts" / "bench" / "bench_large_results.py"
     )
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)

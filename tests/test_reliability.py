@@ -11,7 +11,7 @@
   archives the rejected kernel before restoring, a full disk fails the step with one line and
   leaves existing files whole.
 - Load: a 400-job interpreter sweep with the TUI attached: every job once, the app answers keys
-  (scripts/bench_load.py measures the 2,000-job version); the Runs pane's cost per finished job
+  (scripts/bench/bench_load.py measures the 2,000-job version); the Runs pane's cost per finished job
   (handler and table flushes) is bounded against an idle message-dispatch baseline of the same app.
 
 Processes this module starts carry FIBTUI_TEST_MARK in their environment; the worker processes
@@ -1345,7 +1345,7 @@ PANE_MARKERS = {
 def test_a_400_job_sweep_with_the_tui_attached(tmp_path: Path) -> None:
     """400 interpreter jobs streaming into the app in a real terminal: the sweep is started with the
     user's keys, pane keys are answered all along (key written -> the new pane's text on the
-    terminal; a generous bound here, scripts/bench_load.py reports the real 2,000-job figures),
+    terminal; a generous bound here, scripts/bench/bench_load.py reports the real 2,000-job figures),
     and every job lands in the journal exactly once."""
     n = 400
     mark = uuidlib.uuid4().hex

@@ -30,9 +30,9 @@ Z975 = statistics.NormalDist().inv_cdf(0.975)
 
 
 def _sim():
-    """scripts/sim_adaptive.py, the simulations from the archived demo round."""
+    """scripts/bench/sim_adaptive.py, the simulations from the archived demo round."""
     spec = importlib.util.spec_from_file_location(
-        "sim_adaptive", REPO / "scripts" / "sim_adaptive.py"
+        "sim_adaptive", REPO / "scripts" / "bench" / "sim_adaptive.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -271,7 +271,7 @@ def test_aa_gates_through_the_scheduler_keep_the_error_rate(sim) -> None:
     """The same claim through the real rule and scheduler (paired_verdict at every look): A/A
     representative gates from the archived round's noise (different in each band), tau 0 (the
     strictest), cap 5, with no A/A history: the noise is estimated from the run's own repeats
-    (scripts/sim_adaptive.py, 2000 gates: 2.3% of 6000 workload decisions)."""
+    (scripts/bench/sim_adaptive.py, 2000 gates: 2.3% of 6000 workload decisions)."""
     out = sim.aa_gates(sim.noise_model(sim.archived_record()), 300, random.Random(11), None)
     assert out["workloads"] == 900
     assert out["workload_faster"] <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 900), out
@@ -305,7 +305,7 @@ def test_replayed_fixed_records_give_the_same_verdicts(sim, cap, scope, change, 
     """Fixed-design records (3 and 10 repeats) simulated from the archived round's noise, run
     through the adaptive rule with the same cap: the same verdict (the full set) or word (the
     representatives) as the fixed design in at least ``least`` of them. A/A samples at 3 repeats
-    are the close cases: their bands sit near the noise floor (scripts/sim_adaptive.py, 200
+    are the close cases: their bands sit near the noise floor (scripts/bench/sim_adaptive.py, 200
     records: 92.5% at 3 repeats, 100% at 10). So is v2's archived change at 3 repeats, whose
     batch-16 band sits at -1.6% against a tau of 1%: one design can leave it undecided where the
     other decided it (19 of these 20 records agree), which makes the gate's word "undecided"

@@ -1,5 +1,5 @@
-"""The GPU timer's bookkeeping, on synthetic CUPTI activity (the GPU runs are in
-scripts/device/h200_hostile.sh): how a profile is cut into calls around fibtui's own kernels,
+"""The GPU timer's bookkeeping, on synthetic CUPTI activity (the GPU runs: scripts/device/h200_gate.sh
+and h200_session_end.sh): how a profile is cut into calls around fibtui's own kernels,
 work on a side stream or after a call's end counted in the call, the schedule's rotation of input
 sets, and the rules that read the timed calls against a probe call on unseen inputs."""
 

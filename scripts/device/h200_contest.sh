@@ -3,8 +3,8 @@
 # (config.toml's own solution "." and every candidates/NAME), a gate on one workload per batch size
 # with cold L2 (the first gate: its build compiles), the same gate with warm L2 (the second gate:
 # the build comes from the cache), an independent plain-CUPTI timing of the same workloads
-# (scripts/bench_plain_solution.py, warm and cold L2), flashinfer-bench's own build time
-# (scripts/bench_fib_build.py) and, in the parity phase, `fibtui parity --solution` (flashinfer-bench
+# (scripts/bench/bench_plain_solution.py, warm and cold L2), flashinfer-bench's own build time
+# (scripts/bench/bench_fib_build.py) and, in the parity phase, `fibtui parity --solution` (flashinfer-bench
 # in the official shape) on the same workloads.
 #
 #   bash scripts/device/h200_contest.sh gates "SOL1 SOL2 ..."    # . or candidates/NAME
@@ -64,10 +64,10 @@ for S in $SOLS; do
     echo "rc=$? wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))" >> $R/${N}_gate2.txt
     LIB=$(library_of $R/${N}_gate1.json)
     for L2 in warm cold; do
-      python3 scripts/bench_plain_solution.py --solution /tmp/ws/$S --dataset /tmp/ws/dataset --workloads "$U" \
+      python3 scripts/bench/bench_plain_solution.py --solution /tmp/ws/$S --dataset /tmp/ws/dataset --workloads "$U" \
         ${LIB:+--library "$LIB"} --l2 $L2 > $R/${N}_plain_$L2.jsonl 2> $R/${N}_plain_$L2.err
     done
-    python3 scripts/bench_fib_build.py --solution /tmp/ws/$S --dataset /tmp/ws/dataset > $R/${N}_fib_build.json 2>&1
+    python3 scripts/bench/bench_fib_build.py --solution /tmp/ws/$S --dataset /tmp/ws/dataset > $R/${N}_fib_build.json 2>&1
     echo "== $N"; tail -4 $R/${N}_gate1.txt; tail -2 $R/${N}_gate2.txt; head -c 300 $R/${N}_fib_build.json; echo
   else
     $F parity --workspace /tmp/ws --workloads "$U" --solution "/tmp/ws/$S" --json > $R/${N}_parity.json 2> $R/${N}_parity.txt

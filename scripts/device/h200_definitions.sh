@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The five contest definitions on the H200 (issue 16): a workspace of real-shaped workloads made by
-# scripts/contest_workloads.py (structured inputs as safetensors), one torch solution of ours per
+# scripts/data/contest_workloads.py (structured inputs as safetensors), one torch solution of ours per
 # definition, judged by fibtui's evaluator for it and by flashinfer-bench (main branch, which has
 # the DSA evaluators) on the same workloads.
 #
@@ -31,7 +31,7 @@ export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache GIT_PYTHON_R
 python3 -c "import torch, polars, flashinfer_bench, importlib.metadata as m; print('torch', torch.__version__, torch.cuda.get_device_name(), 'flashinfer-bench', m.version('flashinfer-bench'))" || exit 3
 WS=/tmp/defs
 if [ ! -d $WS ]; then
-  python3 scripts/contest_workloads.py --definitions .devdata --out $WS || exit 4
+  python3 scripts/data/contest_workloads.py --definitions .devdata --out $WS || exit 4
   git -C $WS init -q && git -C $WS add -A && git -C $WS -c user.email=d@d -c user.name=d commit -qm ws
 fi
 R=$OUT/defs

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What `fibtui run --workloads rep` costs outside the worker on the H200 (issue 20), before and
-# after a change: scripts/bench_gate_overhead.py (process start to RunStarted; the last job to the
+# after a change: scripts/bench/bench_gate_overhead.py (process start to RunStarted; the last job to the
 # verdict, replayed) on a fresh demo workspace and on one holding 100 earlier gates, then
-# scripts/bench_cli_gate.py (real paired gates through the worker service), for the fibtui of
+# scripts/bench/bench_cli_gate.py (real paired gates through the worker service), for the fibtui of
 # BASE (default 4f889d4, the commit before the fast path's caches) and of this checkout, both
 # taken from git (`git archive`), so the device's copy of the lead's checkout serves as it is.
 #
@@ -43,7 +43,7 @@ cd $W/after
 for h in 0 100; do
   for t in before after; do
     echo "== bench_gate_overhead.py --backend local --reps ${REPS:-9} --history $h, fibtui of $t" >> $S
-    timeout 300 python3 scripts/bench_gate_overhead.py --backend local --reps ${REPS:-9} \
+    timeout 300 python3 scripts/bench/bench_gate_overhead.py --backend local --reps ${REPS:-9} \
       --history $h --tree $W/$t --profile $R/prof_${t}_$h --json $R/overhead_${t}_$h.json \
       > $R/overhead_${t}_$h.txt 2>&1
     echo "rc=$?" >> $S
@@ -53,7 +53,7 @@ done
 if [ "${CLI_GATE:-1}" = 1 ]; then
   for t in before after; do
     echo "== bench_cli_gate.py --backend local --plain 0 --daemon 3 --at-once 0, fibtui of $t (load $(cat /proc/loadavg))" >> $S
-    (cd $W/$t && PYTHONPATH=/tmp/site:$W/$t timeout 240 python3 scripts/bench_cli_gate.py \
+    (cd $W/$t && PYTHONPATH=/tmp/site:$W/$t timeout 240 python3 scripts/bench/bench_cli_gate.py \
       --backend local --plain 0 --daemon 3 --at-once 0 --json $R/cli_gate_$t.json -- \
       --baseline solution/triton --solution candidates/v2_smallb_splitv > $R/cli_gate_$t.txt 2>&1)
     echo "rc=$?" >> $S

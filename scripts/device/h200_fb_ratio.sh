@@ -5,7 +5,7 @@
 #
 #   bash scripts/device/h200_fb_ratio.sh        # carry .whl and .devdata (flashinfer-trace)
 #
-# 1. scripts/bench_cli_gate.py (the demo's representative gate from the CLI) when CLI_GATE=1.
+# 1. scripts/bench/bench_cli_gate.py (the demo's representative gate from the CLI) when CLI_GATE=1.
 # 2. fibtui run --workloads all --repeats 3, baseline against v2_smallb_splitv: reference cache
 #    cold (its first run: the service starts), warm (the target), adaptive (--adaptive, cap 3).
 # 3. The worker service stopped (nothing of fibtui holds the GPU), then flashinfer-bench 0.1.3.dev
@@ -32,7 +32,7 @@ begin_results fbratio
 
 if [ "${CLI_GATE:-0}" = 1 ]; then
   say "CLI gate"
-  timeout 300 python3 scripts/bench_cli_gate.py --backend local --plain 1 --daemon ${DAEMON:-4} \
+  timeout 300 python3 scripts/bench/bench_cli_gate.py --backend local --plain 1 --daemon ${DAEMON:-4} \
     --at-once ${AT_ONCE:-2} --json $R/cli_gate.json -- --baseline solution/triton \
     --solution candidates/v2_smallb_splitv > $R/cli_gate.txt 2>&1
   say "cli gate rc=$?"; grep -E "^call|    python" $R/cli_gate.txt

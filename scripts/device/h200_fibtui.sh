@@ -8,7 +8,7 @@ export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD
 export FIBTUI_CACHE_DIR=/tmp/fibtui-cache
-B="python3 scripts/bench_h200.py"
+B="python3 scripts/bench/bench_h200.py"
 R=$OUT/bench
 mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $R/gpu.txt

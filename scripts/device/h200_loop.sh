@@ -4,7 +4,7 @@
 #
 #   bash scripts/device/h200_loop.sh           # carry .whl and .devdata (flashinfer-trace)
 #
-# 1. scripts/bench_cli_gate.py: the demo's paired representative gate (baseline against
+# 1. scripts/bench/bench_cli_gate.py: the demo's paired representative gate (baseline against
 #    v2_smallb_splitv) from the CLI: once --no-daemon, twice through the worker service (the
 #    second once the service shows its next worker ready), once straight after; wall time from
 #    command start to the verdict line, and the verdict's word.
@@ -12,7 +12,7 @@
 #    through the service: cold reference cache, then warm (the sweep target), then adaptive
 #    (--adaptive, cap 3); then twice --no-daemon, delimiters through Triton's JIT and launched
 #    directly (FIBTUI_DIRECT_DELIMITERS=0 / 1), whose latencies must agree.
-# 3. scripts/bench_watch_gpu.py: a save to the paired representative gate's verdict in watch mode.
+# 3. scripts/bench/bench_watch_gpu.py: a save to the paired representative gate's verdict in watch mode.
 # 4. scripts/device/h200_adaptive.sh with what is left of ADAPTIVE_S (pairs and designs narrowed
 #    by the variables below).
 # Files: $OUT/loop.tgz (everything), $OUT/loop_summary.txt, and the adaptive script's own.
@@ -25,7 +25,7 @@ private_runtime loop
 begin_results loop
 
 say "1. CLI gate"
-timeout 240 python3 scripts/bench_cli_gate.py --backend local --plain 1 --daemon 2 --at-once 1 \
+timeout 240 python3 scripts/bench/bench_cli_gate.py --backend local --plain 1 --daemon 2 --at-once 1 \
   --json $R/cli_gate.json -- --baseline solution/triton --solution candidates/v2_smallb_splitv \
   > $R/cli_gate.txt 2>&1
 say "cli gate rc=$?"; grep -E "^call|waited" $R/cli_gate.txt
@@ -57,7 +57,7 @@ FIBTUI_DIRECT_DELIMITERS=0 sweep s54_jit $S --no-daemon
 FIBTUI_DIRECT_DELIMITERS=1 sweep s54_direct $S --no-daemon
 
 say "3. watch mode"
-timeout 150 python3 scripts/bench_watch_gpu.py --rounds ${WATCH_ROUNDS:-3} > $R/watch.txt 2>&1
+timeout 150 python3 scripts/bench/bench_watch_gpu.py --rounds ${WATCH_ROUNDS:-3} > $R/watch.txt 2>&1
 say "watch rc=$?"; grep -v Warning $R/watch.txt | tail -8
 
 python3 - $R <<'PY' | tee $OUT/loop_summary.txt

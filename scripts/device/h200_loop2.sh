@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The rest of issue 20's H200 checks after h200_loop.sh, for a short call: watch mode
-# (scripts/bench_watch_gpu.py, WATCH_ROUNDS rounds) and more adaptive pairs
+# (scripts/bench/bench_watch_gpu.py, WATCH_ROUNDS rounds) and more adaptive pairs
 # (scripts/device/h200_adaptive.sh with PAIRS narrowed). Carry .whl.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -10,7 +10,7 @@ export FIBTUI_CACHE_DIR=/tmp/fibtui-cache-loop2 GIT_PYTHON_REFRESH=quiet
 export XDG_RUNTIME_DIR=/tmp/xdg-loop2
 mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT/loop2
 START=$(date +%s)
-timeout ${WATCH_S:-90} python3 scripts/bench_watch_gpu.py --rounds ${WATCH_ROUNDS:-2} > $OUT/loop2/watch.txt 2>&1
+timeout ${WATCH_S:-90} python3 scripts/bench/bench_watch_gpu.py --rounds ${WATCH_ROUNDS:-2} > $OUT/loop2/watch.txt 2>&1
 echo "watch rc=$? after $(( $(date +%s) - START )) s"; grep -v Warning $OUT/loop2/watch.txt | tail -6
 BUDGET_S=$(( ${TOTAL_S:-240} - ($(date +%s) - START) )) REAL_PAIRS="${REAL_PAIRS-eager_vs_triton triton_vs_v2}" \
   AA_PAIRS="${AA_PAIRS-eager_aa v2_best_aa}" FULL_PAIRS="" REP_DESIGNS="${REP_DESIGNS:-fixed3 adaptive10 fixed10}" \

@@ -3,13 +3,13 @@
 #
 #   bash scripts/device/h200_loop3.sh          # carry .whl and .probe-whl (py-spy)
 #
-# 1. scripts/bench_cli_gate.py: the demo's paired representative gate (baseline against
+# 1. scripts/bench/bench_cli_gate.py: the demo's paired representative gate (baseline against
 #    v2_smallb_splitv) from the CLI: once --no-daemon, then through the worker service DAEMON
 #    times (the first starts it; the later ones are handed the worker the previous call gave
 #    back), then AT_ONCE calls straight after the previous one.
 # 2. One more such gate under py-spy (the CLI process, and the service's ready worker attached by
 #    pid, --nonblocking): where the remaining wall time goes (a profile, not a timing).
-# 3. scripts/bench_watch_verdict.py: the real TUI in watch mode, save -> paired verdict.
+# 3. scripts/bench/bench_watch_verdict.py: the real TUI in watch mode, save -> paired verdict.
 # 4. scripts/device/h200_adaptive.sh (4 real and 4 A/A pairs over the representatives: fixed 3,
 #    adaptive cap 10, fixed 10; FULL_PAIRS over all 50 demo workloads) with what is left of TOTAL_S.
 # Files: $OUT/loop3.tgz (everything), $OUT/loop3_summary.txt, the adaptive script's own.
@@ -23,7 +23,7 @@ private_runtime loop3
 begin_results loop3
 
 say "1. CLI gate"
-timeout 300 python3 scripts/bench_cli_gate.py --backend local --plain 1 --daemon ${DAEMON:-4} \
+timeout 300 python3 scripts/bench/bench_cli_gate.py --backend local --plain 1 --daemon ${DAEMON:-4} \
   --at-once ${AT_ONCE:-2} --json $R/cli_gate.json -- --baseline solution/triton \
   --solution candidates/v2_smallb_splitv > $R/cli_gate.txt 2>&1
 say "cli gate rc=$?"; grep -E "^call|waited|    python" $R/cli_gate.txt
@@ -46,12 +46,12 @@ if [ -x /tmp/spy/bin/py-spy ]; then
   [ -n "${SPY:-}" ] && { kill -INT $SPY; wait $SPY; }
   say "py-spy gate: $(tail -1 $R/gate_spy.txt)"
   for f in $R/gate_cli.stacks $R/gate_worker.stacks; do
-    [ -f $f ] && python3 scripts/pyspy_breakdown.py $f --rate 1000 > ${f%.stacks}_top.txt 2>&1
+    [ -f $f ] && python3 scripts/bench/pyspy_breakdown.py $f --rate 1000 > ${f%.stacks}_top.txt 2>&1
   done
 fi
 
 say "3. watch mode in the TUI"
-timeout -k 10 ${WATCH_S:-150} python3 scripts/bench_watch_verdict.py --saves ${SAVES:-8} --json $R/watch.json \
+timeout -k 10 ${WATCH_S:-150} python3 scripts/bench/bench_watch_verdict.py --saves ${SAVES:-8} --json $R/watch.json \
   > $R/watch.txt 2>&1
 say "watch rc=$?"; tail -3 $R/watch.txt
 python3 -m fibtui workers stop > /dev/null 2>&1

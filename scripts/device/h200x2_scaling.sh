@@ -2,7 +2,7 @@
 # Where the 2-GPU sweep loses time (kind nvidia-h200-x2). The same paired demo sweep (50 workloads
 # x 3 repeats) with: one GPU; two GPUs; two one-GPU sweeps at once in separate processes (is a
 # job slower when another GPU is busy, whoever runs it?); two GPUs with OMP_NUM_THREADS=4.
-# Each split into start-up / jobs / end (scripts/tsrun.py), plus the worker's own per-job wall.
+# Each split into start-up / jobs / end (scripts/bench/tsrun.py), plus the worker's own per-job wall.
 # Carry .whl.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -15,7 +15,7 @@ for w in /tmp/ws /tmp/ws2; do rm -rf $w && python3 -m fibtui demo $w --no-tui --
 args() { echo "-m fibtui run --backend local --workloads all --repeats 3 --baseline $1/solution/triton --solution $1/candidates/v2_smallb_splitv --workspace $1 --json"; }
 python3 $(args /tmp/ws) --workers 2 > /dev/null 2>&1   # reference and Triton caches warm
 python3 -c "import time; t=time.time(); import torch, triton; torch.cuda.init(); print('import torch+triton+cuda init', round(time.time()-t, 2), 's')"
-T="python3 scripts/tsrun.py"
+T="python3 scripts/bench/tsrun.py"
 $T $R/one.json -- python3 $(args /tmp/ws) --workers 1
 $T $R/two.json -- python3 $(args /tmp/ws) --workers 2
 CUDA_VISIBLE_DEVICES=0 $T $R/apart0.json -- python3 $(args /tmp/ws) --workers 1 &

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo's paired sweep with 20 repeats (2,000 jobs) on 1, 2 and 4 GPUs of one host (kind
 # nvidia-h200-x4): does the one-runner fan-out keep scaling past two GPUs? Split by
-# scripts/tsrun.py into start-up and jobs. Carry .whl.
+# scripts/bench/tsrun.py into start-up and jobs. Carry .whl.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD FIBTUI_CACHE_DIR=/tmp/fibtui-cache GIT_PYTHON_REFRESH=quiet
@@ -12,7 +12,7 @@ nvidia-smi -L
 rm -rf /tmp/ws && python3 -m fibtui demo /tmp/ws --no-tui --no-history >/dev/null
 A="-m fibtui run --backend local --workloads all --baseline /tmp/ws/solution/triton --solution /tmp/ws/candidates/v2_smallb_splitv --workspace /tmp/ws --json"
 python3 $A --workers 4 > /dev/null 2>&1   # caches warm
-for n in 1 2 4; do python3 scripts/tsrun.py $R/gpus$n.json -- python3 $A --repeats 20 --workers $n; done
+for n in 1 2 4; do python3 scripts/bench/tsrun.py $R/gpus$n.json -- python3 $A --repeats 20 --workers $n; done
 python3 - $R <<'PY'
 import json, sys
 from pathlib import Path

@@ -11,10 +11,10 @@ mkdir -p $R
 rm -rf /tmp/ws && python3 -m fibtui demo /tmp/ws --no-tui --no-history >/dev/null
 A="-m fibtui run --backend local --workloads all --baseline /tmp/ws/solution/triton --solution /tmp/ws/candidates/v2_smallb_splitv --workspace /tmp/ws --json --repeats 10"
 python3 $A --repeats 1 --workers 4 > /dev/null 2>&1   # caches warm
-python3 scripts/tsrun.py $R/g1.json -- python3 $A --workers 1
-python3 scripts/tsrun.py $R/g4.json -- python3 $A --workers 4
-OMP_NUM_THREADS=16 python3 scripts/tsrun.py $R/g4_omp16.json -- python3 $A --workers 4
-OMP_NUM_THREADS=1 python3 scripts/tsrun.py $R/g4_omp1.json -- python3 $A --workers 4
+python3 scripts/bench/tsrun.py $R/g1.json -- python3 $A --workers 1
+python3 scripts/bench/tsrun.py $R/g4.json -- python3 $A --workers 4
+OMP_NUM_THREADS=16 python3 scripts/bench/tsrun.py $R/g4_omp16.json -- python3 $A --workers 4
+OMP_NUM_THREADS=1 python3 scripts/bench/tsrun.py $R/g4_omp1.json -- python3 $A --workers 4
 python3 - $R <<'PY'
 import json, statistics, sys
 from pathlib import Path

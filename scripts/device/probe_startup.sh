@@ -10,6 +10,6 @@ mkdir -p $R
 rm -rf /tmp/ws && python3 -m fibtui demo /tmp/ws --no-tui --no-history >/dev/null
 G="-m fibtui run --backend local --workloads rep --baseline /tmp/ws/solution/triton --solution /tmp/ws/candidates/v2_smallb_splitv --workspace /tmp/ws"
 python3 $G > /dev/null 2>&1   # caches warm, as in the timed sweeps
-python3 scripts/tsrun.py $R/plain.json -- python3 $G
+python3 scripts/bench/tsrun.py $R/plain.json -- python3 $G
 /tmp/site/bin/py-spy record --subprocesses --idle --rate 250 --format raw -o $R/startup.txt -- python3 $G > $R/pyspy.log 2>&1 || tail -5 $R/pyspy.log
 ls -la $R

@@ -2,9 +2,9 @@
 """TUI speed on this machine: time to first paint, scrolling a 10,000-workload definition,
 key-to-repaint, watch-mode save-to-first-job, and memory. Prints a table; with --out writes JSON.
 
-    .venv/bin/python scripts/bench_tui.py [--out optimize_ops/benchmarks/tui_<date>.json]
-    .venv/bin/python scripts/bench_tui.py --start-trace            # the start only, traced
-    .venv/bin/python scripts/bench_tui.py --compare /tmp/old-tree  # A/B against another tree
+    .venv/bin/python scripts/bench/bench_tui.py [--out optimize_ops/benchmarks/tui_<date>.json]
+    .venv/bin/python scripts/bench/bench_tui.py --start-trace            # the start only, traced
+    .venv/bin/python scripts/bench/bench_tui.py --compare /tmp/old-tree  # A/B against another tree
 
 --start-trace: modules loaded, -X importtime own times and the process's CPU time at the first
 frame and at the first workload row, and a cProfile of the main thread to the first frame;
@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition of p95

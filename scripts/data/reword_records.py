@@ -3,7 +3,7 @@
 its rule's decided stops (run.json's ``adaptive.workloads``). No timing is redone: the same
 measurements, read by today's words.
 
-    python3 scripts/reword_records.py RECORD.json ...
+    python3 scripts/data/reword_records.py RECORD.json ...
 
 Prints one line per record: its name, the word it was printed with, and the word now.
 """
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fibtui.core import stats  # noqa: E402
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Regenerate the bundled demo's definition and workloads (deterministic: same output every run).
 
-python3 scripts/make_demo_dataset.py
+python3 scripts/data/make_demo_dataset.py
 """
 
 import json
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent / "kernels" / "gdn_decode_demo" / "dataset"
+ROOT = Path(__file__).resolve().parents[2] / "kernels" / "gdn_decode_demo" / "dataset"
 NAME = "demo_gdn_decode_qk4_v8_d128_k_last"
 
 REFERENCE = '''import math

@@ -1,8 +1,8 @@
 """A CLI gate with and without the worker service: wall time from command start to the verdict.
 
-    python3 scripts/bench_cli_gate.py --backend interpreter            # this CPU machine
-    python3 scripts/bench_cli_gate.py --backend local                  # a GPU machine
-    python3 scripts/bench_cli_gate.py --backend local -- --baseline solution/triton \\
+    python3 scripts/bench/bench_cli_gate.py --backend interpreter            # this CPU machine
+    python3 scripts/bench/bench_cli_gate.py --backend local                  # a GPU machine
+    python3 scripts/bench/bench_cli_gate.py --backend local -- --baseline solution/triton \\
         --solution candidates/v2_smallb_splitv                          # a paired gate
 
 On a fresh demo workspace (``fibtui demo DIR --no-tui``) it runs ``fibtui run --workloads rep``
@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 _STAMPS: dict[str, float] = {}
 
 

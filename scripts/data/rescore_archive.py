@@ -2,7 +2,7 @@
 archives' .tgz files), judged by today's rule (the mean latency's interval decides) beside the rule
 before issue 33 (G's interval decided): which verdicts the change of rule changes.
 
-    PYTHONPATH=. python scripts/rescore_archive.py [ROOT]   # ROOT: a checkout (default: this one)
+    PYTHONPATH=. python scripts/data/rescore_archive.py [ROOT]   # ROOT: a checkout (default: this one)
 
 The noise floor is the archive's A/A history (optimize_ops/benchmarks/aa.jsonl) of the record's
 GPU, as `fibtui compare` of a bare file would have it; the scope is full for a record of every
@@ -18,7 +18,7 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fibtui.core import stats  # noqa: E402
 
@@ -57,7 +57,7 @@ def old_verdict(c: stats.Comparison) -> str:
 
 
 def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else Path(__file__).resolve().parents[1]
+    root = Path(argv[0]) if argv else Path(__file__).resolve().parents[2]
     sessions = stats.load_aa_file(root / "optimize_ops" / stats.AA_FILE)
     changed = total = 0
     for where, record in records(root):

@@ -6,7 +6,7 @@ compare`` of the two, each as a subprocess, and reads its peak resident memory f
 ``resource.getrusage(RUSAGE_CHILDREN)`` (each verb runs in a fresh child of a fresh helper, so
 the figure is that verb's own). Prints JSON and writes it to ``--out`` when given.
 
-    python scripts/bench_large_results.py --workloads 100000 --out optimize_ops/benchmarks/large_results/after.json
+    python scripts/bench/bench_large_results.py --workloads 100000 --out optimize_ops/benchmarks/large_results/after.json
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEFINITION = "bench_large_scale"
 
 

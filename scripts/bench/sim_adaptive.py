@@ -1,7 +1,7 @@
 """Adaptive repeats against the fixed design, on the CPU: simulations from the noise of the
 archived demo round (docs/measurement.md, "Adaptive repeats").
 
-    python3 scripts/sim_adaptive.py [--runs N] [--rule-runs N] [--seed S]
+    python3 scripts/bench/sim_adaptive.py [--runs N] [--rule-runs N] [--seed S]
 
 1. The rule alone: the repeated intervals of one workload over many simulated A/A pairs (the
    same distribution on both arms). How often it decides "faster" (at tau = 0, where any
@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fibtui.core import sequential, stats  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The TUI under load: a long interpreter sweep streaming into the app, measured in a real terminal.
 
-    .venv/bin/python scripts/bench_load.py [--jobs 2000] [--kernel-sleep-ms 0] [--out FILE]
+    .venv/bin/python scripts/bench/bench_load.py [--jobs 2000] [--kernel-sleep-ms 0] [--out FILE]
 
 A tiny workspace with ``--jobs`` workloads (a python kernel, Triton's CPU interpreter backend) is
 opened with ``python -m fibtui`` in a pseudo-terminal (120x40). The full sweep is started with the
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition of p95
@@ -220,7 +220,7 @@ def main() -> int:
 
     every = [v for vs in latencies.values() for v in vs]
     lines = [
-        f"command: .venv/bin/python scripts/bench_load.py --jobs {args.jobs}"
+        f"command: .venv/bin/python scripts/bench/bench_load.py --jobs {args.jobs}"
         + (f" --kernel-sleep-ms {args.kernel_sleep_ms:g}" if args.kernel_sleep_ms else "")
         + (f" --out {args.out}" if args.out else ""),
         f"machine: {platform.node()} · {os.cpu_count()} CPUs · Python {platform.python_version()} · "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time reading 100,000 workload lines (fibtui.core.dataset.load_workloads) on this machine.
 
-    .venv/bin/python scripts/bench_load_workloads.py [--lines 100000] [--runs 7]
+    .venv/bin/python scripts/bench/bench_load_workloads.py [--lines 100000] [--runs 7]
 
 The lines are the bundled demo's workloads repeated with fresh uuids (about 46 MB of JSONL).
 Prints the median and the spread; "strict" is the line-by-line path a malformed file takes.
@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fibtui.core.dataset import Dataset, load_workloads  # noqa: E402

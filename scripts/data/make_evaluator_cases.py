@@ -13,7 +13,7 @@ wrong solutions.
 It needs torch, pydantic, safetensors, pyyaml, docstring-parser and typing_extensions, and runs on
 a CPU-only machine (see tests/fixtures/evaluators/README.md for the exact setup):
 
-    python scripts/make_evaluator_cases.py --flashinfer-bench /tmp/fib-main --commit <40 hex>
+    python scripts/data/make_evaluator_cases.py --flashinfer-bench /tmp/fib-main --commit <40 hex>
 
 Deterministic: fixed seeds, so rerunning it writes the same files.
 """
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "tests" / "fixtures" / "evaluators"
 
 
@@ -1004,7 +1004,7 @@ def main() -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = shlex.join(["python", "scripts/make_evaluator_cases.py", *sys.argv[1:]])
+    command = shlex.join(["python", "scripts/data/make_evaluator_cases.py", *sys.argv[1:]])
     doc = {
         "generated_by": {
             "flashinfer_bench_commit": args.commit,

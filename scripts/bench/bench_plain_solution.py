@@ -9,7 +9,7 @@ name is the delimiter) of a 2xL2 buffer (``--l2 cold``) or of one element (``--l
 back-to-back calls); a call's latency is the span from its first kernel's start to its last
 kernel's end, the delimiter excluded. Prints the median per workload as JSON lines.
 
-    python3 scripts/bench_plain_solution.py --solution DIR --dataset DATASET --workloads U1,U2 \
+    python3 scripts/bench/bench_plain_solution.py --solution DIR --dataset DATASET --workloads U1,U2 \
         [--library PATH.so] [--l2 warm|cold] [--calls 100]
 """
 

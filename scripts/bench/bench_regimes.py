@@ -6,7 +6,7 @@ folder, reads it back with ``load_workloads``, makes one result row per workload
 a latency that depends on both axes) and times ``analyze`` (floors on B200 included) several
 times. Prints the median and the spread; the target is under 1 s on a 2-core machine.
 
-    PYTHONPATH=$PWD .venv/bin/python scripts/bench_regimes.py [--workloads N] [--runs R]
+    PYTHONPATH=$PWD .venv/bin/python scripts/bench/bench_regimes.py [--workloads N] [--runs R]
 """
 
 from __future__ import annotations

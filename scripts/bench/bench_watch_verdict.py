@@ -1,6 +1,6 @@
 """Watch mode in the real TUI: from a save of the solution's kernel to the paired verdict on screen.
 
-    python3 scripts/bench_watch_verdict.py [--saves 6] [--size 120x40] [--json OUT]
+    python3 scripts/bench/bench_watch_verdict.py [--saves 6] [--size 120x40] [--json OUT]
 
 On a fresh copy of the demo workspace (``fibtui demo``), the app runs headless (Textual's
 ``run_test``) with watch mode on (``w``), the worker service in a private runtime folder, and the
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 

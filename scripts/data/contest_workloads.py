@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Workloads and solutions of ours for the five MLSys 2026 FlashInfer contest definitions.
 
-    python3 scripts/contest_workloads.py --definitions DIR --out WS [--seed N] [--tiny]
+    python3 scripts/data/contest_workloads.py --definitions DIR --out WS [--seed N] [--tiny]
 
 DIR holds the contest's definitions (FlashInfer-Trace JSON, each with its Python ``reference``);
 WS becomes a workspace of one dataset and one solution folder per definition:
@@ -331,7 +331,7 @@ def dsa_sparse_attention_workloads(c: Ctx) -> list[Workload]:
 
 _HEAD = '''"""{title}
 
-Written by scripts/contest_workloads.py (fibtui): {what}, value-returning (the outputs as a tuple in
+Written by scripts/data/contest_workloads.py (fibtui): {what}, value-returning (the outputs as a tuple in
 definition order). It is the "one solution of ours" that runs beside the reference through both
 harnesses.
 """

@@ -3,8 +3,8 @@
 out like a contest repo, whose workloads keep their page tables and sequence lengths in
 safetensors files. Deterministic: rerunning it rewrites the same bytes.
 
-    python3 scripts/make_dsa_demo.py            # writes kernels/dsa_topk_demo/dataset
-    python3 scripts/make_dsa_demo.py --check    # exit 1 when the committed files differ
+    python3 scripts/data/make_dsa_demo.py            # writes kernels/dsa_topk_demo/dataset
+    python3 scripts/data/make_dsa_demo.py --check    # exit 1 when the committed files differ
 
 Needs only the standard library (the tensors are small integer tables, written by hand in the
 safetensors layout: an 8-byte header length, a JSON header, raw little-endian data).
@@ -20,7 +20,7 @@ import sys
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1] / "kernels" / "dsa_topk_demo"
+ROOT = Path(__file__).resolve().parents[2] / "kernels" / "dsa_topk_demo"
 NAME = "dsa_topk_indexer_demo_h4_d32_topk32_ps16"
 HEADS, DIM, PAGE, TOPK = 4, 32, 16, 32
 

@@ -3,11 +3,11 @@
 writes a JSON file; scripts/device/h200_fibtui.sh runs them in order and the outputs are committed
 under optimize_ops/benchmarks/ with the command that made them.
 
-    python3 scripts/bench_h200.py noise    --ws WS --out OUT
-    python3 scripts/bench_h200.py fidelity --ws WS --run RUN_ID --out OUT
-    python3 scripts/bench_h200.py sweep    --ws WS --out OUT --name NAME -- <fibtui run args>
-    python3 scripts/bench_h200.py profile  --ws WS --solution DIR --workloads U1,U2 --set detailed --out OUT --name NAME
-    python3 scripts/bench_h200.py hostile  --ws WS --out OUT
+    python3 scripts/bench/bench_h200.py noise    --ws WS --out OUT
+    python3 scripts/bench/bench_h200.py fidelity --ws WS --run RUN_ID --out OUT
+    python3 scripts/bench/bench_h200.py sweep    --ws WS --out OUT --name NAME -- <fibtui run args>
+    python3 scripts/bench/bench_h200.py profile  --ws WS --solution DIR --workloads U1,U2 --set detailed --out OUT --name NAME
+    python3 scripts/bench/bench_h200.py hostile  --ws WS --out OUT
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fibtui.core.numbers import p95  # noqa: E402 - the project's one definition of p95

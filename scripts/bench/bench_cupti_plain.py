@@ -4,7 +4,7 @@ loop written without any fibtui code (no delimiter kernels, no worker), on one w
 size. warm: 200 back-to-back calls; cold: the same with a 2xL2 ``zero_()`` between calls (the way
 flashinfer's CUPTI bench flushes). Prints the median kernel duration per batch size as JSON.
 
-    python3 scripts/bench_cupti_plain.py > plain_cupti.json
+    python3 scripts/bench/bench_cupti_plain.py > plain_cupti.json
 """
 
 import importlib.util
@@ -16,9 +16,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-KERNEL = (
-    Path(__file__).resolve().parent.parent / "kernels/gdn_decode_demo/solution/triton/kernel.py"
-)
+KERNEL = Path(__file__).resolve().parents[2] / "kernels/gdn_decode_demo/solution/triton/kernel.py"
 spec = importlib.util.spec_from_file_location("demo_kernel", KERNEL)
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)

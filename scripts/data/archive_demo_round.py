@@ -1,12 +1,12 @@
 """Archive a measured round of the bundled demo into optimize_ops/ and decide it.
 
-    PYTHONPATH=. python scripts/archive_demo_round.py RUN_FOLDER [RUN_FOLDER ...] [--root DIR]
+    PYTHONPATH=. python scripts/data/archive_demo_round.py RUN_FOLDER [RUN_FOLDER ...] [--root DIR]
         [--topic TOPIC] [--aa RUN_A.json RUN_B.json]... [--note TEXT]...
 
 The bundled round was archived with (run folders from the H200 session of 2026-11-29)::
 
     H=optimize_ops/benchmarks/h200_20261129/runs
-    PYTHONPATH=. python scripts/archive_demo_round.py ROUND/20261129-093928_demo_local \
+    PYTHONPATH=. python scripts/data/archive_demo_round.py ROUND/20261129-093928_demo_local \
         ROUND/20261129-093940_demo_local \
         --aa $H/noise_cold_run1.run.json $H/noise_cold_run2.run.json \
         --aa $H/noise_warm_run1.run.json $H/noise_warm_run2.run.json \
@@ -36,7 +36,7 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fibtui.core import archive, stats  # noqa: E402
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             archive_root, run_ids=run_ids, definition_obj=definition, workloads=workloads
         )
         notes = [
-            "recorded by scripts/archive_demo_round.py from runs measured with fibtui on an H200; the bundled demo "
+            "recorded by scripts/data/archive_demo_round.py from runs measured with fibtui on an H200; the bundled demo "
             "keeps the baseline as its checked-in kernel so the round can be replayed in a `fibtui demo` workspace",
             *args.note,
         ]

@@ -2,7 +2,7 @@
 writes collapsed stacks (``frame;frame;... count``); this sums them per process (runner, worker)
 and, under a chosen frame, per child frame.
 
-    python scripts/pyspy_breakdown.py STACKS[.gz] [--rate 200] [--under FRAME] [--depth 1]
+    python scripts/bench/pyspy_breakdown.py STACKS[.gz] [--rate 200] [--under FRAME] [--depth 1]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run a command and report when its stderr lines arrived: ``python3 scripts/tsrun.py OUT.json -- CMD...``.
+"""Run a command and report when its stderr lines arrived: ``python3 scripts/bench/tsrun.py OUT.json -- CMD...``.
 
 Used by the device scripts to split a sweep's wall time into start-up (until the first result
 line ``[  1/N]``), the jobs, and the end. Writes {"wall_s", "first_result_s", "last_result_s",

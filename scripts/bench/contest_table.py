@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Tables of a contest-solutions benchmark folder made by scripts/device/h200_contest.sh: per
 solution, fibtui's two gates (cold L2: the first build; warm L2: from the build cache) beside the
-independent plain-CUPTI timing (scripts/bench_plain_solution.py) and flashinfer-bench's own build
-time (scripts/bench_fib_build.py); and the parity records (`fibtui parity --solution`).
+independent plain-CUPTI timing (scripts/bench/bench_plain_solution.py) and flashinfer-bench's own build
+time (scripts/bench/bench_fib_build.py); and the parity records (`fibtui parity --solution`).
 
-    python3 scripts/contest_table.py optimize_ops/benchmarks/h200_20261201_contest
+    python3 scripts/bench/contest_table.py optimize_ops/benchmarks/h200_20261201_contest
 """
 
 from __future__ import annotations

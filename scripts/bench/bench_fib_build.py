@@ -3,7 +3,7 @@
 ``BuilderRegistry.build`` in a fresh process with an empty FIB_CACHE_PATH (the first build), then
 in a second fresh process over the same cache (what its next run pays). Prints one JSON line.
 
-    python3 scripts/bench_fib_build.py --solution DIR --dataset DATASET [--cache DIR]
+    python3 scripts/bench/bench_fib_build.py --solution DIR --dataset DATASET [--cache DIR]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 with the worker started ahead of time as the TUI does (WarmWorkers), with and without the CUPTI
 warm-up the worker now does before saying ready (FIBTUI_WARM_CUPTI=1 / 0).
 
-    python3 scripts/bench_watch_gpu.py [--rounds 3]   # on a GPU machine, from the repo root
+    python3 scripts/bench/bench_watch_gpu.py [--rounds 3]   # on a GPU machine, from the repo root
 
 Per round and variant: a fresh workspace copy of the demo, a worker prewarmed (its start-up is
 timed: that happens while the user edits), then a paired representative gate (the baseline and
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fibtui.core.demo import create_demo_workspace  # noqa: E402
 from fibtui.core.workspace import open_workspace  # noqa: E402

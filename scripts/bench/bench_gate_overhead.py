@@ -1,9 +1,9 @@
 """What ``fibtui run --workloads rep`` costs outside the worker: before RunStarted, and from the
 last job to the verdict. Each phase is timed in fresh Python processes, several times; medians.
 
-    python3 scripts/bench_gate_overhead.py                      # interpreter backend, 7 repetitions
-    python3 scripts/bench_gate_overhead.py --backend local      # a GPU machine
-    python3 scripts/bench_gate_overhead.py --reps 11 --json out.json
+    python3 scripts/bench/bench_gate_overhead.py                      # interpreter backend, 7 repetitions
+    python3 scripts/bench/bench_gate_overhead.py --backend local      # a GPU machine
+    python3 scripts/bench/bench_gate_overhead.py --reps 11 --json out.json
 
 On a fresh demo workspace (``fibtui demo DIR --no-tui``):
 
@@ -49,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: the demo's archived paired representative run (3 workloads x 3 repeats x 2 solutions, H200)
 PAIRED_RUN = "20261129-103529_demo_local"
 #: seconds to wait after making the workspace, past fibtui.core.cachefile.SETTLE_S
