@@ -39,7 +39,7 @@ def wait_for(session: str, text: str, timeout: float = 120.0, socket: str = SOCK
         shown = screen(session, socket)
         if text in shown:
             return shown
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise AssertionError(f"{text!r} never appeared; the screen shows:\n{screen(session, socket)}")
 
 
