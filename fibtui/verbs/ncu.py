@@ -509,12 +509,13 @@ def ncu_host(args: argparse.Namespace) -> int:
     from fibtui.core.errors import InputError
     from fibtui.core.hostview import summarize as summarize_host
     from fibtui.runners.hostview import host_view, require_uuids
+    from fibtui.runners.registry import default_backend
     from fibtui.verbs._common import console, emit_json, workspace_from
 
     if args.calls < 1:
         raise InputError(None, "must be >= 1", field="--calls")
     ws = workspace_from(args)
-    backend = args.backend or ("local" if backends.detect().gpu else "interpreter")
+    backend = args.backend or default_backend(backends.detect())
     payload = host_view(ws, require_uuids(args.workload, ws), args.solution, backend, args.calls)
     views = summarize_host(payload)
     if args.json:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fibtui.core.runs import RunRecord
+    from fibtui.runners.session import RunOptions
 
 
 def register(sub, common) -> None:
@@ -64,13 +65,7 @@ def register(sub, common) -> None:
         metavar="|".join((*registry.names(), "auto")),
         help=registry.help_text(),
     )
-    p.add_argument(
-        "--plan",
-        action="store_true",
-        help="with --backend modal: print the plan (containers, GPU, image, volume, estimated "
-        "GPU-seconds and cost) and exit; no network",
-    )
-    p.add_argument("--modal-in-process", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--plan", action="store_true", help=registry.plan_help())
     p.add_argument(
         "--workloads",
         default="rep",
@@ -155,17 +150,8 @@ def register(sub, common) -> None:
     p.add_argument("--calls-per-block", type=int, metavar="N")
     p.add_argument("--blocks", type=int, metavar="N")
     p.add_argument("--json", action="store_true", help="print the final run record as JSON")
-    p.add_argument(
-        "--no-daemon",
-        action="store_true",
-        help="local/interpreter: start this run's own workers and leave the worker service alone "
-        "(default: take a ready worker from it, starting it when none runs; `fibtui workers`)",
-    )
-    p.add_argument(
-        "--yes",
-        action="store_true",
-        help="modal: start even when the worst case costs more than [modal] confirm_above_usd",
-    )
+    for option in registry.options():  # each backend's own flags (fibtui.runners.backends)
+        option.add_to(p)
     p.set_defaults(func=run)
 
     p = sub.add_parser("runs", help="list runs and their state")
@@ -226,15 +212,17 @@ def run(args: argparse.Namespace) -> int:
         calls_per_block=args.calls_per_block,
         blocks=args.blocks,
         definition=args.definition,
-        modal_in_process=args.modal_in_process,
     )
+    _backend_options(args, options)
     if args.send_unsupported:
         return _send(args, ws, args.send_unsupported)
     if args.plan:
         return _plan(args, ws, options)
     from fibtui.runners.service.client import service_workers
 
-    service = service_workers(ws.root, no_daemon=args.no_daemon)  # a bad setting stops it here
+    service = service_workers(
+        ws.root, no_daemon=_flag(args, "no_daemon")
+    )  # a bad setting stops it here
     if args.resume:
         _resume_cost_guard(args, ws, args.resume, retry=False)
         prepared = prepare_resume(ws, args.resume, options if args.backend else None)
@@ -245,7 +233,8 @@ def run(args: argparse.Namespace) -> int:
         options.representatives = _representatives(ws, options)
         from fibtui.runners import registry
 
-        if registry.get(options.backend).billed and not options.modal_in_process:
+        spec = registry.get(options.backend)
+        if spec.billed and not spec.in_process(options):
             _cost_guard(args, ws, options)
         prepared = prepare_run(ws, options)
     _use_worker_service(prepared, service)
@@ -255,6 +244,26 @@ def run(args: argparse.Namespace) -> int:
     if auto and code < 128 and not signalled:
         return _send(args, ws, prepared.run_id, after_run=code)
     return code
+
+
+def _flag(args: argparse.Namespace, dest: str) -> bool:
+    """A backend's switch (fibtui.runners.backends), off where no backend declares it."""
+    return bool(getattr(args, dest, False))
+
+
+def _backend_options(args: argparse.Namespace, options: RunOptions) -> None:
+    """Each backend option's value into the run's options: its RunOptions attribute, else
+    ``options.backend_options``."""
+    from fibtui.runners import registry
+
+    for option in registry.options():
+        if not option.run_option or not hasattr(args, option.dest):
+            continue
+        value = getattr(args, option.dest)
+        if hasattr(options, option.dest):
+            setattr(options, option.dest, value)
+        else:
+            options.backend_options[option.dest] = value
 
 
 def _run_under_signals(args: argparse.Namespace, prepared, what: str) -> tuple[int, bool]:
@@ -298,14 +307,15 @@ def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = Non
             emit_json(send.to_json())
         return 0
     try:
-        if send.cost.needs_confirmation and not args.yes and not args.modal_in_process:
+        in_process = _flag(args, "modal_in_process")
+        if send.cost.needs_confirmation and not _flag(args, "yes") and not in_process:
             raise UsageError(
                 f"the worst case of sending {len(send.keys)} job(s) to Modal costs about "
                 f"${send.cost.worst_case_cost_usd:.2f}, more than [modal] confirm_above_usd "
                 f"(${send.cost.confirm_above_usd:.2f}): nothing was sent; fibtui run "
                 f"--send-unsupported {run_id} --yes sends them"
             )
-        prepared = prepare_send(ws, send, modal_in_process=args.modal_in_process)
+        prepared = prepare_send(ws, send, modal_in_process=in_process)
     except UsageError as exc:
         if after_run is None:
             raise
@@ -465,7 +475,7 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
             f"the {options.backend} backend is billed but has no --plan to check its cost"
         )
     plan = planner(ws, options)
-    if not plan.needs_confirmation or args.yes:
+    if not plan.needs_confirmation or _flag(args, "yes"):
         return
     for line in plan.lines():
         sys.stderr.write(line + "\n")
@@ -481,10 +491,13 @@ def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -
     run (``modal_runner.run_cost``), checked before anything is written; without --yes nothing is
     launched when it costs more than ``[modal] confirm_above_usd``."""
     from fibtui.core.errors import UsageError
-    from fibtui.runners.modal_runner import rerun_cost
+    from fibtui.runners import registry
 
-    found = rerun_cost(ws, run_id, retry)
-    if found is None or args.yes:
+    found = None
+    for spec in registry.all_backends().values():  # the one whose run it is says what it costs
+        if spec.rerun_cost is not None and found is None:
+            found = spec.rerun_cost(ws, run_id, retry)
+    if found is None or _flag(args, "yes"):
         return
     cost, settings = found
     if not cost.needs_confirmation:
