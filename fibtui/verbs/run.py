@@ -44,14 +44,20 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from fibtui.core.runs import RunRecord
-    from fibtui.runners.session import RunOptions
+    from fibtui.core.stats import CompareOutcome
+    from fibtui.core.workspace import Workspace
+    from fibtui.runners.service.client import ServiceWorkers
+    from fibtui.runners.session import PreparedRun, RunOptions
+    from fibtui.verbs._common import CancelOnSignals, Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser(
         "run", help="run a gate or a sweep (local GPU, the CPU interpreter, or Modal)"
     )
@@ -163,10 +169,10 @@ def register(sub, common) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fibtui.core.plan import check_workers
     from fibtui.runners.registry import default_backend
     from fibtui.runners.session import (
         RunOptions,
-        check_workers,
         prepare_resume,
         prepare_retry,
         prepare_run,
@@ -266,7 +272,9 @@ def _backend_options(args: argparse.Namespace, options: RunOptions) -> None:
             options.backend_options[option.dest] = value
 
 
-def _run_under_signals(args: argparse.Namespace, prepared, what: str) -> tuple[int, bool]:
+def _run_under_signals(
+    args: argparse.Namespace, prepared: PreparedRun, what: str
+) -> tuple[int, bool]:
     """Run and report, a signal cancelling as an interrupt (set before the runner stops any
     worker, so a job in flight stays pending and the run reads interrupted; a second one stops
     the workers at once). The exit code, and whether a signal came."""
@@ -286,7 +294,9 @@ def _run_under_signals(args: argparse.Namespace, prepared, what: str) -> tuple[i
     return code, stop.received is not None
 
 
-def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = None) -> int:
+def _send(
+    args: argparse.Namespace, ws: Workspace, run_id: str, after_run: int | None = None
+) -> int:
     """``--send-unsupported RUN_ID`` (and the second half of ``--backend auto``): what the run's
     GPU could not run, on Modal's B200, in the same run (fibtui.runners.split). ``after_run``:
     the exit code of the run just made (auto), kept when nothing is sent."""
@@ -327,7 +337,7 @@ def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = Non
     )[0]
 
 
-def _use_worker_service(prepared, service) -> None:
+def _use_worker_service(prepared: PreparedRun, service: ServiceWorkers | None) -> None:
     """A local or interpreter run takes its workers from the worker service (started on first
     use) unless ``--no-daemon``, ``[workers] daemon = false`` or ``FIBTUI_WORKERS_DAEMON=0``
     (then ``service`` is None and the run starts its own, as before)."""
@@ -335,11 +345,17 @@ def _use_worker_service(prepared, service) -> None:
 
     runner = prepared.runner
     if service is not None and isinstance(runner, LocalRunner) and runner.warm is None:
-        runner.warm = service
+        # ServiceWorkers offers WarmWorkers' take/prewarm/count/close; LocalRunner.warm is
+        # declared as WarmWorkers (fibtui/runners/local.py): a shared protocol there would say so
+        runner.warm = service  # type: ignore[assignment]
 
 
 def _run_and_report(
-    args: argparse.Namespace, prepared, printer: _Printer, cancel: threading.Event, stop
+    args: argparse.Namespace,
+    prepared: PreparedRun,
+    printer: _Printer,
+    cancel: threading.Event,
+    stop: CancelOnSignals,
 ) -> int:
     from fibtui.verbs._common import emit_json
 
@@ -404,7 +420,7 @@ def run_exit_code(record: RunRecord) -> int:
     return 1
 
 
-def _verdict(args: argparse.Namespace, record: RunRecord):
+def _verdict(args: argparse.Namespace, record: RunRecord) -> CompareOutcome | None:
     """The paired verdict of a finished paired run, or None (core.decisions.run_verdict)."""
     from fibtui.core import decisions
     from fibtui.verbs._common import workspace_from
@@ -422,7 +438,12 @@ class _quiet_if:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
         return self.quiet and kind is not None and issubclass(kind, (OSError, ValueError))
 
 
@@ -438,7 +459,7 @@ def _test_delay(name: str) -> None:
             time.sleep(seconds)
 
 
-def _plan(args: argparse.Namespace, ws, options) -> int:
+def _plan(args: argparse.Namespace, ws: Workspace, options: RunOptions) -> int:
     """``--plan``: what a Modal run would cost, without any network."""
     from fibtui.core.errors import UsageError
     from fibtui.runners import registry
@@ -462,7 +483,7 @@ def _plan(args: argparse.Namespace, ws, options) -> int:
     return 0
 
 
-def _cost_guard(args: argparse.Namespace, ws, options) -> None:
+def _cost_guard(args: argparse.Namespace, ws: Workspace, options: RunOptions) -> None:
     """A Modal run whose worst case (every job hanging until its timeout) costs more than
     ``[modal] confirm_above_usd`` starts only with ``--yes``; without it the plan is printed and
     nothing is launched (exit 2)."""
@@ -486,7 +507,7 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
     )
 
 
-def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -> None:
+def _resume_cost_guard(args: argparse.Namespace, ws: Workspace, run_id: str, retry: bool) -> None:
     """--resume and --retry-failed start containers too: the plan's bound over the jobs they would
     run (``modal_runner.run_cost``), checked before anything is written; without --yes nothing is
     launched when it costs more than ``[modal] confirm_above_usd``."""
@@ -511,7 +532,7 @@ def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -
     )
 
 
-def _representatives(ws, options) -> list[str] | None:
+def _representatives(ws: Workspace, options: RunOptions) -> list[str] | None:
     """Representatives for ``--workloads rep`` from the regime analysis (pins honored); for
     ``--workloads quick`` (``--quick``) the quick gate's workloads (fibtui.core.quick), the ones
     its time budget leaves out named in one line on stderr."""
@@ -538,7 +559,7 @@ def _representatives(ws, options) -> list[str] | None:
 class _Printer:
     """Live progress for a terminal: one line per finished job, ETA, the final table."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         from fibtui.verbs._common import console
 
         self.con = console(file=stream)
