@@ -106,6 +106,37 @@ def test_the_builtin_backends_register_themselves() -> None:
     assert registry.tui_fields("modal") == []  # --yes is the TUI's confirm screen, no field
 
 
+#: ``fibtui run --help``'s options before the backends declared their own, in its order
+RUN_FLAGS = (
+    "-h --help --workspace -w --dataset --wide --backend --plan --workloads --quick --solution "
+    "--baseline --repeats --adaptive --resume --send-unsupported --retry-failed --definition "
+    "--workers --timeout --l2 --timing --calls-per-block --blocks --json --no-daemon --yes"
+).split()
+
+
+def test_run_keeps_its_flags_and_their_help(capsys) -> None:
+    from fibtui.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "verb")
+    run = sub.choices["run"]  # type: ignore[index]
+    shown = [f for a in run._actions if a.help != "==SUPPRESS==" for f in a.option_strings]
+    assert shown == RUN_FLAGS
+    hidden = [f for a in run._actions if a.help == "==SUPPRESS==" for f in a.option_strings]
+    assert hidden == ["--modal-in-process"]
+    helps = {f: a.help for a in run._actions for f in a.option_strings}
+    assert helps["--plan"] == (
+        "with --backend modal: print the plan (containers, GPU, image, volume, estimated "
+        "GPU-seconds and cost) and exit; no network"
+    )
+    assert helps["--yes"] == (
+        "modal: start even when the worst case costs more than [modal] confirm_above_usd"
+    )
+    assert helps["--no-daemon"].startswith("local/interpreter: start this run's own workers")
+    code, out, _ = run_cli(capsys, "run", "--help")
+    assert code == 0 and "--modal-in-process" not in out and "--no-daemon" in out
+
+
 def test_a_backend_declared_twice_differently_is_refused() -> None:
     local = registry.get("local")
     with pytest.raises(ValueError, match="registered twice"):
