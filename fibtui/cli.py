@@ -14,7 +14,8 @@ import argparse
 import importlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fibtui import __version__
 from fibtui.core.errors import FibError
@@ -62,12 +63,17 @@ def did_you_mean(message: str) -> str:
 #: a verb whose module is not imported yet
 _PENDING = argparse.ArgumentParser(add_help=False)
 
+if TYPE_CHECKING:  # argparse's action is generic in its stubs only
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsers = argparse._SubParsersAction
 
-class _Verbs(argparse._SubParsersAction):
+
+class _Verbs(_SubParsers):
     """The verb argument: every verb is a valid choice from the start (``fibtui.verbs.VERBS``),
     and a verb's module is imported, and registers its subparsers, when that verb is given."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         from fibtui.verbs import VERBS
 
@@ -76,7 +82,7 @@ class _Verbs(argparse._SubParsersAction):
         for name in VERBS:
             self._name_parser_map[name] = _PENDING
 
-    def add_parser(self, name: str, **kwargs):  # type: ignore[override]
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         if self._name_parser_map.get(name) is _PENDING:
             del self._name_parser_map[name]
         return super().add_parser(name, **kwargs)
@@ -90,8 +96,14 @@ class _Verbs(argparse._SubParsersAction):
         for module in dict.fromkeys(self._module_of.values()):
             self.load(module)
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        module = self._module_of.get(values[0])
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        module = self._module_of.get(values[0]) if isinstance(values, list) else None
         if module is not None:
             self.load(module)
         super().__call__(parser, namespace, values, option_string)
@@ -137,6 +149,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="verb", parser_class=_Parser, metavar="VERB", action=_Verbs)
     if not lazy:
+        assert isinstance(sub, _Verbs)
         sub.load_all()
     return parser
 
@@ -174,7 +187,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         set_wide(False)  # one invocation's flag (main runs many times in one test process)
 
 
-def _run(handler, args: argparse.Namespace) -> int:
+def _run(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """A verb's handler, its errors as one line and an exit code."""
     try:
         return int(handler(args) or 0)

@@ -23,11 +23,9 @@ containers), so a definition is read by duck typing (an object with ``name``, ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-#: the evaluators, in flashinfer-bench's registry order (the default last)
-EVALUATORS = ("sampling", "lowbit", "dsa_sparse_attention", "dsa_topk_indexer", "default")
 
 #: flashinfer-bench's sparse-attention evaluator matches these names exactly
 DSA_SPARSE_ATTENTION_NAMES = frozenset(
@@ -37,24 +35,78 @@ DSA_SPARSE_ATTENTION_NAMES = frozenset(
     }
 )
 
-#: what each evaluator is, in one line (``fibtui status``, the Runs pane, docs/evaluators.md)
-EVALUATOR_SUMMARY = {
-    "default": "elementwise: shape, dtype, no inf/NaN, |err| <= atol or <= rtol*|ref| for the required share",
-    "lowbit": "elementwise like default; the required matched ratio defaults to 0.95; reports the worst ratio",
-    "sampling": "samples in the vocabulary and inside the top-k/top-p mask; sampled distribution within TVD 0.2",
-    "dsa_topk_indexer": "indices reachable through the block table, no duplicates; scores at them, sorted, vs the reference's",
-    "dsa_sparse_attention": "elementwise on output (and lse, which a value-returning solution may leave out)",
-}
 
+def _never(name: str, op_type: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class EvaluatorClaim:
+    """One evaluator, as the table that picks it knows it (standard library: core reads it too).
+
+    Its judging lives in the worker: the module ``fibtui.worker.evaluators.<name>`` (the default's
+    in ``base``), whose ``EVALUATOR`` the worker's registry loads by this name. Adding an
+    evaluator is that module and one row in :data:`CLAIMS`."""
+
+    name: str
+    #: what it checks, in one line (``fibtui status``, the Runs pane, docs/evaluators.md)
+    summary: str
+    #: flashinfer-bench's class for it
+    official_class: str
+    #: (definition name, op_type) -> it claims the definition (as flashinfer-bench's does)
+    claims: Callable[[str, str], bool] = _never
+    #: the matched ratio when the preset sets none
+    default_ratio: float = 1.0
+
+
+#: the evaluators, in flashinfer-bench's registry order (the default, which claims nothing and
+#: takes what no other claims, last)
+CLAIMS: tuple[EvaluatorClaim, ...] = (
+    EvaluatorClaim(
+        "sampling",
+        "samples in the vocabulary and inside the top-k/top-p mask; sampled distribution within TVD 0.2",
+        "SamplingEvaluator",
+        lambda name, op_type: op_type == "sampling",
+    ),
+    EvaluatorClaim(
+        "lowbit",
+        "elementwise like default; the required matched ratio defaults to 0.95; reports the worst ratio",
+        "LowBitEvaluator",
+        lambda name, op_type: "moe_fp8_block_scale" in name,
+        default_ratio=0.95,
+    ),
+    EvaluatorClaim(
+        "dsa_sparse_attention",
+        "elementwise on output (and lse, which a value-returning solution may leave out)",
+        "DsaSparseAttentionEvaluator",
+        lambda name, op_type: name in DSA_SPARSE_ATTENTION_NAMES,
+    ),
+    EvaluatorClaim(
+        "dsa_topk_indexer",
+        "indices reachable through the block table, no duplicates; scores at them, sorted, vs the reference's",
+        "DsaTopkIndexerEvaluator",
+        lambda name, op_type: name.startswith("dsa_topk_indexer"),
+    ),
+    EvaluatorClaim(
+        "default",
+        "elementwise: shape, dtype, no inf/NaN, |err| <= atol or <= rtol*|ref| for the required share",
+        "DefaultEvaluator",
+    ),
+)
+
+#: the evaluators' names, in the table's order
+EVALUATORS = tuple(c.name for c in CLAIMS)
+
+#: what each evaluator is, in one line (``fibtui status``, the Runs pane, docs/evaluators.md)
+EVALUATOR_SUMMARY = {c.name: c.summary for c in CLAIMS}
 
 #: flashinfer-bench's evaluator classes by fibtui's names for them
-EVALUATOR_CLASSES = {
-    "DefaultEvaluator": "default",
-    "LowBitEvaluator": "lowbit",
-    "SamplingEvaluator": "sampling",
-    "DsaTopkIndexerEvaluator": "dsa_topk_indexer",
-    "DsaSparseAttentionEvaluator": "dsa_sparse_attention",
-}
+EVALUATOR_CLASSES = {c.official_class: c.name for c in CLAIMS}
+
+
+def default_ratio_of(evaluator: str) -> float:
+    """An evaluator's matched ratio when the preset sets none (1.0 for a name not in the table)."""
+    return next((c.default_ratio for c in CLAIMS if c.name == evaluator), 1.0)
 
 
 class EvaluatorConflict(ValueError):
@@ -71,13 +123,7 @@ def evaluator_for(definition: Any) -> str:
     """The evaluator flashinfer-bench's registry picks for this definition."""
     name = str(_field(definition, "name") or "")
     op_type = str(_field(definition, "op_type") or "")
-    claims = {
-        "sampling": op_type == "sampling",
-        "lowbit": "moe_fp8_block_scale" in name,
-        "dsa_sparse_attention": name in DSA_SPARSE_ATTENTION_NAMES,
-        "dsa_topk_indexer": name.startswith("dsa_topk_indexer"),
-    }
-    matches = [e for e in EVALUATORS if claims.get(e)]
+    matches = [c.name for c in CLAIMS if c.claims(name, op_type)]
     if len(matches) > 1:
         raise EvaluatorConflict(
             f"definition {name!r} is claimed by several evaluators: {', '.join(matches)}"
@@ -102,7 +148,7 @@ class EvalPreset:
         """The matched ratio that applies (the evaluator's default when none is set)."""
         if self.matched_ratio is not None:
             return self.matched_ratio
-        return 0.95 if self.evaluator == "lowbit" else 1.0
+        return default_ratio_of(self.evaluator)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -1,14 +1,19 @@
 """The backends a run can use, by name: what each needs, how it builds its runner, what it can do.
 
-A backend is one :class:`Backend` in :data:`BACKENDS`. Its functions import their module when
-called, so listing the backends (``--help``, the palette) imports none of them. To add one: write
-its runner (anything with ``run(on_event, cancel) -> record``, :class:`fibtui.runners.events.Runner`)
-in its own module, then add its ``Backend`` here; ``fibtui run --backend NAME``, resume, retry
-and the TUI pick it up from this table.
+A backend declares itself: its module (listed in :data:`BACKEND_MODULES`) calls :func:`register`
+with one :class:`Backend` when it is imported: its name, its summary, its options (the flags it
+adds to ``fibtui run``, and the fields the TUI can show for them), its timing kind and its runner
+factory. A backend module imports its runner when the factory is called, so listing the backends
+(``--help``, the palette) imports no runner. To add one: write its module (its runner is anything
+with ``run(on_event, cancel) -> record``, :class:`fibtui.runners.events.Runner`) and add its name
+to :data:`BACKEND_MODULES`; ``fibtui run --backend NAME``, resume, retry, ``--plan``, the cost
+guard and the TUI read everything else from its :class:`Backend`.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +24,13 @@ from fibtui.core.errors import UsageError
 
 if TYPE_CHECKING:
     from fibtui.runners.events import Runner
+
+#: The modules that declare the backends, in the order ``--help`` lists them. Each registers its
+#: backends (:func:`register`) when imported; a new backend is its module and one line here.
+BACKEND_MODULES: tuple[str, ...] = (
+    "fibtui.runners.backends.local",
+    "fibtui.runners.backends.modal",
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,54 @@ class RunContext:
 
 
 @dataclass(frozen=True)
+class Option:
+    """A flag a backend adds to ``fibtui run``, and the TUI field that can stand for it.
+
+    Its value lands on the parsed arguments under :attr:`dest`; with ``run_option`` it is also
+    copied into the run's options (``RunOptions``): onto the attribute of that name where there is
+    one, else into ``RunOptions.backend_options[dest]``. Two backends may share one option (the
+    same object, or an equal one): it is added once."""
+
+    flag: str
+    #: ``--help``'s text
+    help: str
+    #: ``store_true`` (a switch) or ``store`` (a value)
+    action: str = "store_true"
+    #: a ``store`` option's type (``int``, ``float``, ``str``)
+    type: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    default: Any = None
+    #: left out of ``--help`` (a test-only switch)
+    hidden: bool = False
+    #: the TUI field's label; None: the TUI shows no field for it
+    label: str | None = None
+    #: the value goes into the run's options (else only the CLI reads it)
+    run_option: bool = True
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def field_kind(self) -> str:
+        """What kind of TUI field stands for it: ``switch`` or ``value``."""
+        return "switch" if self.action == "store_true" else "value"
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        kwargs: dict[str, Any] = {
+            "action": self.action,
+            "help": argparse.SUPPRESS if self.hidden else self.help,
+        }
+        if self.action != "store_true":
+            kwargs.update(type=self.type, metavar=self.metavar, default=self.default)
+        parser.add_argument(self.flag, **kwargs)
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
 class Backend:
     name: str
     #: one line for ``--help`` and the palette
@@ -45,121 +105,68 @@ class Backend:
     check: Callable[[backends.Backends, bool], None]
     #: the run's settings -> the runner
     runner: Callable[[RunContext], Runner]
-    #: (found, options) -> what the worker engine runs as on this machine ("local" | "interpreter")
+    #: (found, options) -> the backend the worker engine runs as on this machine (a registered
+    #: name: its ``timing_kind``, ``runs_here`` and ``l2_policy`` are the run's)
     engine: Callable[[backends.Backends, Any], str]
     #: (ws, options, engine config) -> extra header settings under the backend's name, or None
     header_settings: Callable[[Any, Any, dict[str, Any]], dict[str, Any]] | None = None
     #: (ws, options) -> a plan printed by ``fibtui run --plan`` (no network), or None: no plan
     plan: Callable[[Any, Any], Any] | None = None
+    #: what ``--plan`` prints for this backend, for ``--plan``'s help
+    plan_help: str = ""
     #: a run costs money: ``fibtui run`` checks the plan's worst case before launching
     billed: bool = False
+    #: (ws, run_id, retry) -> (cost, settings) of resuming run_id or retrying its failed jobs when
+    #: the run is this backend's and is billed (``cost.needs_confirmation``,
+    #: ``cost.lines(settings)``), else None
+    rerun_cost: Callable[[Any, str, bool], Any] | None = None
+    #: the flags this backend adds to ``fibtui run`` (and the TUI fields that stand for them)
+    options: tuple[Option, ...] = ()
+    #: how its engine times latencies (``cupti``, ``cpu-interpreter``)
+    timing_kind: str = "cupti"
+    #: as an engine: the solutions build and run on this machine (its toolchain is checked before
+    #: a run, a CUTLASS checkout under the workspace's reference/ is used)
+    runs_here: bool = False
+    #: as an engine: the L2 policy between launches applies (else the header says ``n/a``)
+    l2_policy: bool = True
+    #: ``--adaptive`` runs on it
+    adaptive: bool = False
+    #: (options) -> the run goes in this process (nothing billed; ``check``'s in_process)
+    in_process: Callable[[Any], bool] = _never
+    #: (a run header's settings) -> that run went in this process (a resumed run's ``check``)
+    resumed_in_process: Callable[[dict[str, Any]], bool] = _never
 
 
-def _needs_torch_triton(name: str, found: backends.Backends) -> None:
-    if not (found.torch and found.triton):
-        raise UsageError(
-            f"the {name} backend needs torch and triton in this Python ({sys.executable}): "
-            "pip install 'fibtui[gpu]'"
-        )
+_BACKENDS: dict[str, Backend] = {}
+_loaded = False
 
 
-def _check_local(found: backends.Backends, in_process: bool) -> None:
-    if not found.gpu:
-        raise UsageError(
-            "no NVIDIA GPU on this machine: use --backend interpreter (Triton's CPU interpreter) "
-            "or --backend modal"
-        )
-    _needs_torch_triton("local", found)
+def register(backend: Backend) -> Backend:
+    """Make ``backend`` one ``fibtui run --backend`` can name (a backend module calls this)."""
+    known = _BACKENDS.get(backend.name)
+    if known is not None and known != backend:
+        raise ValueError(f"backend {backend.name!r} is registered twice")
+    _BACKENDS[backend.name] = backend
+    return backend
 
 
-def _check_interpreter(found: backends.Backends, in_process: bool) -> None:
-    _needs_torch_triton("interpreter", found)
-    if not found.interpreter:
-        raise UsageError("Triton's CPU interpreter needs numpy: pip install numpy")
+def unregister(name: str) -> None:
+    """Forget a backend registered at run time (tests)."""
+    _BACKENDS.pop(name, None)
 
 
-def _check_modal(found: backends.Backends, in_process: bool) -> None:
-    if in_process:  # the Modal function's body in this process: the local GPU or the interpreter
-        _needs_torch_triton("modal", found)
-        return
-    if not found.modal_installed:
-        raise UsageError("the modal backend needs the modal package: pip install modal")
-    if found.modal_credentials is None:
-        raise UsageError(
-            "no Modal credentials: run `modal setup` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET)"
-        )
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for module in BACKEND_MODULES:
+            importlib.import_module(module)
+        _loaded = True
 
 
-def _local_runner(ctx: RunContext) -> Runner:
-    from fibtui.runners.local import LocalRunner, worker_pool
-
-    return LocalRunner(
-        ctx.folder,
-        ctx.header,
-        ctx.definition.raw,
-        ctx.solutions,
-        ctx.workloads,
-        worker_pool(ctx.header.backend, ctx.found, ctx.config, ctx.options),
-    )
-
-
-def _modal_runner(ctx: RunContext) -> Runner:
-    from fibtui.runners.modal_runner import modal_runner_for
-
-    return modal_runner_for(
-        ctx.ws, ctx.folder, ctx.header, ctx.definition, ctx.solutions, ctx.workloads, ctx.config
-    )
-
-
-def _modal_engine(found: backends.Backends, options: Any) -> str:
-    """On Modal the container's GPU runs it; in-process, the local GPU or, without one, Triton's
-    CPU interpreter."""
-    if getattr(options, "modal_in_process", False) and not found.gpu:
-        return "interpreter"
-    return "modal"
-
-
-def _modal_settings(ws: Any, options: Any, config: dict[str, Any]) -> dict[str, Any]:
-    from fibtui.runners.modal_runner import modal_header_settings
-
-    return modal_header_settings(ws, options, config)
-
-
-def _modal_plan(ws: Any, options: Any) -> Any:
-    from fibtui.runners.modal_runner import plan_modal
-
-    return plan_modal(ws, options)
-
-
-BACKENDS: dict[str, Backend] = {
-    b.name: b
-    for b in (
-        Backend(
-            "local",
-            "GPU, default when one is present",
-            _check_local,
-            _local_runner,
-            lambda found, options: "local",
-        ),
-        Backend(
-            "interpreter",
-            "CPU, Triton's interpreter",
-            _check_interpreter,
-            _local_runner,
-            lambda found, options: "interpreter",
-        ),
-        Backend(
-            "modal",
-            "B200 containers",
-            _check_modal,
-            _modal_runner,
-            _modal_engine,
-            header_settings=_modal_settings,
-            plan=_modal_plan,
-            billed=True,
-        ),
-    )
-}
+def all_backends() -> dict[str, Backend]:
+    """Every registered backend by name, in registration order."""
+    _load()
+    return _BACKENDS
 
 
 def default_backend(found: backends.Backends | None = None) -> str:
@@ -172,25 +179,67 @@ def default_backend(found: backends.Backends | None = None) -> str:
 
 
 def names() -> tuple[str, ...]:
-    return tuple(BACKENDS)
+    return tuple(all_backends())
 
 
 def get(name: str) -> Backend:
+    known = all_backends()
     try:
-        return BACKENDS[name]
+        return known[name]
     except KeyError:
         raise UsageError(
-            f"unknown backend {name!r} (choose from {', '.join(BACKENDS)}; parity has its own verb)"
+            f"unknown backend {name!r} (choose from {', '.join(known)}; parity has its own verb)"
         ) from None
 
 
 def help_text() -> str:
     """``--backend``'s help: each backend and its summary, and ``auto``."""
-    return " | ".join(f"{b.name} ({b.summary})" for b in BACKENDS.values()) + (
+    return " | ".join(f"{b.name} ({b.summary})" for b in all_backends().values()) + (
         " | auto (this machine's backend, then Modal's B200 for what its GPU cannot run: "
         "fibtui.runners.split)"
     )
 
 
 def with_plan() -> list[str]:
-    return [b.name for b in BACKENDS.values() if b.plan is not None]
+    return [b.name for b in all_backends().values() if b.plan is not None]
+
+
+def plan_help() -> str:
+    """``--plan``'s help: what it prints for each backend that has a plan."""
+    return "; ".join(
+        f"with --backend {b.name}: {b.plan_help}"
+        for b in all_backends().values()
+        if b.plan is not None
+    )
+
+
+def options() -> list[Option]:
+    """Every backend's options, each once (by flag), in the backends' order."""
+    out: dict[str, Option] = {}
+    for b in all_backends().values():
+        for opt in b.options:
+            known = out.get(opt.flag)
+            if known is not None and known != opt:
+                raise ValueError(f"two backends declare {opt.flag} differently")
+            out[opt.flag] = opt
+    return list(out.values())
+
+
+def tui_fields(name: str) -> list[Option]:
+    """The fields the TUI can show for a run on backend ``name`` (its options with a label)."""
+    return [opt for opt in get(name).options if opt.label is not None]
+
+
+def timing_kind(engine: str) -> str:
+    """How an engine backend's latencies are timed (a name no backend registered: core's rule)."""
+    spec = all_backends().get(engine)
+    return spec.timing_kind if spec is not None else backends.timing_kind_of(engine)
+
+
+def needs_torch_triton(name: str, found: backends.Backends) -> None:
+    """The check of a backend whose engine runs in a Python on this machine."""
+    if not (found.torch and found.triton):
+        raise UsageError(
+            f"the {name} backend needs torch and triton in this Python ({sys.executable}): "
+            "pip install 'fibtui[gpu]'"
+        )

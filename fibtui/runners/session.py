@@ -65,6 +65,8 @@ class RunOptions:
     #: adaptive repeats: ``repeats`` is the cap, and a workload is repeated only while its paired
     #: interval is undecided (fibtui.core.sequential; local and interpreter backends, paired runs)
     adaptive: bool = False
+    #: a backend's own options (its ``registry.Option``s that RunOptions has no attribute for)
+    backend_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,11 +80,12 @@ class PreparedRun:
         return self.header.run_id
 
 
-def check_backend(backend: str, modal_in_process: bool = False) -> backends.Backends:
-    """What this machine has, once ``backend`` is known to run here (else a UsageError)."""
+def check_backend(backend: str, in_process: bool = False) -> backends.Backends:
+    """What this machine has, once ``backend`` is known to run here (else a UsageError);
+    ``in_process``: the run goes in this process (``Backend.in_process``)."""
     spec = registry.get(backend)
     found = backends.detect()
-    spec.check(found, modal_in_process)
+    spec.check(found, in_process)
     return found
 
 
@@ -164,8 +167,8 @@ def _engine_backend(backend: str, found: backends.Backends, options: RunOptions)
 def refuse_unsupported(solutions: list[Any], engine_backend: str, found: backends.Backends) -> None:
     """Refuse up front a run with a solution this machine cannot build or run (UNSUPPORTED_HERE:
     a limit of the machine, said before anything is snapshotted, never a kernel's failure)."""
-    if engine_backend not in ("local", "interpreter"):
-        return  # Modal's image decides; its worker reports what it lacks
+    if not registry.get(engine_backend).runs_here:
+        return  # elsewhere (Modal's image) that machine decides; its worker reports what it lacks
     tools = toolchain.detect(versions=False)
     for sol in solutions:
         reason = toolchain.limits(
@@ -179,7 +182,8 @@ def refuse_unsupported(solutions: list[Any], engine_backend: str, found: backend
 
 
 def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
-    found = check_backend(options.backend, options.modal_in_process)
+    spec = registry.get(options.backend)
+    found = check_backend(options.backend, spec.in_process(options))
     resolved = resolve_run(ws, options)
     dataset, definition, uuids = resolved.dataset, resolved.definition, resolved.uuids
     candidates, baseline = resolved.candidates, resolved.baseline
@@ -187,7 +191,8 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
     engine_backend = _engine_backend(options.backend, found, options)
     refuse_unsupported(candidates + ([baseline] if baseline else []), engine_backend, found)
     config = engine_config(engine_backend, definition, ws.dataset_root or dataset.root, options)
-    if engine_backend in ("local", "interpreter") and (ws.root / "reference").is_dir():
+    engine = registry.get(engine_backend)
+    if engine.runs_here and (ws.root / "reference").is_dir():
         config["reference_root"] = str(ws.root / "reference")  # a CUTLASS checkout there
     folder = new_run_dir(ws.archive_root, definition.name, options.backend)
     refs = []
@@ -199,11 +204,10 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
             sol.name = f"{sol.name}-{i + 1}"
         names.add(sol.name)
         refs.append(snapshot(sol, "candidate", folder, index=0))
-    timing_kind = backends.timing_kind_of(engine_backend)
+    timing_kind = registry.timing_kind(engine_backend)
     settings: dict[str, Any] = {"engine": config, "workspace": str(ws.root)}
     if options.adaptive:
         settings["adaptive"] = _adaptive_plan(ws, options, baseline)
-    spec = registry.get(options.backend)
     if spec.header_settings is not None:
         settings[spec.name] = spec.header_settings(ws, options, config)
     header = build_header(
@@ -215,7 +219,7 @@ def prepare_run(ws: Workspace, options: RunOptions) -> PreparedRun:
         options.repeats,
         options.backend,
         timing_kind,
-        options.l2_policy if engine_backend != "interpreter" else "n/a",
+        options.l2_policy if engine.l2_policy else "n/a",
         options.workloads,
         settings,
     )
@@ -233,8 +237,9 @@ def _adaptive_plan(ws: Workspace, options: RunOptions, baseline: Any) -> dict[st
     from fibtui.core import stats
     from fibtui.core.sequential import MAX_CAP, SequentialPlan
 
-    if options.backend not in ("local", "interpreter"):
-        raise UsageError("--adaptive runs on the local and interpreter backends")
+    if not registry.get(options.backend).adaptive:
+        able = [b.name for b in registry.all_backends().values() if b.adaptive]
+        raise UsageError(f"--adaptive runs on the {' and '.join(able)} backends")
     if baseline is None:
         raise UsageError("--adaptive needs a paired run: give --baseline DIR (or best)")
     if not 1 <= options.repeats <= MAX_CAP:
@@ -285,7 +290,7 @@ def prepare_resume(ws: Workspace, run_id: str, options: RunOptions | None = None
     contents = read_journal(folder / "journal.jsonl")
     header = contents.header
     options = options or RunOptions(backend=header.backend)
-    in_process = bool((header.settings.get("modal") or {}).get("in_process"))
+    in_process = registry.get(header.backend).resumed_in_process(header.settings)
     found = check_backend(header.backend, in_process)
     dataset = ws.dataset()
     definition = dataset.definition(header.definition)

@@ -16,14 +16,25 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, overload
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
 from fibtui.core.text import has_control, printable
 from fibtui.core.workspace import Workspace, open_workspace
+
+if TYPE_CHECKING:
+    import threading
+
+    from rich.table import Column, Table
+    from rich.text import Text
+
+#: what a verb module's ``register(sub, common)`` is given: the verbs' subparsers (argparse's
+#: action is generic only in its stubs), and the options every verb takes
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Common: TypeAlias = Callable[[argparse.ArgumentParser], None]
 
 
 class SafeConsole(Console):
@@ -35,10 +46,12 @@ class SafeConsole(Console):
     #: True when this console lays out at no width (``--wide``, or stdout is not a terminal)
     wide = False
 
-    def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
+    def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(printable(text), **kwargs)
 
-    def render(self, renderable, options=None):  # type: ignore[override]
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
         for segment in super().render(renderable, options):
             if segment.control is None and has_control(segment.text):
                 segment = Segment(printable(segment.text), segment.style)
@@ -62,7 +75,7 @@ def _forced_terminal() -> bool | None:
     return True if value == "1" else False if value == "0" else None
 
 
-def console(*, file=None, wide: bool | None = None) -> SafeConsole:
+def console(*, file: TextIO | None = None, wide: bool | None = None) -> SafeConsole:
     """The CLI's console, writing to ``file`` (default stdout). It is wide (no width: nothing
     wraps, nothing is cut) with ``--wide`` or when ``file`` is not a terminal; else it has the
     terminal's width and :func:`print_table` fits tables to it."""
@@ -83,7 +96,7 @@ ColumnRef = str | int  # a column's header, or its index (negative from the end)
 
 
 def print_table(
-    con: Console, table, *, ids: Iterable[ColumnRef] = (), drop: Iterable[ColumnRef] = ()
+    con: Console, table: Table, *, ids: Iterable[ColumnRef] = (), drop: Iterable[ColumnRef] = ()
 ) -> list[str]:
     """Print a rich ``Table`` (``box=None`` as every CLI table) on ``con``; returns the headers of
     the columns it hid.
@@ -134,7 +147,7 @@ def print_table(
     return names
 
 
-def _column(table, ref: ColumnRef):
+def _column(table: Table, ref: ColumnRef) -> Column:
     if isinstance(ref, int):
         return table.columns[ref]
     for col in table.columns:
@@ -143,7 +156,7 @@ def _column(table, ref: ColumnRef):
     raise KeyError(f"no column {ref!r} in this table")
 
 
-def _subset(table, columns: Sequence[Any]):
+def _subset(table: Table, columns: Sequence[Any]) -> Table:
     new = copy.copy(table)
     new.columns = []
     for i, col in enumerate(columns):
@@ -153,7 +166,7 @@ def _subset(table, columns: Sequence[Any]):
     return new
 
 
-def _paddings(table, n: int) -> list[int]:
+def _paddings(table: Table, n: int) -> list[int]:
     """Each column's padding, as rich.table.Table._get_padding_width counts it."""
     _, pad_right, _, pad_left = table.padding
     if table.collapse_padding:
@@ -166,7 +179,7 @@ def _paddings(table, n: int) -> list[int]:
     return out
 
 
-def _extent(con: Console, table, col) -> tuple[int, int]:
+def _extent(con: Console, table: Table, col: Column) -> tuple[int, int]:
     """(narrowest, widest) content width of a column: a column that wraps goes no narrower than
     its longest word; one that does not wrap needs its longest cell."""
     from rich.measure import Measurement
@@ -192,7 +205,7 @@ def _extent(con: Console, table, col) -> tuple[int, int]:
     return lo, hi
 
 
-def _fit(con: Console, table, columns: Sequence[Any], width: int) -> list[int] | None:
+def _fit(con: Console, table: Table, columns: Sequence[Any], width: int) -> list[int] | None:
     """The content widths that fit ``columns`` in ``width``: ``[]`` when they fit as they are,
     None when they cannot fit without cutting a word or a no-wrap cell."""
     room = width - sum(_paddings(table, len(columns)))
@@ -215,11 +228,11 @@ def _fit(con: Console, table, columns: Sequence[Any], width: int) -> list[int] |
     return widths
 
 
-def _plain(con: Console, cell) -> str:
+def _plain(con: Console, cell: Any) -> str:
     return _text(con, cell).plain
 
 
-def _text(con: Console, cell):
+def _text(con: Console, cell: Any) -> Text:
     from rich.text import Text
 
     if isinstance(cell, Text):
@@ -229,7 +242,7 @@ def _text(con: Console, cell):
     return Text(str(cell))
 
 
-def _print_blocks(con: Console, table, id_cols: Sequence[Any]) -> None:
+def _print_blocks(con: Console, table: Table, id_cols: Sequence[Any]) -> None:
     """Each row as a block: its ids first (each whole on a line, however long), then its other
     cells as ``header value`` pairs, indented; as many to a line as fit, none split."""
     from rich.text import Text
@@ -325,7 +338,17 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write("".join(chunk))
 
 
+@overload
+def workspace_from(args: argparse.Namespace, *, required: Literal[True] = True) -> Workspace: ...
+
+
+@overload
+def workspace_from(args: argparse.Namespace, *, required: bool) -> Workspace | None: ...
+
+
 def workspace_from(args: argparse.Namespace, *, required: bool = True) -> Workspace | None:
+    """The workspace the arguments name (``--workspace``, ``--dataset``), else the one found from
+    the current folder upward; none found: a UsageError, or None when not ``required``."""
     from fibtui.core.errors import UsageError
 
     try:
@@ -351,7 +374,12 @@ class CancelOnSignals:
     The handler only sets flags and writes one line with ``os.write`` (it may run while the main
     thread is inside a print)."""
 
-    def __init__(self, cancel, what: str, stop: Any = None) -> None:
+    def __init__(
+        self,
+        cancel: threading.Event,
+        what: str,
+        stop: Callable[[str], None] | None = None,
+    ) -> None:
         """``stop(signal_name)``: how to stop instead of ``cancel.set()`` (``fibtui run`` marks the
         run interrupted first); it must not import or lock (it runs in the signal handler)."""
         import signal

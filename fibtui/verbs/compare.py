@@ -74,11 +74,18 @@ PROMOTE, REJECT, INCONCLUSIVE, BLOCKED, NO_SPEED_VERDICT); 1 a job failed or is 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from fibtui.verdict_colours import colour_of
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def register(sub, common) -> None:
+    from fibtui.core.stats import CompareOutcome, Comparison
+    from fibtui.verbs._common import Common, Subparsers
+
+
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("compare", help="paired verdict: is the candidate faster than the baseline?")
     common(p)
     p.add_argument(
@@ -164,7 +171,7 @@ def compare(args: argparse.Namespace) -> int:
     return compare_exit_code(outcome)
 
 
-def compare_exit_code(outcome) -> int:
+def compare_exit_code(outcome: CompareOutcome) -> int:
     """The exit code ``fibtui run`` gives the same rows (fibtui.verbs.run.run_exit_code): 1 when
     a job failed or is missing (a verdict of INCOMPLETE, or a row neither PASSED nor a tool
     limit), 3 when the only rows not PASSED are tool limits (UNSUPPORTED_HERE: NOT_JUDGED),
@@ -190,11 +197,11 @@ def compare_exit_code(outcome) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def _us(ms) -> str:
+def _us(ms: float | None) -> str:
     return "-" if ms is None else f"{ms * 1000:.3f}"
 
 
-def measured_line(c) -> str | None:
+def measured_line(c: Comparison) -> str | None:
     """A sample's headline (rich markup): what it measured, band by band, against tau."""
     from rich.markup import escape
 
@@ -211,7 +218,7 @@ def measured_line(c) -> str | None:
     return f"[bold {colour}]{m.word.upper()}[/]  {escape(rest)}[dim]{escape(share)}[/]"
 
 
-def measure_lines(con, c, indent: str = "") -> None:
+def measure_lines(con: Console, c: Comparison, indent: str = "") -> None:
     """The three measures (core's ``Comparison.verdict_lines``): avg and p95 latency first, then
     speedup as context (G, the projected score), the worst workloads and, when the measures
     disagree, the line that says why."""
@@ -231,7 +238,7 @@ def measure_lines(con, c, indent: str = "") -> None:
             con.print(f"{indent}[dim]{escape(line)}[/]")
 
 
-def _undecided_hint(c) -> str:
+def _undecided_hint(c: Comparison) -> str:
     """What decides a sample's undecided bands: more repeats, as many as they need."""
     m = c.measured
     if m is None or not any(b.word == "undecided" for b in m.bands) or c.look is not None:
@@ -242,7 +249,7 @@ def _undecided_hint(c) -> str:
     )
 
 
-def print_verdict(con, outcome) -> None:
+def print_verdict(con: Console, outcome: CompareOutcome) -> None:
     """The verdict of a paired run, in a few lines (``fibtui run``): a sample (a representative
     gate, a selection) says what it measured per band; the full set says its verdict."""
     from rich.markup import escape
@@ -261,7 +268,7 @@ def print_verdict(con, outcome) -> None:
             continue
         tau = f"tau {c.tau.tau * 100:.2f}% [dim]({escape(c.tau.source)})[/]"
         line = measured_line(c)
-        if c.scope == "sample" and line is not None:
+        if c.scope == "sample" and line is not None and c.measured is not None:
             con.print(f"  {line}")
             for b in c.measured.bands:
                 con.print(
@@ -294,7 +301,7 @@ def print_verdict(con, outcome) -> None:
         con.print(f"  [yellow]note[/] {escape(note)}")
 
 
-def _print(outcome) -> None:
+def _print(outcome: CompareOutcome) -> None:
     from fibtui.verbs._common import console
 
     con = console()
@@ -310,7 +317,7 @@ def _print(outcome) -> None:
         con.print(f"[yellow]note[/] {escape(note)}")
 
 
-def _print_one(con, c, outcome) -> None:
+def _print_one(con: Console, c: Comparison, outcome: CompareOutcome) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -436,7 +443,7 @@ def _print_one(con, c, outcome) -> None:
         con.print(f"[yellow]note[/] {escape(note)}")
 
 
-def _print_failures(con, c) -> None:
+def _print_failures(con: Console, c: Comparison) -> None:
     from rich.markup import escape
 
     if not c.failures:
@@ -448,7 +455,7 @@ def _print_failures(con, c) -> None:
         con.print(f"  ... {len(c.failures) - 10} more")
 
 
-def _print_leaderboard(con, outcome) -> None:
+def _print_leaderboard(con: Console, outcome: CompareOutcome) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -466,6 +473,8 @@ def _print_leaderboard(con, outcome) -> None:
     t.add_column("verdict", no_wrap=True, min_width=12)
     for e in outcome.entries:
         c = e.comparison
+        if c is None:  # the baseline's own row: a leaderboard lists candidates only
+            continue
         a = c.candidate
         cv = "-" if a.run_to_run_cv is None else f"{a.run_to_run_cv * 100:.2f}%"
         g = "-" if c.geomean_ratio is None else f"{c.geomean_ratio:.4f}"
@@ -487,10 +496,11 @@ def _print_leaderboard(con, outcome) -> None:
         con, t, ids=["candidate"], drop=["run-to-run", "p95 us", "interval", "G", "avg change"]
     )
     first = outcome.entries[0].comparison
+    assert first is not None  # entries are candidates, each compared with the baseline
     con.print(
         f"[dim]baseline mean {_us(first.baseline.mean_latency_ms)} us; tau {first.tau.tau * 100:.2f}% ({escape(first.tau.source)})[/]"
     )
     for e in outcome.entries:
         c = e.comparison
-        if c.blocked_by or c.dispatch_bands or c.failures:
+        if c is not None and (c.blocked_by or c.dispatch_bands or c.failures):
             con.print(f"{escape(e.name)}: {escape(c.recommendation())}")

@@ -42,11 +42,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fibtui.core.text import printable
 
+#: a verb's handler
+Verb = Callable[[argparse.Namespace], int]
 
-def _round_args(p) -> None:
+
+def _round_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "runs",
         nargs="*",
@@ -62,7 +67,13 @@ def _round_args(p) -> None:
     p.add_argument("--json", action="store_true")
 
 
-def register(sub, common) -> None:
+if TYPE_CHECKING:
+    from fibtui.core.archive import DecisionResult
+    from fibtui.core.workspace import Workspace
+    from fibtui.verbs._common import Common, Subparsers
+
+
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser(
         "promote",
         help="make a faster candidate the checked-in kernel (archived, summarized, committed)",
@@ -151,7 +162,7 @@ def register(sub, common) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _report(ws, result, args) -> int:
+def _report(ws: Workspace, result: DecisionResult, args: argparse.Namespace) -> int:
     from fibtui.verbs._common import console, emit_json
 
     if args.json:
@@ -198,7 +209,7 @@ def _report(ws, result, args) -> int:
     return 0
 
 
-def _refused_as_json(decide):
+def _refused_as_json(decide: Verb) -> Verb:
     """A decision verb whose refusal (CheckFailed: the verdict does not allow it, exit 1) is also
     a JSON object on stdout under ``--json`` (``decision`` null, ``refused`` true, ``error``), so
     a script reading stdout sees why; the one line on stderr and the exit code stay."""

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("demo", help="copy the bundled demo operator into a new workspace DIR")
     common(p)  # accepted as after every verb (the demo opens the workspace it creates)
     p.add_argument("dir", metavar="DIR")

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fibtui.core.workspace import Topology, Workspace
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser(
         "status", help="workspace, solution, definitions, dataset, topology, backends"
     )
@@ -28,7 +32,7 @@ def register(sub, common) -> None:
     p.set_defaults(func=check)
 
 
-def status_json(ws, probe_gpu: bool = True) -> dict[str, Any]:
+def status_json(ws: Workspace | None, probe_gpu: bool = True) -> dict[str, Any]:
     from fibtui.core import backends, toolchain
     from fibtui.core.errors import FibError
     from fibtui.core.presets import preset_for
@@ -274,7 +278,7 @@ def check(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def deep_builds(topo) -> list[dict[str, Any]]:
+def deep_builds(topo: Topology) -> list[dict[str, Any]]:
     """Build every solution config and candidate without problems in a worker subprocess: one
     entry each (``name``, ``path``, ``ok``, ``status``, ``error``, ``where_path``: the file and line
     when the failure has one, else the solution's folder)."""

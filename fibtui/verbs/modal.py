@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("modal", help="Modal: check the set-up with one tiny B200 call")
     msub = p.add_subparsers(
         dest="modal_verb", metavar="ACTION", required=True, parser_class=type(p)

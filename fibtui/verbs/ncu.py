@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from fibtui.core.dataset import WorkloadSet
+    from fibtui.core.ncu.classify import HostGaps
+    from fibtui.core.ncu.records import NcuReport
+    from fibtui.core.ncu.summary import KernelSummary
+    from fibtui.core.workspace import SolutionConfig, Workspace
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("ncu", help="Nsight Compute: profile a workload, import a report, diff two")
     nsub = p.add_subparsers(dest="ncu_verb", metavar="ACTION", required=True, parser_class=type(p))
 
@@ -129,7 +140,7 @@ def _host_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _host(args: argparse.Namespace, report) -> Any:
+def _host(args: argparse.Namespace, report: NcuReport) -> HostGaps | None:
     from fibtui.core.errors import InputError
     from fibtui.core.ncu import HostGaps, launch_fields
 
@@ -189,18 +200,18 @@ def fmt_value(value: float | None, kind: str) -> str:
     return f"{value:.2f}"
 
 
-def _label(s) -> str:
+def _label(s: KernelSummary) -> str:
     """A kernel's column header (markup-escaped: a band's ``[...]`` is text, never a style)."""
     from rich.markup import escape
 
     return escape(f"{s.name} [{s.band}]" if s.band else s.name)
 
 
-def _dims(d) -> str:
+def _dims(d: tuple[int, int, int] | None) -> str:
     return "x".join(str(v) for v in d) if d else "-"
 
 
-def print_summaries(con, summaries, title: str = "") -> None:
+def print_summaries(con: Console, summaries: list[KernelSummary], title: str = "") -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -436,10 +447,21 @@ def ncu_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _profile_on_modal(args, ws, uuids, config, rep, request_path, workloads) -> int:
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+def _profile_on_modal(
+    args: argparse.Namespace,
+    ws: Workspace,
+    uuids: list[str],
+    config: SolutionConfig,
+    rep: Path,
+    request_path: Path,
+    workloads: WorkloadSet,
+) -> int:
     """``ncu profile --backend modal``: the same request and ncu command in one Modal container
     (fibtui.runners.modal_ncu); the report lands where a local one does."""
-    import sys
 
     from fibtui.core.errors import UsageError
     from fibtui.core.fsio import atomic_write_json
@@ -471,7 +493,7 @@ def _profile_on_modal(args, ws, uuids, config, rep, request_path, workloads) -> 
             section_set=args.section_set,
             clock_control=args.clock_control,
             timeout_s=args.timeout,
-            say=lambda line: sys.stderr.write(line + "\n"),
+            say=_say,
             handles=getattr(args, "_modal_handles", None),
             container_paths=not getattr(args, "_modal_local_paths", False),
         )
@@ -509,12 +531,13 @@ def ncu_host(args: argparse.Namespace) -> int:
     from fibtui.core.errors import InputError
     from fibtui.core.hostview import summarize as summarize_host
     from fibtui.runners.hostview import host_view, require_uuids
+    from fibtui.runners.registry import default_backend
     from fibtui.verbs._common import console, emit_json, workspace_from
 
     if args.calls < 1:
         raise InputError(None, "must be >= 1", field="--calls")
     ws = workspace_from(args)
-    backend = args.backend or ("local" if backends.detect().gpu else "interpreter")
+    backend = args.backend or default_backend(backends.detect())
     payload = host_view(ws, require_uuids(args.workload, ws), args.solution, backend, args.calls)
     views = summarize_host(payload)
     if args.json:

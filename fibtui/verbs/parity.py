@@ -23,9 +23,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from fibtui.core.workspace import Workspace
+    from fibtui.runners.parity import Comparison, ParityPlan, ParityRecord
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser(
         "parity",
         help="run flashinfer-bench in the official shape and compare it with fibtui's gate",
@@ -71,7 +79,7 @@ def register(sub, common) -> None:
     p.set_defaults(func=parity)
 
 
-def _representatives(ws, args: argparse.Namespace) -> list[str] | None:
+def _representatives(ws: Workspace, args: argparse.Namespace) -> list[str] | None:
     if args.workloads != "rep":
         return None
     from fibtui.core.plan import gate_representatives
@@ -100,7 +108,7 @@ def parity(args: argparse.Namespace) -> int:
     return _run(args, ws, plan)
 
 
-def _print_plan(args: argparse.Namespace, plan) -> int:
+def _print_plan(args: argparse.Namespace, plan: ParityPlan) -> int:
     from fibtui.verbs._common import emit_json
 
     if args.json:
@@ -136,7 +144,7 @@ def _print_plan(args: argparse.Namespace, plan) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace, ws, plan) -> int:
+def _run(args: argparse.Namespace, ws: Workspace, plan: ParityPlan) -> int:
     import threading
 
     from fibtui.core.errors import UsageError
@@ -179,7 +187,7 @@ def _run(args: argparse.Namespace, ws, plan) -> int:
     return 128 + signals.received if signals.received else code
 
 
-def _status(args: argparse.Namespace, ws) -> int:
+def _status(args: argparse.Namespace, ws: Workspace) -> int:
     from fibtui.core.numbers import count
     from fibtui.runners.parity import parity_status
     from fibtui.verbs._common import console, emit_json
@@ -207,7 +215,7 @@ def _fmt_us(ms: float | None) -> str:
     return "-" if ms is None else f"{ms * 1000:.2f}"
 
 
-def _rows_table(comp):
+def _rows_table(comp: Comparison) -> Table:
     """One row per workload: its whole uuid, axes, flashinfer-bench's status and latency, fibtui's."""
     from rich.markup import escape
     from rich.table import Table
@@ -256,7 +264,7 @@ def _rows_table(comp):
     return t
 
 
-def _show(args: argparse.Namespace, record) -> int:
+def _show(args: argparse.Namespace, record: ParityRecord) -> int:
     from fibtui.verbs._common import emit_json
 
     mismatches = sum(len(c.verdict_mismatches) for c in record.comparisons)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fibtui.core.recon import ReconNote
+    from fibtui.core.workspace import Workspace
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser(
         "recon", help="reference repos: refresh them, search them, keep the recon note"
     )
@@ -69,7 +74,7 @@ def register(sub, common) -> None:
     np.set_defaults(func=note)
 
 
-def _definition(args: argparse.Namespace, ws) -> str:
+def _definition(args: argparse.Namespace, ws: Workspace) -> str:
     from fibtui.core.errors import UsageError
 
     if getattr(args, "definition", None):
@@ -81,7 +86,7 @@ def _definition(args: argparse.Namespace, ws) -> str:
     return ws.active.definition
 
 
-def _op_type(ws, definition: str) -> str | None:
+def _op_type(ws: Workspace, definition: str) -> str | None:
     from fibtui.core.errors import FibError
 
     if ws.dataset_root is None:
@@ -220,7 +225,7 @@ def note(args: argparse.Namespace) -> int:
             piece=args.piece,
             next_action=args.next_action,
         )
-        current = recon.add_note_row(ws.root, definition, row)
+        current: ReconNote | None = recon.add_note_row(ws.root, definition, row)
     else:
         if args.relevance or args.piece or args.next_action or args.commit:
             raise UsageError("--relevance, --piece, --next and --commit go with --add REPO PATH")

@@ -54,10 +54,17 @@ Exit codes: 0 ok; 2 bad input (an unreadable --results file, an unknown --defini
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fibtui.core.dataset import Dataset
+    from fibtui.core.regimes import RegimeReport
+    from fibtui.core.results.table import ResultRow
+    from fibtui.core.workspace import Workspace
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser(
         "regimes", help="bands of the real workloads, latency shares, representatives, floors"
     )
@@ -107,7 +114,9 @@ def register(sub, common) -> None:
     p.set_defaults(func=regimes_verb)
 
 
-def latest_results(workspace, definition: str):
+def latest_results(
+    workspace: Workspace, definition: str
+) -> tuple[list[ResultRow], str, str | None] | None:
     """The latest GPU-timed result rows of ``definition`` from fibtui's own run records in
     ``workspace``, as ``(rows, label, hardware)``, or None (then ``fibtui regimes`` reports counts
     only)."""
@@ -121,7 +130,7 @@ def latest_results(workspace, definition: str):
 
 
 def _rows_from_file(
-    args: argparse.Namespace, definition: str, ds
+    args: argparse.Namespace, definition: str, ds: Dataset
 ) -> tuple[list[Any], str, str | None]:
     from fibtui.core.errors import InputError
     from fibtui.core.results import load_results
@@ -129,7 +138,7 @@ def _rows_from_file(
     path = args.results
     workloads = ds.workloads(definition)
 
-    def lookup(def_name: str, uuid: str):
+    def lookup(def_name: str, uuid: str) -> dict[str, int] | None:
         return workloads.axes_of(uuid) if uuid in workloads else None
 
     table = load_results(path, axes_lookup=lookup)
@@ -247,7 +256,7 @@ def _us(ms: float | None) -> str:
     return "-" if ms is None else f"{ms * 1000:.2f}"
 
 
-def _print_report(report) -> None:
+def _print_report(report: RegimeReport) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -333,12 +342,12 @@ def _print_report(report) -> None:
         con.print(f"[yellow]note[/] {escape(note)}")
 
 
-def latency_chart(report, width: int = 78, height: int = 16) -> str | None:
+def latency_chart(report: RegimeReport, width: int = 78, height: int = 16) -> str | None:
     """A plotext chart of latency (us) against the dominant axis, with the floor; None without
     latency. Above 2,000 workloads each axis value shows its mean latency."""
     import re
 
-    import plotext as plt
+    import plotext as plt  # type: ignore[import-untyped]  # plotext ships no type hints
     import polars as pl
 
     axis = report.dominant_axis
@@ -373,8 +382,8 @@ def latency_chart(report, width: int = 78, height: int = 16) -> str | None:
         )
     if min(xs) > 0 and max(xs) / min(xs) >= 16:
         plt.xscale("log")
-    ys = data.get_column("latency_ms")
-    if ys.min() > 0 and ys.max() / ys.min() >= 100:
+    ys = [float(v) for v in data.get_column("latency_ms").to_list()]  # filtered: none is null
+    if min(ys) > 0 and max(ys) / min(ys) >= 100:
         plt.yscale("log")
     plt.title(f"latency vs {axis}")
     plt.xlabel(axis)

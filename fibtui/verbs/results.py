@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fibtui.core.results.table import AxesLookup, ResultRow, RunTable
+    from fibtui.verbs._common import Common, SafeConsole, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("results", help="read result files")
     rsub = p.add_subparsers(
         dest="results_verb", metavar="ACTION", required=True, parser_class=type(p)
@@ -18,7 +23,7 @@ def register(sub, common) -> None:
     rp.set_defaults(func=results)
 
 
-def _axes_lookup(args: argparse.Namespace):
+def _axes_lookup(args: argparse.Namespace) -> AxesLookup | None:
     """Join axes from the workspace's dataset when the result file has none."""
     from fibtui.core.decisions import axes_lookup
     from fibtui.verbs._common import workspace_from
@@ -45,7 +50,7 @@ def results(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_table(table, solution: str | None) -> None:
+def _print_table(table: RunTable, solution: str | None) -> None:
     from rich.markup import escape
 
     from fibtui.core.results import summarize
@@ -77,7 +82,7 @@ def _print_table(table, solution: str | None) -> None:
         axes_names = sorted({a for r in rows for a in r.axes})
         numbered = list(enumerate(rows))
         if con.wide or len({r.solution for r in rows}) == 1:
-            tables: list[tuple[str | None, list]] = [(None, numbered)]
+            tables: list[tuple[str | None, list[tuple[int, ResultRow]]]] = [(None, numbered)]
         else:  # a terminal: one table per solution, in the order they come (no solution column to fit)
             tables = [
                 (name, [(i, r) for i, r in numbered if r.solution == name])
@@ -119,7 +124,7 @@ def _print_table(table, solution: str | None) -> None:
 PLAIN_ROWS = 1000
 
 
-def _cells(r, i: int, axes_names: list[str], solution_column: bool) -> list[str]:
+def _cells(r: ResultRow, i: int, axes_names: list[str], solution_column: bool) -> list[str]:
     from fibtui.verbs._common import fmt_ms
 
     return [
@@ -137,7 +142,12 @@ def _cells(r, i: int, axes_names: list[str], solution_column: bool) -> list[str]
 
 
 def _plain_rows(
-    con, group: list, axes_names: list[str], *, solution_column: bool, title: str | None
+    con: SafeConsole,
+    group: list[tuple[int, ResultRow]],
+    axes_names: list[str],
+    *,
+    solution_column: bool,
+    title: str | None,
 ) -> None:
     """A large table as plain lines: every cell whole (its control characters shown, never
     obeyed), columns padded to their widest cell, written in one pass."""
@@ -184,7 +194,12 @@ def _plain_rows(
 
 
 def _rows_table(
-    con, group: list, axes_names: list[str], *, solution_column: bool, title: str | None
+    con: SafeConsole,
+    group: list[tuple[int, ResultRow]],
+    axes_names: list[str],
+    *,
+    solution_column: bool,
+    title: str | None,
 ) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -229,7 +244,7 @@ def _rows_table(
     )
 
 
-def _print_extra(con, key: str, items: list[dict]) -> None:
+def _print_extra(con: SafeConsole, key: str, items: list[dict[str, Any]]) -> None:
     from rich.markup import escape
     from rich.table import Table
 

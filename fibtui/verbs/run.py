@@ -44,13 +44,20 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from fibtui.core.runs import RunRecord
+    from fibtui.core.stats import CompareOutcome
+    from fibtui.core.workspace import Workspace
+    from fibtui.runners.service.client import ServiceWorkers
+    from fibtui.runners.session import PreparedRun, RunOptions
+    from fibtui.verbs._common import CancelOnSignals, Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser(
         "run", help="run a gate or a sweep (local GPU, the CPU interpreter, or Modal)"
     )
@@ -64,13 +71,7 @@ def register(sub, common) -> None:
         metavar="|".join((*registry.names(), "auto")),
         help=registry.help_text(),
     )
-    p.add_argument(
-        "--plan",
-        action="store_true",
-        help="with --backend modal: print the plan (containers, GPU, image, volume, estimated "
-        "GPU-seconds and cost) and exit; no network",
-    )
-    p.add_argument("--modal-in-process", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--plan", action="store_true", help=registry.plan_help())
     p.add_argument(
         "--workloads",
         default="rep",
@@ -155,17 +156,8 @@ def register(sub, common) -> None:
     p.add_argument("--calls-per-block", type=int, metavar="N")
     p.add_argument("--blocks", type=int, metavar="N")
     p.add_argument("--json", action="store_true", help="print the final run record as JSON")
-    p.add_argument(
-        "--no-daemon",
-        action="store_true",
-        help="local/interpreter: start this run's own workers and leave the worker service alone "
-        "(default: take a ready worker from it, starting it when none runs; `fibtui workers`)",
-    )
-    p.add_argument(
-        "--yes",
-        action="store_true",
-        help="modal: start even when the worst case costs more than [modal] confirm_above_usd",
-    )
+    for option in registry.options():  # each backend's own flags (fibtui.runners.backends)
+        option.add_to(p)
     p.set_defaults(func=run)
 
     p = sub.add_parser("runs", help="list runs and their state")
@@ -177,10 +169,10 @@ def register(sub, common) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fibtui.core.plan import check_workers
     from fibtui.runners.registry import default_backend
     from fibtui.runners.session import (
         RunOptions,
-        check_workers,
         prepare_resume,
         prepare_retry,
         prepare_run,
@@ -226,15 +218,17 @@ def run(args: argparse.Namespace) -> int:
         calls_per_block=args.calls_per_block,
         blocks=args.blocks,
         definition=args.definition,
-        modal_in_process=args.modal_in_process,
     )
+    _backend_options(args, options)
     if args.send_unsupported:
         return _send(args, ws, args.send_unsupported)
     if args.plan:
         return _plan(args, ws, options)
     from fibtui.runners.service.client import service_workers
 
-    service = service_workers(ws.root, no_daemon=args.no_daemon)  # a bad setting stops it here
+    service = service_workers(
+        ws.root, no_daemon=_flag(args, "no_daemon")
+    )  # a bad setting stops it here
     if args.resume:
         _resume_cost_guard(args, ws, args.resume, retry=False)
         prepared = prepare_resume(ws, args.resume, options if args.backend else None)
@@ -245,7 +239,8 @@ def run(args: argparse.Namespace) -> int:
         options.representatives = _representatives(ws, options)
         from fibtui.runners import registry
 
-        if registry.get(options.backend).billed and not options.modal_in_process:
+        spec = registry.get(options.backend)
+        if spec.billed and not spec.in_process(options):
             _cost_guard(args, ws, options)
         prepared = prepare_run(ws, options)
     _use_worker_service(prepared, service)
@@ -257,7 +252,29 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _run_under_signals(args: argparse.Namespace, prepared, what: str) -> tuple[int, bool]:
+def _flag(args: argparse.Namespace, dest: str) -> bool:
+    """A backend's switch (fibtui.runners.backends), off where no backend declares it."""
+    return bool(getattr(args, dest, False))
+
+
+def _backend_options(args: argparse.Namespace, options: RunOptions) -> None:
+    """Each backend option's value into the run's options: its RunOptions attribute, else
+    ``options.backend_options``."""
+    from fibtui.runners import registry
+
+    for option in registry.options():
+        if not option.run_option or not hasattr(args, option.dest):
+            continue
+        value = getattr(args, option.dest)
+        if hasattr(options, option.dest):
+            setattr(options, option.dest, value)
+        else:
+            options.backend_options[option.dest] = value
+
+
+def _run_under_signals(
+    args: argparse.Namespace, prepared: PreparedRun, what: str
+) -> tuple[int, bool]:
     """Run and report, a signal cancelling as an interrupt (set before the runner stops any
     worker, so a job in flight stays pending and the run reads interrupted; a second one stops
     the workers at once). The exit code, and whether a signal came."""
@@ -277,7 +294,9 @@ def _run_under_signals(args: argparse.Namespace, prepared, what: str) -> tuple[i
     return code, stop.received is not None
 
 
-def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = None) -> int:
+def _send(
+    args: argparse.Namespace, ws: Workspace, run_id: str, after_run: int | None = None
+) -> int:
     """``--send-unsupported RUN_ID`` (and the second half of ``--backend auto``): what the run's
     GPU could not run, on Modal's B200, in the same run (fibtui.runners.split). ``after_run``:
     the exit code of the run just made (auto), kept when nothing is sent."""
@@ -298,14 +317,15 @@ def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = Non
             emit_json(send.to_json())
         return 0
     try:
-        if send.cost.needs_confirmation and not args.yes and not args.modal_in_process:
+        in_process = _flag(args, "modal_in_process")
+        if send.cost.needs_confirmation and not _flag(args, "yes") and not in_process:
             raise UsageError(
                 f"the worst case of sending {len(send.keys)} job(s) to Modal costs about "
                 f"${send.cost.worst_case_cost_usd:.2f}, more than [modal] confirm_above_usd "
                 f"(${send.cost.confirm_above_usd:.2f}): nothing was sent; fibtui run "
                 f"--send-unsupported {run_id} --yes sends them"
             )
-        prepared = prepare_send(ws, send, modal_in_process=args.modal_in_process)
+        prepared = prepare_send(ws, send, modal_in_process=in_process)
     except UsageError as exc:
         if after_run is None:
             raise
@@ -317,7 +337,7 @@ def _send(args: argparse.Namespace, ws, run_id: str, after_run: int | None = Non
     )[0]
 
 
-def _use_worker_service(prepared, service) -> None:
+def _use_worker_service(prepared: PreparedRun, service: ServiceWorkers | None) -> None:
     """A local or interpreter run takes its workers from the worker service (started on first
     use) unless ``--no-daemon``, ``[workers] daemon = false`` or ``FIBTUI_WORKERS_DAEMON=0``
     (then ``service`` is None and the run starts its own, as before)."""
@@ -325,11 +345,17 @@ def _use_worker_service(prepared, service) -> None:
 
     runner = prepared.runner
     if service is not None and isinstance(runner, LocalRunner) and runner.warm is None:
-        runner.warm = service
+        # ServiceWorkers offers WarmWorkers' take/prewarm/count/close; LocalRunner.warm is
+        # declared as WarmWorkers (fibtui/runners/local.py): a shared protocol there would say so
+        runner.warm = service  # type: ignore[assignment]
 
 
 def _run_and_report(
-    args: argparse.Namespace, prepared, printer: _Printer, cancel: threading.Event, stop
+    args: argparse.Namespace,
+    prepared: PreparedRun,
+    printer: _Printer,
+    cancel: threading.Event,
+    stop: CancelOnSignals,
 ) -> int:
     from fibtui.verbs._common import emit_json
 
@@ -394,7 +420,7 @@ def run_exit_code(record: RunRecord) -> int:
     return 1
 
 
-def _verdict(args: argparse.Namespace, record: RunRecord):
+def _verdict(args: argparse.Namespace, record: RunRecord) -> CompareOutcome | None:
     """The paired verdict of a finished paired run, or None (core.decisions.run_verdict)."""
     from fibtui.core import decisions
     from fibtui.verbs._common import workspace_from
@@ -412,7 +438,12 @@ class _quiet_if:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
         return self.quiet and kind is not None and issubclass(kind, (OSError, ValueError))
 
 
@@ -428,7 +459,7 @@ def _test_delay(name: str) -> None:
             time.sleep(seconds)
 
 
-def _plan(args: argparse.Namespace, ws, options) -> int:
+def _plan(args: argparse.Namespace, ws: Workspace, options: RunOptions) -> int:
     """``--plan``: what a Modal run would cost, without any network."""
     from fibtui.core.errors import UsageError
     from fibtui.runners import registry
@@ -452,7 +483,7 @@ def _plan(args: argparse.Namespace, ws, options) -> int:
     return 0
 
 
-def _cost_guard(args: argparse.Namespace, ws, options) -> None:
+def _cost_guard(args: argparse.Namespace, ws: Workspace, options: RunOptions) -> None:
     """A Modal run whose worst case (every job hanging until its timeout) costs more than
     ``[modal] confirm_above_usd`` starts only with ``--yes``; without it the plan is printed and
     nothing is launched (exit 2)."""
@@ -465,7 +496,7 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
             f"the {options.backend} backend is billed but has no --plan to check its cost"
         )
     plan = planner(ws, options)
-    if not plan.needs_confirmation or args.yes:
+    if not plan.needs_confirmation or _flag(args, "yes"):
         return
     for line in plan.lines():
         sys.stderr.write(line + "\n")
@@ -476,15 +507,18 @@ def _cost_guard(args: argparse.Namespace, ws, options) -> None:
     )
 
 
-def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -> None:
+def _resume_cost_guard(args: argparse.Namespace, ws: Workspace, run_id: str, retry: bool) -> None:
     """--resume and --retry-failed start containers too: the plan's bound over the jobs they would
     run (``modal_runner.run_cost``), checked before anything is written; without --yes nothing is
     launched when it costs more than ``[modal] confirm_above_usd``."""
     from fibtui.core.errors import UsageError
-    from fibtui.runners.modal_runner import rerun_cost
+    from fibtui.runners import registry
 
-    found = rerun_cost(ws, run_id, retry)
-    if found is None or args.yes:
+    found = None
+    for spec in registry.all_backends().values():  # the one whose run it is says what it costs
+        if spec.rerun_cost is not None and found is None:
+            found = spec.rerun_cost(ws, run_id, retry)
+    if found is None or _flag(args, "yes"):
         return
     cost, settings = found
     if not cost.needs_confirmation:
@@ -498,7 +532,7 @@ def _resume_cost_guard(args: argparse.Namespace, ws, run_id: str, retry: bool) -
     )
 
 
-def _representatives(ws, options) -> list[str] | None:
+def _representatives(ws: Workspace, options: RunOptions) -> list[str] | None:
     """Representatives for ``--workloads rep`` from the regime analysis (pins honored); for
     ``--workloads quick`` (``--quick``) the quick gate's workloads (fibtui.core.quick), the ones
     its time budget leaves out named in one line on stderr."""
@@ -525,7 +559,7 @@ def _representatives(ws, options) -> list[str] | None:
 class _Printer:
     """Live progress for a terminal: one line per finished job, ETA, the final table."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         from fibtui.verbs._common import console
 
         self.con = console(file=stream)

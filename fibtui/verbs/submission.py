@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fibtui.core.workspace import Workspace
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("pack", help="pack solution.json from config.toml and the source folder")
     common(p)
     p.add_argument(
@@ -49,7 +54,7 @@ def register(sub, common) -> None:
     t.set_defaults(func=tag)
 
 
-def _definition(args: argparse.Namespace, ws) -> str | None:
+def _definition(args: argparse.Namespace, ws: Workspace) -> str | None:
     if args.definition:
         return args.definition
     if len(ws.configs) > 1 and ws.active is not None:
@@ -57,7 +62,7 @@ def _definition(args: argparse.Namespace, ws) -> str | None:
     return None
 
 
-def _parity(ws, definition: str | None) -> tuple[dict | None, str | None]:
+def _parity(ws: Workspace, definition: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """(the newest parity record as JSON, a warning when the definition is not submission-ready)."""
     from fibtui.runners.parity import parity_status
 
@@ -113,6 +118,7 @@ def pack(args: argparse.Namespace) -> int:
     if parity_warning:
         con.print(f"[yellow]![/] {escape(parity_warning)}")
     else:
+        assert parity is not None  # _parity warns whenever it has no record
         con.print(
             f"[green]✓[/] official parity {escape(parity['id'])}: {parity['passed']}/{parity['total']} PASSED"
         )

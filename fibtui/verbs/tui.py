@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("tui", help="open the terminal UI (the default when no verb is given)")
     common(p)
     p.add_argument("--watch", action="store_true")

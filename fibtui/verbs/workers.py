@@ -17,9 +17,16 @@ the next run restarts it).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from fibtui.runners.service.client import Client
+    from fibtui.verbs._common import Common, Subparsers
 
 
-def register(sub, common) -> None:
+def register(sub: Subparsers, common: Common) -> None:
     p = sub.add_parser("workers", help="the worker service that keeps workers ready: status, stop")
     wsub = p.add_subparsers(
         dest="workers_verb", metavar="ACTION", required=True, parser_class=type(p)
@@ -35,16 +42,17 @@ def register(sub, common) -> None:
     tp.set_defaults(func=stop)
 
 
-def _client():
+def _client() -> tuple[Client | None, Path]:
     """This installation's service client, or the socket's path when its folder does not exist
     (then no service runs; nothing is created to say so)."""
     from fibtui.runners.service.client import Client
     from fibtui.runners.service.common import ServiceAbsent
 
     try:
-        return Client(create=False), None
+        client = Client(create=False)
     except ServiceAbsent as absent:
         return None, absent.path
+    return client, client.path
 
 
 def status(args: argparse.Namespace) -> int:
@@ -55,7 +63,7 @@ def status(args: argparse.Namespace) -> int:
     from fibtui.verbs._common import console, emit_json
 
     client, path = _client()
-    found: dict | None = None
+    found: dict[str, Any] | None = None
     why = ""
     if client is not None:
         path = client.path
@@ -96,7 +104,7 @@ def status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lines(found: dict, current: bool, log) -> list[str]:
+def _lines(found: dict[str, Any], current: bool, log: Path) -> list[str]:
     f = found.get("facts") or {}
     gpus = f.get("gpus") or []
     lines = [
@@ -143,7 +151,7 @@ def _lines(found: dict, current: bool, log) -> list[str]:
     return lines
 
 
-def _mb(rss) -> str:
+def _mb(rss: object) -> str:
     return f" ({rss / 2**20:.0f} MB)" if isinstance(rss, int) and not isinstance(rss, bool) else ""
 
 

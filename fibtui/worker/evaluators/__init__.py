@@ -19,29 +19,39 @@ indexer packs a random K cache into its FP8 page layout; sampling turns random p
 a distribution). docs/evaluators.md describes each in full.
 
 The interface (:class:`Evaluator`, :class:`Judging`) lives in ``base``, which every evaluator
-module imports; this package's ``__init__`` is the registry and imports the modules.
+module imports. Each evaluator claims its definitions in one row of
+:data:`fibtui.core.presets.CLAIMS` (standard library, so core reads it too); this package's
+``__init__`` loads the module of each row by its name (``fibtui.worker.evaluators.<name>``, the
+default's ``base``) and takes its ``EVALUATOR``. Adding an evaluator is its module and its row.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from fibtui.core import presets
 from fibtui.core.presets import evaluator_for
 from fibtui.worker.evaluators.base import Evaluator, Judging
 
 __all__ = ["Evaluator", "Judging", "for_definition", "get"]
 
+_LOADED: dict[str, Evaluator] = {}
+
 
 def _registry() -> dict[str, Evaluator]:
-    from fibtui.worker.evaluators.dsa_sparse_attention import DsaSparseAttention
-    from fibtui.worker.evaluators.dsa_topk_indexer import DsaTopkIndexer
-    from fibtui.worker.evaluators.lowbit import LowBit
-    from fibtui.worker.evaluators.sampling import Sampling
-
-    return {
-        e.name: e
-        for e in (Evaluator(), LowBit(), Sampling(), DsaTopkIndexer(), DsaSparseAttention())
-    }
+    """Every evaluator of the table by name, each module imported once."""
+    for claim in presets.CLAIMS:
+        name = claim.name
+        if name not in _LOADED:
+            module = importlib.import_module(
+                f"fibtui.worker.evaluators.{'base' if name == 'default' else name}"
+            )
+            evaluator: Evaluator = module.EVALUATOR
+            if evaluator.name != name:
+                raise ValueError(f"{module.__name__}.EVALUATOR is {evaluator.name!r}, not {name!r}")
+            _LOADED[name] = evaluator
+    return {c.name: _LOADED[c.name] for c in presets.CLAIMS}
 
 
 def get(name: str) -> Evaluator:

@@ -1,6 +1,7 @@
 """The evaluator's interface: :class:`Judging` (what one check looks at) and :class:`Evaluator`
 (the default evaluator, every output elementwise against the reference). Each evaluator module
-subclasses it; the package's ``__init__`` holds the registry that picks one by name."""
+subclasses it and names its instance ``EVALUATOR``; the package's ``__init__`` holds the registry
+that loads them by name."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import torch
 
+from fibtui.core.presets import default_ratio_of
 from fibtui.worker.check import Tolerance, Verdict, compare, normalize
 
 
@@ -35,8 +37,11 @@ class Evaluator:
     """The default evaluator: every output elementwise against the reference."""
 
     name = "default"
-    #: the matched ratio when the preset sets none
-    default_ratio = 1.0
+
+    @property
+    def default_ratio(self) -> float:
+        """The matched ratio when the preset sets none (its row in fibtui.core.presets.CLAIMS)."""
+        return default_ratio_of(self.name)
 
     def prepare_inputs(
         self,
@@ -57,3 +62,6 @@ class Evaluator:
 
     def judge(self, j: Judging) -> Verdict:
         return compare(j.outputs, j.references, j.names, j.tol, self.default_ratio)
+
+
+EVALUATOR = Evaluator()

@@ -207,3 +207,6 @@ class DsaTopkIndexer(Evaluator):
                 f"(matched {ratio:.4f})",
             )
         return Verdict("PASSED", max_abs, max_rel, ratio)
+
+
+EVALUATOR = DsaTopkIndexer()

@@ -8,5 +8,7 @@ from fibtui.worker.evaluators.base import Evaluator
 
 
 class LowBit(Evaluator):
-    name = "lowbit"
-    default_ratio = 0.95
+    name = "lowbit"  # its default matched ratio, 0.95, is its row's (fibtui.core.presets.CLAIMS)
+
+
+EVALUATOR = LowBit()

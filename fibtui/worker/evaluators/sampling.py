@@ -175,3 +175,6 @@ class Sampling(Evaluator):
             counts.view(-1).index_add_(0, row * vocab + s.clamp(0, vocab - 1), torch.ones_like(s))
             per_row += s.numel() // rows
         return counts.float() / max(per_row, 1)
+
+
+EVALUATOR = Sampling()
