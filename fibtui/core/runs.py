@@ -126,6 +126,12 @@ class JobResult(Measurement):
         device = env.get("gpu") if isinstance(env, dict) else None
         return str(device) if device else None
 
+    @property
+    def block_medians_ms(self) -> list[float] | None:
+        """The job's block medians (``timing.block_medians_ms``), None when it names none."""
+        blocks = self.timing.get("block_medians_ms") if isinstance(self.timing, dict) else None
+        return blocks if isinstance(blocks, list) else None
+
     def to_json(self) -> dict[str, Any]:
         out = ordered_json(self, JOB_JSON_ORDER)
         if self.correctness is None:
@@ -198,6 +204,19 @@ JOB_JSON_ORDER = (
     *("timing", "attempt", "correctness", "started", "finished", "wall_s", "limit"),
     "side_effects",
 )
+
+
+def jobs_of(record: Any) -> list[JobResult]:
+    """A run record's jobs (``run.json``'s ``jobs``, read as JSON), typed: the edge where its job
+    dicts become :class:`JobResult`; a job fibtui could not have written (a field of the wrong
+    type) is left out, as a corrupt journal line is."""
+    jobs = record.get("jobs") if isinstance(record, dict) else None
+    out: list[JobResult] = []
+    for j in jobs if isinstance(jobs, list) else []:
+        job = JobResult.from_journal(j) if isinstance(j, dict) else None
+        if job is not None:
+            out.append(job)
+    return out
 
 
 def _is_text(v: Any) -> bool:

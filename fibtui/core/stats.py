@@ -99,10 +99,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fibtui.core import measures, numbers
 from fibtui.core.errors import InputError
+from fibtui.core.measurement import Timed
 from fibtui.core.measures import FASTER as FASTER
 from fibtui.core.measures import MIXED as MIXED
 from fibtui.core.measures import SLOWER as SLOWER
@@ -111,6 +112,9 @@ from fibtui.core.measures import UNDECIDED as UNDECIDED
 from fibtui.core.measures import WORDS as WORDS
 from fibtui.core.measures import classify as classify
 from fibtui.core.status import PASSED, is_tool_limit
+
+if TYPE_CHECKING:
+    from fibtui.core.results import ResultRow, RunTable
 
 DEFAULT_MIN_GAIN = 0.01
 DEFAULT_CONFIDENCE = 0.95
@@ -158,11 +162,11 @@ class TimingKey:
         return f"{self.kind} on {self.device}" if self.device else f"{self.kind}, device not stated"
 
 
-def timing_key_of_rows(rows: Sequence[Any]) -> TimingKey | None:
+def timing_key_of_rows(rows: Sequence[Timed]) -> TimingKey | None:
     """The key the rows themselves carry (fibtui journal rows: ``timing.kind`` and
     ``timing.environment.gpu``), or None when they carry none. Mixed rows give the first."""
     for r in rows:
-        timing = _get(r, "timing")
+        timing = r.timing
         if isinstance(timing, Mapping) and isinstance(timing.get("kind"), str):
             raw_env = timing.get("environment")
             env: Mapping[str, Any] = raw_env if isinstance(raw_env, Mapping) else {}
@@ -416,20 +420,6 @@ def noise_floor(
 # --------------------------------------------------------------------------------------------
 
 
-#: type -> is it a Mapping (asked once per type: a 100,000-row comparison asks millions of times)
-_IS_MAPPING: dict[type, bool] = {dict: True}
-
-
-def _get(row: Any, key: str, default: Any = None) -> Any:
-    kind = type(row)
-    mapping = _IS_MAPPING.get(kind)
-    if mapping is None:
-        mapping = _IS_MAPPING[kind] = isinstance(row, Mapping)
-    if mapping:
-        return row.get(key, default)
-    return getattr(row, key, default)
-
-
 @dataclass
 class Failure:
     uuid: str
@@ -474,13 +464,13 @@ class ArmSummary:
         return out
 
 
-def _repeat_key(row: Any) -> int:
-    rep = _get(row, "repeat")
+def _repeat_key(row: Timed) -> int:
+    rep = row.repeat
     return int(rep) if isinstance(rep, int) and not isinstance(rep, bool) else 0
 
 
 def summarize_arm(
-    name: str, rows: Sequence[Any], role: str = "", source_hash: str | None = None
+    name: str, rows: Sequence[Timed], role: str = "", source_hash: str | None = None
 ) -> ArmSummary:
     failures: list[Failure] = []
     by_repeat: dict[int, list[float]] = {}
@@ -489,17 +479,17 @@ def summarize_arm(
     speedups: list[float] = []
     passed = 0
     for r in rows:
-        uuid = str(_get(r, "uuid"))
+        uuid = str(r.uuid)
         uuids.setdefault(uuid, None)
-        status = _get(r, "status")
-        lat = _get(r, "latency_ms")
+        status = r.status
+        lat = r.latency_ms
         if status == PASSED and isinstance(lat, (int, float)) and lat > 0:
             passed += 1
             by_repeat.setdefault(_repeat_key(r), []).append(float(lat))
-            ref = _get(r, "reference_latency_ms")
+            ref = r.reference_latency_ms
             if isinstance(ref, (int, float)):
                 refs.append(float(ref))
-            spd = _get(r, "speedup")
+            spd = r.speedup
             if isinstance(spd, (int, float)):
                 speedups.append(float(spd))
         else:
@@ -507,9 +497,9 @@ def summarize_arm(
                 Failure(
                     uuid,
                     str(status) if status != PASSED else "PASSED without a latency",
-                    _get(r, "repeat"),
-                    _get(r, "error"),
-                    dict(_get(r, "axes") or {}),
+                    r.repeat,
+                    r.error,
+                    dict(r.axes or {}),
                 )
             )
     means = [numbers.mean(v) for _, v in sorted(by_repeat.items())]
@@ -584,50 +574,46 @@ class WorkloadPair:
         }
 
 
-def _reference_latencies(rows: Iterable[Any]) -> dict[str, list[float]]:
+def _reference_latencies(rows: Iterable[Timed]) -> dict[str, list[float]]:
     """uuid -> the reference latencies the PASSED rows carry."""
     out: dict[str, list[float]] = {}
     for r in rows:
-        ref = _get(r, "reference_latency_ms")
-        if (
-            _get(r, "status") != PASSED
-            or isinstance(ref, bool)
-            or not isinstance(ref, (int, float))
-        ):
+        ref = r.reference_latency_ms
+        if r.status != PASSED or isinstance(ref, bool) or not isinstance(ref, (int, float)):
             continue
         if math.isfinite(ref) and ref > 0:
-            out.setdefault(str(_get(r, "uuid")), []).append(float(ref))
+            out.setdefault(str(r.uuid), []).append(float(ref))
     return out
 
 
-def _passed_by_repeat(rows: Iterable[Any]) -> dict[str, dict[int | None, list[float]]]:
+def _passed_by_repeat(rows: Iterable[Timed]) -> dict[str, dict[int | None, list[float]]]:
     out: dict[str, dict[int | None, list[float]]] = {}
     for r in rows:
-        lat = _get(r, "latency_ms")
-        if _get(r, "status") != PASSED or not isinstance(lat, (int, float)) or lat <= 0:
+        lat = r.latency_ms
+        if r.status != PASSED or not isinstance(lat, (int, float)) or lat <= 0:
             continue
-        rep = _get(r, "repeat")
+        rep = r.repeat
         rep = int(rep) if isinstance(rep, int) and not isinstance(rep, bool) else None
-        out.setdefault(str(_get(r, "uuid")), {}).setdefault(rep, []).append(float(lat))
+        out.setdefault(str(r.uuid), {}).setdefault(rep, []).append(float(lat))
     return out
 
 
-def _devices_by_workload(rows: Iterable[Any]) -> dict[str, frozenset[str]]:
+def _devices_by_workload(rows: Iterable[Timed]) -> dict[str, frozenset[str]]:
     """uuid -> the GPUs its PASSED rows name (``timing.environment.gpu``); rows that name none
     are left out."""
     out: dict[str, set[str]] = {}
     for r in rows:
-        timing = _get(r, "timing")
+        timing = r.timing
         env = timing.get("environment") if isinstance(timing, Mapping) else None
         gpu = env.get("gpu") if isinstance(env, Mapping) else None
-        if _get(r, "status") == PASSED and isinstance(gpu, str) and gpu:
-            out.setdefault(str(_get(r, "uuid")), set()).add(gpu)
+        if r.status == PASSED and isinstance(gpu, str) and gpu:
+            out.setdefault(str(r.uuid), set()).add(gpu)
     return {u: frozenset(g) for u, g in out.items()}
 
 
 def pair_workloads(
-    base_rows: Sequence[Any],
-    cand_rows: Sequence[Any],
+    base_rows: Sequence[Timed],
+    cand_rows: Sequence[Timed],
     band_of: Mapping[str, str] | None = None,
     weights: Mapping[str, float] | None = None,
     tie_band: float = DEFAULT_TIE_BAND,
@@ -646,10 +632,10 @@ def pair_workloads(
     axes_of: dict[str, dict[str, int]] = {}
     order: dict[str, None] = {}
     for r in list(base_rows) + list(cand_rows):
-        uuid = str(_get(r, "uuid"))
+        uuid = str(r.uuid)
         order.setdefault(uuid, None)
-        if uuid not in axes_of and _get(r, "axes"):
-            axes_of[uuid] = dict(_get(r, "axes"))
+        if uuid not in axes_of and r.axes:
+            axes_of[uuid] = dict(r.axes)
     band_of = band_of or {}
     pairs: list[WorkloadPair] = []
     unpaired: list[str] = []
@@ -695,15 +681,15 @@ def pair_workloads(
     return pairs, unpaired
 
 
-def bands_from_axes(rows: Iterable[Any]) -> dict[str, str]:
+def bands_from_axes(rows: Iterable[Timed]) -> dict[str, str]:
     """uuid -> band from the rows' own axes, when no dataset is at hand: the varying axes binned as
     :func:`fibtui.core.regimes.axis_bins` does (values, then log2 or quantile bins)."""
     from fibtui.core.regimes import MAX_BANDS, MAX_BINS_COUPLED, axis_bins
 
     axes_of: dict[str, dict[str, int]] = {}
     for r in rows:
-        ax = _get(r, "axes") or {}
-        uuid = str(_get(r, "uuid"))
+        ax = r.axes or {}
+        uuid = str(r.uuid)
         if uuid not in axes_of:
             axes_of[uuid] = {
                 k: int(v) for k, v in ax.items() if isinstance(v, int) and not isinstance(v, bool)
@@ -816,15 +802,10 @@ def pair_noise(
 MEDIAN_VARIANCE = math.pi / 2.0
 
 
-def _blocks_of(row: Any) -> list[float] | None:
-    """A PASSED job's block medians: a journal row's ``timing.block_medians_ms``, or a result
-    table row's ``block_medians_ms``."""
-    timing = _get(row, "timing")
-    blocks = (
-        timing.get("block_medians_ms")
-        if isinstance(timing, Mapping)
-        else _get(row, "block_medians_ms")
-    )
+def _blocks_of(row: Timed) -> list[float] | None:
+    """A PASSED job's block medians (a run's ``timing.block_medians_ms``, a result table row's
+    ``block_medians_ms``), when it has two or more and each is a positive number."""
+    blocks = row.block_medians_ms
     if not isinstance(blocks, list) or len(blocks) < 2:
         return None
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in blocks):
@@ -832,7 +813,9 @@ def _blocks_of(row: Any) -> list[float] | None:
     return [float(x) for x in blocks]
 
 
-def block_noise(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any]) -> PairNoise | None:
+def block_noise(
+    baseline_rows: Sequence[Timed], candidate_rows: Sequence[Timed]
+) -> PairNoise | None:
     """The noise of one paired log ratio from the jobs' own paired blocks (docs/measurement.md,
     "The noise of one paired log ratio"): in a paired job block ``b`` of the baseline and block
     ``b`` of the candidate ran next to each other (ABBA) on the same inputs, so
@@ -840,19 +823,15 @@ def block_noise(baseline_rows: Sequence[Any], candidate_rows: Sequence[Any]) -> 
     ``s^2 = sum_j sum_b (l_jb - mean_j)^2 / sum_j (B_j - 1)``; a job's latency is a median of ``B``
     block medians, so one paired log ratio has ``sigma^2 = (pi / 2) s^2 / B``. None when no job of
     both arms carries two or more block medians (foreign result files, single-block runs)."""
-    base = {
-        (str(_get(r, "uuid")), _get(r, "repeat")): r
-        for r in baseline_rows
-        if _get(r, "status") == PASSED
-    }
+    base = {(str(r.uuid), r.repeat): r for r in baseline_rows if r.status == PASSED}
     ss_over_b = 0.0
     dof = 0
     jobs = 0
     sizes: set[int] = set()
     for c in candidate_rows:
-        if _get(c, "status") != PASSED:
+        if c.status != PASSED:
             continue
-        b = base.get((str(_get(c, "uuid")), _get(c, "repeat")))
+        b = base.get((str(c.uuid), c.repeat))
         cb, bb = _blocks_of(c), _blocks_of(b) if b is not None else None
         if cb is None or bb is None or len(cb) != len(bb):
             continue
@@ -1588,8 +1567,8 @@ def _guard(
 
 
 def paired_verdict(
-    baseline_rows: Sequence[Any],
-    candidate_rows: Sequence[Any],
+    baseline_rows: Sequence[Timed],
+    candidate_rows: Sequence[Timed],
     *,
     baseline_name: str = "baseline",
     candidate_name: str = "candidate",
@@ -1656,8 +1635,8 @@ def paired_verdict(
     failures = [f"baseline {f.describe()}" for f in base.failures] + [
         f"candidate {f.describe()}" for f in cand.failures
     ]
-    base_uuids = {str(_get(r, "uuid")) for r in baseline_rows}
-    cand_uuids = {str(_get(r, "uuid")) for r in candidate_rows}
+    base_uuids = {str(r.uuid) for r in baseline_rows}
+    cand_uuids = {str(r.uuid) for r in candidate_rows}
     for uuid in unpaired:
         if uuid not in cand_uuids:
             failures.append(f"candidate has no result for workload {uuid}")
@@ -1867,7 +1846,7 @@ def _reference_numerators(
     return measures.Numerators(measures.REFERENCE, refs)
 
 
-def _integrity(rows: Sequence[Any], floors_ms: Mapping[str, float] | None) -> list[str]:
+def _integrity(rows: Sequence[Timed], floors_ms: Mapping[str, float] | None) -> list[str]:
     """What a PROMOTE of these candidate rows must not stand on without a person: latencies
     below their workload's roofline floor under a cold L2 (a warm L2 may hold the inputs), and
     timed calls the gate's checks did not cover."""
@@ -1875,16 +1854,16 @@ def _integrity(rows: Sequence[Any], floors_ms: Mapping[str, float] | None) -> li
     below: list[tuple[float, str]] = []
     unchecked = 0
     for r in rows:
-        timing = _get(r, "timing")
+        timing = r.timing
         timing = timing if isinstance(timing, Mapping) else {}
         checks = timing.get("checks")
         if isinstance(checks, Mapping) and checks.get("rotation") is False:
             unchecked += 1
-        lat = _get(r, "latency_ms")
-        uuid = str(_get(r, "uuid"))
+        lat = r.latency_ms
+        uuid = str(r.uuid)
         floor_ms = (floors_ms or {}).get(uuid)
         if (
-            _get(r, "status") == PASSED
+            r.status == PASSED
             and isinstance(lat, (int, float))
             and floor_ms
             and timing.get("l2_policy", "cold") == "cold"
@@ -2036,8 +2015,8 @@ def _rank_key(a: ArmSummary) -> tuple[int, float, float, float]:
 
 
 def leaderboard(
-    baseline_rows: Sequence[Any],
-    candidates: Mapping[str, Sequence[Any]],
+    baseline_rows: Sequence[Timed],
+    candidates: Mapping[str, Sequence[Timed]],
     *,
     baseline_name: str = "baseline",
     hashes: Mapping[str, str] | None = None,
@@ -2183,7 +2162,7 @@ def aa_sessions(
     sessions never calibrate anything."""
     import json
 
-    from fibtui.core.runs import list_runs
+    from fibtui.core.runs import jobs_of, list_runs
 
     exclude = set(exclude_runs)
     sessions: list[AASession] = []
@@ -2202,16 +2181,12 @@ def aa_sessions(
         cands = [s for s in sols if s.get("role") == "candidate" and s.get("source_hash")]
         if len(base) != 1 or not cands:
             continue
+        jobs = jobs_of(record)
         for c in cands:
             if c["source_hash"] != base[0]["source_hash"]:
                 continue
-            jobs = record.get("jobs") or []
-            b_rows = [j for j in jobs if j.get("role") == "baseline"]
-            c_rows = [
-                j
-                for j in jobs
-                if j.get("role") == "candidate" and j.get("solution") == c.get("name")
-            ]
+            b_rows = [j for j in jobs if j.role == "baseline"]
+            c_rows = [j for j in jobs if j.role == "candidate" and j.solution == c.get("name")]
             comp = paired_verdict(
                 b_rows,
                 c_rows,
@@ -2292,7 +2267,7 @@ class Source:
 
     spec: str
     path: Path
-    table: Any  # fibtui.core.results.RunTable
+    table: RunTable
     run_id: str | None = None
     selection: str | None = None
     hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (role, name) -> source hash
@@ -2478,10 +2453,10 @@ def _arm_name(src: Source, solution: str | None) -> str:
     return solution or src.path.stem
 
 
-def _group(rows: Sequence[Any]) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
+def _group(rows: Sequence[ResultRow]) -> dict[str, list[ResultRow]]:
+    out: dict[str, list[ResultRow]] = {}
     for r in rows:
-        out.setdefault(_get(r, "solution") or "", []).append(r)
+        out.setdefault(r.solution or "", []).append(r)
     return out
 
 
@@ -2490,25 +2465,25 @@ def select_arms(
     cand: Source | None,
     solution_base: str | None = None,
     solution_cand: str | None = None,
-) -> tuple[str, list[Any], dict[str, list[Any]]]:
+) -> tuple[str, list[ResultRow], dict[str, list[ResultRow]]]:
     """(baseline name, baseline rows, {candidate name: rows}) from the two sources (see
     ``fibtui compare --help``)."""
 
-    def pick(src: Source, role: str, name: str | None, flag: str) -> dict[str, list[Any]]:
+    def pick(src: Source, role: str, name: str | None, flag: str) -> dict[str, list[ResultRow]]:
         rows = list(src.table.rows)
         if name is not None:
-            mine = [r for r in rows if _get(r, "solution") == name]
+            mine = [r for r in rows if r.solution == name]
             if not mine:
-                names = ", ".join(sorted({str(_get(r, "solution")) for r in rows})) or "none"
+                names = ", ".join(sorted({str(r.solution) for r in rows})) or "none"
                 raise InputError(
                     src.path, f"no rows for solution {name!r}; solutions here: {names}", field=flag
                 )
-            roled = [r for r in mine if _get(r, "role") == role]
+            roled = [r for r in mine if r.role == role]
             return {name: roled or mine}
-        roled = [r for r in rows if _get(r, "role") == role]
+        roled = [r for r in rows if r.role == role]
         if roled:
             return _group(roled)
-        if any(_get(r, "role") for r in rows) and role == "baseline":
+        if any(r.role for r in rows) and role == "baseline":
             return {}
         return _group(rows)
 
@@ -2532,14 +2507,14 @@ def select_arms(
         taken = {id(r) for r in base_rows}
         rest = [r for r in base.table.rows if id(r) not in taken]
         if solution_cand is not None:
-            rest = [r for r in rest if _get(r, "solution") == solution_cand]
+            rest = [r for r in rest if r.solution == solution_cand]
             if not rest:
                 raise InputError(
                     base.path,
                     f"no candidate rows for solution {solution_cand!r}",
                     field="--solution-cand",
                 )
-        groups = _group([r for r in rest if _get(r, "role") in (None, "candidate")])
+        groups = _group([r for r in rest if r.role in (None, "candidate")])
         if not groups:
             raise InputError(
                 base.path,
@@ -2652,7 +2627,7 @@ def compare_sources(
             timing_kind=key_base.kind,
         )
     floor = noise_floor(settings, sessions, key_label)
-    uuids = {str(_get(r, "uuid")) for r in base_rows}
+    uuids = {str(r.uuid) for r in base_rows}
     if total_workloads is not None:
         scope = "full" if len(uuids) >= total_workloads else "sample"
     elif other.selection or base.selection:
