@@ -2381,10 +2381,9 @@ def decided_stops(record: Mapping[str, Any]) -> dict[str, str]:
 
 
 def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = None) -> Source:
-    """A result file ``load_results`` reads, a run folder, or a run id under ``<archive>/runs``."""
-    import json
-
-    from fibtui.core.results import has_workload_latencies, load_results, read_run_record
+    """A result file ``load_results`` reads, a run folder, or a run id under ``<archive>/runs``.
+    Each file is read once: a run record's table and its run facts come from the one document."""
+    from fibtui.core.results import load_results_and_document
     from fibtui.core.runs import build_record
 
     p = Path(spec).expanduser()
@@ -2398,16 +2397,16 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
     ):
         folder = archive_root / "runs" / spec
     if folder is not None:
-        if (folder / "run.json").is_file():
-            table = load_results(folder / "run.json", axes_lookup)
-        elif (folder / "journal.jsonl").is_file():
-            table = read_run_record(folder / "run.json", build_record(folder).to_json())
+        path = folder / "run.json"
+        if path.is_file():
+            table, document = load_results_and_document(path, axes_lookup)
+        elif (folder / "journal.jsonl").is_file():  # no run.json yet: the record of the journal
+            return source_of_record(spec, path, build_record(folder).to_json())
         else:
             raise InputError(folder, "folder is not a fibtui run (no run.json or journal.jsonl)")
-        path = folder / "run.json"
     elif p.is_file():
-        table = load_results(p, axes_lookup)
         path = p
+        table, document = load_results_and_document(p, axes_lookup)
     else:
         hint = ""
         if archive_root is not None and (archive_root / "runs").is_dir():
@@ -2418,17 +2417,35 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         raise InputError(
             spec, f"not a result file, a run folder, or a run id under optimize_ops/runs{hint}"
         )
+    record = document if isinstance(document, dict) else {}
+    return _source(spec, path, table, record)
+
+
+def source_of_record(
+    spec: str, path: Path, record: dict[str, Any], axes_lookup: Any = None
+) -> Source:
+    """One side of a comparison from a run record already in memory (``run.json``'s content, or
+    :meth:`fibtui.core.runs.RunRecord.to_json`): nothing is read from disk. ``path`` is where
+    the record is said to come from (its run.json)."""
+    from fibtui.core.results import read_run_record
+
+    table = read_run_record(path, record)
+    if axes_lookup is not None:  # as load_results does
+        for r in table.rows:
+            if not r.axes:
+                found = axes_lookup(r.definition, r.uuid)
+                if found:
+                    r.axes = dict(found)
+    return _source(spec, path, table, record)
+
+
+def _source(spec: str, path: Path, table: RunTable, record: Mapping[str, Any]) -> Source:
+    """The source of a table and, for a fibtui run, what its record says about the run."""
+    from fibtui.core.results import has_workload_latencies
+
     src = Source(spec=spec, path=path, table=table)
     if table.source_format == "fibtui-run":
         src.run_id = table.meta.get("run_id")
-        try:
-            record = (
-                json.loads(path.read_text(encoding="utf-8"))
-                if path.is_file()
-                else build_record(path.parent).to_json()  # the run folder: path is its run.json
-            )
-        except (OSError, json.JSONDecodeError):
-            record = {}
         src.selection = record.get("workload_selection")
         src.official = _official_of(record.get("jobs"))
         adaptive = (record.get("settings") or {}).get("adaptive")
