@@ -38,13 +38,14 @@ from fibtui.core.fsio import (
     read_input,
     reserve_unique_path,
 )
+from fibtui.core.locations import RUNS_DIR as RUNS_DIR
+from fibtui.core.locations import runs_root as runs_root
 from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement, ordered_json
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED, TOOL_STATUSES
 
 if TYPE_CHECKING:
     from fibtui.core.results.table import ResultRow
 
-RUNS_DIR = "runs"
 RECORD_FORMAT = "fibtui-run"
 RECORD_VERSION = 1
 
@@ -331,10 +332,6 @@ class RunHeader:
 # --------------------------------------------------------------------------------------------
 # Run ids and folders
 # --------------------------------------------------------------------------------------------
-
-
-def runs_root(archive_root: Path) -> Path:
-    return archive_root / RUNS_DIR
 
 
 def new_run_dir(archive_root: Path, definition: str, backend: str) -> Path:

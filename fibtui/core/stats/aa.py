@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fibtui.core import numbers
+from fibtui.core import locations, numbers
 from fibtui.core.errors import InputError
 from fibtui.core.stats.comparison import Comparison
-from fibtui.core.stats.constants import AA_FILE, CPU_INTERPRETER
+from fibtui.core.stats.constants import CPU_INTERPRETER
 from fibtui.core.stats.floor import AASession
 from fibtui.core.stats.timing_keys import TimingKey
 from fibtui.core.stats.verdict import paired_verdict
@@ -182,7 +182,7 @@ def aa_sessions(
                     run_kind if isinstance(run_kind, str) else None,
                 )
             )
-    sessions += load_aa_file(archive_root / AA_FILE)
+    sessions += load_aa_file(locations.aa_file(archive_root))
     sessions = [s for s in sessions if s.timing_kind != CPU_INTERPRETER]
     if timing_kind is not None:
         return [
@@ -209,6 +209,6 @@ def record_aa_session(archive_root: Path, session: AASession) -> Path:
 
     from fibtui.core.fsio import append_line
 
-    path = archive_root / AA_FILE
+    path = locations.aa_file(archive_root)
     append_line(path, json.dumps(session.to_json(), sort_keys=True))
     return path

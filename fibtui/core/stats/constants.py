@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fibtui.core.locations import AA_FILE as AA_FILE
+
 DEFAULT_MIN_GAIN = 0.01
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_GUARD_MARGIN = 0.05
@@ -13,7 +15,6 @@ T_MIN_WORKLOADS = 3
 BOOTSTRAP_MIN_WORKLOADS = 20
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
-AA_FILE = "benchmarks/aa.jsonl"
 
 PROMOTE = "PROMOTE"
 REJECT = "REJECT"

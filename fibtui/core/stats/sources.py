@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fibtui.core import measures
+from fibtui.core import locations, measures
 from fibtui.core.errors import InputError
 from fibtui.core.stats.aa import aa_key_label, aa_sessions
 from fibtui.core.stats.comparison import Comparison, Look
@@ -166,9 +166,9 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
     elif (
         not p.exists()
         and archive_root is not None
-        and (archive_root / "runs" / spec / "journal.jsonl").is_file()
+        and (locations.run_folder(archive_root, spec) / "journal.jsonl").is_file()
     ):
-        folder = archive_root / "runs" / spec
+        folder = locations.run_folder(archive_root, spec)
     if folder is not None:
         path = folder / "run.json"
         if path.is_file():
@@ -182,9 +182,11 @@ def load_source(spec: str, archive_root: Path | None = None, axes_lookup: Any = 
         table, document = load_results_and_document(p, axes_lookup)
     else:
         hint = ""
-        if archive_root is not None and (archive_root / "runs").is_dir():
+        if archive_root is not None and locations.runs_root(archive_root).is_dir():
             known = sorted(
-                x.name for x in (archive_root / "runs").iterdir() if (x / "journal.jsonl").is_file()
+                x.name
+                for x in locations.runs_root(archive_root).iterdir()
+                if (x / "journal.jsonl").is_file()
             )
             hint = f" (runs here: {', '.join(known[-5:])})" if known else ""
         raise InputError(
