@@ -13,6 +13,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
+#: timing kinds (a latency's ``timing.kind``, a run's ``timing_kind``): fibtui's own GPU timing,
+#: the wall time of Triton's CPU interpreter, and the official-equivalent latencies (flashinfer-bench
+#: main's method, ``--timing official``; the worker writes them, fibtui.worker.official_timing)
+CUPTI = "cupti"
+CPU_INTERPRETER = "cpu-interpreter"
+OFFICIAL_KIND = "official-equivalent"
+
 
 @dataclass(kw_only=True)
 class Measurement:

@@ -29,6 +29,17 @@ from typing import Any
 #: the evaluators, in flashinfer-bench's registry order (the default last)
 EVALUATORS = ("sampling", "lowbit", "dsa_sparse_attention", "dsa_topk_indexer", "default")
 
+#: the matched ratio an evaluator requires when the preset sets none (flashinfer-bench's own
+#: defaults): the low-bit evaluator's 0.95, every other's 1.0 (the worker's evaluators read it)
+LOWBIT_MATCHED_RATIO = 0.95
+DEFAULT_MATCHED_RATIO = 1.0
+
+
+def default_matched_ratio(evaluator: str) -> float:
+    """The matched ratio ``evaluator`` requires when none is set."""
+    return LOWBIT_MATCHED_RATIO if evaluator == "lowbit" else DEFAULT_MATCHED_RATIO
+
+
 #: flashinfer-bench's sparse-attention evaluator matches these names exactly
 DSA_SPARSE_ATTENTION_NAMES = frozenset(
     {
@@ -102,7 +113,7 @@ class EvalPreset:
         """The matched ratio that applies (the evaluator's default when none is set)."""
         if self.matched_ratio is not None:
             return self.matched_ratio
-        return 0.95 if self.evaluator == "lowbit" else 1.0
+        return default_matched_ratio(self.evaluator)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

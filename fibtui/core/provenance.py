@@ -147,7 +147,7 @@ def eval_config_warnings(config: Mapping[str, Any] | None, preset: Any) -> list[
     command-line flag) sets tolerances or timing other than fibtui's preset, one warning each."""
     if not config:
         return []
-    from fibtui.core.presets import official_timing
+    from fibtui.core.presets import default_matched_ratio, official_timing
 
     ours = {
         "atol": preset.atol,
@@ -163,7 +163,7 @@ def eval_config_warnings(config: Mapping[str, Any] | None, preset: Any) -> list[
     out: list[str] = []
     theirs_ratio = config.get("required_matched_ratio")
     if theirs_ratio is None:  # its evaluator's own default, as fibtui's preset says it
-        theirs_ratio = 0.95 if preset.evaluator == "lowbit" else 1.0
+        theirs_ratio = default_matched_ratio(preset.evaluator)
     theirs = {
         "atol": config.get("atol"),
         "rtol": config.get("rtol"),

@@ -10,6 +10,7 @@ from typing import Any
 
 from fibtui.core import locations, numbers
 from fibtui.core.errors import InputError
+from fibtui.core.measurement import CUPTI
 from fibtui.core.stats.comparison import Comparison
 from fibtui.core.stats.constants import CPU_INTERPRETER
 from fibtui.core.stats.floor import AASession
@@ -89,7 +90,7 @@ def load_aa_file(path: Path) -> list[AASession]:
             timing_kind = obj.get("timing_kind")
             if timing_kind is None and gpu:
                 timing_kind = (
-                    "cupti"  # sessions recorded before the timing kind was: GPU runs had a gpu
+                    CUPTI  # sessions recorded before the timing kind was: GPU runs had a gpu
                 )
             session = AASession(
                 source=str(obj.get("source", "")),

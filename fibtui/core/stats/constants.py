@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fibtui.core.locations import AA_FILE as AA_FILE
+from fibtui.core.measurement import CPU_INTERPRETER as CPU_INTERPRETER
 
 DEFAULT_MIN_GAIN = 0.01
 DEFAULT_CONFIDENCE = 0.95
@@ -32,4 +33,3 @@ NOT_JUDGED = "NOT_JUDGED"
 #: the arms' timings cannot decide speed (CPU-interpreter wall times, or the arms timed differently
 #: or on different devices): correctness only
 NO_SPEED_VERDICT = "NO_SPEED_VERDICT"
-CPU_INTERPRETER = "cpu-interpreter"

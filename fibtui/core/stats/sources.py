@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fibtui.core import locations, measures
 from fibtui.core.errors import InputError
+from fibtui.core.measurement import OFFICIAL_KIND as OFFICIAL_KIND
 from fibtui.core.stats.aa import aa_key_label, aa_sessions
 from fibtui.core.stats.comparison import Comparison, Look
 from fibtui.core.stats.constants import CPU_INTERPRETER
@@ -58,10 +59,6 @@ class Source:
     @property
     def label(self) -> str:
         return self.run_id or self.path.name
-
-
-#: the timing kind of the official-equivalent latencies (fibtui.worker.official_timing.KIND)
-OFFICIAL_KIND = "official-equivalent"
 
 
 def _official_of(

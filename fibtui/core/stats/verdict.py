@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from fibtui.core import measures
-from fibtui.core.measurement import Timed
+from fibtui.core.measurement import CUPTI, Timed
 from fibtui.core.measures import FASTER, SLOWER, UNCHANGED, UNDECIDED, classify
 from fibtui.core.stats.comparison import BandResult, Comparison, GuardHit, Look, measure, wrong_rows
 from fibtui.core.stats.constants import (
@@ -383,7 +383,7 @@ def _reference_numerators(
 ) -> measures.Numerators:
     """The reference's latencies as the score's first denominator (the starter kit's)."""
     refs = {p.uuid: p.ref_ms for p in pairs if p.ref_ms is not None}
-    if key is not None and key.kind == "cupti":
+    if key is not None and key.kind == CUPTI:
         return measures.Numerators(measures.REFERENCE, refs, HOST_TIMED_REFERENCE, "host-timed")
     return measures.Numerators(measures.REFERENCE, refs)
 

@@ -4,9 +4,10 @@ matched ratio is reported."""
 
 from __future__ import annotations
 
+from fibtui.core.presets import LOWBIT_MATCHED_RATIO
 from fibtui.worker.evaluators.base import Evaluator
 
 
 class LowBit(Evaluator):
     name = "lowbit"
-    default_ratio = 0.95
+    default_ratio = LOWBIT_MATCHED_RATIO
