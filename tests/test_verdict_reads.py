@@ -96,3 +96,15 @@ def test_compare_a_run_id_parses_its_run_json_once(demo, monkeypatch) -> None:
     assert opens.count == 2
     assert src.run_id == SWEEP_RUN and src.selection == "all" and len(src.hashes) == 2
     assert len(src.table.rows) == 300
+
+
+def test_a_listing_reads_a_run_json_once(demo, monkeypatch) -> None:
+    """The listing's facts of a run (its timing kind, workloads, whether it is an A/A pair) come
+    from one read of its run.json."""
+    from fibtui.core import runs
+
+    ws, path = demo
+    opens = Opens(monkeypatch, path)
+    facts = runs._record_facts(path)
+    assert opens.count == 1
+    assert facts.timing_kind == "cupti" and facts.workloads == 50 and not facts.same_code_pair

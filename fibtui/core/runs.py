@@ -36,6 +36,7 @@ from fibtui.core.fsio import (
     atomic_write_json,
     atomic_write_text,
     read_input,
+    read_input_text,
     reserve_unique_path,
 )
 from fibtui.core.locations import RUNS_DIR as RUNS_DIR
@@ -995,11 +996,16 @@ def _record_facts(path: Path) -> RecordFacts:
     """What ``path`` (a run.json) says, read as :func:`latest_rows` and
     :func:`fibtui.core.stats.aa_sessions` read it."""
     # the module, not the package: fibtui.core.results reads journals through this module
-    from fibtui.core.results.fibtui_run import load_run_record
+    from fibtui.core.dataset import parse_json_text
+    from fibtui.core.results.fibtui_run import read_run_record, sniff_record
 
+    try:  # the file is read once: its solutions leniently, its table as load_run_record does
+        text = read_input_text(path)
+    except InputError:
+        return RecordFacts(None, 0, False)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
         raw = None
     sols = raw.get("solutions") if isinstance(raw, dict) else None
     sols = [s for s in sols if isinstance(s, dict)] if isinstance(sols, list) else []
@@ -1009,7 +1015,10 @@ def _record_facts(path: Path) -> RecordFacts:
     ]
     pair = len(base) == 1 and base[0] in cands
     try:
-        table = load_run_record(path)
+        data = parse_json_text(path, text, unique_keys=True)
+        if not sniff_record(data):
+            raise InputError(path, "not a fibtui run record")
+        table = read_run_record(path, data)
     except InputError:
         return RecordFacts(None, 0, pair)
     kind = table.meta.get("timing_kind")
