@@ -295,7 +295,7 @@ def test_a_gate_verdict_takes_the_shares_its_start_analysed(
     root = create_demo_workspace(tmp_path / "demo", git_init=False)
     ws = open_workspace(root)
     definition = ws.config_for(None).definition
-    monkeypatch.setattr(regimes, "_SHARES_SEEN", {})
+    monkeypatch.setattr(regimes.analysis, "_SHARES_SEEN", {})
     fresh = decisions.band_shares(ws, definition)  # nothing remembered: analysed here
     assert fresh[0] and SWEEP_RUN in str(fresh[1])
     analyses = _count_calls(monkeypatch, regimes, "analyze")

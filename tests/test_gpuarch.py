@@ -339,15 +339,18 @@ def test_what_this_gpu_cannot_run_goes_to_a_b200_in_the_same_run(
 
 def test_a_pair_never_spans_two_gpus() -> None:
     from fibtui.core.stats import pair_workloads
+    from tests.typed_rows import typed_row
 
-    def row(uuid: str, gpu: str, lat: float) -> dict:
-        return {
-            "uuid": uuid,
-            "status": "PASSED",
-            "latency_ms": lat,
-            "repeat": 0,
-            "timing": {"kind": "cupti", "environment": {"gpu": gpu}},
-        }
+    def row(uuid: str, gpu: str, lat: float):
+        return typed_row(
+            {
+                "uuid": uuid,
+                "status": "PASSED",
+                "latency_ms": lat,
+                "repeat": 0,
+                "timing": {"kind": "cupti", "environment": {"gpu": gpu}},
+            }
+        )
 
     base = [row("a", "NVIDIA H200", 1.0), row("b", "NVIDIA B200", 1.0)]
     cand = [row("a", "NVIDIA H200", 0.9), row("b", "NVIDIA H200", 0.5)]

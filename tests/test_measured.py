@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +15,7 @@ import pytest
 
 from fibtui.core import stats
 from tests.conftest import run_cli
+from tests.typed_rows import typed
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP_RUN = "20261129-103545_demo_local"
@@ -40,15 +42,15 @@ def _demo_floor() -> stats.NoiseFloor:
 
 
 def _arms(jobs, uuids=None):
-    rows = [j for j in jobs if uuids is None or j["uuid"] in uuids]
+    rows = typed(j for j in jobs if uuids is None or j["uuid"] in uuids)
     return (
-        [j for j in rows if j["role"] == "baseline"],
-        [j for j in rows if j["role"] == "candidate"],
+        [j for j in rows if j.role == "baseline"],
+        [j for j in rows if j.role == "candidate"],
     )
 
 
 def _bands(rows) -> dict[str, str]:
-    return {r["uuid"]: f"batch_size={r['axes']['batch_size']}" for r in rows}
+    return {r.uuid: f"batch_size={r.axes['batch_size']}" for r in rows}
 
 
 def test_the_archived_representatives_read_mixed() -> None:
@@ -237,7 +239,7 @@ def test_block_noise_predicts_the_repeat_spread_of_the_archived_round() -> None:
     assert repeats.df == 100
     assert 1.0 <= blocks.sigma / repeats.sigma <= 1.4, (blocks.sigma, repeats.sigma)
     # a row without blocks (another harness's file) gives no block estimate
-    assert stats.block_noise([{**r, "timing": {}} for r in base], cand) is None
+    assert stats.block_noise([replace(r, timing={}) for r in base], cand) is None
 
 
 def test_an_interval_past_the_float_range_is_infinite_and_its_json_is_null() -> None:

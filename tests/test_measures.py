@@ -14,6 +14,7 @@ import pytest
 
 from fibtui.core import decisions, measures, stats
 from tests.conftest import run_cli
+from tests.typed_rows import typed
 
 REPO = Path(__file__).resolve().parents[1]
 Z = 1.959963984540054  # the normal's 97.5% quantile
@@ -34,7 +35,7 @@ def _rows(latencies: dict[str, tuple[int, float]], repeats: int = 3, wobble: flo
                     "reference_latency_ms": 1.0,
                 }
             )
-    return out
+    return typed(out)
 
 
 def _floor(sigma: float) -> stats.NoiseFloor:
@@ -102,18 +103,20 @@ def test_the_score_against_the_reference_and_a_named_baseline_by_hand() -> None:
     wrapper = {"a": 0.08, "b": 0.25, "c": 0.45}
 
     def rows(lat):
-        return [
-            {
-                "uuid": u,
-                "status": "PASSED",
-                "repeat": j,
-                "axes": {"batch_size": i + 1},
-                "latency_ms": lat[u],
-                "reference_latency_ms": refs[u],
-            }
-            for i, u in enumerate(lat)
-            for j in range(2)
-        ]
+        return typed(
+            [
+                {
+                    "uuid": u,
+                    "status": "PASSED",
+                    "repeat": j,
+                    "axes": {"batch_size": i + 1},
+                    "latency_ms": lat[u],
+                    "reference_latency_ms": refs[u],
+                }
+                for i, u in enumerate(lat)
+                for j in range(2)
+            ]
+        )
 
     named = measures.Numerators("solution flashinfer_wrapper", wrapper)
     c = stats.paired_verdict(rows(lat_b), rows(lat_c), floor=_floor(0.01), score_numerators=[named])
@@ -148,7 +151,7 @@ def test_the_worst_workloads_are_named_when_the_guard_cannot_be_judged() -> None
     cand = [dict(r) for r in base]
     cand[7]["latency_ms"] = 0.03
     cand[3]["latency_ms"] = 0.0102
-    c = stats.paired_verdict(base, cand)
+    c = stats.paired_verdict(typed(base), typed(cand))
     assert c.noise is not None and not c.noise.estimated  # the guard cannot be judged
     assert c.to_json()["guard_judged"] is False
     assert c.verdict != stats.PROMOTE
@@ -222,8 +225,8 @@ def test_the_archived_round_still_promotes_under_the_mean_latency_rule() -> None
     )
     sessions = stats.load_aa_file(REPO / "optimize_ops" / stats.AA_FILE)
     floor = stats.noise_floor(stats.StatsSettings(), sessions, "demo")
-    base = [j for j in record["jobs"] if j["role"] == "baseline"]
-    cand = [j for j in record["jobs"] if j["role"] == "candidate"]
+    base = typed(j for j in record["jobs"] if j["role"] == "baseline")
+    cand = typed(j for j in record["jobs"] if j["role"] == "candidate")
     c = stats.paired_verdict(base, cand, floor=floor)
     assert c.verdict == stats.PROMOTE and c.mean_latency_verdict == stats.PROMOTE
     assert c.mean_latency is not None and c.mean_latency.change == pytest.approx(-0.0515, abs=5e-4)

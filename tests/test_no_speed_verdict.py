@@ -6,32 +6,37 @@ device, timing kind)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from textual.widgets import Static
 
 from fibtui.core import stats
+from fibtui.core.runs import JobResult
 from fibtui.core.workspace import open_workspace
 from tests.conftest import run_cli
 from tests.runner_helpers import make_candidate, make_tiny_workspace
+from tests.typed_rows import typed
 
 
-def _rows(kind: str, gpu: str | None, latencies: list[float], role: str) -> list[dict]:
+def _rows(kind: str, gpu: str | None, latencies: list[float], role: str) -> list[JobResult]:
     env = {"gpu": gpu, "backend": "interpreter" if kind == "cpu-interpreter" else "local"}
-    return [
-        {
-            "uuid": f"w{i}",
-            "axes": {"n": i},
-            "status": "PASSED",
-            "latency_ms": lat,
-            "repeat": r,
-            "role": role,
-            "timing": {"kind": kind, "environment": env},
-        }
-        for i, lat in enumerate(latencies)
-        for r in range(2)
-    ]
+    return typed(
+        [
+            {
+                "uuid": f"w{i}",
+                "axes": {"n": i},
+                "status": "PASSED",
+                "latency_ms": lat,
+                "repeat": r,
+                "role": role,
+                "timing": {"kind": kind, "environment": env},
+            }
+            for i, lat in enumerate(latencies)
+            for r in range(2)
+        ]
+    )
 
 
 def test_cpu_interpreter_rows_give_correctness_only() -> None:
@@ -50,13 +55,13 @@ def test_cpu_interpreter_rows_give_correctness_only() -> None:
     data = c.to_json()
     assert data["geomean_ratio"] is None and data["no_speed_reason"].startswith("CPU-interpreter")
     # a failing interpreter row is still reported, as a correctness failure
-    cand[0]["status"], cand[0]["latency_ms"] = "INCORRECT_NUMERICAL", None
+    cand[0].status, cand[0].latency_ms = "INCORRECT_NUMERICAL", None
     c = stats.paired_verdict(base, cand)
     # every job ran and one is wrong: INCORRECT, with the counts (INCOMPLETE is for missing jobs)
     assert c.verdict == stats.INCORRECT and "fix the failures" in c.recommendation()
     assert "candidate 7/8 PASSED, 1 INCORRECT_NUMERICAL" in c.recommendation()
     # a workload the candidate never ran (a cancelled run): INCOMPLETE
-    missing = [r for r in cand if r["uuid"] != "w0"]
+    missing = [r for r in cand if r.uuid != "w0"]
     assert stats.paired_verdict(base, missing).verdict == stats.INCOMPLETE
     assert c.geomean_ratio is None
 
@@ -69,7 +74,7 @@ def test_arms_timed_differently_or_on_two_gpus_give_no_speed_verdict() -> None:
         c.verdict == stats.NO_SPEED_VERDICT
         and "different devices (NVIDIA H200 vs NVIDIA B200)" in c.no_speed_reason
     )
-    fib = [dict(r, timing=None) for r in other_gpu]
+    fib = [replace(r, timing={}) for r in other_gpu]
     c = stats.paired_verdict(
         base,
         fib,
@@ -96,7 +101,7 @@ def test_one_value_per_workload_without_history_gives_no_guard_claims() -> None:
         dict(r, latency_ms=0.0680 if i == 8 else 0.0371 * (1 + 0.01 * (i % 3)))
         for i, r in enumerate(base)
     ]
-    c = stats.paired_verdict(base, cand)
+    c = stats.paired_verdict(typed(base), typed(cand))
     assert c.guard == [] and c.per_band == [] and c.dispatch_bands == []
     assert c.noise is not None and c.noise.estimated is False
     assert "Holm" not in json.dumps(c.to_json())

@@ -587,7 +587,13 @@ def test_bands_partition_random_axis_data(data) -> None:
     rows = None
     if lat is not None:
         rows = [
-            {"uuid": u, "status": "PASSED" if v is not None else "RUNTIME_ERROR", "latency_ms": v}
+            ResultRow.of(
+                {
+                    "uuid": u,
+                    "status": "PASSED" if v is not None else "RUNTIME_ERROR",
+                    "latency_ms": v,
+                }
+            )
             for u, v in zip(w.uuids, lat, strict=True)
         ]
     report = regimes.analyze(d, w, rows, device=roofline.get_device("H100"))
@@ -631,7 +637,7 @@ def test_reserved_axis_names_are_refused() -> None:
 def test_no_varying_axis_is_one_band() -> None:
     d, w = synthetic_set({"a": [3, 3, 3]})
     report = regimes.analyze(
-        d, w, [{"uuid": u, "status": "PASSED", "latency_ms": 1.0} for u in w.uuids]
+        d, w, [ResultRow.of({"uuid": u, "status": "PASSED", "latency_ms": 1.0}) for u in w.uuids]
     )
     assert report.varying_axes == [] and report.const_axes == {"a": 3}
     assert [b.name for b in report.bands] == ["all"] and report.bands[
@@ -646,7 +652,7 @@ def test_speed_of_light_per_workload_and_band() -> None:
     device = roofline.Device("T1", bandwidth_tbs=1.0, sms=None, bf16_tflops=None)
     latency_us = [2.0, 1.0, 1.25]
     rows = [
-        {"uuid": u, "status": "PASSED", "latency_ms": lat / 1000}
+        ResultRow.of({"uuid": u, "status": "PASSED", "latency_ms": lat / 1000})
         for u, lat in zip(w.uuids, latency_us, strict=True)
     ]
     data = regimes.analyze(d, w, rows, device=device).to_json()

@@ -937,7 +937,7 @@ def test_every_record_is_written_atomically() -> None:
         "settings.py",
         "plan.py",
         "recon.py",
-        "stats.py",
+        "stats/",
         "submission.py",
     ):
         assert not any(f.startswith(f"fibtui/core/{module}") for f, _ in sites), module

@@ -24,6 +24,7 @@ from fibtui.core.sequential import (
     critical_values,
     schedule,
 )
+from tests.typed_rows import typed
 
 REPO = Path(__file__).resolve().parents[1]
 Z975 = statistics.NormalDist().inv_cdf(0.975)
@@ -176,8 +177,8 @@ class Scripted:
             for u, n in repeats.items()
         }
         for r in rows:
-            if r["status"] != stats.PASSED:
-                states[r["uuid"]].failed = True
+            if r.status != stats.PASSED:
+                states[r.uuid].failed = True
         return Assessment(max(repeats.values()), self.gate, "scripted", states)
 
 
@@ -187,11 +188,11 @@ def _groups(uuids, cap):
 
 def _rows(done, status=stats.PASSED):
     """Two rows (baseline, candidate) per (uuid, repeat) in ``done``."""
-    return [
+    return typed(
         {"uuid": u, "repeat": r, "role": role, "status": status, "latency_ms": 1.0}
         for u, r in done
         for role in ("baseline", "candidate")
-    ]
+    )
 
 
 @pytest.mark.parametrize(

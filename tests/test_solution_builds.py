@@ -376,6 +376,7 @@ def test_the_worker_reports_unsupported_here_not_compile_error(tmp_path: Path) -
 
 def test_unsupported_rows_give_no_verdict_and_blame_no_kernel() -> None:
     from fibtui.core.stats import NOT_JUDGED, paired_verdict
+    from tests.typed_rows import typed
 
     base = [{"uuid": f"w{i}", "status": "PASSED", "latency_ms": 1.0, "repeat": 0} for i in range(4)]
     cand = [
@@ -387,7 +388,7 @@ def test_unsupported_rows_give_no_verdict_and_blame_no_kernel() -> None:
         }
         for i in range(4)
     ]
-    c = paired_verdict(base, cand)
+    c = paired_verdict(typed(base), typed(cand))
     assert c.verdict == NOT_JUDGED
     assert c.recommendation().startswith(
         "not judged here, not a kernel failure: CUDA solutions need an NVIDIA GPU"

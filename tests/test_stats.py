@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fibtui.core import stats
 from fibtui.core.errors import InputError
-from fibtui.core.results import load_results
+from fibtui.core.results import ResultRow, load_results
 from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ def rows(
     latencies: dict[str, list[float]],
     axes: dict[str, dict[str, int]] | None = None,
     statuses: dict[str, str] | None = None,
-) -> list[dict]:
+) -> list[ResultRow]:
     out = []
     for uuid, values in latencies.items():
         for j, lat in enumerate(values):
@@ -41,7 +41,7 @@ def rows(
                     "axes": (axes or {}).get(uuid, {}),
                 }
             )
-    return out
+    return [ResultRow.of(r) for r in out]
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def test_holm_steps_down_and_stops_at_the_first_failure() -> None:
 def test_pairs_repeat_j_with_repeat_j_else_log_of_means() -> None:
     base = rows({"a": [1.0, 2.0], "b": [1.0]})
     cand = rows({"a": [0.5, 2.0], "b": [2.0]})
-    cand[2]["repeat"] = None  # workload b: no shared repeat numbers -> log of means
+    cand[2].repeat = None  # workload b: no shared repeat numbers -> log of means
     pairs, unpaired = stats.pair_workloads(base, cand)
     by = {p.uuid: p for p in pairs}
     assert by["a"].paired_by_repeat and by["a"].log_ratio == pytest.approx(
@@ -104,7 +104,7 @@ def test_arm_summary_means_across_repeats_and_run_to_run_variance() -> None:
 
 def _aa_trial(
     rng: random.Random, n: int, repeats: int, noise: float
-) -> tuple[list[dict], list[dict]]:
+) -> tuple[list[ResultRow], list[ResultRow]]:
     base, cand = [], []
     for w in range(n):
         true = rng.uniform(0.002, 0.02)
@@ -128,7 +128,7 @@ def _aa_trial(
                     "axes": axes,
                 }
             )
-    return base, cand
+    return [ResultRow.of(r) for r in base], [ResultRow.of(r) for r in cand]
 
 
 @pytest.mark.parametrize("path", ["t", "z"])
@@ -350,7 +350,7 @@ def _banded(
                 }
                 base.append({**common, "latency_ms": true * math.exp(rng.gauss(0, noise))})
                 cand.append({**common, "latency_ms": true * effect * math.exp(rng.gauss(0, noise))})
-    return base, cand
+    return [ResultRow.of(r) for r in base], [ResultRow.of(r) for r in cand]
 
 
 def test_per_band_breakdown_like_a_hand_summary() -> None:

@@ -129,19 +129,23 @@ def test_the_seal_sees_a_patch_and_a_patch_undone() -> None:
     assert seal.broken() == []
 
 
-def _rows(latency: float, n: int = 6, checks: bool = True, repeats: int = 2) -> list[dict]:
+def _rows(latency: float, n: int = 6, checks: bool = True, repeats: int = 2) -> list:
+    from tests.typed_rows import typed
+
     timing = {"kind": "cupti", "l2_policy": "cold", "checks": {"rotation": checks}}
-    return [
-        {
-            "uuid": f"w{i}",
-            "status": "PASSED",
-            "latency_ms": latency * (1 + 0.001 * r),
-            "repeat": r,
-            "timing": timing,
-        }
-        for i in range(n)
-        for r in range(repeats)
-    ]
+    return typed(
+        [
+            {
+                "uuid": f"w{i}",
+                "status": "PASSED",
+                "latency_ms": latency * (1 + 0.001 * r),
+                "repeat": r,
+                "timing": timing,
+            }
+            for i in range(n)
+            for r in range(repeats)
+        ]
+    )
 
 
 def test_faster_than_physics_or_unchecked_timing_keeps_a_promote_from_standing() -> None:

@@ -172,7 +172,9 @@ def visible_gpus(
 def modal_credentials_source() -> str | None:
     if os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"):
         return "env"
-    cfg = Path(os.environ.get("MODAL_CONFIG_PATH", Path.home() / ".modal.toml"))
+    from fibtui.core.locations import modal_config_path
+
+    cfg = modal_config_path()
     return str(cfg).replace(str(Path.home()), "~") if _has_token_key(cfg) else None
 
 

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fibtui.core import locations
+
 #: a file whose status changed this recently may still be changing within its clock's
 #: granularity: its answer is not stored (it is worked out again next time)
 SETTLE_S = 2.0
@@ -29,13 +31,8 @@ MAX_FILES = 256
 
 
 def cache_folder(name: str) -> Path:
-    """Where the cache ``name`` lives (not created here)."""
-    base = os.environ.get("FIBTUI_CACHE_DIR")
-    if base:
-        return Path(base) / name
-    from platformdirs import user_cache_path
-
-    return user_cache_path("fibtui") / name
+    """Where the cache ``name`` lives (not created here): :func:`fibtui.core.locations.cache_folder`."""
+    return locations.cache_folder(name)
 
 
 def file_key(path: Path) -> list[int] | None:

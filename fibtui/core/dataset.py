@@ -452,7 +452,11 @@ def read_json_file(path: Path, *, unique_keys: bool = False) -> Any:
     """Parse a whole JSON file; a syntax error names the line. A UTF-8 byte-order mark at the start
     is accepted. With ``unique_keys``, an object naming one key twice is refused (Python's json
     would keep the last one silently: two results for one workload, one of them dropped)."""
-    text = read_input_text(path)
+    return parse_json_text(path, read_input_text(path), unique_keys=unique_keys)
+
+
+def parse_json_text(path: Path, text: str, *, unique_keys: bool = False) -> Any:
+    """:func:`read_json_file` of a file's text already read (``path`` names it in errors)."""
     if not text.strip():
         raise InputError(path, "file is empty")
     try:

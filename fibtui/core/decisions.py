@@ -244,6 +244,31 @@ def compare(
     cand = stats.load_source(cand_spec, archive_root, lookup) if cand_spec else None
     if cand is not None and not allow_definitions:
         check_same_definition(base, cand)
+    return compare_loaded(
+        ws,
+        base,
+        cand,
+        solution_base=solution_base,
+        solution_cand=solution_cand,
+        timing=timing,
+        ds=ds,
+    )
+
+
+def compare_loaded(
+    ws: Workspace | None,
+    base: stats.Source,
+    cand: stats.Source | None = None,
+    *,
+    solution_base: str | None = None,
+    solution_cand: str | None = None,
+    timing: str = "fibtui",
+    ds: Dataset | None = None,
+) -> stats.CompareOutcome:
+    """:func:`compare` of sources already read (``ds``: the workspace's dataset, when read)."""
+    archive_root = ws.archive_root if ws is not None else None
+    if ds is None and ws is not None and ws.dataset_root is not None:
+        ds = ws.dataset()
     settings = stats.StatsSettings.from_workspace(ws.root if ws is not None else None)
     definition = base.table.definition or (cand.table.definition if cand else None)
     band_of, total = band_map(ws, definition, base.table.rows, ds)
@@ -339,8 +364,14 @@ def run_verdict(ws: Workspace, record: RunRecord) -> stats.CompareOutcome | None
         return None
     if record.state == "running":
         return None
+    from fibtui.core.runs import run_dir
+
     try:
-        return compare(ws, record.run_id)
+        # the record in memory is the run's: nothing of it is read again from run.json
+        ds = ws.dataset() if ws.dataset_root is not None else None
+        path = run_dir(ws.archive_root, record.run_id) / "run.json"
+        base = stats.source_of_record(record.run_id, path, record.to_json(), axes_lookup(ws, ds))
+        return compare_loaded(ws, base, ds=ds)
     except FibError:
         return None
 

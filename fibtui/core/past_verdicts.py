@@ -9,13 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fibtui.core.measurement import CUPTI
+
 if TYPE_CHECKING:
     from fibtui.core.runs import JournalContents
     from fibtui.core.stats import CompareOutcome
     from fibtui.core.workspace import Workspace
 
 #: the timing kinds whose latencies can give a speed verdict (a GPU's)
-GPU_TIMING = ("cupti",)
+GPU_TIMING = (CUPTI,)
 
 
 @dataclass(frozen=True)

@@ -36,15 +36,17 @@ from fibtui.core.fsio import (
     atomic_write_json,
     atomic_write_text,
     read_input,
+    read_input_text,
     reserve_unique_path,
 )
+from fibtui.core.locations import RUNS_DIR as RUNS_DIR
+from fibtui.core.locations import runs_root as runs_root
 from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement, ordered_json
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED, TOOL_STATUSES
 
 if TYPE_CHECKING:
     from fibtui.core.results.table import ResultRow
 
-RUNS_DIR = "runs"
 RECORD_FORMAT = "fibtui-run"
 RECORD_VERSION = 1
 
@@ -126,6 +128,12 @@ class JobResult(Measurement):
         device = env.get("gpu") if isinstance(env, dict) else None
         return str(device) if device else None
 
+    @property
+    def block_medians_ms(self) -> list[float] | None:
+        """The job's block medians (``timing.block_medians_ms``), None when it names none."""
+        blocks = self.timing.get("block_medians_ms") if isinstance(self.timing, dict) else None
+        return blocks if isinstance(blocks, list) else None
+
     def to_json(self) -> dict[str, Any]:
         out = ordered_json(self, JOB_JSON_ORDER)
         if self.correctness is None:
@@ -198,6 +206,19 @@ JOB_JSON_ORDER = (
     *("timing", "attempt", "correctness", "started", "finished", "wall_s", "limit"),
     "side_effects",
 )
+
+
+def jobs_of(record: Any) -> list[JobResult]:
+    """A run record's jobs (``run.json``'s ``jobs``, read as JSON), typed: the edge where its job
+    dicts become :class:`JobResult`; a job fibtui could not have written (a field of the wrong
+    type) is left out, as a corrupt journal line is."""
+    jobs = record.get("jobs") if isinstance(record, dict) else None
+    out: list[JobResult] = []
+    for j in jobs if isinstance(jobs, list) else []:
+        job = JobResult.from_journal(j) if isinstance(j, dict) else None
+        if job is not None:
+            out.append(job)
+    return out
 
 
 def _is_text(v: Any) -> bool:
@@ -312,10 +333,6 @@ class RunHeader:
 # --------------------------------------------------------------------------------------------
 # Run ids and folders
 # --------------------------------------------------------------------------------------------
-
-
-def runs_root(archive_root: Path) -> Path:
-    return archive_root / RUNS_DIR
 
 
 def new_run_dir(archive_root: Path, definition: str, backend: str) -> Path:
@@ -979,11 +996,16 @@ def _record_facts(path: Path) -> RecordFacts:
     """What ``path`` (a run.json) says, read as :func:`latest_rows` and
     :func:`fibtui.core.stats.aa_sessions` read it."""
     # the module, not the package: fibtui.core.results reads journals through this module
-    from fibtui.core.results.fibtui_run import load_run_record
+    from fibtui.core.dataset import parse_json_text
+    from fibtui.core.results.fibtui_run import read_run_record, sniff_record
 
+    try:  # the file is read once: its solutions leniently, its table as load_run_record does
+        text = read_input_text(path)
+    except InputError:
+        return RecordFacts(None, 0, False)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
         raw = None
     sols = raw.get("solutions") if isinstance(raw, dict) else None
     sols = [s for s in sols if isinstance(s, dict)] if isinstance(sols, list) else []
@@ -993,7 +1015,10 @@ def _record_facts(path: Path) -> RecordFacts:
     ]
     pair = len(base) == 1 and base[0] in cands
     try:
-        table = load_run_record(path)
+        data = parse_json_text(path, text, unique_keys=True)
+        if not sniff_record(data):
+            raise InputError(path, "not a fibtui run record")
+        table = read_run_record(path, data)
     except InputError:
         return RecordFacts(None, 0, pair)
     kind = table.meta.get("timing_kind")

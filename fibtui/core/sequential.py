@@ -46,6 +46,7 @@ from functools import lru_cache
 from typing import Any
 
 from fibtui.core import stats
+from fibtui.core.measurement import Timed
 from fibtui.core.status import PASSED
 
 OBRIEN_FLEMING = "obrien-fleming"
@@ -231,15 +232,15 @@ class Assessment:
     workloads: dict[str, WorkloadState] = field(default_factory=dict)
 
 
-def _role_rows(rows: Iterable[Any]) -> tuple[list[Any], dict[str, list[Any]]]:
-    base: list[Any] = []
-    cands: dict[str, list[Any]] = {}
+def _role_rows(rows: Iterable[Timed]) -> tuple[list[Timed], dict[str, list[Timed]]]:
+    base: list[Timed] = []
+    cands: dict[str, list[Timed]] = {}
     for r in rows:
-        role = stats._get(r, "role")
+        role = r.role
         if role == "baseline":
             base.append(r)
         elif role == "candidate":
-            cands.setdefault(str(stats._get(r, "solution")), []).append(r)
+            cands.setdefault(str(r.solution), []).append(r)
     return base, cands
 
 
@@ -273,12 +274,12 @@ class AdaptiveRule:
     scope: str = "sample"
     settings: stats.StatsSettings = field(default_factory=stats.StatsSettings)
     floor_for: Callable[[stats.TimingKey | None], stats.NoiseFloor] | None = None
-    bands_for: Callable[[Sequence[Any]], Mapping[str, str] | None] | None = None
+    bands_for: Callable[[Sequence[Timed]], Mapping[str, str] | None] | None = None
     timing: tuple[stats.TimingKey | None, stats.TimingKey | None] | None = None
 
     def compare(
         self,
-        rows: Sequence[Any],
+        rows: Sequence[Timed],
         look: int,
         fixed: bool = False,
         decided: Mapping[str, str] | None = None,
@@ -309,14 +310,14 @@ class AdaptiveRule:
             for name, crows in cands.items()
         }
 
-    def assess(self, rows: Sequence[Any], repeats: Mapping[str, int]) -> Assessment:
+    def assess(self, rows: Sequence[Timed], repeats: Mapping[str, int]) -> Assessment:
         """What the rows say after a pass; ``repeats``: uuid -> completed repeats."""
         look = max(repeats.values(), default=0)
         comps = self.compare(rows, look) if look > 0 else {}
         states = {u: WorkloadState(u, n) for u, n in repeats.items()}
         for r in rows:
-            state = states.get(str(stats._get(r, "uuid")))
-            if state is not None and stats._get(r, "status") != PASSED:
+            state = states.get(str(r.uuid))
+            if state is not None and r.status != PASSED:
                 state.failed = True
         gate = [self._gate(c) for c in comps.values()]
         gate_decided = bool(gate) and all(decided for decided, _ in gate)
@@ -415,13 +416,13 @@ class Step:
 
 
 def completed(
-    groups: Mapping[tuple[str, int], int], results: Iterable[Any]
+    groups: Mapping[tuple[str, int], int], results: Iterable[Timed]
 ) -> tuple[dict[str, int], dict[str, list[int]]]:
     """(uuid -> repeats whose every job has a result, uuid -> repeats still open, in order).
     ``groups``: (uuid, repeat) -> the number of jobs (solutions) of that group."""
     have: dict[tuple[str, int], int] = {}
     for r in results:
-        key = (str(stats._get(r, "uuid")), int(stats._get(r, "repeat") or 0))
+        key = (str(r.uuid), int(r.repeat or 0))
         have[key] = have.get(key, 0) + 1
     done: dict[str, int] = {}
     open_: dict[str, list[int]] = {}
@@ -438,7 +439,7 @@ def completed(
 def schedule(
     rule: AdaptiveRule,
     groups: Mapping[tuple[str, int], int],
-    results: Sequence[Any],
+    results: Sequence[Timed],
     stopped: Iterable[str] = (),
 ) -> Step:
     """After a pass (or at the start, or on resume): the groups to run next and the workloads that
@@ -493,11 +494,11 @@ def run_outcome(stops: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
     return "cap reached", f"{n} workload(s) were still undecided at the cap of {looks} repeat(s)"
 
 
-def groups_of(rows: Iterable[Any]) -> dict[tuple[str, int], int]:
+def groups_of(rows: Iterable[Timed]) -> dict[tuple[str, int], int]:
     """(uuid, repeat) -> the number of rows (jobs) of that group in a record."""
     out: dict[tuple[str, int], int] = {}
     for r in rows:
-        key = (str(stats._get(r, "uuid")), int(stats._get(r, "repeat") or 0))
+        key = (str(r.uuid), int(r.repeat or 0))
         out[key] = out.get(key, 0) + 1
     return out
 
@@ -508,7 +509,7 @@ class Replay:
     have measured (the same values, up to where the rule stopped each workload), its stops, and
     the comparisons of both designs."""
 
-    rows: list[Any]
+    rows: list[Timed]
     stops: list[Stop]
     planned: int
     fixed: dict[str, stats.Comparison]
@@ -520,15 +521,15 @@ class Replay:
         return 1.0 - len(self.rows) / self.planned if self.planned else 0.0
 
 
-def replay(rule: AdaptiveRule, rows: Sequence[Any]) -> Replay:
+def replay(rule: AdaptiveRule, rows: Sequence[Timed]) -> Replay:
     """What the adaptive rule would have done on a fixed-design record (``rule.plan.cap`` is the
     record's repeats): pass by pass, the repeats it asks for are taken from the record."""
-    by_group: dict[tuple[str, int], list[Any]] = {}
+    by_group: dict[tuple[str, int], list[Timed]] = {}
     for r in rows:
-        key = (str(stats._get(r, "uuid")), int(stats._get(r, "repeat") or 0))
+        key = (str(r.uuid), int(r.repeat or 0))
         by_group.setdefault(key, []).append(r)
     groups = {k: len(v) for k, v in by_group.items()}
-    taken: list[Any] = []
+    taken: list[Timed] = []
     stopped: dict[str, Stop] = {}
     while True:
         step = schedule(rule, groups, taken, stopped)

@@ -30,14 +30,11 @@ from typing import Any
 
 from fibtui.core.errors import InputError
 from fibtui.core.fsio import atomic_write_text
+from fibtui.core.locations import SETTINGS_NAME as SETTINGS_NAME
+from fibtui.core.locations import settings_path as settings_path
 from fibtui.core.workspace import read_toml
 
-SETTINGS_NAME = "fibtui.toml"
 _LOCK = threading.Lock()
-
-
-def settings_path(root: str | Path) -> Path:
-    return Path(root) / SETTINGS_NAME
 
 
 def load_settings(root: str | Path) -> dict[str, Any]:

@@ -16,17 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from fibtui.core.errors import InputError, UsageError
 from fibtui.core.fsio import read_input_text
+from fibtui.core.locations import ARCHIVE_DIR as ARCHIVE_DIR
+from fibtui.core.locations import STATE_DIR as STATE_DIR
+from fibtui.core.locations import archive_root_of as archive_root_of
+from fibtui.core.locations import state_dir_of as state_dir_of
 
 if TYPE_CHECKING:  # polars loads with the dataset module: keep it off the start-up path
     from fibtui.core.dataset import Dataset
 
 CONFIG_NAME = "config.toml"
-#: The workspace's folders, named here only (docs/formats.md): the archive of every round, and
+#: The workspace's folders, named in fibtui.core.locations only (docs/formats.md): the archive of every round, and
 #: fibtui's own state (caches, warm workers, logs of a profile in progress). Reach them through
 #: :attr:`Workspace.archive_root` / :attr:`Workspace.state_dir`, or :func:`archive_root_of` /
 #: :func:`state_dir_of` where only the workspace folder is at hand.
-ARCHIVE_DIR = "optimize_ops"
-STATE_DIR = ".fibtui"
 #: Folders never searched for solution configs.
 SKIP_DIRS = {
     ".git",
@@ -518,16 +520,6 @@ def check_sources(c: SolutionConfig) -> list[Problem]:
 # --------------------------------------------------------------------------------------------
 # Finding the workspace and its dataset
 # --------------------------------------------------------------------------------------------
-
-
-def archive_root_of(workspace_root: str | Path) -> Path:
-    """``<workspace>/optimize_ops``: the archive (runs, benchmarks, rounds, best solutions, parity)."""
-    return Path(workspace_root) / ARCHIVE_DIR
-
-
-def state_dir_of(workspace_root: str | Path) -> Path:
-    """``<workspace>/.fibtui``: fibtui's own state (caches, warm workers), never archived."""
-    return Path(workspace_root) / STATE_DIR
 
 
 @dataclass

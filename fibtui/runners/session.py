@@ -6,7 +6,6 @@ returns a runner; ``prepare_resume`` reopens an interrupted run from its journal
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,21 +89,16 @@ def check_backend(backend: str, in_process: bool = False) -> backends.Backends:
 
 
 def default_cache_dir() -> str:
-    from platformdirs import user_cache_path
+    from fibtui.core.locations import reference_cache_dir
 
-    return str(os.environ.get("FIBTUI_CACHE_DIR") or (user_cache_path("fibtui") / "reference"))
+    return str(reference_cache_dir())
 
 
 def default_build_cache_dir() -> str:
-    """Compiled CUDA/C++ builds, kept across runs (``FIBTUI_BUILD_CACHE_DIR``; beside the
-    reference cache when ``FIBTUI_CACHE_DIR`` is set; else the user's cache folder)."""
-    from platformdirs import user_cache_path
+    """Compiled CUDA/C++ builds, kept across runs (:func:`fibtui.core.locations.build_cache_dir`)."""
+    from fibtui.core.locations import build_cache_dir
 
-    explicit = os.environ.get("FIBTUI_BUILD_CACHE_DIR")
-    if explicit:
-        return explicit
-    base = os.environ.get("FIBTUI_CACHE_DIR")
-    return str(Path(base) / "builds" if base else user_cache_path("fibtui") / "builds")
+    return str(build_cache_dir())
 
 
 def engine_config(

@@ -78,9 +78,9 @@ def release_collector() -> None:
 
 
 def default_demo_dir() -> Path:
-    from platformdirs import user_data_path
+    from fibtui.core.locations import demo_workspace_dir
 
-    return user_data_path("fibtui") / "demo-workspace"
+    return demo_workspace_dir()
 
 
 def open_demo_workspace(dataset: str | None = None, target: str | Path | None = None):

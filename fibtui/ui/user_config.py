@@ -7,7 +7,6 @@ config folder (``~/.config/fibtui`` on Linux).
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,9 @@ from fibtui.core.fsio import atomic_write_text
 
 
 def config_dir() -> Path:
-    env = os.environ.get("FIBTUI_CONFIG_DIR")
-    if env:
-        return Path(env)
-    from platformdirs import user_config_path
+    from fibtui.core.locations import config_dir as user_config_dir
 
-    return user_config_path("fibtui")
+    return user_config_dir()
 
 
 def _read(name: str) -> dict[str, Any]:

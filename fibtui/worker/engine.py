@@ -949,10 +949,9 @@ def keep_torch_caches_out_of_tmp() -> None:
     a pooled worker. Unless the user chose one, it goes under fibtui's cache, set before the
     worker notes its fresh environment."""
     if not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        base = os.environ.get("FIBTUI_CACHE_DIR") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fibtui"
-        )
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(base, "torchinductor")
+        from fibtui.core.locations import torchinductor_dir
+
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(torchinductor_dir())
 
 
 def _take_seal() -> Seal:
@@ -1135,10 +1134,3 @@ def _execute(
         "timing_kind": config.timing_kind,
         "poisoned": engine.poisoned,
     }
-
-
-def default_cache_dir() -> str:
-    base = os.environ.get("FIBTUI_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fibtui"
-    )
-    return os.path.join(base, "reference")

@@ -62,13 +62,9 @@ _libraries: dict[str, str] = {}
 
 
 def default_cache_root() -> Path:
-    explicit = os.environ.get("FIBTUI_BUILD_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("FIBTUI_CACHE_DIR")
-    if base:
-        return Path(base) / "builds"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fibtui" / "builds"
+    from fibtui.core.locations import build_cache_dir
+
+    return build_cache_dir()
 
 
 def _gpu_arch(device_type: str) -> str:

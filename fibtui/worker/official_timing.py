@@ -40,10 +40,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from fibtui.core.measurement import OFFICIAL_KIND
+
 #: the name of the flush kernel, which also delimits the calls in the activity list
 FLUSH_NAME = "_fibtui_official_flush"
-#: what the results call this timing
-KIND = "official-equivalent"
+#: what the results call this timing (fibtui.core.measurement.OFFICIAL_KIND)
+KIND = OFFICIAL_KIND
 METHOD = (
     "flashinfer-bench main's: CUPTI span per call, zero-fill of 2 x L2 before each call, "
     "median per trial, mean over trials"

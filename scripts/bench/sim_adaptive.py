@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fibtui.core import sequential, stats  # noqa: E402
+from fibtui.core.runs import JobResult, jobs_of  # noqa: E402
 
 SWEEP_RUN = "20261129-103545_demo_local"
 GATE_RUN = "20261129-103529_demo_local"
@@ -96,7 +97,7 @@ def simulate_record(
     repeats: int,
     rng: random.Random,
     change: float = 1.0,
-) -> list[dict[str, Any]]:
+) -> list[JobResult]:
     """A fixed-design paired record: every workload ``repeats`` times; the candidate's paired log
     ratio is ``change x`` the archived one plus the band's noise (change 0: an A/A pair)."""
     rows = []
@@ -107,15 +108,15 @@ def simulate_record(
             cand = base * math.exp(change * w["delta"] + rng.gauss(0.0, w["sigma"]))
             for role, lat in (("baseline", base), ("candidate", cand)):
                 rows.append(
-                    {
-                        "uuid": uuid,
-                        "axes": w["axes"],
-                        "solution": role,
-                        "role": role,
-                        "repeat": r,
-                        "status": stats.PASSED,
-                        "latency_ms": lat,
-                    }
+                    JobResult(
+                        uuid=uuid,
+                        axes=w["axes"],
+                        solution=role,
+                        role=role,
+                        repeat=r,
+                        status=stats.PASSED,
+                        latency_ms=lat,
+                    )
                 )
     return rows
 
@@ -216,7 +217,7 @@ def archived_replay(run_id: str, scope: str, floor: stats.NoiseFloor) -> dict[st
     """The archived record itself through the rule (cap: its repeats)."""
     record = archived_record(run_id)
     rule = rule_for(int(record["repeats"]), scope, floor)
-    result = sequential.replay(rule, record["jobs"])
+    result = sequential.replay(rule, jobs_of(record))
     key = next(iter(result.fixed))
     return {
         "run": run_id,

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 from fibtui.core.errors import InputError
+from fibtui.core.locations import RUNS_DIR as RUNS_DIR
 
 ROUNDS_FILE = "docs/rounds.jsonl"
-RUNS_DIR = "runs"
 BEST_POINTER = "best.json"
 #: ``<version>_<band>_<change>``: v2_smallb_splitv, v25a_long_gemm2_ns2
 CANDIDATE_ID = re.compile(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from fibtui.core.archive.layout import candidate_parts, check_candidate_id
 from fibtui.core.archive.rounds import RoundRecord
 from fibtui.core.archive.run_data import RunData, load_run, run_kind
 from fibtui.core.errors import InputError
+from fibtui.core.measurement import Timed
 
 
 def us_text(ms: float | None, digits: int = 3) -> str:
@@ -36,7 +38,7 @@ def _band_sort_key(name: str) -> tuple[Any, ...]:
 
 
 def band_map(
-    definition_obj: Any, workloads: Any, rows: list[dict[str, Any]]
+    definition_obj: Any, workloads: Any, rows: Sequence[Timed]
 ) -> tuple[dict[str, str], Any, str]:
     """uuid -> band (regimes of the definition's workloads when given, else the rows' axes)."""
     if definition_obj is not None and workloads is not None:
@@ -313,13 +315,9 @@ def _shape_matrix(
     kernels: dict[str, list[str]] = {}
     for run in runs:
         for j in run.rows("candidate", candidate):
-            names = (
-                (j.get("timing") or {}).get("kernel_names")
-                if isinstance(j.get("timing"), dict)
-                else None
-            )
-            if names and str(j.get("uuid")) not in kernels:
-                kernels[str(j.get("uuid"))] = list(names)
+            names = j.timing.get("kernel_names") if isinstance(j.timing, dict) else None
+            if names and j.uuid not in kernels:
+                kernels[j.uuid] = list(names)
     rep_by_band: dict[str, str] = {}
     for r in reps:
         rep_by_band.setdefault(r["band"], r["uuid"])

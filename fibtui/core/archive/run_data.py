@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fibtui.core.archive.layout import RUNS_DIR
 from fibtui.core.errors import InputError, UsageError
 from fibtui.core.fsio import read_input_text
+
+if TYPE_CHECKING:
+    from fibtui.core.runs import JobResult
 
 
 @dataclass
@@ -26,9 +29,12 @@ class RunData:
     def solutions(self, role: str) -> list[dict[str, Any]]:
         return [s for s in self.record.get("solutions") or [] if s.get("role") == role]
 
-    def rows(self, role: str, name: str | None = None) -> list[dict[str, Any]]:
+    def rows(self, role: str, name: str | None = None) -> list[JobResult]:
+        """The jobs of a role (and solution), typed: the record's job dicts end here."""
+        from fibtui.core.runs import JobResult
+
         return [
-            j
+            JobResult.from_json(j)
             for j in self.record.get("jobs") or []
             if j.get("role") == role and (name is None or j.get("solution") == name)
         ]

@@ -47,6 +47,7 @@ from fibtui.core.results.registry import (
     detect_format,
     has_workload_latencies,
     load_results,
+    load_results_and_document,
 )
 from fibtui.core.results.table import AxesLookup, ResultRow, RunTable, summarize, table_to_json
 
@@ -62,6 +63,7 @@ __all__ = [
     "detect_format",
     "has_workload_latencies",
     "load_results",
+    "load_results_and_document",
     "load_run_record",
     "read_run_record",
     "summarize",

@@ -14,6 +14,7 @@ document is parsed once (an object naming one key twice is refused) and offered 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fibtui.core.dataset import _kind, read_json_file
 from fibtui.core.errors import InputError
@@ -43,14 +44,19 @@ def _json_document(probe: Probe) -> bool:
 
 def _read_json_document(probe: Probe) -> RunTable:
     data = read_json_file(probe.path, unique_keys=True)
-    document = Probe(probe.path, probe.head, data)
+    return _read_layouts(Probe(probe.path, probe.head, data))
+
+
+def _read_layouts(document: Probe) -> RunTable:
+    """A parsed JSON document (``document.data``) read by the first layout that claims it."""
+    data = document.data
     for layout in JSON_LAYOUTS:
         if layout.sniff(document):
             return layout.read(document)
     if not isinstance(data, dict):
-        raise InputError(probe.path, f"expected a JSON object, got {_kind(data)}")
+        raise InputError(document.path, f"expected a JSON object, got {_kind(data)}")
     raise InputError(
-        probe.path, "unrecognized JSON result layout (no 'results', 'runs' or per-size timings)"
+        document.path, "unrecognized JSON result layout (no 'results', 'runs' or per-size timings)"
     )
 
 
@@ -108,16 +114,30 @@ def detect_format(path: Path) -> str:
 
 def load_results(path: str | Path, axes_lookup: AxesLookup | None = None) -> RunTable:
     """Read any supported result file into one normalized :class:`RunTable`."""
+    return load_results_and_document(path, axes_lookup)[0]
+
+
+def load_results_and_document(
+    path: str | Path, axes_lookup: AxesLookup | None = None
+) -> tuple[RunTable, Any]:
+    """:func:`load_results`, and the parsed JSON document the table was read from (None for a
+    text format): a reader that needs more of a run record than its table reads the file once."""
     path = Path(path)
     probe = _probe(path)
-    table = _format_of(probe).read(probe)
+    fmt = _format_of(probe)
+    document: Any = None
+    if fmt is JSON_DOCUMENT:
+        document = read_json_file(probe.path, unique_keys=True)
+        table = _read_layouts(Probe(probe.path, probe.head, document))
+    else:
+        table = fmt.read(probe)
     if axes_lookup is not None:
         for r in table.rows:
             if not r.axes:
                 found = axes_lookup(r.definition, r.uuid)
                 if found:
                     r.axes = dict(found)
-    return table
+    return table, document
 
 
 def has_workload_latencies(source_format: str) -> bool:

@@ -5,9 +5,10 @@ over PASSED rows only) and :func:`table_to_json` (what ``fibtui results show --j
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from fibtui.core import numbers
@@ -34,9 +35,27 @@ class ResultRow(Measurement):
     def passed(self) -> bool:
         return self.status == PASSED
 
+    @property
+    def timing(self) -> Mapping[str, Any]:
+        """How the latency was measured, per row: a result file's row says nothing of it (the
+        file's ``meta`` does); a run's job (:class:`fibtui.core.runs.JobResult`) does."""
+        return _NO_TIMING
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ResultRow:
+        """A row from a plain mapping of its fields (``definition``, ``solution``, ``role`` and
+        ``repeat`` may be absent): the edge where a dict becomes the typed record."""
+        known = {name: obj[name] for name in cls.__dataclass_fields__ if name in obj}
+        known.setdefault("definition", "")
+        known.setdefault("solution", None)
+        known["axes"] = dict(known.get("axes") or {})
+        return cls(**known)
+
     def to_json(self) -> dict[str, Any]:
         return ordered_json(self, ROW_JSON_ORDER)
 
+
+_NO_TIMING: Mapping[str, Any] = MappingProxyType({})
 
 #: the keys of ``fibtui results show --json``'s rows, in their order
 ROW_JSON_ORDER = (

@@ -14,7 +14,6 @@ import re
 import socket
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -140,11 +139,10 @@ class ServiceAbsent(Exception):
 
 
 def runtime_folder() -> Path:
-    """``$XDG_RUNTIME_DIR/fibtui`` when that folder exists, else ``fibtui-<uid>`` in the temp dir."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg):
-        return Path(xdg) / "fibtui"
-    return Path(tempfile.gettempdir()) / f"fibtui-{os.getuid()}"
+    """:func:`fibtui.core.locations.workers_socket_dir`."""
+    from fibtui.core.locations import workers_socket_dir
+
+    return workers_socket_dir()
 
 
 def check_folder(folder: Path) -> None:

@@ -847,7 +847,9 @@ class RunsPane(Pane):
     def folder(self) -> Path | None:
         if self.workspace is None or self.shown_run is None:
             return None
-        return self.workspace.archive_root / "runs" / self.shown_run
+        from fibtui.core.locations import run_folder
+
+        return run_folder(self.workspace.archive_root, self.shown_run)
 
 
 def verdict_line(outcome: Any) -> str:
