@@ -212,7 +212,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fibtui/runners/modal_runner.py", "_default_caller"): "the modal backend's runner",
     # the engine's own kind in its config and results: core and the worker import no runner
     ("fibtui/core/backends.py", "timing_kind_of"): "core's rule for an unregistered engine",
-    ("fibtui/core/stats.py", "timing_key_of_rows"): "reads a recorded env's backend",
+    ("fibtui/core/stats/timing_keys.py", "timing_key_of_rows"): "reads a recorded env's backend",
     ("fibtui/core/toolchain.py", "limits"): "the engine kind a toolchain check is for",
     ("fibtui/worker/engine.py", "timing_kind"): "the worker's own engine kind",
     # outside this change's files
