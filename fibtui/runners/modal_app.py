@@ -37,6 +37,7 @@ from modal.exception import NotFoundError
 
 from fibtui.worker.protocol import KILL_WAIT_S
 from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
+from fibtui.worker.wire import Event, JobStarted, Result, SliceResult, event_of, progress
 
 #: What the container needs from fibtui (see the module docstring).
 CONTAINER_MODULES = (
@@ -45,6 +46,7 @@ CONTAINER_MODULES = (
     "fibtui.core.gpuarch",
     "fibtui.core.status",
     "fibtui.core.presets",
+    "fibtui.core.procs",
     "fibtui.runners.modal_app",
 )
 
@@ -127,7 +129,7 @@ def run_slice(request: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     state = _container_state()
     task_id = os.environ.get("MODAL_TASK_ID")
     sender = _Progress(progress, request.get("slice_id"), task_id)
-    sender.send({"event": "slice_started"})
+    sender.send(progress(Event.SLICE_STARTED))
     if state.get("fault"):
         # Modal gave a container that was told to stop another input: run nothing on it
         out = _refused(request, str(state["fault"]))
@@ -267,23 +269,23 @@ class _SliceChild:
             self.stderr_tail = (self.stderr_tail + [line])[-40:]
 
     def _take(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == "loaded":
+        kind = event_of(event)
+        if kind == Event.LOADED:
             self.load, self.environment = event.get("solutions"), event.get("environment")
-            self.progress.send({"event": "loaded"})
-        elif kind == "job_started":
+            self.progress.send(progress(Event.LOADED))
+        elif kind == Event.JOB_STARTED:
             self.job, self.since, self.calling = event.get("job_id"), time.monotonic(), None
             self.started[self.job] = _now_iso()
-            self.progress.send({"event": "job_started", "job_id": self.job})
-        elif kind == "calling":
+            self.progress.send(JobStarted(self.job).to_dict())
+        elif kind == Event.CALLING:
             self.calling = event
-        elif kind == "result":
-            result = {k: v for k, v in event.items() if k != "event"}
+        elif kind == Event.RESULT:
+            result = Result.from_dict(event).job
             result["started"] = self.started.get(result.get("job_id"))
             self.results.append(result)
             self.job, self.since, self.calling = None, None, None
-            self.progress.send({"event": "result", "job": result})
-        elif kind == "done":
+            self.progress.send(SliceResult(result).to_dict())
+        elif kind == Event.DONE:
             self.done = event
 
     # -- watching ------------------------------------------------------------------------------

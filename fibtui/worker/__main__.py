@@ -44,6 +44,9 @@ import json
 import os
 import sys
 import traceback
+from typing import Any
+
+from fibtui.worker import wire
 
 
 def _cap_memory() -> None:
@@ -126,7 +129,7 @@ def _owner_alive() -> bool:
         import select
 
         return not select.select([pidfd], [], [], 0)[0]
-    from fibtui.worker.protocol import process_alive
+    from fibtui.core.procs import process_alive
 
     return process_alive(pid)
 
@@ -150,12 +153,12 @@ def _orphan_watch() -> None:
     threading.Thread(target=watch, daemon=True, name="fibtui-orphan-watch").start()
 
 
-def _adopt(req: dict) -> dict:
+def _adopt(req: wire.Adopt) -> wire.Adopted:
     """``adopt``: the run with pid ``runner_pid`` owns this worker now (the worker service started
     it and handed it over). The orphan watch follows that process, and the scratch folder is
     renamed after it (its name carries the owner's pid: fibtui.runners.local.sweep_stale_scratch)."""
     global _owner
-    pid = req.get("runner_pid")
+    pid = req.runner_pid
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
         raise ValueError(f"adopt needs the runner's pid, not {pid!r}")
     try:
@@ -165,7 +168,7 @@ def _adopt(req: dict) -> dict:
     except (AttributeError, OSError):
         pidfd = None
     _owner = (pid, False, pidfd)
-    return {"pid": os.getpid(), "scratch": _rename_scratch(pid)}
+    return wire.Adopted(os.getpid(), _rename_scratch(pid))
 
 
 def _rename_scratch(owner: int) -> str:
@@ -194,14 +197,10 @@ def _serve() -> int:
     protocol.claim_stdout()
     engine = None
     try:
-        from fibtui.worker.engine import Engine, EngineConfig
+        from fibtui.worker.engine import Engine
     except Exception as exc:  # noqa: BLE001 - torch/triton missing: say so and stop
         protocol.emit(
-            {
-                "event": "error",
-                "fatal": True,
-                "message": f"worker cannot start: {type(exc).__name__}: {exc}",
-            }
+            wire.Error(f"worker cannot start: {type(exc).__name__}: {exc}", fatal=True).to_dict()
         )
         return 2
     try:  # import triton now, so a warm worker loads a Triton solution in milliseconds
@@ -216,7 +215,7 @@ def _serve() -> int:
     fresh_state = _process_state()
     kept_reference = None  # the previous run's reference runner (release), for the next load
     runs = 0  # runs this worker has served (one load each)
-    protocol.emit({"event": "ready", "pid": os.getpid()})
+    protocol.emit(wire.Ready(os.getpid()).to_dict())
     try:
         for line in sys.stdin:
             line = line.strip()
@@ -225,42 +224,37 @@ def _serve() -> int:
             try:
                 req = json.loads(line)
             except json.JSONDecodeError as exc:
-                protocol.emit({"event": "error", "message": f"bad request: {exc}"})
+                protocol.emit(wire.Error(f"bad request: {exc}").to_dict())
                 continue
-            op = req.get("op")
+            op = wire.op_of(req)
             try:
-                if op == "load":
+                if op == wire.Op.LOAD:
+                    load = wire.Load.from_dict(req)
                     if engine is not None:
                         engine.close()
                     engine = Engine(
-                        EngineConfig.from_json(req.get("config") or {}),
-                        protocol.emit,
-                        kept_reference=kept_reference,
+                        load.engine_config(), protocol.emit, kept_reference=kept_reference
                     )
                     kept_reference = None
                     runs += 1
-                    report = engine.load(
-                        req["definition"], req["solutions"], prefetch=req.get("prefetch")
-                    )
-                    protocol.emit(
-                        {"event": "loaded", "solutions": report, "environment": engine.environment}
-                    )
-                elif op == "job":
+                    report = engine.load(load.definition, load.solutions, prefetch=load.prefetch)
+                    protocol.emit(wire.Loaded(report, engine.environment).to_dict())
+                elif op == wire.Op.JOB:
                     if engine is None:
-                        protocol.emit({"event": "error", "message": "job before load"})
+                        protocol.emit(wire.Error("job before load").to_dict())
                         continue
-                    protocol.emit({"event": "job_started", "job_id": req.get("job_id")})
+                    protocol.emit(wire.JobStarted(wire.Job.from_dict(req).job_id).to_dict())
                     # the kernel's output kept to a cap, its leftover processes ended (sidefx)
                     with sidefx.JobCapture(os.getcwd()) as capture:
                         result = engine.run_job(req)
                     effects = capture.report()
                     if effects is not None:
                         result["side_effects"] = effects
-                    protocol.emit({"event": "result", **result})
+                    protocol.emit(wire.Result(result).to_dict())
                     if result.get("restart"):
                         return 3  # the CUDA context is lost: the runner starts a fresh worker
-                elif op == "release":
-                    said: dict = {"keep": True}
+                elif op == wire.Op.RELEASE:
+                    said: dict[str, Any] = {"keep": True}
                     if engine is not None:
                         said = engine.release()
                         kept_reference = engine.kept_reference
@@ -269,22 +263,21 @@ def _serve() -> int:
                         said = _fit_for_another_run(fresh_state, runs)
                     if not said.get("keep"):
                         kept_reference = None
-                    protocol.emit({"event": "released", "runs": runs, **said})
-                elif op == "adopt":
-                    protocol.emit({"event": "adopted", **_adopt(req)})
-                elif op == "ping":
-                    protocol.emit({"event": "pong"})
-                elif op == "shutdown":
+                    released = wire.Released(runs, bool(said.get("keep")), said.get("why"))
+                    protocol.emit(released.to_dict())
+                elif op == wire.Op.ADOPT:
+                    protocol.emit(_adopt(wire.Adopt.from_dict(req)).to_dict())
+                elif op == wire.Op.PING:
+                    protocol.emit(wire.pong())
+                elif op == wire.Op.SHUTDOWN:
                     return 0
                 else:
-                    protocol.emit({"event": "error", "message": f"unknown op {op!r}"})
+                    protocol.emit(wire.Error(f"unknown op {op!r}").to_dict())
             except Exception as exc:  # noqa: BLE001 - report and keep serving
                 protocol.emit(
-                    {
-                        "event": "error",
-                        "message": f"{type(exc).__name__}: {exc}",
-                        "traceback": traceback.format_exc()[-4000:],
-                    }
+                    wire.Error(
+                        f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-4000:]
+                    ).to_dict()
                 )
         ended = True
         return 0
@@ -381,7 +374,7 @@ def _run(path: str) -> int:
         request = json.load(fh)
     out = execute(request, protocol.emit)
     # the Modal container's parent process assembles the slice's result from these events
-    protocol.emit({"event": "done", "poisoned": out["poisoned"], "timing_kind": out["timing_kind"]})
+    protocol.emit(wire.Done(out["poisoned"], out["timing_kind"]).to_dict())
     return 3 if out["poisoned"] else 0
 
 
@@ -390,12 +383,12 @@ def _profile(path: str) -> int:
     cudaProfilerStart/Stop (one range per workload, in request order)."""
     import torch
 
-    from fibtui.worker.engine import Engine, EngineConfig
+    from fibtui.worker.engine import Engine
     from fibtui.worker.inputs import seed_for
 
     with open(path, encoding="utf-8") as fh:
         request = json.load(fh)
-    engine = Engine(EngineConfig.from_json(request.get("config") or {}))
+    engine = Engine(wire.EngineConfig.from_dict(request.get("config") or {}))
     try:
         report = engine.load(request["definition"], request["solutions"])
         sid = request["solutions"][0]["id"]
@@ -437,20 +430,18 @@ def _host(path: str) -> int:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from fibtui.worker import protocol
-    from fibtui.worker.engine import Engine, EngineConfig
+    from fibtui.worker.engine import Engine
     from fibtui.worker.inputs import seed_for
 
     protocol.claim_stdout()
     with open(path, encoding="utf-8") as fh:
         request = json.load(fh)
-    engine = Engine(EngineConfig.from_json(request.get("config") or {}))
+    engine = Engine(wire.EngineConfig.from_dict(request.get("config") or {}))
     try:
         report = engine.load(request["definition"], request["solutions"])
         sid = request["solutions"][0]["id"]
         if not report[sid]["ok"]:
-            protocol.emit(
-                {"event": "error", "message": f"{report[sid]['status']}: {report[sid]['error']}"}
-            )
+            protocol.emit(wire.Error(f"{report[sid]['status']}: {report[sid]['error']}").to_dict())
             return 2
         sol = engine.solutions[sid]
         cuda = engine.device.type == "cuda"
@@ -499,14 +490,7 @@ def _host(path: str) -> int:
                     "cpu_ops": cpu_ops[:2000],
                 }
             )
-        protocol.emit(
-            {
-                "event": "host_view",
-                "device": str(engine.device),
-                "environment": engine.environment,
-                "workloads": out,
-            }
-        )
+        protocol.emit(wire.HostView(str(engine.device), engine.environment, out).to_dict())
         return 0
     finally:
         engine.close()  # its temporary build folder
@@ -553,7 +537,7 @@ def _buildcheck(path: str) -> int:
                     "error": str(exc),
                     "where": exc.where,
                 }
-    protocol.emit({"event": "buildcheck", "results": results})
+    protocol.emit(wire.BuildCheck(results).to_dict())
     return 0
 
 

@@ -12,7 +12,6 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +44,12 @@ from fibtui.worker.timing import (
     SolutionTiming,
     Timed,
     TimingError,
-    TimingPlan,
     time_cupti,
     time_wall,
 )
+from fibtui.worker.wire import Calling, Loaded, Result
+from fibtui.worker.wire import EngineConfig as EngineConfig  # re-exported: defined in the wire
+from fibtui.worker.wire import JobStarted as JobStartedEvent
 
 INCORRECT_TIMED, INPUT_MUTATED, CACHED_TIMING, HARNESS_TAMPERED = GATE_STATUSES
 #: a call on unseen inputs may take at most this many times the timed calls' median before the
@@ -64,51 +65,6 @@ Emit = Callable[[dict[str, Any]], None]
 #: GPU memory a released engine may still hold beyond its reference outputs (a solution that keeps
 #: tensors in a global past its run): more, and the worker is not kept for another run
 RELEASE_HELD_LIMIT = 256 * 2**20
-
-
-@dataclass
-class EngineConfig:
-    backend: str = "local"  # local | interpreter | modal
-    device: str = "cuda"
-    seed: int = 0
-    correctness_trials: int = 2
-    time_reference: bool = True
-    atol: float = 1e-2
-    rtol: float = 1e-2
-    #: None: the evaluator's default (1.0; 0.95 for the low-bit evaluator)
-    matched_ratio: float | None = 1.0
-    #: which evaluator judges (fibtui.core.presets); None: the one the registry picks
-    evaluator: str | None = None
-    #: evaluator-specific settings (sampling: validation trials, TVD threshold)
-    eval_extra: dict[str, Any] = field(default_factory=dict)
-    #: emit a ``calling`` event before each solution call (which solution is in a call): for a
-    #: watchdog that must tell which one hung (the Modal container's); off for the local worker
-    report_calls: bool = False
-    plan: TimingPlan = field(default_factory=TimingPlan)
-    #: ``official``: each timed job is also timed as flashinfer-bench main times it, into
-    #: ``timing.official`` (fibtui.worker.official_timing; its plan in ``official``)
-    timing: str = "fibtui"
-    official: dict[str, Any] = field(default_factory=dict)
-    cache_dir: str | None = None
-    #: compiled (CUDA/C++) builds, kept across runs; None: the user's cache folder
-    build_cache_dir: str | None = None
-    workdir: str | None = None
-    dataset_root: str | None = None
-    #: the workspace's ``reference/`` folder: a CUTLASS checkout there serves builds that
-    #: include CUTLASS/CuTe headers (fibtui.core.toolchain.find_cutlass)
-    reference_root: str | None = None
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> EngineConfig:
-        plan = TimingPlan(**(obj.get("plan") or {}))
-        known = {k: v for k, v in obj.items() if k in cls.__dataclass_fields__ and k != "plan"}
-        return cls(plan=plan, **known)
-
-    @property
-    def timing_kind(self) -> str:
-        return (
-            "cpu-interpreter" if self.backend == "interpreter" or self.device == "cpu" else "cupti"
-        )
 
 
 class ContextPoisoned(Exception):
@@ -342,9 +298,9 @@ class Engine:
             dict(self.config.eval_extra),
         )
 
-    def _calling(self, event: dict[str, Any]) -> None:
+    def _calling(self, event: Calling) -> None:
         if self.config.report_calls:
-            self.emit(event)
+            self.emit(event.to_dict())
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -435,14 +391,7 @@ class Engine:
                     sol = self.solutions[sid]
                     t_call = time.perf_counter()
                     # which solution is in a call: a watchdog that sees a job hang blames this one
-                    self._calling(
-                        {
-                            "event": "calling",
-                            "job_id": job.get("job_id"),
-                            "sid": sid,
-                            "phase": "check",
-                        }
-                    )
+                    self._calling(Calling(job.get("job_id"), "check", sid))
                     args = self._clone(inputs)
                     try:
                         outs = self._call(sol, args, workload, poison=True)
@@ -475,12 +424,11 @@ class Engine:
                         first_call_s[sid] = time.perf_counter() - t_call
                     # the sampling evaluator calls the solution again while it judges
                     self._calling(
-                        {
-                            "event": "calling",
-                            "job_id": job.get("job_id"),
-                            "phase": "judge",
-                            "sid": sid if self.evaluator.name == "sampling" else None,
-                        }
+                        Calling(
+                            job.get("job_id"),
+                            "judge",
+                            sid if self.evaluator.name == "sampling" else None,
+                        )
                     )
                     verdict = self.evaluator.judge(
                         evaluators.Judging(
@@ -517,13 +465,12 @@ class Engine:
             if alive:
                 # the solutions are timed interleaved: a hang here cannot be pinned on one of them
                 self._calling(
-                    {
-                        "event": "calling",
-                        "job_id": job.get("job_id"),
-                        "sid": alive[0] if len(alive) == 1 else None,
-                        "sids": list(alive),
-                        "phase": "timing",
-                    }
+                    Calling(
+                        job.get("job_id"),
+                        "timing",
+                        alive[0] if len(alive) == 1 else None,
+                        list(alive),
+                    )
                 )
                 try:
                     timings, rotation = self._time(alive, workload, checked_sets)
@@ -1089,7 +1036,7 @@ def execute(request: dict[str, Any], emit: Emit | None = None) -> dict[str, Any]
 
     This is the body of the Modal function and of ``python -m fibtui.worker run``.
     """
-    config = EngineConfig.from_json(request.get("config") or {})
+    config = EngineConfig.from_dict(request.get("config") or {})
     with Engine(config, emit) as engine:
         return _execute(engine, config, request, emit)
 
@@ -1101,7 +1048,7 @@ def _execute(
     first = list({j["workload"]["uuid"]: j["workload"] for j in jobs[:4]}.values())
     load = engine.load(request["definition"], request["solutions"], prefetch=first)
     emit = emit or (lambda _e: None)
-    emit({"event": "loaded", "solutions": load, "environment": engine.environment})
+    emit(Loaded(load, engine.environment).to_dict())
     jobs_out = []
     for job in jobs:
         if engine.poisoned:
@@ -1124,10 +1071,10 @@ def _execute(
                 "restart": True,
             }
         else:
-            emit({"event": "job_started", "job_id": job.get("job_id")})
+            emit(JobStartedEvent(job.get("job_id")).to_dict())
             result = engine.run_job(job)
         jobs_out.append(result)
-        emit({"event": "result", **result})
+        emit(Result(result).to_dict())
     return {
         "environment": engine.environment,
         "load": load,
@@ -1135,10 +1082,3 @@ def _execute(
         "timing_kind": config.timing_kind,
         "poisoned": engine.poisoned,
     }
-
-
-def default_cache_dir() -> str:
-    base = os.environ.get("FIBTUI_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fibtui"
-    )
-    return os.path.join(base, "reference")

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import torch
 
 from fibtui.worker import env as envmod
+from fibtui.worker.wire import TimingPlan as TimingPlan  # re-exported: defined in the wire
 
 FLUSH_NAME = "_fibtui_l2_flush"
 MARKER_NAME = "_fibtui_marker"
@@ -43,18 +44,6 @@ _CLOCK = time.perf_counter
 
 class TimingError(Exception):
     """The measurement itself failed (not the kernel): an infrastructure failure."""
-
-
-@dataclass
-class TimingPlan:
-    calls_per_block: int = 20
-    blocks: int = 6  # per solution
-    warmup_calls: int = 3
-    l2_policy: str = "cold"  # cold | warm
-    #: rotate the inputs between calls, time a probe call on unseen inputs, keep the last call of
-    #: each block for the worker to check (docs/measurement.md, "A gate no candidate can game");
-    #: off only to measure what the checks cost (a run without them never promotes)
-    checks: bool = True
 
 
 @dataclass
