@@ -40,6 +40,7 @@ profile: build one solution, warm it up, then run ONE call inside cudaProfilerSt
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -292,10 +293,10 @@ def _serve() -> int:
 DEFAULT_MAX_RUNS = 100
 
 
-def _process_state() -> dict:
+def _process_state() -> dict[str, Any]:
     """What a solution could change for the runs after its own, in this process: torch's global
     settings and the environment. A worker whose state differs from its fresh one is not kept."""
-    state: dict = {"env": dict(os.environ)}
+    state: dict[str, Any] = {"env": dict(os.environ)}
     try:
         import torch
 
@@ -320,7 +321,7 @@ def _process_state() -> dict:
     return state
 
 
-def _fit_for_another_run(fresh: dict, runs: int) -> dict:
+def _fit_for_another_run(fresh: dict[str, Any], runs: int) -> dict[str, Any]:
     """``{"keep": True}``, or why this worker must not serve another run: a solution changed
     torch's global settings or the environment, or it served its share of runs."""
     try:
@@ -444,17 +445,16 @@ def _host(path: str) -> int:
             protocol.emit(wire.Error(f"{report[sid]['status']}: {report[sid]['error']}").to_dict())
             return 2
         sol = engine.solutions[sid]
+        maker = engine.maker
+        assert maker is not None  # load made it
         cuda = engine.device.type == "cuda"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         out = []
         for workload in request.get("workloads") or []:
-            inputs = engine.maker.make(
-                workload, seed_for(workload["uuid"], 1000, engine.config.seed)
-            )
-            outs = engine.maker.allocate_outputs(workload, poison=False)
-
-            def call(inputs=inputs, outs=outs):
-                return sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+            inputs = maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+            outs = maker.allocate_outputs(workload, poison=False)
+            args = [*inputs, *outs] if sol.dps else inputs
+            call = functools.partial(sol.fn, *args)
 
             with torch.no_grad():
                 for _ in range(int(request.get("warmup_calls", 3))):

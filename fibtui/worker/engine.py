@@ -5,6 +5,7 @@ correctness, time. One entry point for every backend: the local runner's persist
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -270,6 +271,7 @@ class Engine:
             return
         names = list(self.definition["outputs"])
         dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+        inputs: list[Any] | None = None
         for workload in workloads:
             for trial in range(max(1, self.config.correctness_trials)):
                 try:
@@ -340,6 +342,13 @@ class Engine:
                 outs = self.evaluator.normalize(sol.fn(*inputs), names, dtypes, self.device)
         self._sync()
         return outs
+
+    def _call_again(
+        self, sol: BuiltSolution, workload: dict[str, Any], inputs: list[Any]
+    ) -> list[torch.Tensor]:
+        """One more call of ``sol`` on a copy of ``inputs``, its outputs shaped from them (an
+        evaluator that calls the solution again while it judges)."""
+        return self._call(sol, self._clone(inputs), workload, poison=True, shapes_from_inputs=True)
 
     @staticmethod
     def _clone(inputs: list[Any]) -> list[Any]:
@@ -438,19 +447,13 @@ class Engine:
                             outs,
                             ref_out,
                             tol,
-                            call=lambda args, _sol=sol: self._call(
-                                _sol,
-                                self._clone(args),
-                                workload,
-                                poison=True,
-                                shapes_from_inputs=True,
-                            ),
+                            call=functools.partial(self._call_again, sol, workload),
                         )
                     )
-                    a, r = errors[sid]
+                    worst_abs, worst_rel = errors[sid]
                     errors[sid] = (
-                        max(a, verdict.max_abs_error or 0.0),
-                        max(r, verdict.max_rel_error or 0.0),
+                        max(worst_abs, verdict.max_abs_error or 0.0),
+                        max(worst_rel, verdict.max_rel_error or 0.0),
                     )
                     judged[sid] = _correctness(self.evaluator.name, verdict, judged.get(sid))
                     if verdict.status != "PASSED":
@@ -864,8 +867,8 @@ class Engine:
     def _failure(self, exc: BaseException, sol: BuiltSolution | None = None) -> dict[str, Any]:
         limit = self._arch_limit(exc, sol)
         if limit is not None:
-            text = str(exc).strip().splitlines()
-            first = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+            lines = str(exc).strip().splitlines()
+            first = f"{type(exc).__name__}: {lines[0] if lines else ''}".strip()
             return {
                 "status": UNSUPPORTED_HERE,
                 "error": f"{limit.describe()} ({first[:300]})",
@@ -883,9 +886,9 @@ class Engine:
         if len(msg) > 1:
             text += " … " + msg[-1]
         if self.device.type != "cuda":
-            limit = _cpu_tool_limit(exc)
-            if limit:
-                return {"status": UNSUPPORTED_HERE, "error": f"{limit} ({text[:300]})"}
+            lacking = _cpu_tool_limit(exc)
+            if lacking:
+                return {"status": UNSUPPORTED_HERE, "error": f"{lacking} ({text[:300]})"}
         return {"status": status, "error": text[:2000]}
 
 

@@ -284,8 +284,12 @@ class Job:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> Job:
+        solutions = obj.get("solutions")
         return cls(
-            obj.get("job_id"), obj.get("workload") or {}, obj.get("repeat", 0), obj.get("solutions")
+            obj.get("job_id"),
+            obj.get("workload") or {},
+            obj.get("repeat", 0),
+            list(solutions) if isinstance(solutions, list) else [],
         )
 
 
@@ -581,11 +585,12 @@ class SlotRequest:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> SlotRequest:
+        # the service checks what each field holds (check_device, check_env, _take_back)
         return cls(
             ServiceOp(obj[OP]),
-            obj.get("device"),  # type-checked by the service (check_device)
-            obj.get("interpreter"),  # idem
-            obj.get("env"),  # idem (check_env)
+            obj["device"],
+            obj["interpreter"],
+            obj["env"],
             obj.get("wait_s", 0.0),
             obj.get("pid"),
             obj.get("runs"),
@@ -603,7 +608,7 @@ class ExitStatus:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> ExitStatus:
-        return cls(obj.get("pid"))  # type-checked by the service
+        return cls(obj["pid"])  # the service checks it is an int
 
 
 @dataclass
@@ -628,9 +633,10 @@ class HandOver:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> HandOver:
+        # the client checks pid and scratch (fibtui.runners.service.client.adopt)
         return cls(
-            obj.get("pid"),  # checked by the client (fibtui.runners.service.client.adopt)
-            obj.get("scratch"),  # idem
+            obj["pid"],
+            obj["scratch"],
             str(obj.get("key")),
             str(obj.get("device")),
             bool(obj.get("pidfd")),
