@@ -12,7 +12,8 @@ serve: a persistent worker. Requests are JSON lines on stdin::
     {"op": "shutdown"}
 
 Events are JSON lines on the worker's private stdout: ``ready``, ``loaded``, ``job_started``,
-``result`` (one per job, holding one result per solution), ``released``, ``error``. A worker
+``result`` (one per job, holding one result per solution), ``released``, ``adopted``, ``pong``,
+``error``. Every request and event is named, and built, in :mod:`fibtui.worker.wire`. A worker
 whose CUDA context is lost answers the job in flight and exits with code 3 so its runner starts a
 fresh one.
 
