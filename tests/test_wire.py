@@ -205,9 +205,9 @@ def test_the_messages_without_fields() -> None:
     assert wire.bare(Op.PING) == {"op": "ping"}
     for op in (ServiceOp.HELLO, ServiceOp.STATUS, ServiceOp.STOP):
         assert _bytes_worker(wire.bare(op)) == b'{"op":"%s"}\n' % op.value.encode()
-    assert wire.pong() == {"event": "pong"}
-    assert wire.progress(Event.SLICE_STARTED) == {"event": "slice_started"}
-    assert wire.progress(Event.LOADED) == {"event": "loaded"}
+    assert wire.bare_event(Event.PONG) == {"event": "pong"}
+    assert wire.bare_event(Event.SLICE_STARTED) == {"event": "slice_started"}
+    assert wire.bare_event(Event.LOADED) == {"event": "loaded"}
 
 
 def test_every_message_kind_with_fields_has_a_case() -> None:
@@ -465,7 +465,7 @@ def test_a_serving_worker_writes_the_wire_bytes(tmp_path: Path) -> None:
     ready = json.loads(lines[0])
     assert lines == [
         _bytes_worker(wire.Ready(ready["pid"]).to_dict()),
-        _bytes_worker(wire.pong()),
+        _bytes_worker(wire.bare_event(Event.PONG)),
         _bytes_worker(wire.Error("unknown op 'no_such_op'").to_dict()),
         _bytes_worker(wire.Error("job before load").to_dict()),
         _bytes_worker(

@@ -37,7 +37,7 @@ from modal.exception import NotFoundError
 
 from fibtui.worker.protocol import KILL_WAIT_S
 from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
-from fibtui.worker.wire import Event, JobStarted, Result, SliceResult, event_of, progress
+from fibtui.worker.wire import Event, JobStarted, Result, SliceResult, bare_event, event_of
 
 #: What the container needs from fibtui (see the module docstring).
 CONTAINER_MODULES = (
@@ -129,7 +129,7 @@ def run_slice(request: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     state = _container_state()
     task_id = os.environ.get("MODAL_TASK_ID")
     sender = _Progress(progress, request.get("slice_id"), task_id)
-    sender.send(progress(Event.SLICE_STARTED))
+    sender.send(bare_event(Event.SLICE_STARTED))
     if state.get("fault"):
         # Modal gave a container that was told to stop another input: run nothing on it
         out = _refused(request, str(state["fault"]))
@@ -272,7 +272,7 @@ class _SliceChild:
         kind = event_of(event)
         if kind == Event.LOADED:
             self.load, self.environment = event.get("solutions"), event.get("environment")
-            self.progress.send(progress(Event.LOADED))
+            self.progress.send(bare_event(Event.LOADED))
         elif kind == Event.JOB_STARTED:
             self.job, self.since, self.calling = event.get("job_id"), time.monotonic(), None
             self.started[self.job] = _now_iso()

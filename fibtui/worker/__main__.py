@@ -270,7 +270,7 @@ def _serve() -> int:
                 elif op == wire.Op.ADOPT:
                     protocol.emit(_adopt(wire.Adopt.from_dict(req)).to_dict())
                 elif op == wire.Op.PING:
-                    protocol.emit(wire.pong())
+                    protocol.emit(wire.bare_event(wire.Event.PONG))
                 elif op == wire.Op.SHUTDOWN:
                     return 0
                 else:

@@ -525,16 +525,13 @@ class Garbage:
         return cls(str(obj.get("text")))
 
 
-def pong() -> dict[str, Any]:
-    return {EVENT: Event.PONG.value}
+def bare_event(event: Event) -> dict[str, Any]:
+    """An event without fields: a worker's ``pong``; a Modal container's ``slice_started`` and
+    ``loaded`` (its progress)."""
+    return {EVENT: event.value}
 
 
 # -- a Modal container's progress ------------------------------------------------------------------
-
-
-def progress(event: Event) -> dict[str, Any]:
-    """A progress event without fields: ``slice_started``, ``loaded``."""
-    return {EVENT: event.value}
 
 
 @dataclass
