@@ -407,6 +407,24 @@ def test_the_check_finds_a_name_spelled_by_hand() -> None:
     assert stray_literals(clean) == []
 
 
+SHARED = {wire.SCRATCH_PREFIX, wire.SCRATCH_ENV, wire.RUNNER_PID_ENV}
+
+
+def test_the_scratch_folder_and_the_worker_environment_are_named_once() -> None:
+    from fibtui.runners import local
+
+    assert local.SCRATCH_PREFIX == wire.SCRATCH_PREFIX == "fibtui-worker-cwd-"
+    wire_path = REPO / "fibtui" / "worker" / "wire.py"
+    spelled = {
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "fibtui").rglob("*.py"))
+        if path != wire_path
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in SHARED
+    }
+    assert spelled == set()
+
+
 def test_no_op_or_event_literal_outside_the_wire() -> None:
     wire_path = REPO / "fibtui" / "worker" / "wire.py"
     offenders = {

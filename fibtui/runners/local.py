@@ -114,7 +114,7 @@ class WorkerPool:
         return cfg
 
 
-SCRATCH_PREFIX = "fibtui-worker-cwd-"
+SCRATCH_PREFIX = wire.SCRATCH_PREFIX
 _swept = False
 
 
@@ -150,7 +150,7 @@ class WorkerProcess:
             sweep_stale_scratch()
         cwd = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         # the worker removes its scratch folder itself if this runner is killed
-        env = {**env, "FIBTUI_WORKER_SCRATCH": str(cwd), "FIBTUI_RUNNER_PID": str(os.getpid())}
+        env = {**env, wire.SCRATCH_ENV: str(cwd), wire.RUNNER_PID_ENV: str(os.getpid())}
         proc = subprocess.Popen(
             [sys.executable, "-m", "fibtui.worker", "serve"],
             stdin=subprocess.PIPE,

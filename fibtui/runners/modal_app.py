@@ -37,7 +37,15 @@ from modal.exception import NotFoundError
 
 from fibtui.worker.protocol import KILL_WAIT_S
 from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
-from fibtui.worker.wire import Event, JobStarted, Result, SliceResult, bare_event, event_of
+from fibtui.worker.wire import (
+    SCRATCH_ENV,
+    Event,
+    JobStarted,
+    Result,
+    SliceResult,
+    bare_event,
+    event_of,
+)
 
 #: What the container needs from fibtui (see the module docstring).
 CONTAINER_MODULES = (
@@ -217,7 +225,7 @@ class _SliceChild:
             env = dict(os.environ)
             if self.interpreter:
                 env["TRITON_INTERPRET"] = "1"
-            env["FIBTUI_WORKER_SCRATCH"] = scratch
+            env[SCRATCH_ENV] = scratch
             # the child imports the fibtui this file belongs to (the container's copy)
             root = str(Path(__file__).resolve().parents[2])
             env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])

@@ -97,8 +97,8 @@ def _remove_scratch() -> None:
     import shutil
     import time
 
-    scratch = os.environ.get("FIBTUI_WORKER_SCRATCH", "")
-    if not os.path.basename(scratch).startswith("fibtui-worker-cwd-"):
+    scratch = os.environ.get(wire.SCRATCH_ENV, "")
+    if not os.path.basename(scratch).startswith(wire.SCRATCH_PREFIX):
         return
     # the main thread may still be writing into it (a build, bytecode) while this runs: try again
     # until it is gone, for up to a few seconds
@@ -113,7 +113,7 @@ def _runner_pid() -> int:
     """The runner that started this worker: named by it (``FIBTUI_RUNNER_PID``), so a worker whose
     runner was killed while it was starting sees that at once; else the parent process."""
     try:
-        return int(os.environ["FIBTUI_RUNNER_PID"])
+        return int(os.environ[wire.RUNNER_PID_ENV])
     except (KeyError, ValueError):
         return os.getppid()
 
@@ -174,8 +174,8 @@ def _adopt(req: wire.Adopt) -> wire.Adopted:
 
 
 def _rename_scratch(owner: int) -> str:
-    scratch = os.environ.get("FIBTUI_WORKER_SCRATCH", "")
-    prefix = "fibtui-worker-cwd-"
+    scratch = os.environ.get(wire.SCRATCH_ENV, "")
+    prefix = wire.SCRATCH_PREFIX
     name = os.path.basename(scratch)
     if not name.startswith(prefix) or "-" not in name[len(prefix) :]:
         return scratch
@@ -186,7 +186,7 @@ def _rename_scratch(owner: int) -> str:
         os.chdir(new)
     except OSError:
         return scratch
-    os.environ["FIBTUI_WORKER_SCRATCH"] = new
+    os.environ[wire.SCRATCH_ENV] = new
     return new
 
 
@@ -350,7 +350,7 @@ def _fit_for_another_run(fresh: dict[str, Any], runs: int) -> dict[str, Any]:
 
 
 #: variables this worker itself changes while it serves (adopt renames its scratch folder)
-_OWN_ENV = ("FIBTUI_WORKER_SCRATCH",)
+_OWN_ENV = (wire.SCRATCH_ENV,)
 
 
 def _exit_now(code: int) -> None:

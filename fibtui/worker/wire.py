@@ -32,6 +32,14 @@ PROTOCOL = 2
 OP = "op"
 EVENT = "event"
 
+#: a worker's scratch folder (its current folder, removed with it) is named
+#: ``<SCRATCH_PREFIX><owner pid>-<random>``: whoever sweeps stale ones reads its owner from it
+SCRATCH_PREFIX = "fibtui-worker-cwd-"
+#: the environment a runner starts a worker with: its scratch folder, and the runner's pid (the
+#: worker's owner until an ``adopt``)
+SCRATCH_ENV = "FIBTUI_WORKER_SCRATCH"
+RUNNER_PID_ENV = "FIBTUI_RUNNER_PID"
+
 
 class Op(enum.StrEnum):
     """Requests to a ``serve`` worker (its stdin)."""

@@ -76,6 +76,8 @@ from fibtui.runners.service.common import (
 )
 from fibtui.worker.wire import (
     OP,
+    RUNNER_PID_ENV,
+    SCRATCH_ENV,
     WORK_OPS,
     Adopt,
     Event,
@@ -780,7 +782,7 @@ class Service:
         t0 = time.monotonic()
         scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         # the worker removes its scratch folder itself if this service is killed
-        full = {**env, "FIBTUI_WORKER_SCRATCH": scratch, "FIBTUI_RUNNER_PID": str(os.getpid())}
+        full = {**env, SCRATCH_ENV: scratch, RUNNER_PID_ENV: str(os.getpid())}
         proc: subprocess.Popen[bytes] | None = None
         why: str | None
         try:
