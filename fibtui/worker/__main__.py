@@ -231,14 +231,13 @@ def _serve() -> int:
             op = wire.op_of(req)
             try:
                 if op == wire.Op.LOAD:
-                    load = wire.Load.from_dict(req)
                     if engine is not None:
                         engine.close()
-                    engine = Engine(
-                        load.engine_config(), protocol.emit, kept_reference=kept_reference
-                    )
+                    config = wire.EngineConfig.from_dict(req.get("config") or {})
+                    engine = Engine(config, protocol.emit, kept_reference=kept_reference)
                     kept_reference = None
                     runs += 1
+                    load = wire.Load.from_dict(req)  # KeyError: no definition or solutions
                     report = engine.load(load.definition, load.solutions, prefetch=load.prefetch)
                     protocol.emit(wire.Loaded(report, engine.environment).to_dict())
                 elif op == wire.Op.JOB:

@@ -243,8 +243,9 @@ class EngineConfig:
 
 @dataclass
 class Load:
-    """``load``: the run's engine config, definition and solutions; ``prefetch``: workloads whose
-    reference outputs are computed while CUDA/C++ builds compile."""
+    """``load``: the run's engine config (an :class:`EngineConfig` as JSON: the runner sends on
+    what its run's header keeps, byte for byte), definition and solutions; ``prefetch``:
+    workloads whose reference outputs are computed while CUDA/C++ builds compile."""
 
     config: dict[str, Any]
     definition: dict[str, Any]
@@ -267,9 +268,6 @@ class Load:
         return cls(
             obj.get("config") or {}, obj["definition"], obj["solutions"], obj.get("prefetch")
         )
-
-    def engine_config(self) -> EngineConfig:
-        return EngineConfig.from_dict(self.config)
 
 
 @dataclass
