@@ -891,11 +891,12 @@ def test_the_container_needs_only_the_worker_and_the_app_file(tmp_path: Path) ->
         "/root/fibtui/runners/modal_app.py" in remotes
         and "/root/fibtui/worker/engine.py" in remotes
     )
-    # of the core, only the standard-library tables the worker imports: what solutions need, and
-    # how each definition is judged
+    # of the core, only the standard-library modules the worker imports: what solutions need, how
+    # each definition is judged, whether a process is alive (the serving worker's orphan watch)
     assert sorted(r for r in remotes if r.startswith("/root/fibtui/core")) == [
         "/root/fibtui/core/gpuarch.py",
         "/root/fibtui/core/presets.py",
+        "/root/fibtui/core/procs.py",
         "/root/fibtui/core/status.py",
         "/root/fibtui/core/toolchain.py",
     ]

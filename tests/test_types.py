@@ -1,7 +1,8 @@
-"""mypy over fibtui/core and fibtui/runners, with the settings in pyproject.toml's [tool.mypy].
+"""mypy over fibtui/core, fibtui/runners and fibtui/worker, with the settings in pyproject.toml's
+[tool.mypy] (torch and triton are not read: the worker's calls into them are Any).
 
-One test, so the second check reuses the first one's cache (a cold check of the two packages
-takes about 8 s on a 2-core machine; the planted check after it about a second).
+One test, so the planted checks reuse the first one's cache (the whole test took 28 s on a
+shared 2-core machine, most of it the cold check).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CHECKED = ("fibtui/core", "fibtui/runners")
-#: a module of core and the line planted at its end: a str where an int is declared
-PLANTED_IN = "fibtui/core/numbers.py"
+CHECKED = ("fibtui/core", "fibtui/runners", "fibtui/worker")
+#: a module of core, and one of the worker, and the line planted at the end of each: a str where
+#: an int is declared
+PLANTED_IN = ("fibtui/core/numbers.py", "fibtui/worker/wire.py")
 PLANTED = '\n\n_planted_by_test_types: int = "not an int"\n'
 
 
@@ -31,7 +33,7 @@ def _mypy(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_core_and_runners_type_check_and_a_planted_error_fails(tmp_path: Path) -> None:
+def test_core_runners_and_worker_type_check_and_a_planted_error_fails(tmp_path: Path) -> None:
     assert importlib.util.find_spec("mypy") is not None, (
         "mypy is missing: it is in the test extra (pip install -e '.[test]')"
     )
@@ -41,12 +43,13 @@ def test_core_and_runners_type_check_and_a_planted_error_fails(tmp_path: Path) -
     sources = sum(1 for folder in CHECKED for _ in (REPO / folder).rglob("*.py"))
     assert f"no issues found in {sources} source files" in clean.stdout, clean.stdout
 
-    planted = tmp_path / "numbers_planted.py"
-    planted.write_text((REPO / PLANTED_IN).read_text(encoding="utf-8") + PLANTED)
-    bad = _mypy(cache, "--shadow-file", PLANTED_IN, str(planted))
-    assert bad.returncode == 1, bad.stdout + bad.stderr
-    assert re.search(
-        rf"{re.escape(PLANTED_IN)}:\d+: error: Incompatible types in assignment .*\[assignment\]",
-        bad.stdout,
-    ), bad.stdout
-    assert "Found 1 error in 1 file" in bad.stdout, bad.stdout
+    for module in PLANTED_IN:
+        planted = tmp_path / f"{Path(module).stem}_planted.py"
+        planted.write_text((REPO / module).read_text(encoding="utf-8") + PLANTED)
+        bad = _mypy(cache, "--shadow-file", module, str(planted))
+        assert bad.returncode == 1, bad.stdout + bad.stderr
+        assert re.search(
+            rf"{re.escape(module)}:\d+: error: Incompatible types in assignment .*\[assignment\]",
+            bad.stdout,
+        ), bad.stdout
+        assert "Found 1 error in 1 file" in bad.stdout, bad.stdout

@@ -42,6 +42,7 @@ from fibtui.core.fsio import (
 from fibtui.core.locations import RUNS_DIR as RUNS_DIR
 from fibtui.core.locations import runs_root as runs_root
 from fibtui.core.measurement import MEASUREMENT_FIELDS, Measurement, ordered_json
+from fibtui.core.procs import process_alive
 from fibtui.core.status import ALL_STATUSES, INFRA_STATUSES, PASSED, TOOL_STATUSES
 
 if TYPE_CHECKING:
@@ -544,19 +545,6 @@ def read_journal(path: Path) -> JournalContents:
 # --------------------------------------------------------------------------------------------
 
 
-def pid_alive(pid: int) -> bool:
-    """Is there a process with this pid? (Someone else's process counts as alive.)"""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def lock_path(folder: Path) -> Path:
     return folder / "lock"
 
@@ -571,7 +559,7 @@ def lock_holder(folder: Path) -> int:
 
 def take_lock(folder: Path) -> None:
     pid = lock_holder(folder)
-    if pid and pid != os.getpid() and pid_alive(pid):
+    if pid and pid != os.getpid() and process_alive(pid):
         raise UsageError(f"run {folder.name} is being run by process {pid}")
     # whole or absent (through a temp file), but not fsynced: after a crash the pid it names is
     # dead, which is what a lost lock says too (an fsync pair took ~40 ms of a watch gate's
@@ -601,7 +589,7 @@ def run_state(folder: Path, contents: JournalContents | None = None) -> str:
 def _state(folder: Path, end: str | None, done: int, total: int, infra_failed: bool) -> str:
     """A run's state from its journal's end line's state (None: no end line), its finished and
     planned jobs, whether a job failed for the infrastructure, and its lock."""
-    if end is None and pid_alive(lock_holder(folder)):
+    if end is None and process_alive(lock_holder(folder)):
         return "running"
     if done < total:
         return "interrupted" if end != "cancelled" else "cancelled"

@@ -18,6 +18,7 @@ from typing import Any
 
 from fibtui.runners.local import scrubbed_environment
 from fibtui.runners.session import default_build_cache_dir
+from fibtui.worker.wire import Event, event_of
 
 
 def check_builds(solutions: list[Any], gpu: bool, timeout_s: float = 900.0) -> list[dict[str, Any]]:
@@ -75,7 +76,7 @@ def check_builds(solutions: list[Any], gpu: bool, timeout_s: float = 900.0) -> l
             obj = json.loads(line)
         except ValueError:
             continue
-        if isinstance(obj, dict) and obj.get("event") == "buildcheck":
+        if event_of(obj) == Event.BUILDCHECK:
             event = obj
     if event is None:
         tail = " | ".join(line.strip() for line in proc.stderr.strip().splitlines()[-3:])

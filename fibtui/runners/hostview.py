@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fibtui.core.errors import FibError, UsageError
 from fibtui.core.fsio import atomic_write_json
 from fibtui.runners.ncu import worker_env
+from fibtui.worker.wire import Event, event_of
 
 if TYPE_CHECKING:
     from fibtui.core.workspace import Workspace
@@ -60,9 +61,9 @@ def host_view(
         except json.JSONDecodeError:
             continue
     for ev in events:
-        if ev.get("event") == "host_view":
+        if event_of(ev) == Event.HOST_VIEW:
             return ev
-        if ev.get("event") == "error":
+        if event_of(ev) == Event.ERROR:
             raise HostViewFailed(str(ev.get("message")))
     tail = " | ".join(proc.stderr.strip().splitlines()[-2:])
     raise HostViewFailed(

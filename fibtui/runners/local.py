@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core.errors import WriteFailed
-from fibtui.core.runs import RunHeader, RunRecord, now_iso, pid_alive, release_lock, take_lock
+from fibtui.core.procs import process_alive
+from fibtui.core.runs import RunHeader, RunRecord, now_iso, release_lock, take_lock
 from fibtui.core.status import INFRA_STATUSES
 from fibtui.runners import killed
 from fibtui.runners.events import EventSink, JobStarted, LogLine, RunStarted, WorkerRestarted
@@ -49,6 +50,8 @@ from fibtui.runners.journaling import (
     report_builds,
     take_job_fields,
 )
+from fibtui.worker import wire
+from fibtui.worker.wire import Event
 
 _EOF = object()
 #: what a wait on a worker returns once the run is stopping (cancelled, interrupted, shutting down)
@@ -111,7 +114,7 @@ class WorkerPool:
         return cfg
 
 
-SCRATCH_PREFIX = "fibtui-worker-cwd-"
+SCRATCH_PREFIX = wire.SCRATCH_PREFIX
 _swept = False
 
 
@@ -127,7 +130,7 @@ def sweep_stale_scratch(tmp: str | None = None) -> int:
         return 0
     for folder in folders:
         pid = folder.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed += 1
     return removed
@@ -147,7 +150,7 @@ class WorkerProcess:
             sweep_stale_scratch()
         cwd = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         # the worker removes its scratch folder itself if this runner is killed
-        env = {**env, "FIBTUI_WORKER_SCRATCH": str(cwd), "FIBTUI_RUNNER_PID": str(os.getpid())}
+        env = {**env, wire.SCRATCH_ENV: str(cwd), wire.RUNNER_PID_ENV: str(os.getpid())}
         proc = subprocess.Popen(
             [sys.executable, "-m", "fibtui.worker", "serve"],
             stdin=subprocess.PIPE,
@@ -186,9 +189,9 @@ class WorkerProcess:
             try:
                 ev = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                ev = {"event": "garbage", "text": raw[:200].decode("utf-8", "replace")}
+                ev = wire.Garbage(raw[:200].decode("utf-8", "replace")).to_dict()
             self.events.put(ev)
-            if isinstance(ev, dict) and ev.get("event") == "released":
+            if wire.event_of(ev) == Event.RELEASED:
                 return  # idle until its next request: it may go to another reader (release)
         self.events.put(_EOF)
 
@@ -236,10 +239,10 @@ class WorkerProcess:
         """After a run's last job: ask the worker to forget that run (``release``). True when it
         says it is fit for another run; it is then detached (nothing reads its pipes here any more)
         and may be handed to the next run. False: close it as before."""
-        if self.proc.poll() is not None or not self.send({"op": "release"}):
+        if self.proc.poll() is not None or not self.send(wire.bare(wire.Op.RELEASE)):
             return False
         ev = self.next_event(time.monotonic() + (timeout_s or RELEASE_TIMEOUT_S))
-        if not (isinstance(ev, dict) and ev.get("event") == "released"):
+        if wire.event_of(ev) != Event.RELEASED:
             self.note(f"worker {self.proc.pid} did not answer release: not kept for another run")
             return False
         if ev.get("keep") is not True:
@@ -292,7 +295,7 @@ class WorkerProcess:
                 ev = self.events.get(timeout=min(remaining, 0.5))
             except queue.Empty:
                 continue
-            if ev is _EOF or not isinstance(ev, dict) or ev.get("event") != "garbage":
+            if ev is _EOF or wire.event_of(ev) != Event.GARBAGE:
                 return ev
 
     def kill(self) -> None:
@@ -313,7 +316,7 @@ class WorkerProcess:
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.send({"op": "shutdown"})
+            self.send(wire.bare(wire.Op.SHUTDOWN))
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -405,7 +408,7 @@ class WarmWorkers:
         self.folder.mkdir(parents=True, exist_ok=True)
         w = WorkerProcess(pool.env_for(slot), self.folder / f"warm-{time.time_ns()}.log")
         ev = w.next_event(time.monotonic() + timeout_s)
-        if not (isinstance(ev, dict) and ev.get("event") == "ready"):
+        if wire.event_of(ev) != Event.READY:
             w.kill()
             return False
         with self._lock:
@@ -738,25 +741,21 @@ class LocalRunner:
             if ev is _HALT:
                 w.kill()
                 return None
-            if not isinstance(ev, dict) or ev.get("event") != "ready":
+            if wire.event_of(ev) != Event.READY:
                 on_event(LogLine(f"worker {slot} did not start: {self._describe(ev, w)}", "error"))
                 return None
         cfg = self.pool.config_for(slot)
         cfg["workdir"] = str(w.cwd / "build")  # the built sources go away with the worker
         w.send(
-            {
-                "op": "load",
-                "config": cfg,
-                "definition": self.definition,
-                "solutions": self.solutions,
-                "prefetch": self._next_workloads(slot),
-            }
+            wire.Load(
+                cfg, self.definition, self.solutions, prefetch=self._next_workloads(slot)
+            ).to_dict()
         )
         ev = self._next(w, time.monotonic() + self.pool.load_timeout_s, cancel)
         if ev is _HALT:
             w.kill()
             return None
-        if not isinstance(ev, dict) or ev.get("event") != "loaded":
+        if wire.event_of(ev) != Event.LOADED:
             on_event(
                 LogLine(
                     f"worker {slot} failed to load the solutions: {self._describe(ev, w)}", "error"
@@ -830,7 +829,7 @@ class LocalRunner:
         if ev is _EOF:
             time.sleep(0.05)
             return f"worker {w.exit_description()}" + self._log_tail(w)
-        if isinstance(ev, dict) and ev.get("event") == "error":
+        if wire.event_of(ev) == Event.ERROR:
             return str(ev.get("message"))
         return f"unexpected event {ev!r:.200}"
 
@@ -921,14 +920,10 @@ class LocalRunner:
             return worker  # stopped before this job began: it stays pending
         on_event(JobStarted(task.uuid, task.repeat, [self.ref_of[s][1] for s in task.sids], slot))
         started_at = now_iso()
-        job = {
-            "op": "job",
-            "job_id": f"{task.repeat}|{task.uuid}",
-            "workload": self.workloads[task.uuid],
-            "repeat": task.repeat,
-            "solutions": task.sids,
-        }
-        if not worker.send(job):
+        job = wire.Job(
+            f"{task.repeat}|{task.uuid}", self.workloads[task.uuid], task.repeat, task.sids
+        )
+        if not worker.send(job.to_dict()):
             self._infra(
                 task, f"worker {worker.exit_description()} before the job", on_event, cancel
             )
@@ -981,10 +976,10 @@ class LocalRunner:
                 else:
                     self._infra(task, f"worker {why} before the job began", on_event, cancel)
                 return None
-            kind = ev.get("event")
-            if kind == "job_started":
+            kind = wire.event_of(ev)
+            if kind == Event.JOB_STARTED:
                 began = True
-            elif kind == "result":
+            elif kind == Event.RESULT:
                 for r in ev.get("results", []):
                     sid = r.get("solution_id")
                     if sid not in task.sids:
@@ -1008,7 +1003,7 @@ class LocalRunner:
                     on_event(WorkerRestarted(slot, f"{why}; starting a fresh worker"))
                     return None
                 return worker
-            elif kind == "error":
+            elif kind == Event.ERROR:
                 on_event(LogLine(f"worker {slot}: {ev.get('message')}", "error"))
 
     def _killed(

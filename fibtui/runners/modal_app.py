@@ -37,6 +37,15 @@ from modal.exception import NotFoundError
 
 from fibtui.worker.protocol import KILL_WAIT_S
 from fibtui.worker.protocol import WATCHDOG_INTERVAL_S as _WATCH_S
+from fibtui.worker.wire import (
+    SCRATCH_ENV,
+    Event,
+    JobStarted,
+    Result,
+    SliceResult,
+    bare_event,
+    event_of,
+)
 
 #: What the container needs from fibtui (see the module docstring).
 CONTAINER_MODULES = (
@@ -45,6 +54,7 @@ CONTAINER_MODULES = (
     "fibtui.core.gpuarch",
     "fibtui.core.status",
     "fibtui.core.presets",
+    "fibtui.core.procs",
     "fibtui.runners.modal_app",
 )
 
@@ -127,7 +137,7 @@ def run_slice(request: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     state = _container_state()
     task_id = os.environ.get("MODAL_TASK_ID")
     sender = _Progress(progress, request.get("slice_id"), task_id)
-    sender.send({"event": "slice_started"})
+    sender.send(bare_event(Event.SLICE_STARTED))
     if state.get("fault"):
         # Modal gave a container that was told to stop another input: run nothing on it
         out = _refused(request, str(state["fault"]))
@@ -215,7 +225,7 @@ class _SliceChild:
             env = dict(os.environ)
             if self.interpreter:
                 env["TRITON_INTERPRET"] = "1"
-            env["FIBTUI_WORKER_SCRATCH"] = scratch
+            env[SCRATCH_ENV] = scratch
             # the child imports the fibtui this file belongs to (the container's copy)
             root = str(Path(__file__).resolve().parents[2])
             env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -267,23 +277,23 @@ class _SliceChild:
             self.stderr_tail = (self.stderr_tail + [line])[-40:]
 
     def _take(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == "loaded":
+        kind = event_of(event)
+        if kind == Event.LOADED:
             self.load, self.environment = event.get("solutions"), event.get("environment")
-            self.progress.send({"event": "loaded"})
-        elif kind == "job_started":
+            self.progress.send(bare_event(Event.LOADED))
+        elif kind == Event.JOB_STARTED:
             self.job, self.since, self.calling = event.get("job_id"), time.monotonic(), None
             self.started[self.job] = _now_iso()
-            self.progress.send({"event": "job_started", "job_id": self.job})
-        elif kind == "calling":
+            self.progress.send(JobStarted(self.job).to_dict())
+        elif kind == Event.CALLING:
             self.calling = event
-        elif kind == "result":
-            result = {k: v for k, v in event.items() if k != "event"}
+        elif kind == Event.RESULT:
+            result = Result.from_dict(event).job
             result["started"] = self.started.get(result.get("job_id"))
             self.results.append(result)
             self.job, self.since, self.calling = None, None, None
-            self.progress.send({"event": "result", "job": result})
-        elif kind == "done":
+            self.progress.send(SliceResult(result).to_dict())
+        elif kind == Event.DONE:
             self.done = event
 
     # -- watching ------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ from fibtui.runners.journaling import (
     report_builds,
     take_job_fields,
 )
+from fibtui.worker.wire import Event, event_of
 
 if TYPE_CHECKING:
     from fibtui.core.dataset import Definition
@@ -1211,8 +1212,8 @@ class ModalRunner:
         if not isinstance(number, int) or number not in active:
             return
         sl = active[number][0]
-        kind = event.get("event")
-        if kind == "slice_started":
+        kind = event_of(event)
+        if kind == Event.SLICE_STARTED:
             self._up[number] = str(event.get("task_id") or "a container")
             up = len(self._up)
             on_event(
@@ -1225,7 +1226,7 @@ class ModalRunner:
                 on_event(
                     JobStarting(t.uuid, t.repeat, [self.ref_of[s][1] for s in t.sids], number, up)
                 )
-        elif kind == "job_started":
+        elif kind == Event.JOB_STARTED:
             task = self._task_of(sl, event.get("job_id"))
             if task is not None:
                 on_event(
@@ -1233,7 +1234,7 @@ class ModalRunner:
                         task.uuid, task.repeat, [self.ref_of[s][1] for s in task.sids], number
                     )
                 )
-        elif kind == "result" and isinstance(event.get("job"), dict):
+        elif kind == Event.RESULT and isinstance(event.get("job"), dict):
             job = event["job"]
             where = {"task_id": event.get("task_id"), "host": event.get("host")}
             for task in sl.tasks:  # each task of this job (one per solution in a retry slice)

@@ -29,6 +29,7 @@ from fibtui.core.workspace import Workspace
 from fibtui.runners import registry
 from fibtui.runners.events import Runner
 from fibtui.runners.local import LocalRunner, worker_pool  # noqa: F401 - worker_pool re-exported: the TUI's warm workers use it
+from fibtui.worker.wire import EngineConfig, TimingPlan
 
 #: the backends by name (fibtui.runners.registry)
 BACKENDS = registry.names()
@@ -112,25 +113,25 @@ def engine_config(
     if options.blocks:
         plan["blocks"] = options.blocks
     plan["l2_policy"] = options.l2_policy
-    timing: dict[str, Any] = {}
-    if options.timing == "official":
-        timing = {"timing": "official", "official": official_plan(preset, interpreter)}
-    elif options.timing != "fibtui":
+    if options.timing not in ("fibtui", "official"):
         raise UsageError(f"--timing is fibtui or official, not {options.timing!r}")
-    return {
-        "backend": backend,
-        "device": "cpu" if interpreter else "cuda:0",
-        "correctness_trials": options.correctness_trials or (1 if interpreter else 2),
-        "atol": preset.atol,
-        "rtol": preset.rtol,
-        "matched_ratio": preset.matched_ratio,
-        "evaluator": preset.evaluator,
-        "plan": plan,
-        **timing,
-        "cache_dir": default_cache_dir(),
-        "build_cache_dir": default_build_cache_dir(),
-        "dataset_root": str(dataset_root),
-    }
+    config = EngineConfig(
+        backend=backend,
+        device="cpu" if interpreter else "cuda:0",
+        correctness_trials=options.correctness_trials or (1 if interpreter else 2),
+        atol=preset.atol,
+        rtol=preset.rtol,
+        matched_ratio=preset.matched_ratio,
+        evaluator=preset.evaluator,
+        plan=TimingPlan.from_dict(plan),
+        cache_dir=default_cache_dir(),
+        build_cache_dir=default_build_cache_dir(),
+        dataset_root=str(dataset_root),
+    )
+    if options.timing == "official":
+        config.timing, config.official = "official", official_plan(preset, interpreter)
+    # as a JSON object: the run's header keeps it (settings.engine), the worker reads it back
+    return config.to_dict()
 
 
 #: the official method's calls on the CPU interpreter, where the contest's counts would take

@@ -61,6 +61,7 @@ def status(args: argparse.Namespace) -> int:
     from fibtui.runners.service.client import ServiceError
     from fibtui.runners.service.common import facts, log_path
     from fibtui.verbs._common import console, emit_json
+    from fibtui.worker.wire import ServiceOp, bare
 
     client, path = _client()
     found: dict[str, Any] | None = None
@@ -68,7 +69,7 @@ def status(args: argparse.Namespace) -> int:
     if client is not None:
         path = client.path
         try:
-            found = client.ask({"op": "status"}, timeout=5.0)
+            found = client.ask(bare(ServiceOp.STATUS), timeout=5.0)
         except BlockingIOError:  # the socket's queue of waiting connections is full
             found, why = None, "busy: its queue of waiting connections is full"
         except (OSError, ServiceError) as exc:  # it took the connection and said nothing

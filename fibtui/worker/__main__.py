@@ -12,7 +12,8 @@ serve: a persistent worker. Requests are JSON lines on stdin::
     {"op": "shutdown"}
 
 Events are JSON lines on the worker's private stdout: ``ready``, ``loaded``, ``job_started``,
-``result`` (one per job, holding one result per solution), ``released``, ``error``. A worker
+``result`` (one per job, holding one result per solution), ``released``, ``adopted``, ``pong``,
+``error``. Every request and event is named, and built, in :mod:`fibtui.worker.wire`. A worker
 whose CUDA context is lost answers the job in flight and exits with code 3 so its runner starts a
 fresh one.
 
@@ -40,10 +41,14 @@ profile: build one solution, warm it up, then run ONE call inside cudaProfilerSt
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import traceback
+from typing import Any
+
+from fibtui.worker import wire
 
 
 def _cap_memory() -> None:
@@ -92,8 +97,8 @@ def _remove_scratch() -> None:
     import shutil
     import time
 
-    scratch = os.environ.get("FIBTUI_WORKER_SCRATCH", "")
-    if not os.path.basename(scratch).startswith("fibtui-worker-cwd-"):
+    scratch = os.environ.get(wire.SCRATCH_ENV, "")
+    if not os.path.basename(scratch).startswith(wire.SCRATCH_PREFIX):
         return
     # the main thread may still be writing into it (a build, bytecode) while this runs: try again
     # until it is gone, for up to a few seconds
@@ -108,7 +113,7 @@ def _runner_pid() -> int:
     """The runner that started this worker: named by it (``FIBTUI_RUNNER_PID``), so a worker whose
     runner was killed while it was starting sees that at once; else the parent process."""
     try:
-        return int(os.environ["FIBTUI_RUNNER_PID"])
+        return int(os.environ[wire.RUNNER_PID_ENV])
     except (KeyError, ValueError):
         return os.getppid()
 
@@ -126,7 +131,7 @@ def _owner_alive() -> bool:
         import select
 
         return not select.select([pidfd], [], [], 0)[0]
-    from fibtui.worker.protocol import process_alive
+    from fibtui.core.procs import process_alive
 
     return process_alive(pid)
 
@@ -150,12 +155,12 @@ def _orphan_watch() -> None:
     threading.Thread(target=watch, daemon=True, name="fibtui-orphan-watch").start()
 
 
-def _adopt(req: dict) -> dict:
+def _adopt(req: wire.Adopt) -> wire.Adopted:
     """``adopt``: the run with pid ``runner_pid`` owns this worker now (the worker service started
     it and handed it over). The orphan watch follows that process, and the scratch folder is
     renamed after it (its name carries the owner's pid: fibtui.runners.local.sweep_stale_scratch)."""
     global _owner
-    pid = req.get("runner_pid")
+    pid = req.runner_pid
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
         raise ValueError(f"adopt needs the runner's pid, not {pid!r}")
     try:
@@ -165,12 +170,12 @@ def _adopt(req: dict) -> dict:
     except (AttributeError, OSError):
         pidfd = None
     _owner = (pid, False, pidfd)
-    return {"pid": os.getpid(), "scratch": _rename_scratch(pid)}
+    return wire.Adopted(os.getpid(), _rename_scratch(pid))
 
 
 def _rename_scratch(owner: int) -> str:
-    scratch = os.environ.get("FIBTUI_WORKER_SCRATCH", "")
-    prefix = "fibtui-worker-cwd-"
+    scratch = os.environ.get(wire.SCRATCH_ENV, "")
+    prefix = wire.SCRATCH_PREFIX
     name = os.path.basename(scratch)
     if not name.startswith(prefix) or "-" not in name[len(prefix) :]:
         return scratch
@@ -181,7 +186,7 @@ def _rename_scratch(owner: int) -> str:
         os.chdir(new)
     except OSError:
         return scratch
-    os.environ["FIBTUI_WORKER_SCRATCH"] = new
+    os.environ[wire.SCRATCH_ENV] = new
     return new
 
 
@@ -194,14 +199,10 @@ def _serve() -> int:
     protocol.claim_stdout()
     engine = None
     try:
-        from fibtui.worker.engine import Engine, EngineConfig
+        from fibtui.worker.engine import Engine
     except Exception as exc:  # noqa: BLE001 - torch/triton missing: say so and stop
         protocol.emit(
-            {
-                "event": "error",
-                "fatal": True,
-                "message": f"worker cannot start: {type(exc).__name__}: {exc}",
-            }
+            wire.Error(f"worker cannot start: {type(exc).__name__}: {exc}", fatal=True).to_dict()
         )
         return 2
     try:  # import triton now, so a warm worker loads a Triton solution in milliseconds
@@ -216,7 +217,7 @@ def _serve() -> int:
     fresh_state = _process_state()
     kept_reference = None  # the previous run's reference runner (release), for the next load
     runs = 0  # runs this worker has served (one load each)
-    protocol.emit({"event": "ready", "pid": os.getpid()})
+    protocol.emit(wire.Ready(os.getpid()).to_dict())
     try:
         for line in sys.stdin:
             line = line.strip()
@@ -225,42 +226,36 @@ def _serve() -> int:
             try:
                 req = json.loads(line)
             except json.JSONDecodeError as exc:
-                protocol.emit({"event": "error", "message": f"bad request: {exc}"})
+                protocol.emit(wire.Error(f"bad request: {exc}").to_dict())
                 continue
-            op = req.get("op")
+            op = wire.op_of(req)
             try:
-                if op == "load":
+                if op == wire.Op.LOAD:
                     if engine is not None:
                         engine.close()
-                    engine = Engine(
-                        EngineConfig.from_json(req.get("config") or {}),
-                        protocol.emit,
-                        kept_reference=kept_reference,
-                    )
+                    config = wire.EngineConfig.from_dict(req.get("config") or {})
+                    engine = Engine(config, protocol.emit, kept_reference=kept_reference)
                     kept_reference = None
                     runs += 1
-                    report = engine.load(
-                        req["definition"], req["solutions"], prefetch=req.get("prefetch")
-                    )
-                    protocol.emit(
-                        {"event": "loaded", "solutions": report, "environment": engine.environment}
-                    )
-                elif op == "job":
+                    load = wire.Load.from_dict(req)  # KeyError: no definition or solutions
+                    report = engine.load(load.definition, load.solutions, prefetch=load.prefetch)
+                    protocol.emit(wire.Loaded(report, engine.environment).to_dict())
+                elif op == wire.Op.JOB:
                     if engine is None:
-                        protocol.emit({"event": "error", "message": "job before load"})
+                        protocol.emit(wire.Error("job before load").to_dict())
                         continue
-                    protocol.emit({"event": "job_started", "job_id": req.get("job_id")})
+                    protocol.emit(wire.JobStarted(wire.Job.from_dict(req).job_id).to_dict())
                     # the kernel's output kept to a cap, its leftover processes ended (sidefx)
                     with sidefx.JobCapture(os.getcwd()) as capture:
                         result = engine.run_job(req)
                     effects = capture.report()
                     if effects is not None:
                         result["side_effects"] = effects
-                    protocol.emit({"event": "result", **result})
+                    protocol.emit(wire.Result(result).to_dict())
                     if result.get("restart"):
                         return 3  # the CUDA context is lost: the runner starts a fresh worker
-                elif op == "release":
-                    said: dict = {"keep": True}
+                elif op == wire.Op.RELEASE:
+                    said: dict[str, Any] = {"keep": True}
                     if engine is not None:
                         said = engine.release()
                         kept_reference = engine.kept_reference
@@ -269,22 +264,21 @@ def _serve() -> int:
                         said = _fit_for_another_run(fresh_state, runs)
                     if not said.get("keep"):
                         kept_reference = None
-                    protocol.emit({"event": "released", "runs": runs, **said})
-                elif op == "adopt":
-                    protocol.emit({"event": "adopted", **_adopt(req)})
-                elif op == "ping":
-                    protocol.emit({"event": "pong"})
-                elif op == "shutdown":
+                    released = wire.Released(runs, bool(said.get("keep")), said.get("why"))
+                    protocol.emit(released.to_dict())
+                elif op == wire.Op.ADOPT:
+                    protocol.emit(_adopt(wire.Adopt.from_dict(req)).to_dict())
+                elif op == wire.Op.PING:
+                    protocol.emit(wire.bare_event(wire.Event.PONG))
+                elif op == wire.Op.SHUTDOWN:
                     return 0
                 else:
-                    protocol.emit({"event": "error", "message": f"unknown op {op!r}"})
+                    protocol.emit(wire.Error(f"unknown op {op!r}").to_dict())
             except Exception as exc:  # noqa: BLE001 - report and keep serving
                 protocol.emit(
-                    {
-                        "event": "error",
-                        "message": f"{type(exc).__name__}: {exc}",
-                        "traceback": traceback.format_exc()[-4000:],
-                    }
+                    wire.Error(
+                        f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-4000:]
+                    ).to_dict()
                 )
         ended = True
         return 0
@@ -299,10 +293,10 @@ def _serve() -> int:
 DEFAULT_MAX_RUNS = 100
 
 
-def _process_state() -> dict:
+def _process_state() -> dict[str, Any]:
     """What a solution could change for the runs after its own, in this process: torch's global
     settings and the environment. A worker whose state differs from its fresh one is not kept."""
-    state: dict = {"env": dict(os.environ)}
+    state: dict[str, Any] = {"env": dict(os.environ)}
     try:
         import torch
 
@@ -327,7 +321,7 @@ def _process_state() -> dict:
     return state
 
 
-def _fit_for_another_run(fresh: dict, runs: int) -> dict:
+def _fit_for_another_run(fresh: dict[str, Any], runs: int) -> dict[str, Any]:
     """``{"keep": True}``, or why this worker must not serve another run: a solution changed
     torch's global settings or the environment, or it served its share of runs."""
     try:
@@ -355,7 +349,7 @@ def _fit_for_another_run(fresh: dict, runs: int) -> dict:
 
 
 #: variables this worker itself changes while it serves (adopt renames its scratch folder)
-_OWN_ENV = ("FIBTUI_WORKER_SCRATCH",)
+_OWN_ENV = (wire.SCRATCH_ENV,)
 
 
 def _exit_now(code: int) -> None:
@@ -381,7 +375,7 @@ def _run(path: str) -> int:
         request = json.load(fh)
     out = execute(request, protocol.emit)
     # the Modal container's parent process assembles the slice's result from these events
-    protocol.emit({"event": "done", "poisoned": out["poisoned"], "timing_kind": out["timing_kind"]})
+    protocol.emit(wire.Done(out["poisoned"], out["timing_kind"]).to_dict())
     return 3 if out["poisoned"] else 0
 
 
@@ -390,12 +384,12 @@ def _profile(path: str) -> int:
     cudaProfilerStart/Stop (one range per workload, in request order)."""
     import torch
 
-    from fibtui.worker.engine import Engine, EngineConfig
+    from fibtui.worker.engine import Engine
     from fibtui.worker.inputs import seed_for
 
     with open(path, encoding="utf-8") as fh:
         request = json.load(fh)
-    engine = Engine(EngineConfig.from_json(request.get("config") or {}))
+    engine = Engine(wire.EngineConfig.from_dict(request.get("config") or {}))
     try:
         report = engine.load(request["definition"], request["solutions"])
         sid = request["solutions"][0]["id"]
@@ -437,33 +431,30 @@ def _host(path: str) -> int:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from fibtui.worker import protocol
-    from fibtui.worker.engine import Engine, EngineConfig
+    from fibtui.worker.engine import Engine
     from fibtui.worker.inputs import seed_for
 
     protocol.claim_stdout()
     with open(path, encoding="utf-8") as fh:
         request = json.load(fh)
-    engine = Engine(EngineConfig.from_json(request.get("config") or {}))
+    engine = Engine(wire.EngineConfig.from_dict(request.get("config") or {}))
     try:
         report = engine.load(request["definition"], request["solutions"])
         sid = request["solutions"][0]["id"]
         if not report[sid]["ok"]:
-            protocol.emit(
-                {"event": "error", "message": f"{report[sid]['status']}: {report[sid]['error']}"}
-            )
+            protocol.emit(wire.Error(f"{report[sid]['status']}: {report[sid]['error']}").to_dict())
             return 2
         sol = engine.solutions[sid]
+        maker = engine.maker
+        assert maker is not None  # load made it
         cuda = engine.device.type == "cuda"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         out = []
         for workload in request.get("workloads") or []:
-            inputs = engine.maker.make(
-                workload, seed_for(workload["uuid"], 1000, engine.config.seed)
-            )
-            outs = engine.maker.allocate_outputs(workload, poison=False)
-
-            def call(inputs=inputs, outs=outs):
-                return sol.fn(*inputs, *outs) if sol.dps else sol.fn(*inputs)
+            inputs = maker.make(workload, seed_for(workload["uuid"], 1000, engine.config.seed))
+            outs = maker.allocate_outputs(workload, poison=False)
+            args = [*inputs, *outs] if sol.dps else inputs
+            call = functools.partial(sol.fn, *args)
 
             with torch.no_grad():
                 for _ in range(int(request.get("warmup_calls", 3))):
@@ -499,14 +490,7 @@ def _host(path: str) -> int:
                     "cpu_ops": cpu_ops[:2000],
                 }
             )
-        protocol.emit(
-            {
-                "event": "host_view",
-                "device": str(engine.device),
-                "environment": engine.environment,
-                "workloads": out,
-            }
-        )
+        protocol.emit(wire.HostView(str(engine.device), engine.environment, out).to_dict())
         return 0
     finally:
         engine.close()  # its temporary build folder
@@ -553,7 +537,7 @@ def _buildcheck(path: str) -> int:
                     "error": str(exc),
                     "where": exc.where,
                 }
-    protocol.emit({"event": "buildcheck", "results": results})
+    protocol.emit(wire.BuildCheck(results).to_dict())
     return 0
 
 

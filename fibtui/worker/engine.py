@@ -5,6 +5,7 @@ correctness, time. One entry point for every backend: the local runner's persist
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -12,7 +13,6 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +45,12 @@ from fibtui.worker.timing import (
     SolutionTiming,
     Timed,
     TimingError,
-    TimingPlan,
     time_cupti,
     time_wall,
 )
+from fibtui.worker.wire import Calling, Loaded, Result
+from fibtui.worker.wire import EngineConfig as EngineConfig  # re-exported: defined in the wire
+from fibtui.worker.wire import JobStarted as JobStartedEvent
 
 INCORRECT_TIMED, INPUT_MUTATED, CACHED_TIMING, HARNESS_TAMPERED = GATE_STATUSES
 #: a call on unseen inputs may take at most this many times the timed calls' median before the
@@ -64,51 +66,6 @@ Emit = Callable[[dict[str, Any]], None]
 #: GPU memory a released engine may still hold beyond its reference outputs (a solution that keeps
 #: tensors in a global past its run): more, and the worker is not kept for another run
 RELEASE_HELD_LIMIT = 256 * 2**20
-
-
-@dataclass
-class EngineConfig:
-    backend: str = "local"  # local | interpreter | modal
-    device: str = "cuda"
-    seed: int = 0
-    correctness_trials: int = 2
-    time_reference: bool = True
-    atol: float = 1e-2
-    rtol: float = 1e-2
-    #: None: the evaluator's default (1.0; 0.95 for the low-bit evaluator)
-    matched_ratio: float | None = 1.0
-    #: which evaluator judges (fibtui.core.presets); None: the one the registry picks
-    evaluator: str | None = None
-    #: evaluator-specific settings (sampling: validation trials, TVD threshold)
-    eval_extra: dict[str, Any] = field(default_factory=dict)
-    #: emit a ``calling`` event before each solution call (which solution is in a call): for a
-    #: watchdog that must tell which one hung (the Modal container's); off for the local worker
-    report_calls: bool = False
-    plan: TimingPlan = field(default_factory=TimingPlan)
-    #: ``official``: each timed job is also timed as flashinfer-bench main times it, into
-    #: ``timing.official`` (fibtui.worker.official_timing; its plan in ``official``)
-    timing: str = "fibtui"
-    official: dict[str, Any] = field(default_factory=dict)
-    cache_dir: str | None = None
-    #: compiled (CUDA/C++) builds, kept across runs; None: the user's cache folder
-    build_cache_dir: str | None = None
-    workdir: str | None = None
-    dataset_root: str | None = None
-    #: the workspace's ``reference/`` folder: a CUTLASS checkout there serves builds that
-    #: include CUTLASS/CuTe headers (fibtui.core.toolchain.find_cutlass)
-    reference_root: str | None = None
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> EngineConfig:
-        plan = TimingPlan(**(obj.get("plan") or {}))
-        known = {k: v for k, v in obj.items() if k in cls.__dataclass_fields__ and k != "plan"}
-        return cls(plan=plan, **known)
-
-    @property
-    def timing_kind(self) -> str:
-        return (
-            "cpu-interpreter" if self.backend == "interpreter" or self.device == "cpu" else "cupti"
-        )
 
 
 class ContextPoisoned(Exception):
@@ -314,6 +271,7 @@ class Engine:
             return
         names = list(self.definition["outputs"])
         dtypes = [torch_dtype(s["dtype"]) for s in self.definition["outputs"].values()]
+        inputs: list[Any] | None = None
         for workload in workloads:
             for trial in range(max(1, self.config.correctness_trials)):
                 try:
@@ -342,9 +300,9 @@ class Engine:
             dict(self.config.eval_extra),
         )
 
-    def _calling(self, event: dict[str, Any]) -> None:
+    def _calling(self, event: Calling) -> None:
         if self.config.report_calls:
-            self.emit(event)
+            self.emit(event.to_dict())
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -384,6 +342,13 @@ class Engine:
                 outs = self.evaluator.normalize(sol.fn(*inputs), names, dtypes, self.device)
         self._sync()
         return outs
+
+    def _call_again(
+        self, sol: BuiltSolution, workload: dict[str, Any], inputs: list[Any]
+    ) -> list[torch.Tensor]:
+        """One more call of ``sol`` on a copy of ``inputs``, its outputs shaped from them (an
+        evaluator that calls the solution again while it judges)."""
+        return self._call(sol, self._clone(inputs), workload, poison=True, shapes_from_inputs=True)
 
     @staticmethod
     def _clone(inputs: list[Any]) -> list[Any]:
@@ -435,14 +400,7 @@ class Engine:
                     sol = self.solutions[sid]
                     t_call = time.perf_counter()
                     # which solution is in a call: a watchdog that sees a job hang blames this one
-                    self._calling(
-                        {
-                            "event": "calling",
-                            "job_id": job.get("job_id"),
-                            "sid": sid,
-                            "phase": "check",
-                        }
-                    )
+                    self._calling(Calling(job.get("job_id"), "check", sid))
                     args = self._clone(inputs)
                     try:
                         outs = self._call(sol, args, workload, poison=True)
@@ -475,12 +433,11 @@ class Engine:
                         first_call_s[sid] = time.perf_counter() - t_call
                     # the sampling evaluator calls the solution again while it judges
                     self._calling(
-                        {
-                            "event": "calling",
-                            "job_id": job.get("job_id"),
-                            "phase": "judge",
-                            "sid": sid if self.evaluator.name == "sampling" else None,
-                        }
+                        Calling(
+                            job.get("job_id"),
+                            "judge",
+                            sid if self.evaluator.name == "sampling" else None,
+                        )
                     )
                     verdict = self.evaluator.judge(
                         evaluators.Judging(
@@ -490,19 +447,13 @@ class Engine:
                             outs,
                             ref_out,
                             tol,
-                            call=lambda args, _sol=sol: self._call(
-                                _sol,
-                                self._clone(args),
-                                workload,
-                                poison=True,
-                                shapes_from_inputs=True,
-                            ),
+                            call=functools.partial(self._call_again, sol, workload),
                         )
                     )
-                    a, r = errors[sid]
+                    worst_abs, worst_rel = errors[sid]
                     errors[sid] = (
-                        max(a, verdict.max_abs_error or 0.0),
-                        max(r, verdict.max_rel_error or 0.0),
+                        max(worst_abs, verdict.max_abs_error or 0.0),
+                        max(worst_rel, verdict.max_rel_error or 0.0),
                     )
                     judged[sid] = _correctness(self.evaluator.name, verdict, judged.get(sid))
                     if verdict.status != "PASSED":
@@ -517,13 +468,12 @@ class Engine:
             if alive:
                 # the solutions are timed interleaved: a hang here cannot be pinned on one of them
                 self._calling(
-                    {
-                        "event": "calling",
-                        "job_id": job.get("job_id"),
-                        "sid": alive[0] if len(alive) == 1 else None,
-                        "sids": list(alive),
-                        "phase": "timing",
-                    }
+                    Calling(
+                        job.get("job_id"),
+                        "timing",
+                        alive[0] if len(alive) == 1 else None,
+                        list(alive),
+                    )
                 )
                 try:
                     timings, rotation = self._time(alive, workload, checked_sets)
@@ -917,8 +867,8 @@ class Engine:
     def _failure(self, exc: BaseException, sol: BuiltSolution | None = None) -> dict[str, Any]:
         limit = self._arch_limit(exc, sol)
         if limit is not None:
-            text = str(exc).strip().splitlines()
-            first = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+            lines = str(exc).strip().splitlines()
+            first = f"{type(exc).__name__}: {lines[0] if lines else ''}".strip()
             return {
                 "status": UNSUPPORTED_HERE,
                 "error": f"{limit.describe()} ({first[:300]})",
@@ -936,9 +886,9 @@ class Engine:
         if len(msg) > 1:
             text += " … " + msg[-1]
         if self.device.type != "cuda":
-            limit = _cpu_tool_limit(exc)
-            if limit:
-                return {"status": UNSUPPORTED_HERE, "error": f"{limit} ({text[:300]})"}
+            lacking = _cpu_tool_limit(exc)
+            if lacking:
+                return {"status": UNSUPPORTED_HERE, "error": f"{lacking} ({text[:300]})"}
         return {"status": status, "error": text[:2000]}
 
 
@@ -1088,7 +1038,7 @@ def execute(request: dict[str, Any], emit: Emit | None = None) -> dict[str, Any]
 
     This is the body of the Modal function and of ``python -m fibtui.worker run``.
     """
-    config = EngineConfig.from_json(request.get("config") or {})
+    config = EngineConfig.from_dict(request.get("config") or {})
     with Engine(config, emit) as engine:
         return _execute(engine, config, request, emit)
 
@@ -1100,7 +1050,7 @@ def _execute(
     first = list({j["workload"]["uuid"]: j["workload"] for j in jobs[:4]}.values())
     load = engine.load(request["definition"], request["solutions"], prefetch=first)
     emit = emit or (lambda _e: None)
-    emit({"event": "loaded", "solutions": load, "environment": engine.environment})
+    emit(Loaded(load, engine.environment).to_dict())
     jobs_out = []
     for job in jobs:
         if engine.poisoned:
@@ -1123,10 +1073,10 @@ def _execute(
                 "restart": True,
             }
         else:
-            emit({"event": "job_started", "job_id": job.get("job_id")})
+            emit(JobStartedEvent(job.get("job_id")).to_dict())
             result = engine.run_job(job)
         jobs_out.append(result)
-        emit({"event": "result", **result})
+        emit(Result(result).to_dict())
     return {
         "environment": engine.environment,
         "load": load,

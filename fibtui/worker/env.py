@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -12,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-_nvml = None
+#: the pynvml module once initialised, False when it cannot be (None: not tried yet)
+_nvml: Any = None
 
 
-def nvml():
+def nvml() -> Any:
     """pynvml handle module when available (nvidia-ml-py), else None."""
     global _nvml
     if _nvml is None:
@@ -182,13 +184,14 @@ def clock_setup(index: int = 0) -> dict[str, Any]:
     h = _ask(lambda: _handle(index))
     if h is None:
         return {"clocks_locked": None}
+    clocks = (("sm", nv.NVML_CLOCK_SM), ("mem", nv.NVML_CLOCK_MEM))
     app = {
-        kind: _ask(lambda k=clock_id: nv.nvmlDeviceGetApplicationsClock(h, k))
-        for kind, clock_id in (("sm", nv.NVML_CLOCK_SM), ("mem", nv.NVML_CLOCK_MEM))
+        kind: _ask(functools.partial(nv.nvmlDeviceGetApplicationsClock, h, clock_id))
+        for kind, clock_id in clocks
     }
     default = {
-        kind: _ask(lambda k=clock_id: nv.nvmlDeviceGetDefaultApplicationsClock(h, k))
-        for kind, clock_id in (("sm", nv.NVML_CLOCK_SM), ("mem", nv.NVML_CLOCK_MEM))
+        kind: _ask(functools.partial(nv.nvmlDeviceGetDefaultApplicationsClock, h, clock_id))
+        for kind, clock_id in clocks
     }
     limit = _ask(lambda: nv.nvmlDeviceGetPowerManagementLimit(h))
     known = all(v is not None for v in (*app.values(), *default.values()))

@@ -471,6 +471,8 @@ def _cuda_lib_dir() -> str | None:
 
 def _load(builder: str, folder: Path, marker: dict[str, Any], symbol: str) -> Callable[..., Any]:
     library = folder / str(marker["library"])
+    #: a tvm-ffi Module or a torch extension's Python module: either holds ``symbol``
+    module: Any
     if builder == "tvm-ffi":
         import tvm_ffi
 

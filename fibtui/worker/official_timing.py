@@ -33,6 +33,7 @@ test's fake. Standard library + torch + triton only, like the rest of the worker
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -258,11 +259,7 @@ class CuptiTimer:
 
         if self._prof is None:
             raise TimingFailed("nothing was recorded")
-        events = [
-            (e.name, e.start, e.end) if hasattr(e, "name") else tuple(e)
-            for e in _device_events(self._prof)
-        ]
-        return cut_calls(events)
+        return cut_calls([(e.name, e.start, e.end) for e in _device_events(self._prof)])
 
 
 def _zero_fill(device: Any, nbytes: int) -> Callable[[], None]:
@@ -272,8 +269,8 @@ def _zero_fill(device: Any, nbytes: int) -> Callable[[], None]:
     import triton
     import triton.language as tl
 
-    @triton.jit
-    def _fibtui_official_flush(ptr, n, BLOCK: tl.constexpr):
+    @triton.jit  # type: ignore[untyped-decorator]  # triton ships no types: its kernels are Any
+    def _fibtui_official_flush(ptr: Any, n: int, BLOCK: tl.constexpr) -> None:
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(ptr + offs, tl.zeros((BLOCK,), dtype=tl.int32), mask=offs < n)
 
@@ -341,17 +338,17 @@ def _time_job(engine: Any, sids: list[str], workload: dict[str, Any]) -> dict[st
         ref = _REFERENCE.get(ref_key)
         if ref is None:
             run = engine.reference.run
-            ref = time_trials([lambda s=s: run(*s) for s in sets], plan, timer)
+            ref = time_trials([functools.partial(run, *s) for s in sets], plan, timer)
             _REFERENCE[ref_key] = ref
         for sid in sids:
             sol = engine.solutions[sid]
-            calls = []
+            calls: list[Callable[[], None]] = []
             for s in sets:
                 if sol.dps:  # flashinfer-bench allocates the outputs once per trial
                     outs = engine.maker.allocate_outputs(workload, poison=False)
-                    calls.append(lambda s=s, o=outs, fn=sol.fn: fn(*s, *o))
+                    calls.append(functools.partial(sol.fn, *s, *outs))
                 else:
-                    calls.append(lambda s=s, fn=sol.fn: fn(*s))
+                    calls.append(functools.partial(sol.fn, *s))
             timing = time_trials(calls, plan, timer)
             out[sid] = {
                 "kind": KIND,

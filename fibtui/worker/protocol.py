@@ -52,19 +52,3 @@ def emit(event: dict[str, Any]) -> None:
         out = _out if _out is not None else sys.stdout
         out.write(line + "\n")
         out.flush()
-
-
-def process_alive(pid: int) -> bool:
-    """Is process ``pid`` alive (a zombie is not; someone else's process is)? Standard library
-    only: the worker's orphan watch and the worker service's client both ask it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True

@@ -56,7 +56,9 @@ def _layout(template: list[Any], packed: list[bool]) -> tuple[list[int], int]:
     return offsets, max(total, 16)
 
 
-def pack(values: list[Any], packed: list[bool], offsets: list[int], total: int, device) -> Arena:
+def pack(
+    values: list[Any], packed: list[bool], offsets: list[int], total: int, device: torch.device
+) -> Arena:
     buffer = torch.zeros(total, dtype=torch.uint8, device=device)
     views: list[torch.Tensor | None] = []
     for value, pack_it, offset in zip(values, packed, offsets, strict=True):
@@ -249,14 +251,14 @@ def _copy_kernels() -> tuple[Any, Any]:
         import triton
         import triton.language as tl
 
-        @triton.jit
-        def _fibtui_refill(src, dst, n, BLOCK: tl.constexpr):
+        @triton.jit  # type: ignore[untyped-decorator]  # triton ships no types: its kernels are Any
+        def _fibtui_refill(src: Any, dst: Any, n: int, BLOCK: tl.constexpr) -> None:
             offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             mask = offs < n
             tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
 
-        @triton.jit
-        def _fibtui_keep(src, dst, n, BLOCK: tl.constexpr):
+        @triton.jit  # type: ignore[untyped-decorator]  # as above
+        def _fibtui_keep(src: Any, dst: Any, n: int, BLOCK: tl.constexpr) -> None:
             offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             mask = offs < n
             tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)

@@ -137,9 +137,9 @@ class Seal:
                         out.append(f"{label}.{key} was removed")
                     elif got is not value:
                         out.append(f"{label}.{key} was replaced")
-        for label, space, keys in self._class_keys:
-            if len(space) != len(keys):
-                added = sorted(set(space) - keys - _LAZY_NAMES)
+        for label, space, known in self._class_keys:
+            if len(space) != len(known):
+                added = sorted(set(space) - known - _LAZY_NAMES)
                 out.extend(f"{label}.{key} was added" for key in added)
         codes = list(map(operator.attrgetter("__code__"), (fn for _, fn, _ in self._codes)))
         if any(map(operator.is_not, codes, (c for _, _, c in self._codes))):

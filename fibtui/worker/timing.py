@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import torch
 
 from fibtui.worker import env as envmod
+from fibtui.worker.wire import TimingPlan as TimingPlan  # re-exported: defined in the wire
 
 FLUSH_NAME = "_fibtui_l2_flush"
 MARKER_NAME = "_fibtui_marker"
@@ -43,18 +44,6 @@ _CLOCK = time.perf_counter
 
 class TimingError(Exception):
     """The measurement itself failed (not the kernel): an infrastructure failure."""
-
-
-@dataclass
-class TimingPlan:
-    calls_per_block: int = 20
-    blocks: int = 6  # per solution
-    warmup_calls: int = 3
-    l2_policy: str = "cold"  # cold | warm
-    #: rotate the inputs between calls, time a probe call on unseen inputs, keep the last call of
-    #: each block for the worker to check (docs/measurement.md, "A gate no candidate can game");
-    #: off only to measure what the checks cost (a run without them never promotes)
-    checks: bool = True
 
 
 @dataclass
@@ -145,7 +134,7 @@ def abba_order(sids: list[str], blocks: int) -> list[str]:
 _delims: dict[str, Any] = {}
 
 
-def _delimiters(device: torch.device):
+def _delimiters(device: torch.device) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """(flush(), marker()) launching our own named Triton kernels on ``device``."""
     key = str(device)
     if key in _delims:
@@ -153,8 +142,8 @@ def _delimiters(device: torch.device):
     import triton
     import triton.language as tl
 
-    @triton.jit
-    def _fibtui_l2_flush(ptr, sink, n, BLOCK: tl.constexpr):
+    @triton.jit  # type: ignore[untyped-decorator]  # triton ships no types: its kernels are Any
+    def _fibtui_l2_flush(ptr: Any, sink: Any, n: int, BLOCK: tl.constexpr) -> None:
         # Read (not write) twice the L2: the cache ends up full of clean lines, so the next call
         # pays cold misses but never the write-back of a dirty flush buffer. The store below is
         # never taken (the buffer holds zeros) but keeps the loads alive.
@@ -163,8 +152,8 @@ def _delimiters(device: torch.device):
         total = tl.sum(tl.load(ptr + offs, mask=offs < n, other=0), axis=0)
         tl.store(sink + pid, total, mask=total == 123456789)
 
-    @triton.jit
-    def _fibtui_marker(ptr):
+    @triton.jit  # type: ignore[untyped-decorator]  # as above
+    def _fibtui_marker(ptr: Any) -> None:
         tl.store(ptr, 1)
 
     props = torch.cuda.get_device_properties(device)
@@ -193,7 +182,9 @@ def _delimiters(device: torch.device):
     return _delims[key]
 
 
-def direct_launcher(compiled: Any, grid: tuple[int, ...], args: tuple[Any, ...], stream: int):
+def direct_launcher(
+    compiled: Any, grid: tuple[int, ...], args: tuple[Any, ...], stream: int
+) -> Callable[[], Any] | None:
     """A launcher of an already compiled Triton kernel that skips the JIT's binding, or None when
     this Triton has no such launcher or it fails (then the JIT launches it, as before).
     ``FIBTUI_DIRECT_DELIMITERS=0`` always uses the JIT."""
@@ -215,7 +206,7 @@ def grid3(grid: tuple[int, ...]) -> tuple[int, int, int]:
     return (int(x), int(y), int(z))
 
 
-def _device_events(prof) -> list[Event]:
+def _device_events(prof: Any) -> list[Event]:
     """Every device-side activity, sorted by start: name, start and end (ns), and the stream it
     ran on when this torch says (else None)."""
     out = []
@@ -423,7 +414,13 @@ def time_cupti(
     sync(device)
     blocks = schedule(sids, plan, pool_sets, probe_sets, rotate)
 
-    def measure(todo: list[Block]):
+    def measure(
+        todo: list[Block],
+    ) -> tuple[
+        list[tuple[list[CallWork], CallWork | None]],
+        list[envmod.BlockClock | None],
+        list[tuple[Block, Kept]],
+    ]:
         clocks: list[envmod.BlockClock | None] = []
         kept: list[tuple[Block, Kept]] = []
         with profile(activities=[ProfilerActivity.CUDA]) as prof:

@@ -45,6 +45,7 @@ from fibtui.runners.service.common import (
     send_line,
     socket_path,
 )
+from fibtui.worker.wire import Adopt, Event, ExitStatus, ServiceOp, SlotRequest, bare, event_of
 
 #: how long a client waits for a service it started to answer
 SPAWN_WAIT_S = 15.0
@@ -186,7 +187,7 @@ class Client:
             os.close(fd)
 
     def hello(self) -> dict[str, Any] | None:
-        return self.ask({"op": "hello"})
+        return self.ask(bare(ServiceOp.HELLO))
 
     def ensure(
         self, idle_timeout_s: float, worker_idle_s: float = DEFAULT_WORKER_IDLE_S
@@ -272,7 +273,7 @@ class Client:
         A service of another protocol refuses the stop (as every op of it): it is ended with
         SIGTERM instead, by the pid at the other end of this very socket (SO_PEERCRED, of this
         user: checked by :meth:`request`), never by a pid it wrote somewhere."""
-        reply = self.ask({"op": "stop"})
+        reply = self.ask(bare(ServiceOp.STOP))
         if reply is None:
             return None
         pid = reply.get("pid")
@@ -297,7 +298,7 @@ class Client:
         """("exited", code), ("running", None), ("unknown", None) from the service; ("gone",
         None) when no service answers."""
         try:
-            reply = self.ask({"op": "exit_status", "pid": pid}, timeout=2.0)
+            reply = self.ask(ExitStatus(pid).to_dict(), timeout=2.0)
         except (OSError, ServiceError, FibError):
             reply = None
         if not reply or not reply.get("ok"):
@@ -371,7 +372,7 @@ class ForeignProcess:
 
 
 def _running(pid: int) -> bool:
-    from fibtui.worker.protocol import process_alive
+    from fibtui.core.procs import process_alive
 
     return process_alive(pid)
 
@@ -412,9 +413,9 @@ def adopt(reply: dict[str, Any], fds: list[int], log: Path, client: Client) -> A
         return None
     close_fds(fds[4:] if pidfd is not None else fds[3:])
     w = AdoptedWorker(ForeignProcess(pid, fds[:3], pidfd, client), Path(scratch), log)
-    w.send({"op": "adopt", "runner_pid": os.getpid()})
+    w.send(Adopt(os.getpid()).to_dict())
     ev = w.next_event(time.monotonic() + ADOPT_TIMEOUT_S)
-    if not (isinstance(ev, dict) and ev.get("event") == "adopted"):
+    if event_of(ev) != Event.ADOPTED:
         w.kill()
         return None
     if _scratch_ok(ev.get("scratch")):
@@ -455,14 +456,10 @@ class ServiceWorkers:
                 say(self._broken)
             return self._client
 
-    def _request(self, pool: WorkerPool, slot: int, op: str, wait_s: float = 0.0) -> dict[str, Any]:
-        return {
-            "op": op,
-            "device": pool.devices[slot],
-            "interpreter": pool.interpreter,
-            "env": pool.env_for(slot),
-            "wait_s": wait_s,
-        }
+    def _request(
+        self, pool: WorkerPool, slot: int, op: ServiceOp, wait_s: float = 0.0
+    ) -> SlotRequest:
+        return SlotRequest(op, pool.devices[slot], pool.interpreter, pool.env_for(slot), wait_s)
 
     def take(
         self,
@@ -478,7 +475,7 @@ class ServiceWorkers:
         client = self._service(say)
         if client is None:
             return None
-        req = self._request(pool, slot, "take", wait_s=1.0)
+        req = self._request(pool, slot, ServiceOp.TAKE, wait_s=1.0).to_dict()
         deadline = time.monotonic() + pool.load_timeout_s
         restarted = False
         while True:
@@ -526,10 +523,11 @@ class ServiceWorkers:
         proc = w.proc
         if client is None or proc.stdin is None or proc.stdout is None or proc.stderr is None:
             return False
-        req = {**self._request(pool, slot, "return"), "pid": proc.pid, "runs": w.runs}
+        req = self._request(pool, slot, ServiceOp.RETURN)
+        req.pid, req.runs = proc.pid, w.runs
         fds = [proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()]
         try:
-            reply, got = client.request(req, timeout=15.0, fds=fds)
+            reply, got = client.request(req.to_dict(), timeout=15.0, fds=fds)
         except (OSError, ServiceError, FibError):
             return False
         close_fds(got)
@@ -546,7 +544,7 @@ class ServiceWorkers:
         if client is None:
             return False
         try:
-            reply, _ = client.request(self._request(pool, slot, "warm"))
+            reply, _ = client.request(self._request(pool, slot, ServiceOp.WARM).to_dict())
         except (OSError, ServiceError, FibError):
             return False
         return bool(reply.get("ok"))

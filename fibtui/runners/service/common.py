@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core.errors import UsageError
+from fibtui.worker.wire import PROTOCOL as PROTOCOL
+from fibtui.worker.wire import SERVICE_OPS
 
-#: bumped when a request or a reply changes shape: a client never talks to a service of another
-PROTOCOL = 2
-#: the requests a service answers; anything else is refused
-OPS = ("hello", "take", "warm", "return", "status", "stop", "exit_status")
+#: the protocol and the requests a service answers (anything else is refused): fibtui.worker.wire
+OPS = SERVICE_OPS
 #: the longest request line (bytes) a service reads; a longer one is refused
 MAX_LINE = 1 << 20
 #: how long a service waits for a request line once a client connected

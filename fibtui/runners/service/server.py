@@ -74,6 +74,18 @@ from fibtui.runners.service.common import (
     send_line,
     worker_key,
 )
+from fibtui.worker.wire import (
+    OP,
+    RUNNER_PID_ENV,
+    SCRATCH_ENV,
+    WORK_OPS,
+    Adopt,
+    Event,
+    HandOver,
+    ServiceOp,
+    event_of,
+    op_of,
+)
 
 #: how long the service remembers how a handed-over worker ended
 EXIT_MEMORY_S = 900.0
@@ -125,9 +137,6 @@ RETURN_ADOPT_TIMEOUT_S = 10.0
 #: workers kept ready for one key at most: a worker given back while one is ready replaces it
 #: (the one given back is the warmer), so a key never holds an idle spare beyond one
 MAX_READY_PER_KEY = 1
-#: the requests that are work (they keep an idle service alive); ``status`` and ``hello`` are not:
-#: polling ``fibtui workers status`` never keeps a service alive
-WORK_OPS = frozenset({"take", "warm", "return"})
 
 
 class ProtocolMismatch(ValueError):
@@ -399,13 +408,14 @@ class Service:
                     send_line(conn, {"ok": False, "error": "refused: not this service's user"})
                     return
                 req, fds = self._request(conn, peer_pid)
-                if req["op"] in WORK_OPS:
+                op = req[OP]
+                if op in WORK_OPS:
                     self._activity = time.monotonic()
-                if req["op"] == "return":
+                if op == ServiceOp.RETURN:
                     self._op_return(conn, req, peer_pid, fds)
                 else:
                     close_fds(fds)  # descriptors come with ``return`` alone
-                    getattr(self, f"_op_{req['op']}")(conn, req, peer_pid)
+                    getattr(self, f"_op_{op}")(conn, req, peer_pid)
             except ValueError as exc:
                 log(f"refused a request from pid {peer_pid}: {exc}")
                 reply: dict[str, Any] = {"ok": False, "error": f"refused: {exc}"}
@@ -429,7 +439,7 @@ class Service:
         except (ValueError, UnicodeDecodeError):
             close_fds(fds)
             raise ValueError("a request is one JSON object on one line") from None
-        op = req.get("op")
+        op = op_of(req)
         if op not in OPS:
             close_fds(fds)
             raise ValueError(f"unknown op {str(op)[:40]!r} (known: {', '.join(OPS)})")
@@ -593,14 +603,7 @@ class Service:
             pidfd = None
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         fds = [proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()]
-        reply = {
-            "ok": True,
-            "pid": proc.pid,
-            "scratch": w.scratch,
-            "key": w.key,
-            "device": w.device,
-            "pidfd": pidfd is not None,
-        }
+        reply = HandOver(proc.pid, w.scratch, w.key, w.device, pidfd is not None).to_dict()
         sent = False
         try:
             send_line(conn, reply, fds + ([pidfd] if pidfd is not None else []))
@@ -693,9 +696,7 @@ class Service:
         scratch folder's new path, or None when it does not answer as it should in time."""
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(
-                (json.dumps({"op": "adopt", "runner_pid": os.getpid()}) + "\n").encode()
-            )
+            proc.stdin.write((json.dumps(Adopt(os.getpid()).to_dict()) + "\n").encode())
             proc.stdin.flush()
         except OSError:
             return None
@@ -704,8 +705,9 @@ class Service:
             ev = json.loads(line) if line else None
         except ValueError:
             ev = None
-        if not (isinstance(ev, dict) and ev.get("event") == "adopted"):
+        if event_of(ev) != Event.ADOPTED:
             return None
+        assert isinstance(ev, dict)
         scratch = ev.get("scratch")
         return scratch if isinstance(scratch, str) else None
 
@@ -780,7 +782,7 @@ class Service:
         t0 = time.monotonic()
         scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         # the worker removes its scratch folder itself if this service is killed
-        full = {**env, "FIBTUI_WORKER_SCRATCH": scratch, "FIBTUI_RUNNER_PID": str(os.getpid())}
+        full = {**env, SCRATCH_ENV: scratch, RUNNER_PID_ENV: str(os.getpid())}
         proc: subprocess.Popen[bytes] | None = None
         why: str | None
         try:
@@ -852,7 +854,7 @@ class Service:
                         ev = json.loads(first)
                     except ValueError:
                         ev = None
-                    if isinstance(ev, dict) and ev.get("event") == "ready":
+                    if event_of(ev) == Event.READY:
                         return None
                     return f"the worker said {first[:300].decode('utf-8', 'replace')}"
         return (
