@@ -214,7 +214,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fibtui/core/backends.py", "timing_kind_of"): "core's rule for an unregistered engine",
     ("fibtui/core/stats/timing_keys.py", "timing_key_of_rows"): "reads a recorded env's backend",
     ("fibtui/core/toolchain.py", "limits"): "the engine kind a toolchain check is for",
-    ("fibtui/worker/engine.py", "timing_kind"): "the worker's own engine kind",
+    ("fibtui/worker/wire.py", "timing_kind"): "the worker's own engine kind (EngineConfig)",
     # outside this change's files
     ("fibtui/runners/session.py", "engine_config"): "retyped separately (issue 35, item 7)",
     ("fibtui/ui/app.py", "_quick_gate"): "the TUI's part of issue 35 (not done here)",
