@@ -392,8 +392,8 @@ async def test_the_tui_offers_the_b200_after_a_run_with_jobs_this_gpu_cannot_run
     from fibtui.core.workspace import open_workspace
     from fibtui.runners import split
     from fibtui.runners.events import RunFinished
+    from fibtui.ui import messages
     from fibtui.ui.app import make_app
-    from fibtui.ui.panes.runs import RunsPane
     from fibtui.ui.screens.confirm import ConfirmScreen
     from tests.test_modal import FakeCaller
 
@@ -421,7 +421,7 @@ async def test_the_tui_offers_the_b200_after_a_run_with_jobs_this_gpu_cannot_run
             {
                 id(m.event): m.event
                 for m in events
-                if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)
+                if isinstance(m, messages.RunEvent) and isinstance(m.event, RunFinished)
             }.values()
         )
 

@@ -16,8 +16,8 @@ from fibtui.core.runs import JobResult, Journal, write_record
 from fibtui.core.workspace import open_workspace
 from fibtui.runners import session
 from fibtui.runners.events import JobFinished, RunFinished, RunStarted
+from fibtui.ui import messages
 from fibtui.ui.app import make_app
-from fibtui.ui.panes.runs import RunsPane
 from tests.runner_helpers import make_tiny_workspace
 
 
@@ -123,7 +123,7 @@ async def test_a_burst_of_saves_runs_one_gate_at_a_time_and_the_last_one_gives_t
         app.watch_mode = True
         kernel = str(app.workspace.active.source_dir / "kernel.py")
         for _ in range(10):
-            app.post_message(app.WatchFired([kernel], time.monotonic()))
+            app.post_message(messages.WatchFired([kernel], time.monotonic()))
             await pilot.pause(rng.uniform(0.05, 0.3))
             # decided on the UI thread at once: a save always finds the slot taken
             assert runs.busy
@@ -138,7 +138,7 @@ async def test_a_burst_of_saves_runs_one_gate_at_a_time_and_the_last_one_gives_t
     finished = [
         m.run_id
         for m in events
-        if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)
+        if isinstance(m, messages.RunEvent) and isinstance(m.event, RunFinished)
     ]
     last = gates.log[-1][1]
     assert sorted(set(finished)) == sorted(gates.ended)  # each gate's end reached the pane
@@ -146,7 +146,7 @@ async def test_a_burst_of_saves_runs_one_gate_at_a_time_and_the_last_one_gives_t
     assert gates.ended[last] == "finished"
     assert all(how == "cancelled" for run_id, how in gates.ended.items() if run_id != last)
     # a message is seen once per node it bubbles through: each counted once
-    verdicts = {id(m): m for m in events if isinstance(m, RunsPane.VerdictReady)}.values()
+    verdicts = {id(m): m for m in events if isinstance(m, messages.VerdictReady)}.values()
     assert [v.run_id for v in verdicts if v.run_id == last] == [last]
 
 

@@ -13,6 +13,7 @@ import pytest
 from textual.widgets import DataTable, Markdown, TabbedContent
 
 from fibtui.core.workspace import open_workspace
+from fibtui.ui import messages
 from fibtui.ui.app import PANES, make_app
 from fibtui.ui.panes.ncu import NcuPane
 from fibtui.ui.panes.recon import ReconPane
@@ -152,7 +153,7 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
         from fibtui.runners.events import JobFinished, RunFinished
 
         unique = list(
-            {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()
+            {id(m): m for m in events if isinstance(m, messages.RunEvent)}.values()
         )  # messages bubble
         finished = [m.event for m in unique if isinstance(m.event, RunFinished)]
         assert finished and finished[0].state == "complete"
@@ -184,7 +185,7 @@ async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None
         await pilot.press("g")
         deadline = time.monotonic() + 120
         while not any(
-            isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished) for m in events
+            isinstance(m, messages.RunEvent) and isinstance(m.event, RunFinished) for m in events
         ):
             assert time.monotonic() < deadline, "the gate never finished"
             await pilot.pause(0.1)
@@ -245,8 +246,8 @@ async def test_ncu_pane_table_and_diff(demo_ws: Path) -> None:
         assert "bottleneck latency, limiter registers" in log and "batch_size=64" in log
         # a load of the earlier report that finishes last (a busy machine) changes nothing
         v1_path = pane.reports[v1]
-        pane.post_message(NcuPane.Loaded(v1_path, [], None, None))
-        pane.post_message(NcuPane.Failed("stale failure", v1_path))
+        pane.post_message(messages.NcuLoaded(v1_path, [], None, None))
+        pane.post_message(messages.NcuFailed("stale failure", v1_path))
         await settle(app, pilot)
         assert [table.get_row_at(i) for i in range(table.row_count)] == rows
         assert "diff:" in str(pane.query_one("#ncu-status").render())

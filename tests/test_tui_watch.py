@@ -10,6 +10,7 @@ import pytest
 
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import JobFinished, JobStarted, JobStarting, RunFinished
+from fibtui.ui import messages
 from fibtui.ui.app import PANES, make_app
 from fibtui.ui.panes.runs import RunsPane
 from tests.runner_helpers import BODIES, GOOD_TRITON, PY_TEMPLATE, make_tiny_workspace
@@ -27,7 +28,7 @@ async def wait_until(pilot, condition, timeout: float = 60.0) -> None:
 
 
 def run_events(events) -> list:
-    return list({id(m): m.event for m in events if isinstance(m, RunsPane.RunEvent)}.values())
+    return list({id(m): m.event for m in events if isinstance(m, messages.RunEvent)}.values())
 
 
 def tiny_app(tmp_path: Path, monkeypatch, **workspace):
@@ -209,9 +210,9 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
             RunOptions(backend="interpreter", workloads="all", baseline=str(baseline)), "gate"
         )
         await wait_until(
-            pilot, lambda: any(isinstance(m, RunsPane.VerdictReady) for _, m in seen[start:])
+            pilot, lambda: any(isinstance(m, messages.VerdictReady) for _, m in seen[start:])
         )
-        ready = next(m for _, m in seen[start:] if isinstance(m, RunsPane.VerdictReady))
+        ready = next(m for _, m in seen[start:] if isinstance(m, messages.VerdictReady))
         run_id = ready.run_id
         assert ready.outcome is not None  # a paired run: the comparison travels with the line
         promotion = app.pane("promotion")

@@ -21,7 +21,6 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.widgets._footer import FooterKey
 from textual.worker import Worker, WorkerState
@@ -30,6 +29,14 @@ from fibtui.core.errors import FibError
 from fibtui.core.status import TOOL_STATUSES
 from fibtui.core.workspace import Workspace
 from fibtui.resources import bundled
+from fibtui.ui.messages import (
+    BackendChosen,
+    LaunchEnded,
+    OpenVerdict,
+    RunEvent,
+    VerdictReady,
+    WatchFired,
+)
 from fibtui.ui.panes.base import elide_middle
 from fibtui.ui.panes.history import HistoryPane
 from fibtui.ui.panes.ncu import NcuPane
@@ -483,17 +490,6 @@ class FibApp(App[int]):
         ),
     ]
 
-    @dataclass
-    class WatchFired(Message):
-        paths: list[str]
-        detected: float
-
-    @dataclass
-    class BackendChosen(Message):
-        """The backend g, s and watch mode run on, decided in a worker (_choose_backend)."""
-
-        name: str
-
     def __init__(
         self,
         workspace: Workspace | None,
@@ -538,7 +534,7 @@ class FibApp(App[int]):
         self._backend_asked = False
         #: the Runs pane (kept: it is gone from the DOM by the time the app unmounts)
         self._runs_pane: RunsPane | None = None
-        #: runs whose verdict the other panes' refresh waits for (RunsPane.VerdictReady)
+        #: runs whose verdict the other panes' refresh waits for (VerdictReady)
         self._refresh_after: set[str] = set()
         #: runs that ended with rows this GPU could not run, whose send to Modal's B200 is to
         #: be offered after their verdict, and those offered once already (issue 31)
@@ -1178,7 +1174,7 @@ class FibApp(App[int]):
         """Detecting the backends runs nvidia-smi (up to 5 s): never on the event loop."""
         from fibtui.runners.registry import default_backend
 
-        self.post_message(self.BackendChosen(default_backend()))
+        self.post_message(BackendChosen(default_backend()))
 
     @on(BackendChosen)
     def _backend_chosen(self, message: BackendChosen) -> None:
@@ -1570,8 +1566,8 @@ class FibApp(App[int]):
     def action_retry_failed(self) -> None:
         self._on_pane("runs", "retry_failed")
 
-    @on(RunsPane.RunEvent)
-    def _run_event(self, message: RunsPane.RunEvent) -> None:
+    @on(RunEvent)
+    def _run_event(self, message: RunEvent) -> None:
         from fibtui.runners.events import JobStarted, RunFinished
 
         if isinstance(message.event, JobStarted) and self._watch_detected is not None:
@@ -1590,14 +1586,14 @@ class FibApp(App[int]):
                 # next worker follow its VerdictReady (below)
                 self._refresh_after.add(message.run_id)
 
-    @on(HistoryPane.OpenVerdict)
-    def _open_verdict(self, message: HistoryPane.OpenVerdict) -> None:
+    @on(OpenVerdict)
+    def _open_verdict(self, message: OpenVerdict) -> None:
         """History's enter on a paired run: the Promotion pane shows that run's verdict."""
         self.show_pane("promotion")
         self._on_pane("promotion", "show_run", message.run_id)
 
-    @on(RunsPane.LaunchEnded)
-    def _slot_freed(self, message: RunsPane.LaunchEnded) -> None:
+    @on(LaunchEnded)
+    def _slot_freed(self, message: LaunchEnded) -> None:
         """The run slot is free: the gate of the save that replaced the one in it starts now."""
         if self._quit_after_cancel:
             self.exit(0)
@@ -1607,8 +1603,8 @@ class FibApp(App[int]):
             if self.watch_mode:
                 self._queue_watch_gate()
 
-    @on(RunsPane.VerdictReady)
-    def _after_verdict(self, message: RunsPane.VerdictReady) -> None:
+    @on(VerdictReady)
+    def _after_verdict(self, message: VerdictReady) -> None:
         """A run's verdict is on screen: now the panes that read the archive catch up (History's
         chart, the regime analysis's latency shares, the Promotion panel, which is handed the
         comparison the verdict came from rather than working it out again) and the next gate's
@@ -1782,7 +1778,7 @@ class FibApp(App[int]):
             detected = time.monotonic()
             paths = [p for _, p in changes if p.endswith(WATCH_SUFFIXES) and "__pycache__" not in p]
             if paths and self.watch_mode:
-                self.post_message(self.WatchFired(paths, detected))
+                self.post_message(WatchFired(paths, detected))
 
     @on(WatchFired)
     def _watch_fired(self, message: WatchFired) -> None:

@@ -3,17 +3,16 @@ per candidate over time, all read from optimize_ops/ (the demo ships real ones).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
+from fibtui.ui.messages import DocLoaded, HistoryLoaded, OpenVerdict
 from fibtui.ui.panes.base import Pane, series_markers
 
 
@@ -25,25 +24,6 @@ class HistoryPane(Pane):
     HistoryPane #history-doc { width: 1fr; }
     HistoryPane #history-chart { height: 12; }
     """
-
-    @dataclass
-    class Loaded(Message):
-        rounds: list[Path]
-        series: dict[str, list[tuple[str, float]]]  # candidate -> [(started, mean latency ms)]
-        runs: int
-        #: the paired runs, newest first (core.past_verdicts): enter opens one's verdict
-        paired: list[Any] = None  # type: ignore[assignment]
-
-    @dataclass
-    class OpenVerdict(Message):
-        """Show this paired run's verdict in the Promotion pane (the app switches to it)."""
-
-        run_id: str
-
-    @dataclass
-    class DocLoaded(Message):
-        path: Path
-        text: str
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -106,10 +86,10 @@ class HistoryPane(Pane):
                     series.setdefault(info["name"], []).append((r.started, info["mean_latency_ms"]))
         from fibtui.core.past_verdicts import paired_runs
 
-        self.post_message(self.Loaded(rounds, series, len(runs), paired_runs(ws)))
+        self.post_message(HistoryLoaded(rounds, series, len(runs), paired_runs(ws)))
 
-    @on(Loaded)
-    def _loaded(self, message: Loaded) -> None:
+    @on(HistoryLoaded)
+    def _loaded(self, message: HistoryLoaded) -> None:
         self.rounds = message.rounds
         table = self.query_one("#history-rounds", DataTable)
         table.clear()
@@ -141,7 +121,7 @@ class HistoryPane(Pane):
     def _open_run(self, event: DataTable.RowSelected) -> None:
         key = str(event.row_key.value) if event.row_key is not None else ""
         if key.startswith("run:"):
-            self.post_message(self.OpenVerdict(key[4:]))
+            self.post_message(OpenVerdict(key[4:]))
 
     @work(thread=True, exclusive=True, group="history-doc", exit_on_error=False)
     def read_doc(self, path: Path) -> None:
@@ -149,7 +129,7 @@ class HistoryPane(Pane):
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             text = f"cannot read {path}: {exc.strerror}"
-        self.post_message(self.DocLoaded(path, text))
+        self.post_message(DocLoaded(path, text))
 
     @on(DocLoaded)
     def _doc(self, message: DocLoaded) -> None:

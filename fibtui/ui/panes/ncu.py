@@ -13,7 +13,6 @@ change %, before, after, one block per kernel and band, the classifications in t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +21,9 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from fibtui.ui.messages import NcuFailed, NcuListed, NcuLoaded
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
@@ -75,22 +74,6 @@ class NcuPane(Pane):
     NcuPane.-short #ncu-findings { height: 5; }
     """
 
-    @dataclass
-    class Listed(Message):
-        reports: list[Path]
-
-    @dataclass
-    class Loaded(Message):
-        path: Path
-        summaries: list[Any]
-        diff: Any | None
-        baseline: Path | None
-
-    @dataclass
-    class Failed(Message):
-        reason: str
-        path: Path | None = None
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.workspace = None
@@ -125,7 +108,7 @@ class NcuPane(Pane):
     @work(thread=True, exclusive=True, group="ncu-list", exit_on_error=False)
     def refresh_reports(self) -> None:
         if self.workspace is not None:
-            self.post_message(self.Listed(find_reports(self.workspace.archive_root)))
+            self.post_message(NcuListed(find_reports(self.workspace.archive_root)))
 
     # ---------------------------------------------------------------- layout and the report list
 
@@ -155,8 +138,8 @@ class NcuPane(Pane):
             # the label column, the base column, their padding and a scrollbar
             table.styles.width = max((len(label) for label in self.labels), default=6) + 10
 
-    @on(Listed)
-    def _listed(self, message: Listed) -> None:
+    @on(NcuListed)
+    def _listed(self, message: NcuListed) -> None:
         self.reports = message.reports
         self._fill_reports()
         if not self.reports:
@@ -207,18 +190,18 @@ class NcuPane(Pane):
             if baseline is not None and baseline != path:
                 diff = diff_reports(attach_request(load_report(baseline), baseline), report)
         except FibError as exc:
-            self.post_message(self.Failed(exc.one_line(), path))
+            self.post_message(NcuFailed(exc.one_line(), path))
             return
-        self.post_message(self.Loaded(path, summaries, diff, baseline))
+        self.post_message(NcuLoaded(path, summaries, diff, baseline))
 
-    @on(Failed)
-    def _failed(self, message: Failed) -> None:
+    @on(NcuFailed)
+    def _failed(self, message: NcuFailed) -> None:
         if message.path != self.selected:
             return
         self.query_one("#ncu-status", Static).update(Text(message.reason, style="red"))
 
-    @on(Loaded)
-    def _loaded(self, message: Loaded) -> None:
+    @on(NcuLoaded)
+    def _loaded(self, message: NcuLoaded) -> None:
         from fibtui.core.ncu import format_metric
 
         # a thread worker cannot be stopped, only told it was replaced: an older load that finishes
@@ -261,7 +244,7 @@ class NcuPane(Pane):
             Text(f"{message.path.name} · {len(summaries)} kernel/band(s){kernel}")
         )
 
-    def _show_diff(self, table: DataTable, log: RichLog, message: Loaded) -> None:
+    def _show_diff(self, table: DataTable, log: RichLog, message: NcuLoaded) -> None:
         from fibtui.core.ncu import format_metric
 
         diff = message.diff

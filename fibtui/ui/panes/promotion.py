@@ -6,7 +6,6 @@ fibtui.core.decisions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -14,19 +13,17 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.names import short_band_name
 from fibtui.core.numbers import count
+from fibtui.ui.messages import Decided, Evaluated, PairedListed, RowVerdict
 from fibtui.ui.panes.base import Pane
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
-    from fibtui.core.archive import DecisionResult
     from fibtui.core.past_verdicts import PairedRun
     from fibtui.core.stats import CompareOutcome
-    from fibtui.runners.parity import ParityStatus
 
 
 class PromotionPane(Pane):
@@ -37,31 +34,6 @@ class PromotionPane(Pane):
     PromotionPane #bands { height: 1fr; min-height: 5; }
     PromotionPane #decision-log { height: 6; border-top: solid $panel; }
     """
-
-    @dataclass
-    class Evaluated(Message):
-        run_id: str | None
-        outcome: CompareOutcome | None
-        reason: str = ""
-        parity: ParityStatus | None = None
-        #: which run this is and why (core.past_verdicts.default_shown, or "picked")
-        why: str = ""
-
-    @dataclass
-    class Listed(Message):
-        """Every paired run, newest first (core.past_verdicts.paired_runs)."""
-
-        runs: list[PairedRun]
-
-    @dataclass
-    class RowVerdict(Message):
-        run_id: str
-        word: str
-
-    @dataclass
-    class Decided(Message):
-        action: str
-        result: DecisionResult
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -118,7 +90,7 @@ class PromotionPane(Pane):
             return
         parity = parity_status(ws, ws.active.definition) if ws.active is not None else None
         runs = past_verdicts.paired_runs(ws)
-        self.post_message(self.Listed(runs))
+        self.post_message(PairedListed(runs))
         if picked and run_id is not None:
             chosen, why = run_id, "picked in the list"
         else:
@@ -128,7 +100,7 @@ class PromotionPane(Pane):
             outcome = None
         if chosen is None:
             self.post_message(
-                self.Evaluated(
+                Evaluated(
                     None,
                     None,
                     "no paired run yet: a gate (g) against a promoted best solution, "
@@ -141,14 +113,14 @@ class PromotionPane(Pane):
             try:
                 outcome = decisions.compare(ws, chosen)
             except FibError as exc:
-                self.post_message(self.Evaluated(chosen, None, exc.one_line(), parity, why))
+                self.post_message(Evaluated(chosen, None, exc.one_line(), parity, why))
                 return
-        self.post_message(self.Evaluated(chosen, outcome, "", parity, why))
+        self.post_message(Evaluated(chosen, outcome, "", parity, why))
         # keyed by the listing this thread read (self.paired is the UI thread's, and may not
         # hold it yet), so the list's words never compare the shown run a second time
         key = (chosen, next((r.state for r in runs if r.run_id == chosen), ""))
         self._words[key] = past_verdicts.verdict_word(outcome)
-        self.post_message(self.RowVerdict(chosen, self._words[key]))
+        self.post_message(RowVerdict(chosen, self._words[key]))
         self._fill_words(runs)
 
     def _fill_words(self, runs: list[PairedRun], most: int = 12) -> None:
@@ -168,10 +140,10 @@ class PromotionPane(Pane):
                 except FibError:
                     word = "cannot compare"
                 self._words[key] = word
-            self.post_message(self.RowVerdict(r.run_id, self._words[key]))
+            self.post_message(RowVerdict(r.run_id, self._words[key]))
 
-    @on(Listed)
-    def _listed(self, message: Listed) -> None:
+    @on(PairedListed)
+    def _listed(self, message: PairedListed) -> None:
         self.paired = message.runs
         table = self.query_one("#paired-runs", DataTable)
         keep = self.run_id
@@ -364,7 +336,7 @@ class PromotionPane(Pane):
             result = decisions.reject(ws, [self.run_id])
         else:
             result = decisions.archive_round(ws, [self.run_id])
-        self.post_message(self.Decided(action, result))
+        self.post_message(Decided(action, result))
 
     @on(Decided)
     def _decided(self, message: Decided) -> None:

@@ -8,22 +8,20 @@ Latency comes from the newest GPU run of fibtui in this workspace; without one t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.names import short_band_name
+from fibtui.ui.messages import Analyzed, RegimesFailed
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
-    from fibtui.core.dataset import Definition, WorkloadSet
-    from fibtui.core.regimes import RegimeReport
+    pass
 
 
 class RegimesPane(Pane):
@@ -35,16 +33,6 @@ class RegimesPane(Pane):
     RegimesPane #reps-table { height: auto; max-height: 5; }
     RegimesPane #workloads-table { height: 1fr; min-height: 5; }
     """
-
-    @dataclass
-    class Analyzed(Message):
-        report: RegimeReport
-        definition: Definition
-        workloads: WorkloadSet
-
-    @dataclass
-    class Failed(Message):
-        reason: str
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -80,19 +68,19 @@ class RegimesPane(Pane):
         ws = self.workspace
         if ws is None or ws.active is None:
             self.post_message(
-                self.Failed("no valid solution config in this workspace (run: fibtui check)")
+                RegimesFailed("no valid solution config in this workspace (run: fibtui check)")
             )
             return
         try:
             # the same analysis `fibtui run --workloads rep` gates on (core.plan)
             found = workspace_regimes(ws)
         except FibError as exc:
-            self.post_message(self.Failed(exc.one_line()))
+            self.post_message(RegimesFailed(exc.one_line()))
             return
-        self.post_message(self.Analyzed(found.report, found.definition, found.workloads))
+        self.post_message(Analyzed(found.report, found.definition, found.workloads))
 
-    @on(Failed)
-    def _failed(self, message: Failed) -> None:
+    @on(RegimesFailed)
+    def _failed(self, message: RegimesFailed) -> None:
         self.query_one("#regimes-summary", Static).update(Text(message.reason, style="red"))
 
     @on(Analyzed)

@@ -18,18 +18,25 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, Static
 
 from fibtui.core.measurement import Measurement
 from fibtui.core.presets import describe_judging
+from fibtui.ui.messages import (
+    LaunchEnded,
+    RecordLoaded,
+    RunEvent,
+    RunFailed,
+    RunsListed,
+    RunStartedHere,
+    VerdictReady,
+)
 from fibtui.ui.panes.base import Pane
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
-    from fibtui.core.runs import JobResult, JobSpec, RunListing, RunRecord
-    from fibtui.runners.events import RunEvent as RunnerEvent
+    from fibtui.core.runs import JobResult, JobSpec, RunRecord
 
 STATUS_STYLE = {
     "PASSED": "bold green",
@@ -111,47 +118,6 @@ class RunsPane(Pane):
 
     # ---------------------------------------------------------------- messages
 
-    @dataclass
-    class RunsListed(Message):
-        runs: list[RunListing]
-
-    @dataclass
-    class RecordLoaded(Message):
-        run_id: str
-        record: RunRecord
-        #: every job of the plan, finished or not (the record holds the finished ones)
-        planned: list[JobSpec]
-        floors: dict[str, float]
-        verdict: str = ""
-
-    @dataclass
-    class VerdictReady(Message):
-        """A finished run's verdict line (a sample: what it measured per band; '' when the run
-        is not paired or has none), with the comparison it came from. Posted once after every
-        run this pane followed to its end, also when the verdict could not be had, so the app
-        can refresh the other panes after it (it bubbles)."""
-
-        run_id: str
-        text: str
-        outcome: Any = None
-
-    @dataclass
-    class RunEvent(Message):
-        run_id: str
-        event: RunnerEvent
-
-    @dataclass
-    class RunFailed(Message):
-        title: str
-        reason: str
-
-    @dataclass
-    class RunStartedHere(Message):
-        """A run this pane started (watch mode and the palette use it to follow along)."""
-
-        run_id: str
-        started_monotonic: float
-
     active_run: reactive[str | None] = reactive(None)
     shown_run: reactive[str | None] = reactive(None)
 
@@ -213,7 +179,7 @@ class RunsPane(Pane):
 
         if self.workspace is None:
             return
-        self.post_message(self.RunsListed(list(reversed(list_runs(self.workspace.archive_root)))))
+        self.post_message(RunsListed(list(reversed(list_runs(self.workspace.archive_root)))))
 
     @on(RunsListed)
     def _listed(self, message: RunsListed) -> None:
@@ -251,9 +217,7 @@ class RunsPane(Pane):
         record = build_record(folder, contents)
         planned = list(contents.header.jobs)
         floors = self._compute_floors(record.definition, planned, record.environment.get("gpu"))
-        self.post_message(
-            self.RecordLoaded(run_id, record, planned, floors, self._verdict_text(record))
-        )
+        self.post_message(RecordLoaded(run_id, record, planned, floors, self._verdict_text(record)))
 
     def _verdict_text(self, record: RunRecord) -> str:
         """The verdict line of a finished paired run (call from a thread), or ''."""
@@ -272,7 +236,7 @@ class RunsPane(Pane):
         try:
             text, outcome = self._verdict_of(record)
         finally:  # whatever happened, the app hears that the run's verdict is settled
-            self.post_message(self.VerdictReady(run_id, text, outcome))
+            self.post_message(VerdictReady(run_id, text, outcome))
 
     @on(VerdictReady)
     def _verdict_ready(self, message: VerdictReady) -> None:
@@ -567,14 +531,6 @@ class RunsPane(Pane):
         self._launch(options, label, claimed, send=send)
         return True
 
-    @dataclass
-    class LaunchEnded(Message):
-        """The thread of a run has ended (the run finished, failed to start or was abandoned):
-        the run slot is free again. ``run_id``: None when no run was made."""
-
-        cancel: threading.Event
-        run_id: str | None = None
-
     @work(thread=True, group="runs-active", exit_on_error=False)
     def _launch(
         self,
@@ -603,16 +559,14 @@ class RunsPane(Pane):
                 else:
                     prepared = prepare_run(self.workspace, options)
             except FibError as exc:
-                self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
+                self.post_message(RunFailed(f"could not start the {label}", exc.one_line()))
                 return
             run_id = prepared.run_id
             self._labels[run_id] = label
-            self.post_message(self.RunStartedHere(run_id, time.monotonic()))
-            prepared.runner.run(
-                lambda event: self.post_message(self.RunEvent(run_id, event)), cancel
-            )
+            self.post_message(RunStartedHere(run_id, time.monotonic()))
+            prepared.runner.run(lambda event: self.post_message(RunEvent(run_id, event)), cancel)
         finally:
-            self.post_message(self.LaunchEnded(cancel, run_id))
+            self.post_message(LaunchEnded(cancel, run_id))
 
     @on(LaunchEnded)
     def _launch_ended(self, message: LaunchEnded) -> None:
