@@ -380,7 +380,7 @@ def test_keyboard_interrupt_in_the_calling_thread_cancels_before_it_stops_the_wo
 
 
 async def _start_sweep(app, pilot, tmp_path: Path) -> None:
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     await pilot.press("3")
     await pilot.press("s")
     deadline = time.monotonic() + TIMEOUT_S

@@ -541,7 +541,7 @@ async def test_the_tuis_retry_of_a_modal_run_asks_first_with_its_worst_case(
     journal.append_end("failed")
     before = (prepared.folder / "journal.jsonl").read_text()
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("3")
         for _ in range(200):

@@ -764,7 +764,7 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(
     )
     events: list = []
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     latencies: list[float] = []
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await app.workers.wait_for_complete()
@@ -1461,7 +1461,7 @@ async def test_the_runs_pane_spends_little_per_finished_job(
         for i, j in enumerate(header.jobs)
     ]
     app = make_app(ws)
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("3")

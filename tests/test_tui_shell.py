@@ -165,10 +165,12 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
         assert app.query_one("#main-tabs", TabbedContent).active == "runs"
         # the next gate's worker is started ahead of time (torch and triton imported)
         deadline = time.monotonic() + 120
-        while not (app._warm is not None and app._warm.count() == 1):
+        while not (
+            app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 1
+        ):
             assert time.monotonic() < deadline, "no worker was kept warm after the gate"
             await pilot.pause(0.1)
-    assert app._warm.count() == 0  # closed with the app
+    assert app.run_control.gates.warm.count() == 0  # closed with the app
 
 
 async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None:
@@ -179,7 +181,7 @@ async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None
     (root / "fibtui.toml").write_text("[tui]\nkeep_worker_warm = false\n")
     events = []
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=SIZE, message_hook=events.append) as pilot:
         await settle(app, pilot)
         await pilot.press("g")
@@ -191,12 +193,12 @@ async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None
             await pilot.pause(0.1)
         await pilot.pause(1.0)
         # no idle worker kept (the gate itself asked where started workers are kept)
-        assert app._warm is None or app._warm.count() == 0
+        assert app.run_control.gates.warm is None or app.run_control.gates.warm.count() == 0
 
 
 async def test_full_sweep_of_more_than_40_workloads_asks_first(demo_ws: Path) -> None:
     app = make_app(open_workspace(demo_ws))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pilot.press("s")
@@ -534,11 +536,11 @@ async def test_keeping_a_worker_warm_without_a_backend_is_silent(
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app._prewarm()
+        app.run_control.gates.prewarm()
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert not isinstance(app.screen, ErrorScreen)
-        assert app._warm is not None and app._warm.count() == 0
+        assert app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 0
 
 
 @pytest.mark.slow  # every pane key from each focusable widget of each pane: 33 s alone here
@@ -638,7 +640,11 @@ async def test_q_during_a_run_asks_and_back_keeps_the_run(tmp_path: Path) -> Non
         await pilot.pause()
         await pilot.press("e")  # quit when it ends
         await pilot.pause()
-        assert app.quit_when_run_ends and "QUITS AFTER THE RUN" in app.sub_title and app.is_running
+        assert (
+            app.run_control.quit_when_run_ends
+            and "QUITS AFTER THE RUN" in app.sub_title
+            and app.is_running
+        )
         deadline = time.monotonic() + 120
         while app.is_running:
             assert time.monotonic() < deadline, "the app did not quit when the run ended"
@@ -760,7 +766,9 @@ async def test_the_candidate_picker_chooses_what_g_and_watch_mode_run(demo_ws: P
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        assert app._gate_options("rep").solutions == []  # the workspace's solution by default
+        assert (
+            app.run_control.gates.gate_options("rep").solutions == []
+        )  # the workspace's solution by default
         await pilot.press("o")
         await pilot.pause()
         assert isinstance(app.screen, CandidateScreen)
@@ -781,20 +789,25 @@ async def test_the_candidate_picker_chooses_what_g_and_watch_mode_run(demo_ws: P
         await pilot.press("enter")
         await pilot.pause()
         assert not isinstance(app.screen, CandidateScreen)
-        options = app._gate_options("rep")
+        options = app.run_control.gates.gate_options("rep")
         cand = demo_ws / "candidates" / "v2_smallb_splitv"
         assert [Path(p).resolve() for p in options.solutions] == [cand.resolve()]
         assert (
             options.baseline is not None and Path(options.baseline).resolve() == demo_ws.resolve()
         )
         assert app.sub_title.startswith("v2_smallb_splitv vs "), app.sub_title
-        assert app._watch_folder() == cand  # watch mode watches the picked candidate's sources
+        assert (
+            app.run_control.gates.watch_folder() == cand
+        )  # watch mode watches the picked candidate's sources
         # Escape keeps the choice
         await pilot.press("o")
         await pilot.pause()
         await pilot.press("escape")
         await pilot.pause()
-        assert app.gate_choice is not None and app.gate_choice.path == cand
+        assert (
+            app.run_control.gates.gate_choice is not None
+            and app.run_control.gates.gate_choice.path == cand
+        )
 
 
 async def test_a_gate_runs_the_picked_candidate_against_the_picked_baseline(tmp_path: Path) -> None:
@@ -806,10 +819,10 @@ async def test_a_gate_runs_the_picked_candidate_against_the_picked_baseline(tmp_
     app = make_app(open_workspace(root))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        gates, baselines = app._choices()
-        app.gate_choice = next(c for c in gates if c.label == "plain_py")
-        app.base_choice = next(c for c in baselines if c.key == "solution")
-        assert isinstance(app.gate_choice, Choice)
+        gates, baselines = app.run_control.gates.choices()
+        app.run_control.gates.gate_choice = next(c for c in gates if c.label == "plain_py")
+        app.run_control.gates.base_choice = next(c for c in baselines if c.key == "solution")
+        assert isinstance(app.run_control.gates.gate_choice, Choice)
         await pilot.press("g")
         runs = app.query_one(RunsPane)
         deadline = time.monotonic() + 300
@@ -859,21 +872,25 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
     from fibtui.core import regimes
 
     app = make_app(open_workspace(demo_ws))
-    monkeypatch.setattr(app, "_backend", lambda: "interpreter")
+    monkeypatch.setattr(app.run_control.gates, "backend", lambda: "interpreter")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         pane = app.query_one(RegimesPane)
-        quick = app._gate_options("rep")
+        quick = app.run_control.gates.gate_options("rep")
         # the smallest of each band within the estimated-time cap (core.quick), in band order
-        assert app._quick_gate(quick.backend, quick.workloads) and app.quick_gate is not None
-        assert quick.representatives == app.quick_gate.workloads
+        assert (
+            app.run_control.gates.is_quick_gate(quick.backend, quick.workloads)
+            and app.run_control.gates.quick_gate is not None
+        )
+        assert quick.representatives == app.run_control.gates.quick_gate.workloads
         assert set(quick.representatives) <= set(regimes.smallest_per_band(pane.report))
-        assert "batch_size=64" in {e.band for e in app.quick_gate.excluded}
+        assert "batch_size=64" in {e.band for e in app.run_control.gates.quick_gate.excluded}
         sizes = {r["uuid"]: r["batch_size"] for r in pane.report.table.iter_rows(named=True)}
         assert sizes[quick.representatives[0]] == 1  # the smallest workload of the first band
-        full = app._gate_options("rep", quick=False)
-        assert full.representatives == pane.representatives() and not app._quick_gate(
-            full.backend, full.workloads, quick=False
+        full = app.run_control.gates.gate_options("rep", quick=False)
+        assert (
+            full.representatives == pane.representatives()
+            and not app.run_control.gates.is_quick_gate(full.backend, full.workloads, quick=False)
         )
     gpu = make_app(open_workspace(demo_ws))
     monkeypatch.setattr(gpu, "_backend", lambda: "local")
@@ -889,7 +906,7 @@ async def test_the_runs_pane_names_a_quick_correctness_gate(tmp_path: Path, monk
 
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
     app = make_app(open_workspace(root))
-    monkeypatch.setattr(app, "_backend", lambda: "interpreter")
+    monkeypatch.setattr(app.run_control.gates, "backend", lambda: "interpreter")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pilot.press("g")

@@ -4,7 +4,7 @@ per candidate over time, all read from optimize_ops/ (the demo ships real ones).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -14,6 +14,9 @@ from textual.widgets import DataTable, Static
 from fibtui.core.numbers import count
 from fibtui.ui.messages import DocLoaded, HistoryLoaded, OpenVerdict
 from fibtui.ui.panes.base import Pane, series_markers
+
+if TYPE_CHECKING:
+    from fibtui.core.workspace import Workspace
 
 
 class HistoryPane(Pane):
@@ -27,7 +30,6 @@ class HistoryPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.rounds: list[Path] = []
 
     def compose_body(self) -> ComposeResult:
@@ -44,7 +46,10 @@ class HistoryPane(Pane):
             "round summaries · paired runs (enter: verdict)"
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.load()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self._markdown()
         self.load()

@@ -29,6 +29,8 @@ from fibtui.ui.panes.base import Pane
 if TYPE_CHECKING:
     from textual.widgets import RichLog
 
+    from fibtui.core.workspace import Workspace
+
 PATTERNS = ("*_details.csv", "*_details.txt")
 
 ROWS = (
@@ -76,7 +78,6 @@ class NcuPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.reports: list[Path] = []
         self.labels: list[str] = []
         self.baseline: Path | None = None
@@ -101,7 +102,10 @@ class NcuPane(Pane):
         table.add_column("report", key="report")
         table.add_column("base", key="base")
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.refresh_reports()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.refresh_reports()
 

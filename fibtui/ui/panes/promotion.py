@@ -24,6 +24,7 @@ from fibtui.verdict_colours import colour_of
 if TYPE_CHECKING:
     from fibtui.core.past_verdicts import PairedRun
     from fibtui.core.stats import CompareOutcome
+    from fibtui.core.workspace import Workspace
 
 
 class PromotionPane(Pane):
@@ -37,7 +38,6 @@ class PromotionPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.run_id: str | None = None
         self.outcome = None
         #: the paired runs listed, newest first, and each one's verdict word once worked out
@@ -66,7 +66,10 @@ class PromotionPane(Pane):
             "band", "n", "base us", "cand us", "change", "ratio", "interval", "W/T/L", ""
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.evaluate()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.evaluate()
 

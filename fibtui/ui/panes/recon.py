@@ -19,6 +19,8 @@ from fibtui.ui.messages import NoteLoaded, ReconFailed, ReconRefreshed, Searched
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
+    from fibtui.core.workspace import Workspace
+
     pass
 
 RELEVANCE = ("direct", "partial", "concept")
@@ -61,7 +63,6 @@ class ReconPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.hits: list[Any] = []
         self.note = None
         self.dirty = False
@@ -90,7 +91,10 @@ class ReconPane(Pane):
             "repo", "commit", "path", "relevance", "reusable piece", "next action"
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.refresh_repos()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.load()
 

@@ -21,6 +21,8 @@ from fibtui.ui.messages import Analyzed, RegimesFailed
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
+    from fibtui.core.workspace import Workspace
+
     pass
 
 
@@ -36,7 +38,6 @@ class RegimesPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.report = None
         self._chart = None
 
@@ -56,7 +57,10 @@ class RegimesPane(Pane):
             "representative", "band", "latency", "reason"
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.analyze()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.analyze()
 

@@ -32,11 +32,12 @@ from fibtui.ui.messages import (
     RunStartedHere,
     VerdictReady,
 )
-from fibtui.ui.panes.base import Pane
+from fibtui.ui.panes.base import Pane, PaneHost
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
     from fibtui.core.runs import JobResult, JobSpec, RunRecord
+    from fibtui.core.workspace import Workspace
 
 STATUS_STYLE = {
     "PASSED": "bold green",
@@ -123,7 +124,6 @@ class RunsPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self._cancel: threading.Event | None = None
         self._jobs: dict[str, JobView] = {}
         self._floors: dict[str, float] = {}
@@ -169,7 +169,10 @@ class RunsPane(Pane):
 
     # ---------------------------------------------------------------- listing and opening
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.refresh_list()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.refresh_list()
 
@@ -616,6 +619,18 @@ class RunsPane(Pane):
             lambda ok: self._retry(run_id) if ok else None,
         )
 
+    def interrupt(self, reason: str) -> None:
+        """Stop the run in flight because the app ends (quit, SIGHUP, SIGTERM): its cancel event
+        is set first, as an interrupt, and the runner's own thread then stops its workers, so the
+        jobs in flight stay pending (never a kernel's failure) and the run reads ``interrupted``
+        (``c``, the user's cancel, reads ``cancelled``). The process waits for that thread before
+        it exits (asyncio.run waits for the executor's threads)."""
+        from fibtui.runners.journaling import interrupt
+
+        cancel = self._cancel
+        if cancel is not None and not cancel.is_set():
+            interrupt(cancel, reason)
+
     def cancel(self) -> bool:
         """Cancel the run in the slot: running, or still being started (it then ends before it
         prepares, or as soon as it starts)."""
@@ -733,9 +748,6 @@ class RunsPane(Pane):
                 severity="information" if s.complete else "warning",
             )
             self._load_verdict(message.run_id, event.record)  # the list follows the verdict
-            ended = getattr(self.app, "run_ended", None)
-            if ended is not None:
-                ended()
 
     @work(thread=True, exclusive=True, group="runs-floors", exit_on_error=False)
     def _load_floors(self, run_id: str) -> None:
@@ -764,7 +776,9 @@ class RunsPane(Pane):
         """Bring the table and the progress up to date: only the cells that changed, and only
         while the Runs pane is on screen (the rest waits in memory until it is)."""
         self._flush_scheduled = False
-        if not self.built or (not force and getattr(self.app, "active_pane", "runs") != "runs"):
+        host = self.app
+        shown = not isinstance(host, PaneHost) or host.is_shown("runs")
+        if not self.built or (not force and not shown):
             return
         if self._pending_progress is not None:
             self._update_progress(*self._pending_progress)
