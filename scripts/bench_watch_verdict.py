@@ -86,7 +86,7 @@ async def measure(saves: int, size: tuple[int, int], wait_s: float = 120.0) -> d
             t_start = time.monotonic()
             await pilot.press("w")
             await until(
-                lambda: app.run_control.watch_mode and app.pane("regimes").report is not None,
+                lambda: app.run_control.watch.on and app.pane("regimes").report is not None,
                 what="watch mode and the regime analysis",
             )
             print(f"watch mode on after {time.monotonic() - t_start:.1f} s", flush=True)

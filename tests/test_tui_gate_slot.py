@@ -120,7 +120,7 @@ async def test_a_burst_of_saves_runs_one_gate_at_a_time_and_the_last_one_gives_t
     async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
         runs = app.pane("runs")
         await wait_for(pilot, lambda: runs.built)
-        app.run_control.watch_mode = True
+        app.run_control.watch.on = True
         kernel = str(app.workspace.active.source_dir / "kernel.py")
         for _ in range(10):
             app.post_message(messages.WatchFired([kernel], time.monotonic()))
@@ -129,9 +129,9 @@ async def test_a_burst_of_saves_runs_one_gate_at_a_time_and_the_last_one_gives_t
             assert runs.busy
             assert gates.most_at_once <= 1
         gates.finish.set()
-        await wait_for(pilot, lambda: not runs.busy and not app.run_control.pending_watch_gate)
+        await wait_for(pilot, lambda: not runs.busy and not app.run_control.watch.pending_gate)
         await wait_for(pilot, lambda: gates.log and gates.log[-1][0] == "end")
-    assert app.run_control.watch_saves == 10
+    assert app.run_control.watch.saves == 10
     assert gates.most_at_once == 1
     # strictly alternating: each gate ended before the next began
     assert [kind for kind, _ in gates.log] == ["start", "end"] * (len(gates.log) // 2)

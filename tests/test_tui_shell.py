@@ -893,11 +893,12 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
             and not app.run_control.gates.is_quick_gate(full.backend, full.workloads, quick=False)
         )
     gpu = make_app(open_workspace(demo_ws))
-    monkeypatch.setattr(gpu, "_backend", lambda: "local")
+    monkeypatch.setattr(gpu.run_control.gates, "backend", lambda: "local")
     async with gpu.run_test(size=SIZE) as pilot:  # on a GPU, g is the representative gate
         await settle(gpu, pilot)
         assert (
-            gpu._gate_options("rep").representatives == gpu.query_one(RegimesPane).representatives()
+            gpu.run_control.gates.gate_options("rep").representatives
+            == gpu.query_one(RegimesPane).representatives()
         )
 
 

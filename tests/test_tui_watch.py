@@ -49,7 +49,7 @@ async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
     events: list = []
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await pilot.press("w")
-        assert app.run_control.watch_mode and "WATCHING" in app.sub_title
+        assert app.run_control.watch.on and "WATCHING" in app.sub_title
         await wait_until(
             pilot,
             lambda: (
@@ -58,7 +58,7 @@ async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
         )
         kernel.write_text(GOOD_TRITON + "\n# saved\n")
         await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)))
-        assert len(app.run_control.watch_latencies_ms) == 1
+        assert len(app.run_control.watch.latencies_ms) == 1
         done = [e for e in run_events(events) if isinstance(e, JobFinished)]
         assert [e.result.status for e in done] == ["PASSED", "PASSED"]
         # a broken save: the gate runs and reports COMPILE_ERROR; the app keeps going
@@ -70,7 +70,7 @@ async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
         assert {e.result.status for e in done} == {"COMPILE_ERROR"}
         assert "SyntaxError" in done[0].result.error
         await pilot.press("w")
-        assert not app.run_control.watch_mode
+        assert not app.run_control.watch.on
 
 
 async def test_a_newer_save_cancels_the_gate_in_flight(tmp_path: Path, monkeypatch) -> None:
@@ -177,7 +177,7 @@ async def test_without_file_events_watch_mode_polls_and_says_so(
         await pilot.pause(0.5)  # the first poll takes the folder's state
         kernel.write_text(GOOD_TRITON + "\n# saved\n")
         await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)))
-        assert len(app.run_control.watch_latencies_ms) == 1
+        assert len(app.run_control.watch.latencies_ms) == 1
 
 
 async def test_the_verdict_comes_first_and_the_other_panes_follow_it(

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -53,6 +53,8 @@ from fibtui.ui.startup import (
 )
 
 if TYPE_CHECKING:
+    from textual._path import CSSPathType
+    from textual.binding import BindingType
     from textual.filter import LineFilter
 
 __all__ = ["INITIAL_PANE", "PANES", "SWITCH_INTERVAL_S", "FibApp", "PaneFooter", "make_app"]
@@ -88,10 +90,10 @@ class PaneTabs(TabbedContent):
 
 
 class FibApp(RunKeys):
-    CSS_PATH = str(bundled("themes") / "app.tcss")
-    TITLE = "fibtui"
+    CSS_PATH: ClassVar[CSSPathType | None] = str(bundled("themes") / "app.tcss")
+    TITLE: str | None = "fibtui"
     COMMANDS = App.COMMANDS | {FibCommands}
-    BINDINGS = keys.BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*keys.BINDINGS]
 
     def __init__(
         self,
@@ -153,7 +155,7 @@ class FibApp(RunKeys):
         active = ws.active
         definition = active.definition if active else "no valid config"
         # the states first: at 80 columns the end of the line is what the header cuts
-        flags = ("WATCHING · " if control.watch_mode else "") + (
+        flags = ("WATCHING · " if control.watch.on else "") + (
             "QUITS AFTER THE RUN · " if control.quit_when_run_ends else ""
         )
         gate_choice, base = control.gates.gate_choice, control.gates.base_choice
@@ -192,7 +194,7 @@ class FibApp(RunKeys):
         if self.workspace is None:
             from fibtui.ui.screens.no_workspace import NoWorkspaceScreen
 
-            self.push_screen(
+            _ = self.push_screen(
                 NoWorkspaceScreen(self.cwd, self.demo_dir or str(default_demo_dir())),
                 self._on_no_workspace,
             )
@@ -463,7 +465,7 @@ class FibApp(RunKeys):
     def action_show_keys(self) -> None:
         from fibtui.ui.screens.help import HelpKeysScreen
 
-        self.push_screen(HelpKeysScreen(self.key_rows()))
+        _ = self.push_screen(HelpKeysScreen(self.key_rows()))
 
     def palette_commands(self) -> list[Command]:
         return palette_commands(self)
@@ -488,11 +490,6 @@ class FibApp(RunKeys):
 
         self.interrupt_run(f"{signal.Signals(signum).name} received")
         self.exit(return_code=128 + signum)
-
-    @property
-    def _signals_caught(self) -> dict[int, object]:
-        """The signals whose handlers this app installed (with the handlers they had before)."""
-        return self._hangups.caught
 
     def on_unmount(self) -> None:
         # however the app ends (q, ctrl+c, a signal, a test's pilot): the run in flight is
@@ -589,7 +586,7 @@ class FibApp(RunKeys):
 
             reason = f"{type(error).__name__}: {error}"
             details = "".join(traceback.format_exception(error))[-3000:] if error else ""
-        self.push_screen(
+        _ = self.push_screen(
             ErrorScreen(f"{worker.name or 'a background task'} failed", reason, details)
         )
 

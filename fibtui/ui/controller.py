@@ -9,30 +9,27 @@ What is run (gate, baseline, backend, options) comes from fibtui.ui.gates.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fibtui.core.errors import FibError
 from fibtui.core.status import TOOL_STATUSES
 from fibtui.ui.gates import GatePlanner
-from fibtui.ui.messages import WatchFired
+from fibtui.ui.watch import WatchMode
 
 if TYPE_CHECKING:
     import threading
 
     from fibtui.core.plan import SweepEstimate
     from fibtui.core.workspace import Workspace
-    from fibtui.runners.modal_runner import ModalPlan
+    from fibtui.runners.modal_runner import ModalPlan, ModalSettings, RunCost
     from fibtui.runners.session import RunOptions
     from fibtui.runners.split import Send
     from fibtui.ui.app import FibApp
     from fibtui.ui.messages import RunEvent, VerdictReady
     from fibtui.ui.screens.candidate import Choice
 
-WATCH_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc")
 LARGE_SWEEP = 40
 #: "Cancel it and quit" waits this long at most for the run's thread to stop its workers
 QUIT_WAIT_S = 10.0
@@ -44,19 +41,12 @@ class RunControl:
     def __init__(self, app: FibApp) -> None:
         self.app = app
         self.gates = GatePlanner(app)
-        self.watch_mode = False
+        self.watch = WatchMode(app, self)
         self.note_acknowledged = False
         #: "Quit when it ends" was chosen while a run was in flight
         self.quit_when_run_ends = False
         #: "Cancel it and quit": the app ends once the run's thread has (LaunchEnded)
         self.quit_after_cancel = False
-        self.pending_watch_gate = False
-        #: a watch gate waits for the backend (with_backend): a save meanwhile joins it
-        self._watch_queued = False
-        #: saves seen by watch mode (each WatchFired)
-        self.watch_saves = 0
-        self.watch_latencies_ms: list[float] = []
-        self._watch_detected: float | None = None
         #: runs whose verdict the other panes' refresh waits for (VerdictReady)
         self._refresh_after: set[str] = set()
         #: runs that ended with rows this GPU could not run, whose send to Modal's B200 is to
@@ -107,12 +97,11 @@ class RunControl:
             gates.gate_choice = None if gate.key == "solution" else gate
             gates.base_choice = base
             self.app.set_titles()
-            if self.watch_mode:  # watch the sources of what is gated now
-                self.app.workers.cancel_group(self.app, "watch")
-                self._watch(gates.watch_folder())
+            if self.watch.on:  # watch the sources of what is gated now
+                self.watch.restart()
             self.app.notify(f"g, s and watch mode: {gate.label} against {base.label}")
 
-        self.app.push_screen(CandidateScreen(choices, baselines, gate_key, base_key), picked)
+        _ = self.app.push_screen(CandidateScreen(choices, baselines, gate_key, base_key), picked)
 
     def gate(self) -> None:
         """The paired gate on the representatives; on the CPU interpreter, the quick correctness
@@ -125,13 +114,13 @@ class RunControl:
     def _gate(self) -> None:
         options = self.gates.gate_options("rep")
         label = self.gates.gate_label()
-        self._with_note_check(lambda: self.start(options, label))
+        self.with_note_check(lambda: self.start(options, label))
 
     def gate_full(self) -> None:
         if self.app.workspace is None:
             return
         self.gates.with_backend(
-            lambda: self._with_note_check(
+            lambda: self.with_note_check(
                 lambda: self.start(
                     self.gates.gate_options("rep", quick=False), "representative gate"
                 )
@@ -145,7 +134,7 @@ class RunControl:
 
     def _sweep(self) -> None:
         options = self.gates.gate_options("all")
-        self._with_note_check(lambda: self._plan_sweep(options))
+        self.with_note_check(lambda: self._plan_sweep(options))
 
     def modal_sweep(self) -> None:
         """A full paired sweep fanned out over Modal containers: always asks first, with the plan."""
@@ -170,11 +159,16 @@ class RunControl:
         lines = plan.lines()
         facts = [("", line.strip()) for line in lines[1:]]
         head = lines[0]
-        self.app.push_screen(
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self.start(options, "Modal sweep")
+
+        _ = self.app.push_screen(
             ConfirmScreen(
                 "Modal fan-out: " + head, facts, "Start these containers? (GPU time is billed)"
             ),
-            lambda ok: self.start(options, "Modal sweep") if ok else None,
+            answered,
         )
 
     def _plan_sweep(self, options: RunOptions) -> None:
@@ -198,7 +192,7 @@ class RunControl:
     def _sweep_refused(self, reason: str) -> None:
         from fibtui.ui.screens.error import ErrorScreen
 
-        self.app.push_screen(ErrorScreen("cannot plan the sweep", reason))
+        _ = self.app.push_screen(ErrorScreen("cannot plan the sweep", reason))
 
     def _confirm_sweep(self, options: RunOptions, est: SweepEstimate) -> None:
         from fibtui.ui.screens.confirm import ConfirmScreen
@@ -223,7 +217,7 @@ class RunControl:
             ("estimated time", when),
             ("cost", "none (local)"),
         ]
-        self.app.push_screen(
+        _ = self.app.push_screen(
             ConfirmScreen(f"Full sweep of {est.workloads} workloads", facts, "Start it?"),
             lambda ok: go() if ok else None,
         )
@@ -234,7 +228,7 @@ class RunControl:
         ws = self.workspace
         return ws.active is not None and recon.note_exists_for_round(ws.root, ws.active.definition)
 
-    def _with_note_check(self, go: Callable[[], object]) -> None:
+    def with_note_check(self, go: Callable[[], object]) -> None:
         from fibtui.core import recon
         from fibtui.ui.screens.confirm import ConfirmScreen
 
@@ -257,7 +251,7 @@ class RunControl:
                 self.note_acknowledged = True
                 go()
 
-        self.app.push_screen(
+        _ = self.app.push_screen(
             ConfirmScreen(
                 "No recon note for this round",
                 [
@@ -310,20 +304,56 @@ class RunControl:
             )
 
     def retry_failed(self) -> None:
+        """t: the failed jobs of the run shown, run again and merged back into it; a retry that
+        starts containers (Modal) asks first, with its worst case (issue 34)."""
         runs = self.app.runs_pane
-        runs.when_built(runs.retry_failed)
+        if runs.shown_run is None:
+            runs.notify("no run selected", severity="warning")
+            return
+        if runs.busy:
+            runs.notify("a run is going: wait or cancel it first", severity="warning")
+            return
+        self._worker(
+            "_retry_cost", "runs-retry-cost", partial(self._retry_cost_thread, runs.shown_run)
+        )
+
+    def _retry_cost_thread(self, run_id: str) -> None:
+        from fibtui.runners.modal_runner import rerun_cost
+
+        found = rerun_cost(self.workspace, run_id, retry=True)
+        self.app.call_from_thread(self._confirm_retry, run_id, found)
+
+    def _confirm_retry(self, run_id: str, found: tuple[RunCost, ModalSettings] | None) -> None:
+        runs = self.app.runs_pane
+        if found is None:
+            runs.retry(run_id)
+            return
+        from fibtui.ui.screens.confirm import ConfirmScreen
+
+        cost, settings = found
+        lines = cost.lines(settings)
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                runs.retry(run_id)
+
+        _ = self.app.push_screen(
+            ConfirmScreen(
+                lines[0], [("", line.strip()) for line in lines[1:]], "Retry on Modal? (billed)"
+            ),
+            answered,
+        )
 
     def run_event(self, message: RunEvent) -> None:
         from fibtui.runners.events import JobStarted, RunFinished
 
-        if isinstance(message.event, JobStarted) and self._watch_detected is not None:
-            self.watch_latencies_ms.append((time.monotonic() - self._watch_detected) * 1000)
-            self._watch_detected = None
+        if isinstance(message.event, JobStarted):
+            self.watch.job_started()
         if isinstance(message.event, RunFinished):
             record = message.event.record
             if record is not None and any(j.status in TOOL_STATUSES for j in record.jobs):
                 self._may_send.add(message.run_id)  # a run without such rows reads nothing more
-            if self.pending_watch_gate:
+            if self.watch.pending_gate:
                 # a save while the gate ran: its gate follows once this run's thread has ended
                 # (LaunchEnded), and the other panes' refreshes after that gate's verdict
                 self._refresh_after.discard(message.run_id)
@@ -339,10 +369,10 @@ class RunControl:
         if self.quit_after_cancel:
             self.app.exit(0)
             return
-        if self.pending_watch_gate:
-            self.pending_watch_gate = False
-            if self.watch_mode:
-                self._queue_watch_gate()
+        if self.watch.pending_gate:
+            self.watch.pending_gate = False
+            if self.watch.on:
+                self.watch.queue_gate()
 
     def after_verdict(self, message: VerdictReady) -> None:
         """A run's verdict is on screen: now the panes that read the archive catch up (History's
@@ -363,7 +393,7 @@ class RunControl:
             promotion.when_built(promotion.evaluate)
         regimes.when_built(regimes.analyze)
         self.gates.read_quick_history()
-        if self.watch_mode or self.gates.keep_worker_warm():
+        if self.watch.on or self.gates.keep_worker_warm():
             self.gates.prewarm()
         if message.run_id in self._may_send and message.run_id not in self._send_offered:
             self._may_send.discard(message.run_id)
@@ -398,7 +428,7 @@ class RunControl:
                 app.set_titles()
                 app.notify("fibtui quits when the run ends (q again asks again)")
 
-        app.push_screen(
+        _ = app.push_screen(
             ChoiceScreen(
                 "A run is in flight",
                 f"{runs.active_run or 'A gate being started'} is still going. Cancelling keeps what finished; the jobs in flight stay "
@@ -455,7 +485,12 @@ class RunControl:
         from fibtui.ui.screens.confirm import ConfirmScreen
 
         lines = send.lines()
-        self.app.push_screen(
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self.start(None, "send to Modal's B200", send=send)
+
+        _ = self.app.push_screen(
             ConfirmScreen(
                 "Cannot run here: " + lines[0],
                 [("", line.strip()) for line in lines[1:]],
@@ -463,103 +498,5 @@ class RunControl:
                 yes="Send (y)",
                 no="Not now (n)",
             ),
-            lambda ok: self.start(None, "send to Modal's B200", send=send) if ok else None,
+            answered,
         )
-
-    # -- watch mode -------------------------------------------------------------------------------
-
-    def toggle_watch(self) -> None:
-        ws = self.app.workspace
-        if ws is None or ws.active is None:
-            return
-        if self.watch_mode:
-            self.watch_mode = False
-            self.app.workers.cancel_group(self.app, "watch")
-            self.app.notify("watch mode off")
-        else:
-            self.watch_mode = True
-            self._watch(self.gates.watch_folder())
-            self.gates.prewarm()
-            self.app.notify(f"watching {self.gates.watch_folder()}: a save reruns the gate")
-        self.app.set_titles()
-
-    def _watch(self, folder: Path) -> None:
-        self.app.run_worker(
-            partial(self._watch_loop, folder),
-            name="_watch",
-            group="watch",
-            exclusive=True,
-            exit_on_error=False,
-        )
-
-    async def _watch_loop(self, folder: Path) -> None:
-        """Post WatchFired for the saves under ``folder``: from the file system's events, or,
-        where those cannot be had (a host out of inotify instances or watches, a file system
-        without them), by polling every 0.2 s, said once in a notification."""
-        try:
-            await self._watch_saves(folder, polling=False)
-            why = "the file watcher stopped"
-        except Exception as exc:  # noqa: BLE001 - whatever stops it, say so and poll
-            why = f"{type(exc).__name__}: {exc}"
-        if not self.watch_mode:
-            return
-        self.app.notify(
-            f"watch mode: no file events here ({why}); polling for saves every 0.2 s",
-            severity="warning",
-            timeout=10,
-        )
-        await self._watch_saves(folder, polling=True)
-
-    async def _watch_saves(self, folder: Path, polling: bool) -> None:
-        from watchfiles import awatch
-
-        async for changes in awatch(
-            folder,
-            debounce=40,
-            step=10,
-            recursive=True,
-            force_polling=True if polling else None,
-            poll_delay_ms=200,
-        ):
-            detected = time.monotonic()
-            paths = [p for _, p in changes if p.endswith(WATCH_SUFFIXES) and "__pycache__" not in p]
-            if paths and self.watch_mode:
-                self.app.post_message(WatchFired(paths, detected))
-
-    def watch_fired(self, message: WatchFired) -> None:
-        """A save: decided here, on the UI thread, before any thread starts. One gate at a time:
-        a gate queued (waiting for the backend), being started or running is replaced by this
-        save's (the newest save wins: the gate reads the files when it starts)."""
-        self._watch_detected = message.detected
-        names = ", ".join(Path(p).name for p in message.paths[:3])
-        self.watch_saves += 1
-        if self._watch_queued:
-            return  # the queued gate has not read the files yet: it runs this save
-        runs = self.app.runs_pane
-        if runs.busy:
-            self.pending_watch_gate = True
-            runs.cancel()
-            self.app.notify(f"saved {names}: cancelling the gate in flight, then rerunning it")
-            return
-        self.app.notify(f"saved {names}: rerunning the gate")
-        self._queue_watch_gate()
-
-    def _queue_watch_gate(self) -> None:
-        self._watch_queued = True
-        self.gates.with_backend(self._watch_gate)
-
-    def _watch_gate(self) -> None:
-        self._watch_queued = False
-        runs = self.app.runs_pane
-        if runs.busy:  # a key started a run meanwhile: the save replaces it
-            self.pending_watch_gate = True
-            runs.cancel()
-            return
-        options = self.gates.gate_options("rep")
-        label = (
-            "watch gate" if self.gates.quick_gate is None else f"watch {self.gates.gate_label()}"
-        )
-        if self.note_acknowledged or self.has_note():
-            self.start(options, label)
-        else:
-            self._with_note_check(lambda: self.start(options, label))

@@ -322,7 +322,8 @@ class GatePlanner:
         )
 
     def _prewarm_in_thread(self, options: RunOptions) -> None:
-        from fibtui.runners.session import check_backend, engine_config, worker_pool
+        from fibtui.runners.local import worker_pool
+        from fibtui.runners.session import check_backend, engine_config
 
         ws = self.workspace
         warm = self.warm
@@ -336,10 +337,12 @@ class GatePlanner:
             definition = ws.dataset().definition(ws.active.definition)
         except FibError:
             return  # nothing to keep warm here (no torch, say): the gate itself will say why
+        dataset_root = ws.dataset_root
+        assert dataset_root is not None  # ws.dataset() above raised otherwise
         pool = worker_pool(
             options.backend,
             found,
-            engine_config(options.backend, definition, ws.dataset_root, options),
+            engine_config(options.backend, definition, dataset_root, options),
             options,
         )
         warm.prewarm(pool, 0)

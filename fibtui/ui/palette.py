@@ -79,7 +79,7 @@ def palette_commands(app: FibApp) -> list[Command]:
         out.append((f"Cancel run {runs.active_run}", app.action_cancel_run, "it stays resumable"))
     out.append(
         (
-            "Stop watching the kernel files" if control.watch_mode else "Watch the kernel files",
+            "Stop watching the kernel files" if control.watch.on else "Watch the kernel files",
             app.action_toggle_watch,
             "a save reruns the paired gate",
         )

@@ -49,7 +49,7 @@ class RunKeys(ThemedApp):
         self.run_control.send_unsupported()
 
     def action_toggle_watch(self) -> None:
-        self.run_control.toggle_watch()
+        self.run_control.watch.toggle()
 
     @on(BackendChosen)
     def _backend_chosen(self, message: BackendChosen) -> None:
@@ -69,4 +69,4 @@ class RunKeys(ThemedApp):
 
     @on(WatchFired)
     def _watch_fired(self, message: WatchFired) -> None:
-        self.run_control.watch_fired(message)
+        self.run_control.watch.fired(message)

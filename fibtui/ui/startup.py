@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from fibtui.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from fibtui.core.workspace import Workspace
 
 
 def check_terminal() -> None:
@@ -47,7 +51,7 @@ def terminal_warning(term: str | None = None) -> str | None:
     return None
 
 
-def _is_terminal(stream) -> bool:
+def _is_terminal(stream: TextIO | None) -> bool:
     try:
         return stream is not None and stream.isatty()
     except (OSError, ValueError):  # closed
@@ -83,7 +87,7 @@ def default_demo_dir() -> Path:
     return user_data_path("fibtui") / "demo-workspace"
 
 
-def open_demo_workspace(dataset: str | None = None, target: str | Path | None = None):
+def open_demo_workspace(dataset: str | None = None, target: str | Path | None = None) -> Workspace:
     """The bundled demo workspace at ``target`` (default: the user's data folder), created the
     first time."""
     from fibtui.core.demo import create_demo_workspace

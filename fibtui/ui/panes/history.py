@@ -61,7 +61,7 @@ class HistoryPane(Pane):
         if found:
             return found.first()
         widget = Markdown("", id="history-markdown")
-        self.query_one("#history-doc", VerticalScroll).mount(widget)
+        _ = self.query_one("#history-doc", VerticalScroll).mount(widget)
         return widget
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
@@ -144,9 +144,9 @@ class HistoryPane(Pane):
         holder = self.query_one("#history-chart", Vertical)
         if not holder.is_attached:  # the app is closing (q right after start): nothing to draw into
             return
-        holder.remove_children()
+        _ = holder.remove_children()
         if not series:
-            holder.mount(
+            _ = holder.mount(
                 Static(
                     "[dim]no complete GPU runs yet: the chart fills as rounds are measured[/dim]"
                 )
@@ -155,7 +155,7 @@ class HistoryPane(Pane):
         from textual_plotext import PlotextPlot
 
         plot = PlotextPlot()
-        holder.mount(plot)
+        _ = holder.mount(plot)
         plt = plot.plt
         stamps = sorted({t for points in series.values() for t, _ in points})
         index = {t: i for i, t in enumerate(stamps)}

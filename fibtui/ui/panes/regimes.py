@@ -184,11 +184,11 @@ class RegimesPane(Pane):
         holder = self.query_one("#regimes-chart", Vertical)
         if not holder.is_attached:  # the app is closing (q right after start): nothing to draw into
             return
-        holder.remove_children()
+        _ = holder.remove_children()
         axis = report.dominant_axis
         frame = report.table
         if not report.has_latency or axis is None or "latency_ms" not in frame.columns:
-            holder.mount(Static("[dim]chart: no GPU latency yet[/dim]"))
+            _ = holder.mount(Static("[dim]chart: no GPU latency yet[/dim]"))
             return
         from textual_plotext import (
             PlotextPlot,  # plotext loads only when there is something to draw
@@ -196,7 +196,7 @@ class RegimesPane(Pane):
 
         data = frame.select([axis, "latency_ms", "floor_us"]).drop_nulls("latency_ms").sort(axis)
         plot = PlotextPlot()
-        holder.mount(plot)
+        _ = holder.mount(plot)
         plt = plot.plt
         xs = [float(v) for v in data.get_column(axis).to_list()]
         from fibtui.ui.panes.base import series_markers

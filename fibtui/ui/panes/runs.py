@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,7 +19,6 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, Static
 
-from fibtui.core.measurement import Measurement
 from fibtui.core.presets import describe_judging
 from fibtui.ui.messages import (
     LaunchEnded,
@@ -33,76 +30,29 @@ from fibtui.ui.messages import (
     VerdictReady,
 )
 from fibtui.ui.panes.base import Pane, PaneHost
-from fibtui.verdict_colours import colour_of
+from fibtui.ui.panes.runs_view import (
+    JOB_COLUMNS,
+    NOT_RUN,
+    RESUMABLE,
+    STATE_STYLE,
+    JobView,
+    Row,
+    compute_floors,
+    detail_lines,
+    errors_text,
+    job_row,
+    status_text,
+    verdict_line,
+)
 
 if TYPE_CHECKING:
+    from textual.widgets import RichLog
+
     from fibtui.core.runs import JobResult, JobSpec, RunRecord
     from fibtui.core.workspace import Workspace
 
-STATUS_STYLE = {
-    "PASSED": "bold green",
-    "INCORRECT_NUMERICAL": "bold red",
-    "INCORRECT_SHAPE": "bold red",
-    "INCORRECT_DTYPE": "bold red",
-    "RUNTIME_ERROR": "bold magenta",
-    "COMPILE_ERROR": "bold magenta",
-    "TIMEOUT": "bold yellow",
-    "INCORRECT_TIMED": "bold red",
-    "INPUT_MUTATED": "bold red",
-    "CACHED_TIMING": "bold red",
-    "HARNESS_TAMPERED": "bold red",
-    "INFRA_ERROR": "yellow",
-    "UNSUPPORTED_HERE": "yellow",
-    "RUNNING": "cyan",
-    "QUEUED": "dim",
-    "STARTING": "dim cyan",
-    "NOT RUN": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
-    "SKIPPED": "dim",  # an adaptive run did not need it (its workload was decided)
-}
-#: what a job of a cancelled, interrupted or failed run that never finished shows (resumable)
-NOT_RUN = "NOT RUN"
-#: run states that ``r`` (and ``fibtui run --resume``) can pick up
-RESUMABLE = ("cancelled", "interrupted")
-JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
-STATE_STYLE = {
-    "complete": "green",
-    "running": "cyan",
-    "interrupted": "yellow",
-    "cancelled": "yellow",
-    "failed": "red",
-}
-
-
-def _official(timing: dict[str, Any], key: str) -> str:
-    """`` | 7.912 us`` when the job carries an official-equivalent timing, else empty."""
-    off = timing.get("official") if isinstance(timing, dict) else None
-    value = off.get(key) if isinstance(off, dict) else None
-    return f" | {fmt_latency(value)}" if isinstance(value, (int, float)) else ""
-
-
-def fmt_latency(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms:.2f} ms" if ms >= 1.0 else f"{ms * 1000:.2f} us"
-
-
-@dataclass
-class JobView(Measurement):
-    """What one row shows (derived from the record or from a live event)."""
-
-    key: str
-    uuid: str
-    axes: dict[str, int]
-    solution: str
-    role: str
-    repeat: int
-    status: str = "QUEUED"
-    speed_of_light_pct: float | None = None
-    timing: dict[str, Any] = field(default_factory=dict)
-    #: which evaluator judged it, with its numbers (JobResult.correctness)
-    correctness: dict[str, Any] = field(default_factory=dict)
 
 
 class RunsPane(Pane):
@@ -252,24 +202,9 @@ class RunsPane(Pane):
         self, definition_name: str, planned: list[JobSpec], gpu: str | None = None
     ) -> dict[str, float]:
         """Floor (us) per workload on the run's GPU (B200 when unknown or on the interpreter)."""
-        from fibtui.core import roofline
-        from fibtui.core.errors import FibError
-
-        try:
-            definition = self.workspace.dataset().definition(definition_name)
-            try:
-                device = roofline.get_device(gpu or "B200", self.workspace.root)
-            except FibError:
-                device = roofline.get_device("B200", self.workspace.root)
-            floors = {}
-            for job in planned:
-                if job.uuid not in floors:
-                    floors[job.uuid] = roofline.floor(
-                        definition, {**definition.const_axes, **job.axes}, device
-                    ).floor_us
-            return floors
-        except (FibError, KeyError, OSError):
+        if self.workspace is None:
             return {}
+        return compute_floors(self.workspace, definition_name, planned, gpu)
 
     @on(RecordLoaded)
     def _record_loaded(self, message: RecordLoaded) -> None:
@@ -289,14 +224,7 @@ class RunsPane(Pane):
         self._jobs = {}
         done = {j.key: j for j in record.jobs}
         for p in message.planned:
-            view = JobView(
-                key=p.key,
-                uuid=p.uuid,
-                axes=p.axes,
-                solution=p.solution,
-                role=p.role,
-                repeat=p.repeat,
-            )
+            view = JobView.of(p)
             j = done.get(p.key)
             if j is not None:
                 self._fill(view, j)
@@ -310,36 +238,10 @@ class RunsPane(Pane):
         self._update_progress(s.done, s.total, s.passed, s.done - s.passed, None)
 
     def _fill(self, view: JobView, j: JobResult) -> None:
-        from fibtui.core.roofline import speed_of_light_pct
+        view.fill(j, self._floors.get(view.uuid))
 
-        view.status = j.status
-        view.take_measurement(j)
-        view.timing = dict(j.timing or {})
-        view.correctness = dict(j.correctness or {})
-        view.speed_of_light_pct = speed_of_light_pct(view.latency_ms, self._floors.get(view.uuid))
-
-    def _row(self, v: JobView) -> tuple:
-        # imported here: roofline pulls in polars, which the first frame must not wait for
-        from fibtui.core.roofline import format_speed_of_light
-
-        axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
-        pct = (
-            format_speed_of_light(v.speed_of_light_pct)
-            if self._header_info.get("timing_kind") == "cupti"
-            else "-"
-        )
-        return (
-            Text(v.status, style=STATUS_STYLE.get(v.status, "")),
-            v.role[:4],
-            v.solution[:28],
-            axes,
-            str(v.repeat),
-            # a job timed with --timing official shows that latency beside fibtui's own
-            fmt_latency(v.latency_ms) + _official(v.timing, "latency_ms"),
-            fmt_latency(v.reference_latency_ms) + _official(v.timing, "reference_latency_ms"),
-            pct,
-            (v.error or "")[:60],
-        )
+    def _row(self, v: JobView) -> Row:
+        return job_row(v, self._header_info.get("timing_kind") == "cupti")
 
     def _redraw_jobs(self) -> None:
         self._by_task = {}
@@ -378,53 +280,19 @@ class RunsPane(Pane):
     def _render_progress(self) -> None:
         if self._progress is None:
             return
-        done, total, passed, failed = self._progress
         h = self._header_info
-        kind = h.get("timing_kind") or ""
-        label = (
-            "CPU-interpreter timings"
-            if kind == "cpu-interpreter"
-            else f"{kind} L2 {h.get('l2_policy')}"
-        )
-        eta_text = ""
-        if self._eta_deadline is not None and done < total:
-            left = self._eta_deadline - time.monotonic()
-            eta_text = (
-                f" · ETA {int(left) // 60}:{int(left) % 60:02d}"
-                if left >= 1
-                else " · ETA passed (the jobs left take longer than the average so far)"
-            )
-        running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
-        state = h.get("state")
-        if not running and state in RESUMABLE and done < total:
-            running = f" · [yellow]{state}, resumable[/] (r resumes)"
-        elif not running and state and state != "complete":
-            running = f" · [yellow]{escape(str(state))}[/]"
-        judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
-        what = self._labels.get(h.get("run_id", ""))
-        if what:
-            judged = f"\n[b]{escape(what)}[/b]" + judged
-        verdict = f"\n{self._verdict}" if self._verdict else ""
-        verdict += self._errors_text()
+        deadline = self._eta_deadline
+        verdict = (f"\n{self._verdict}" if self._verdict else "") + errors_text(self._jobs.values())
         self.query_one("#runs-status", Static).update(
-            f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
-            f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}{verdict}"
+            status_text(
+                h,
+                self._progress,
+                deadline - time.monotonic() if deadline is not None else None,
+                self.active_run == h.get("run_id"),
+                self._labels.get(h.get("run_id", "")),
+                verdict,
+            )
         )
-
-    def _errors_text(self) -> str:
-        """The run's build errors, on screen until the next run (a COMPILE_ERROR's first line,
-        with how many jobs it failed): a syntax error is seen without moving onto its row."""
-        errors: dict[str, int] = {}
-        for v in self._jobs.values():
-            if v.status == "COMPILE_ERROR":
-                first = (v.error or "compile error").strip().splitlines()[0][:160]
-                errors[first] = errors.get(first, 0) + 1
-        lines = [
-            f"\n[bold magenta]COMPILE_ERROR[/] {escape(e)}"
-            + (f" [dim]({n} jobs)[/]" if n > 1 else "")
-            for e, n in list(errors.items())[:2]
-        ]
-        return "".join(lines)
 
     @property
     def can_resume(self) -> bool:
@@ -454,46 +322,18 @@ class RunsPane(Pane):
         self._detail_key = str(event.row_key.value) if event.row_key is not None else None
         self._show_detail(self._jobs.get(self._detail_key) if self._detail_key else None)
 
+    def _job_log(self) -> RichLog:
+        from textual.widgets import RichLog
+
+        return self.query_one("#job-log", RichLog)
+
     def _show_detail(self, view: JobView | None) -> None:
-        log = self.query_one("#job-log")
+        log = self._job_log()
         log.clear()
         if view is None:
             return
-        log.write(
-            f"[b]{view.solution}[/b] ({view.role}) · {view.uuid} · {view.axes} · repeat {view.repeat} · {view.status}"
-        )
-        if view.error:
-            log.write(Text(view.error, style="red"))
-        if view.correctness.get("evaluator"):
-            numbers = " · ".join(
-                f"{k} {v:.4g}"
-                for k, v in view.correctness.items()
-                if k in ("matched_ratio", "tvd") and isinstance(v, (int, float))
-            )
-            log.write(
-                Text(
-                    f"judged by the {view.correctness['evaluator']} evaluator"
-                    + (f" · {numbers}" if numbers else ""),
-                    style="dim",
-                )
-            )
-        t = view.timing
-        if t.get("block_medians_ms"):
-            medians = ", ".join(fmt_latency(m) for m in t["block_medians_ms"])
-            log.write(
-                f"timing {t.get('kind')} · L2 {t.get('l2_policy')} · {t.get('blocks')} blocks x {t.get('calls_per_block')} calls · "
-                f"block medians: {medians}"
-            )
-            if t.get("kernel_names"):
-                log.write(
-                    f"kernels/call {t.get('kernels_per_call')}: {', '.join(t['kernel_names'])} · SM clocks {t.get('sm_clocks_mhz') or 'n/a'}"
-                )
-        env = t.get("environment") or {}
-        if env:
-            log.write(
-                f"[dim]{env.get('gpu') or env.get('cpu')} · torch {env.get('torch')} · triton {env.get('triton')} · "
-                f"driver {env.get('driver') or '-'} · worker {t.get('worker_device', '-')}[/dim]"
-            )
+        for line in detail_lines(view):
+            log.write(line)
 
     # ---------------------------------------------------------------- starting and following runs
 
@@ -579,45 +419,15 @@ class RunsPane(Pane):
                 self.active_run = None
             self.app.refresh_bindings()
 
-    def retry_failed(self) -> None:
-        if self.shown_run is None:
-            self.notify("no run selected", severity="warning")
-            return
-        if self.busy:
-            self.notify("a run is going: wait or cancel it first", severity="warning")
-            return
-        self._retry_cost(self.shown_run)
-
-    @work(thread=True, exclusive=True, group="runs-retry-cost", exit_on_error=False)
-    def _retry_cost(self, run_id: str) -> None:
-        """A retry of a run that starts containers (Modal) asks first, with its worst case (issue
-        34); any other starts at once."""
-        from fibtui.runners.modal_runner import rerun_cost
-
-        found = rerun_cost(self.workspace, run_id, retry=True)
-        self.app.call_from_thread(self._confirm_retry, run_id, found)
-
-    def _retry(self, run_id: str) -> None:
+    def retry(self, run_id: str) -> bool:
+        """Run the failed jobs of ``run_id`` again, merged back into it (the run controller asks
+        first where that costs): False when a run holds the slot."""
         claimed = self.claim()
         if claimed is None:
             self.notify("a run is going: wait or cancel it first", severity="warning")
-            return
+            return False
         self._launch(None, "retry", claimed, retry_of=run_id)
-
-    def _confirm_retry(self, run_id: str, found) -> None:
-        if found is None:
-            self._retry(run_id)
-            return
-        from fibtui.ui.screens.confirm import ConfirmScreen
-
-        cost, settings = found
-        lines = cost.lines(settings)
-        self.app.push_screen(
-            ConfirmScreen(
-                lines[0], [("", line.strip()) for line in lines[1:]], "Retry on Modal? (billed)"
-            ),
-            lambda ok: self._retry(run_id) if ok else None,
-        )
+        return True
 
     def interrupt(self, reason: str) -> None:
         """Stop the run in flight because the app ends (quit, SIGHUP, SIGTERM): its cancel event
@@ -650,7 +460,7 @@ class RunsPane(Pane):
     def _run_failed(self, message: RunFailed) -> None:
         from fibtui.ui.screens.error import ErrorScreen
 
-        self.app.push_screen(ErrorScreen(message.title, message.reason))
+        _ = self.app.push_screen(ErrorScreen(message.title, message.reason))
 
     @on(RunEvent)
     def _run_event(self, message: RunEvent) -> None:
@@ -665,7 +475,7 @@ class RunsPane(Pane):
         )
 
         event = message.event
-        log = self.query_one("#job-log")
+        log = self._job_log()
         if isinstance(event, RunStarted):
             self.active_run = message.run_id
             self.shown_run = message.run_id
@@ -676,17 +486,7 @@ class RunsPane(Pane):
                 "l2_policy": event.header.l2_policy,
                 "judged": describe_judging((event.header.settings or {}).get("engine")),
             }
-            self._jobs = {
-                j.key: JobView(
-                    key=j.key,
-                    uuid=j.uuid,
-                    axes=j.axes,
-                    solution=j.solution,
-                    role=j.role,
-                    repeat=j.repeat,
-                )
-                for j in event.header.jobs
-            }
+            self._jobs = {j.key: JobView.of(j) for j in event.header.jobs}
             self._floors = {}
             self._verdict = ""
             self._redraw_jobs()
@@ -816,27 +616,3 @@ class RunsPane(Pane):
         if self.workspace is None or self.shown_run is None:
             return None
         return self.workspace.archive_root / "runs" / self.shown_run
-
-
-def verdict_line(outcome: Any) -> str:
-    """One line (rich markup) per candidate of a compared run: a sample (a representative gate)
-    says what it measured per band ("MIXED faster at batch_size=1 by 24% ..."); the full set its
-    verdict, the mean latency's change with its interval, p95 and G."""
-    lines = []
-    for entry in outcome.entries:
-        c = entry.comparison
-        if c is None:
-            continue
-        name = escape(c.candidate.name)
-        if c.scope == "sample" and c.measured is not None:
-            m = c.measured
-            style = f"bold {colour_of(m.word)}"
-            lines.append(
-                f"[{style}]{m.word.upper()}[/] {name}: {escape(m.text)} "
-                f"[dim](a sample of {c.workloads}: PROMOTE is the full sweep's)[/]"
-            )
-            continue
-        style = f"bold {colour_of(c.verdict)}"
-        short = c.short_line()  # the mean latency first, G as context (core decides the words)
-        lines.append(f"[{style}]{c.verdict}[/] {name}" + (f" {escape(short)}" if short else ""))
-    return "\n".join(lines)
