@@ -458,14 +458,10 @@ class FibApp(RunKeys):
             # so the switch itself paints at once and the changed cells follow a frame later
             self.set_timer(0.05, self.runs_pane.flush)
 
-    def key_rows(self) -> list[tuple[str, str, str, str, str]]:
-        """Every key for the ``?`` list (fibtui.ui.keys.key_rows)."""
-        return keys.key_rows()
-
     def action_show_keys(self) -> None:
         from fibtui.ui.screens.help import HelpKeysScreen
 
-        _ = self.push_screen(HelpKeysScreen(self.key_rows()))
+        _ = self.push_screen(HelpKeysScreen(keys.key_rows()))
 
     def palette_commands(self) -> list[Command]:
         return palette_commands(self)

@@ -16,6 +16,8 @@ from fibtui.ui.messages import DocLoaded, HistoryLoaded, OpenVerdict
 from fibtui.ui.panes.base import Pane, series_markers
 
 if TYPE_CHECKING:
+    from textual.widgets import Markdown
+
     from fibtui.core.workspace import Workspace
 
 
@@ -54,12 +56,13 @@ class HistoryPane(Pane):
         self._markdown()
         self.load()
 
-    def _markdown(self):
+    def _markdown(self) -> Markdown:
         from textual.widgets import Markdown
 
-        found = self.query("#history-markdown")
-        if found:
-            return found.first()
+        found = self.query("#history-markdown").results(Markdown)
+        first = next(found, None)
+        if first is not None:
+            return first
         widget = Markdown("", id="history-markdown")
         _ = self.query_one("#history-doc", VerticalScroll).mount(widget)
         return widget
@@ -106,7 +109,7 @@ class HistoryPane(Pane):
             f"{count(len(self.rounds), 'round summary', 'round summaries')} · {count(message.runs, 'run')} · chart: mean latency of complete GPU runs per candidate"
         )
         if not self.rounds:
-            self._markdown().update(
+            _ = self._markdown().update(
                 "*No round summary yet.* `fibtui round summary` writes one from the run records."
             )
         self._chart(message.series)
@@ -115,7 +118,7 @@ class HistoryPane(Pane):
     def _round(self, event: DataTable.RowHighlighted) -> None:
         key = str(event.row_key.value) if event.row_key is not None else ""
         if key.startswith("run:"):
-            self._markdown().update(
+            _ = self._markdown().update(
                 f"Paired run `{key[4:]}`: **enter** shows its verdict, per-band table and parity "
                 "in the Promotion pane."
             )
@@ -138,7 +141,7 @@ class HistoryPane(Pane):
 
     @on(DocLoaded)
     def _doc(self, message: DocLoaded) -> None:
-        self._markdown().update(message.text)
+        _ = self._markdown().update(message.text)
 
     def _chart(self, series: dict[str, list[tuple[str, float]]]) -> None:
         holder = self.query_one("#history-chart", Vertical)
@@ -174,7 +177,7 @@ class HistoryPane(Pane):
         # runs are counted, not measured: integer ticks 1..n (at most 8 labelled), and room either side
         step = max(1, -(-len(stamps) // 8))
         ticks = list(range(0, len(stamps), step))
-        plt.xticks(ticks, [str(i + 1) for i in ticks])
+        plt.xticks(list[float](ticks), [str(i + 1) for i in ticks])
         plt.xlim(-0.5, len(stamps) - 0.5)
         plt.title("mean latency (us) per candidate, run by run")
         plt.xlabel(f"run number (1 = oldest of {len(stamps)})")

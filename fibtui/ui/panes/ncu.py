@@ -29,6 +29,7 @@ from fibtui.ui.panes.base import Pane
 if TYPE_CHECKING:
     from textual.widgets import RichLog
 
+    from fibtui.core.ncu import ReportDiff
     from fibtui.core.workspace import Workspace
 
 PATTERNS = ("*_details.csv", "*_details.txt")
@@ -219,10 +220,12 @@ class NcuPane(Pane):
             return
         table = self.query_one("#ncu-table", DataTable)
         table.clear(columns=True)
-        log = self.query_one("#ncu-findings")
+        from textual.widgets import RichLog
+
+        log = self.query_one("#ncu-findings", RichLog)
         log.clear()
         if message.diff is not None:
-            self._show_diff(table, log, message)
+            self._show_diff(table, log, message.diff, message)
             return
         summaries = message.summaries
         shared = _shared_kernel([s.name for s in summaries])
@@ -248,10 +251,11 @@ class NcuPane(Pane):
             Text(f"{message.path.name} · {len(summaries)} kernel/band(s){kernel}")
         )
 
-    def _show_diff(self, table: DataTable, log: RichLog, message: NcuLoaded) -> None:
+    def _show_diff(
+        self, table: DataTable[Any], log: RichLog, diff: ReportDiff, message: NcuLoaded
+    ) -> None:
         from fibtui.core.ncu import format_metric
 
-        diff = message.diff
         shared = _shared_kernel([p.kernel for p in diff.pairs])
         # the change first: it stays in view however narrow the table gets
         table.add_column("metric", key="metric")

@@ -22,9 +22,12 @@ from fibtui.ui.panes.base import Pane
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fibtui.core.past_verdicts import PairedRun
     from fibtui.core.stats import CompareOutcome
     from fibtui.core.workspace import Workspace
+    from fibtui.runners.parity import ParityStatus
 
 
 class PromotionPane(Pane):
@@ -39,7 +42,7 @@ class PromotionPane(Pane):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.run_id: str | None = None
-        self.outcome = None
+        self.outcome: CompareOutcome | None = None
         #: the paired runs listed, newest first, and each one's verdict word once worked out
         self.paired: list[PairedRun] = []
         self._words: dict[tuple[str, str], str] = {}
@@ -94,6 +97,7 @@ class PromotionPane(Pane):
         parity = parity_status(ws, ws.active.definition) if ws.active is not None else None
         runs = past_verdicts.paired_runs(ws)
         self.post_message(PairedListed(runs))
+        chosen: str | None
         if picked and run_id is not None:
             chosen, why = run_id, "picked in the list"
         else:
@@ -293,6 +297,9 @@ class PromotionPane(Pane):
             self.notify("no verdict to act on yet", severity="warning")
             return
         c = self.outcome.single or self.outcome.entries[0].comparison
+        if c is None:  # no entry of the outcome was compared
+            self.notify("no verdict to act on yet", severity="warning")
+            return
         facts = [
             ("run", self.run_id),
             ("candidate", c.candidate.name),
@@ -315,7 +322,7 @@ class PromotionPane(Pane):
 
             # nothing to confirm: say why and offer the way back only
             lines = "\n".join(f"{k}: {v}" for k, v in facts)
-            self.app.push_screen(
+            _ = self.app.push_screen(
                 ChoiceScreen(
                     "Promotion needs a PROMOTE verdict",
                     f"{lines}\n\nThe verdict is {c.verdict}, so the candidate cannot be promoted from here. "
@@ -324,26 +331,33 @@ class PromotionPane(Pane):
                 )
             )
             return
-        self.app.push_screen(
-            ConfirmScreen(what[0], facts, what[1]), lambda ok: self._decide(action) if ok else None
-        )
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self._decide(action)
+
+        _ = self.app.push_screen(ConfirmScreen(what[0], facts, what[1]), answered)
 
     @work(thread=True, exclusive=True, group="promotion-decide", exit_on_error=False)
     def _decide(self, action: str) -> None:
         from fibtui.core import decisions
 
-        ws = self.workspace
+        ws, run_id = self.workspace, self.run_id
+        if ws is None or run_id is None:  # decide() asked only with both
+            return
         if action == "promote":
-            result = decisions.promote(ws, [self.run_id])
+            result = decisions.promote(ws, [run_id])
         elif action == "reject":
-            result = decisions.reject(ws, [self.run_id])
+            result = decisions.reject(ws, [run_id])
         else:
-            result = decisions.archive_round(ws, [self.run_id])
+            result = decisions.archive_round(ws, [run_id])
         self.post_message(Decided(action, result))
 
     @on(Decided)
     def _decided(self, message: Decided) -> None:
-        log = self.query_one("#decision-log")
+        from textual.widgets import RichLog
+
+        log = self.query_one("#decision-log", RichLog)
         rec = message.result.record
         log.write(
             f"[b]{message.action}[/b]: {rec.decision} {rec.candidate.get('name', '')} (round {rec.round or '-'})"
@@ -356,10 +370,10 @@ class PromotionPane(Pane):
             log.write(f"  [yellow]{w}[/]")
         self.notify(f"{message.action}: done")
 
-    def palette_commands(self) -> list[tuple[str, Any, str]]:
+    def palette_commands(self) -> list[tuple[str, Callable[[], object], str]]:
         if self.outcome is None:
             return []
-        out = [
+        out: list[tuple[str, Callable[[], object], str]] = [
             (
                 "Archive this round",
                 lambda: self.decide("archive"),
@@ -384,7 +398,7 @@ class PromotionPane(Pane):
         return out
 
 
-def _parity_line(parity) -> str:
+def _parity_line(parity: ParityStatus | None) -> str:
     """Submission-ready needs one official-parity run (fibtui parity)."""
     if parity is None:
         return "[yellow]official parity: none yet[/] (`fibtui parity` runs flashinfer-bench in the official shape; submission-ready needs one)"

@@ -19,6 +19,7 @@ from fibtui.ui.messages import NoteLoaded, ReconFailed, ReconRefreshed, Searched
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
+    from fibtui.core.recon import ReconNote, SearchHit
     from fibtui.core.workspace import Workspace
 
     pass
@@ -63,8 +64,8 @@ class ReconPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.hits: list[Any] = []
-        self.note = None
+        self.hits: list[SearchHit] = []
+        self.note: ReconNote | None = None
         self.dirty = False
 
     def compose_body(self) -> ComposeResult:
@@ -116,6 +117,8 @@ class ReconPane(Pane):
         from fibtui.core import recon
 
         ws = self.workspace
+        if ws is None:
+            return
         repos = recon.discover_repos(ws.root)
         if not repos:
             self.post_message(

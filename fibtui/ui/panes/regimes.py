@@ -21,6 +21,7 @@ from fibtui.ui.messages import Analyzed, RegimesFailed
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
+    from fibtui.core.regimes import RegimeReport
     from fibtui.core.workspace import Workspace
 
     pass
@@ -38,8 +39,7 @@ class RegimesPane(Pane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.report = None
-        self._chart = None
+        self.report: RegimeReport | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("loading the active definition…", id="regimes-summary")
@@ -147,7 +147,7 @@ class RegimesPane(Pane):
         # would otherwise hold back the first frame that shows the workloads
         self.call_after_refresh(self._draw_chart, report)
 
-    def _fill_workloads(self, report) -> None:
+    def _fill_workloads(self, report: RegimeReport) -> None:
         from fibtui.core.roofline import format_speed_of_light
 
         table = self.query_one("#workloads-table", DataTable)
@@ -178,7 +178,7 @@ class RegimesPane(Pane):
             )
         table.add_rows(rows)
 
-    def _draw_chart(self, report) -> None:
+    def _draw_chart(self, report: RegimeReport) -> None:
         if report is not self.report:  # a newer analysis came in before this one was drawn
             return
         holder = self.query_one("#regimes-chart", Vertical)

@@ -19,7 +19,6 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, Static
 
-from fibtui.core.presets import describe_judging
 from fibtui.ui.messages import (
     LaunchEnded,
     RecordLoaded,
@@ -30,6 +29,7 @@ from fibtui.ui.messages import (
     VerdictReady,
 )
 from fibtui.ui.panes.base import Pane, PaneHost
+from fibtui.ui.panes.runs_launch import interrupt_slot, run_in_slot
 from fibtui.ui.panes.runs_view import (
     JOB_COLUMNS,
     NOT_RUN,
@@ -40,6 +40,8 @@ from fibtui.ui.panes.runs_view import (
     compute_floors,
     detail_lines,
     errors_text,
+    header_of_record,
+    header_of_start,
     job_row,
     status_text,
     verdict_line,
@@ -50,6 +52,8 @@ if TYPE_CHECKING:
 
     from fibtui.core.runs import JobResult, JobSpec, RunRecord
     from fibtui.core.workspace import Workspace
+    from fibtui.runners.session import RunOptions
+    from fibtui.runners.split import Send
 
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
@@ -82,9 +86,9 @@ class RunsPane(Pane):
         #: live updates are coalesced: rows and progress change in memory at once and reach the
         #: table at most every FLUSH_S seconds, only the cells that changed, only while shown
         self._dirty: set[str] = set()
-        self._pending_progress: tuple | None = None
+        self._pending_progress: tuple[int, int, int, int, float | None] | None = None
         self._flush_scheduled = False
-        self._rendered: dict[str, tuple] = {}
+        self._rendered: dict[str, Row] = {}
         self._by_task: dict[tuple[str, int], list[JobView]] = {}
         #: the job whose details the log below the table shows
         self._detail_key: str | None = None
@@ -211,14 +215,7 @@ class RunsPane(Pane):
         self.shown_run = message.run_id
         self._floors = message.floors
         record = message.record
-        self._header_info = {
-            "run_id": record.run_id,
-            "backend": record.backend,
-            "timing_kind": record.timing_kind,
-            "l2_policy": record.l2_policy,
-            "state": record.state,
-        }
-        self._header_info["judged"] = describe_judging(record.settings.get("engine"))
+        self._header_info = header_of_record(record)
         self._verdict = message.verdict
         stopped = set((record.adaptive or {}).get("workloads") or {})
         self._jobs = {}
@@ -359,7 +356,11 @@ class RunsPane(Pane):
         return self._cancel
 
     def start(
-        self, options, label: str, claimed: threading.Event | None = None, send: Any = None
+        self,
+        options: RunOptions | None,
+        label: str,
+        claimed: threading.Event | None = None,
+        send: Send | None = None,
     ) -> bool:
         """Start a run in the slot ``claimed`` (claim), or claim it now; False when busy.
         ``send`` (fibtui.runners.split.Send, already confirmed): instead of a new run, the jobs
@@ -377,39 +378,24 @@ class RunsPane(Pane):
     @work(thread=True, group="runs-active", exit_on_error=False)
     def _launch(
         self,
-        options,
+        options: RunOptions | None,
         label: str,
         cancel: threading.Event,
         retry_of: str | None = None,
         resume_of: str | None = None,
-        send: Any = None,
+        send: Send | None = None,
     ) -> None:
-        from fibtui.core.errors import FibError
-        from fibtui.runners import split
-        from fibtui.runners.session import prepare_resume, prepare_retry, prepare_run
-
-        run_id = None
-        try:
-            if cancel.is_set():  # replaced (a newer save) before it began: nothing to prepare
-                return
-            try:
-                if send is not None:
-                    prepared = split.prepare_send(self.workspace, send)
-                elif resume_of:
-                    prepared = prepare_resume(self.workspace, resume_of, options)
-                elif retry_of:
-                    prepared = prepare_retry(self.workspace, retry_of, options)
-                else:
-                    prepared = prepare_run(self.workspace, options)
-            except FibError as exc:
-                self.post_message(RunFailed(f"could not start the {label}", exc.one_line()))
-                return
-            run_id = prepared.run_id
-            self._labels[run_id] = label
-            self.post_message(RunStartedHere(run_id, time.monotonic()))
-            prepared.runner.run(lambda event: self.post_message(RunEvent(run_id, event)), cancel)
-        finally:
-            self.post_message(LaunchEnded(cancel, run_id))
+        run_in_slot(
+            self.workspace,
+            options,
+            label,
+            cancel,
+            self.post_message,
+            self._labels,
+            retry_of,
+            resume_of,
+            send,
+        )
 
     @on(LaunchEnded)
     def _launch_ended(self, message: LaunchEnded) -> None:
@@ -430,16 +416,8 @@ class RunsPane(Pane):
         return True
 
     def interrupt(self, reason: str) -> None:
-        """Stop the run in flight because the app ends (quit, SIGHUP, SIGTERM): its cancel event
-        is set first, as an interrupt, and the runner's own thread then stops its workers, so the
-        jobs in flight stay pending (never a kernel's failure) and the run reads ``interrupted``
-        (``c``, the user's cancel, reads ``cancelled``). The process waits for that thread before
-        it exits (asyncio.run waits for the executor's threads)."""
-        from fibtui.runners.journaling import interrupt
-
-        cancel = self._cancel
-        if cancel is not None and not cancel.is_set():
-            interrupt(cancel, reason)
+        """Stop the run in flight because the app ends (runs_launch.interrupt_slot)."""
+        interrupt_slot(self._cancel, reason)
 
     def cancel(self) -> bool:
         """Cancel the run in the slot: running, or still being started (it then ends before it
@@ -479,13 +457,7 @@ class RunsPane(Pane):
         if isinstance(event, RunStarted):
             self.active_run = message.run_id
             self.shown_run = message.run_id
-            self._header_info = {
-                "run_id": message.run_id,
-                "backend": event.header.backend,
-                "timing_kind": event.header.timing_kind,
-                "l2_policy": event.header.l2_policy,
-                "judged": describe_judging((event.header.settings or {}).get("engine")),
-            }
+            self._header_info = header_of_start(message.run_id, event.header)
             self._jobs = {j.key: JobView.of(j) for j in event.header.jobs}
             self._floors = {}
             self._verdict = ""
@@ -508,10 +480,10 @@ class RunsPane(Pane):
                     self._mark(view)
         elif isinstance(event, JobFinished):
             r = event.result
-            view = self._jobs.get(r.key)
-            if view is not None:
-                self._fill(view, r)
-                self._mark(view)
+            finished = self._jobs.get(r.key)
+            if finished is not None:
+                self._fill(finished, r)
+                self._mark(finished)
             self._pending_progress = (
                 event.done,
                 event.total,
@@ -553,6 +525,8 @@ class RunsPane(Pane):
     def _load_floors(self, run_id: str) -> None:
         from fibtui.core.runs import run_dir
 
+        if self.workspace is None:
+            return
         folder = run_dir(self.workspace.archive_root, run_id)
         from fibtui.core.runs import read_journal
 

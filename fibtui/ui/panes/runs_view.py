@@ -14,7 +14,7 @@ from fibtui.core.measurement import Measurement
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
-    from fibtui.core.runs import JobResult, JobSpec
+    from fibtui.core.runs import JobResult, JobSpec, RunHeader, RunRecord
     from fibtui.core.stats import CompareOutcome
     from fibtui.core.workspace import Workspace
 
@@ -127,6 +127,33 @@ def compute_floors(
         return floors
     except (FibError, KeyError, OSError):
         return {}
+
+
+def header_of_record(record: RunRecord) -> dict[str, Any]:
+    """What the status line shows of a run read from its journal."""
+    from fibtui.core.presets import describe_judging
+
+    return {
+        "run_id": record.run_id,
+        "backend": record.backend,
+        "timing_kind": record.timing_kind,
+        "l2_policy": record.l2_policy,
+        "state": record.state,
+        "judged": describe_judging(record.settings.get("engine")),
+    }
+
+
+def header_of_start(run_id: str, header: RunHeader) -> dict[str, Any]:
+    """What the status line shows of a run that has just started (its journal's header)."""
+    from fibtui.core.presets import describe_judging
+
+    return {
+        "run_id": run_id,
+        "backend": header.backend,
+        "timing_kind": header.timing_kind,
+        "l2_policy": header.l2_policy,
+        "judged": describe_judging((header.settings or {}).get("engine")),
+    }
 
 
 #: one row of the jobs table, a cell per JOB_COLUMNS
