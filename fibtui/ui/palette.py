@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -92,16 +92,23 @@ def palette_commands(app: FibApp) -> list[Command]:
     return out
 
 
+@runtime_checkable
+class PaletteHost(Protocol):
+    """The app the palette lists the commands of (fibtui.ui.app.FibApp)."""
+
+    def palette_commands(self) -> list[Command]:
+        """The palette's entries now (palette_commands)."""
+        ...
+
+
 class FibCommands(Provider):
     """Command palette: panes, themes, and what makes sense right now (state-dependent). The
     empty palette lists them all (``discover``); typing narrows them (``search``)."""
 
     def _commands(self) -> list[Command]:
-        from fibtui.ui.app import FibApp
-
         app = self.app
-        assert isinstance(app, FibApp)
-        return palette_commands(app)
+        assert isinstance(app, PaletteHost)
+        return app.palette_commands()
 
     async def discover(self) -> Hits:
         for text, callback, help_text in self._commands():
