@@ -1,10 +1,11 @@
 """The run controller: the one run slot of the app and what fills it.
 
-Starting a gate, a sweep, a Modal sweep or a send to Modal's B200 (each asked first where it
-costs time or money), cancelling and resuming, the pane refreshes after a run's verdict, and
-watch mode (a save reruns the gate; one gate at a time, the newest save wins). The app's keys
-call it; the Runs pane holds the slot itself (RunsPane.claim) and runs what is started in it.
-What is run (gate, baseline, backend, options) comes from fibtui.ui.gates.
+Starting a gate, a sweep, a Modal sweep, a retry of a run's failed jobs or a send to Modal's B200
+(each asked first where it costs time or money), cancelling and resuming, quitting with a run in
+flight, and the pane refreshes after a run's verdict. The app's keys call it (fibtui.ui.run_keys);
+the Runs pane holds the slot itself (RunsPane.claim) and runs what is started in it. What is run
+(gate, baseline, backend, options) comes from fibtui.ui.gates; watch mode (fibtui.ui.watch) starts
+its gates through here.
 """
 
 from __future__ import annotations
