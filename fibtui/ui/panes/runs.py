@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from textual.widgets import RichLog
 
     from fibtui.core.runs import JobResult, JobSpec, RunRecord
+    from fibtui.core.stats import CompareOutcome
     from fibtui.core.workspace import Workspace
     from fibtui.runners.session import RunOptions
     from fibtui.runners.split import Send
@@ -180,7 +181,7 @@ class RunsPane(Pane):
         """The verdict line of a finished paired run (call from a thread), or ''."""
         return self._verdict_of(record)[0]
 
-    def _verdict_of(self, record: RunRecord) -> tuple[str, Any]:
+    def _verdict_of(self, record: RunRecord) -> tuple[str, CompareOutcome | None]:
         """(verdict line, comparison) of a finished paired run, or ('', None). From a thread."""
         from fibtui.core import decisions
 
