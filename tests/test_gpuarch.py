@@ -395,8 +395,8 @@ async def test_the_tui_offers_the_b200_after_a_run_with_jobs_this_gpu_cannot_run
     from fibtui.core.workspace import open_workspace
     from fibtui.runners import split
     from fibtui.runners.events import RunFinished
+    from fibtui.ui import messages
     from fibtui.ui.app import make_app
-    from fibtui.ui.panes.runs import RunsPane
     from fibtui.ui.screens.confirm import ConfirmScreen
     from tests.test_modal import FakeCaller
 
@@ -417,14 +417,14 @@ async def test_the_tui_offers_the_b200_after_a_run_with_jobs_this_gpu_cannot_run
     monkeypatch.setattr(split, "prepare_send", stand_in)
     events: list = []
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
 
     def finished() -> list:  # a bubbling message reaches the hook once per node it passes
         return list(
             {
                 id(m.event): m.event
                 for m in events
-                if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)
+                if isinstance(m, messages.RunEvent) and isinstance(m.event, RunFinished)
             }.values()
         )
 
@@ -435,9 +435,9 @@ async def test_the_tui_offers_the_b200_after_a_run_with_jobs_this_gpu_cannot_run
             await pilot.pause(0.05)
 
     async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
-        gates, baselines = app._choices()
-        app.gate_choice = next(c for c in gates if c.label == "v3_tcgen05")
-        app.base_choice = next(c for c in baselines if c.key == "solution")
+        gates, baselines = app.run_control.gates.choices()
+        app.run_control.gates.gate_choice = next(c for c in gates if c.label == "v3_tcgen05")
+        app.run_control.gates.base_choice = next(c for c in baselines if c.key == "solution")
         await pilot.press("g")
         await until(lambda: isinstance(app.screen, ConfirmScreen))
         dialog = app.screen

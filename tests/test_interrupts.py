@@ -380,7 +380,7 @@ def test_keyboard_interrupt_in_the_calling_thread_cancels_before_it_stops_the_wo
 
 
 async def _start_sweep(app, pilot, tmp_path: Path) -> None:
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     await pilot.press("3")
     await pilot.press("s")
     deadline = time.monotonic() + TIMEOUT_S
@@ -428,7 +428,7 @@ async def test_sigterm_to_the_tui_interrupts_the_run_first(tmp_path: Path, monke
     app = make_app(open_workspace(root))
     before = signal.getsignal(signal.SIGTERM)
     async with app.run_test(size=(120, 40)) as pilot:
-        if signal.SIGTERM not in app._signals_caught:
+        if signal.SIGTERM not in app._hangups.caught:
             pytest.skip("the app could not install its signal handlers here (not the main thread)")
         await _start_sweep(app, pilot, tmp_path)
         os.kill(

@@ -541,7 +541,7 @@ async def test_the_tuis_retry_of_a_modal_run_asks_first_with_its_worst_case(
     journal.append_end("failed")
     before = (prepared.folder / "journal.jsonl").read_text()
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("3")
         for _ in range(200):
@@ -551,7 +551,7 @@ async def test_the_tuis_retry_of_a_modal_run_asks_first_with_its_worst_case(
             await pilot.pause(0.05)
         pane = app.query_one(RunsPane)
         assert pane.shown_run == prepared.run_id
-        pane.retry_failed()
+        app.run_control.retry_failed()
         for _ in range(200):
             if isinstance(app.screen, ConfirmScreen):
                 break

@@ -747,8 +747,8 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(
     from textual.widgets import TabbedContent
 
     from fibtui.runners.events import RunFinished
+    from fibtui.ui import messages
     from fibtui.ui.app import make_app
-    from fibtui.ui.panes.runs import RunsPane
 
     mark = uuidlib.uuid4().hex
     monkeypatch.setenv("FIBTUI_TEST_MARK", mark)
@@ -764,7 +764,7 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(
     )
     events: list = []
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     latencies: list[float] = []
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await app.workers.wait_for_complete()
@@ -776,7 +776,7 @@ async def test_the_app_stays_responsive_while_a_hostile_kernel_runs(
             return [
                 m.event
                 for m in events
-                if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)
+                if isinstance(m, messages.RunEvent) and isinstance(m.event, RunFinished)
             ]
 
         keys = ["1", "2", "4", "6", "3"]
@@ -1435,6 +1435,7 @@ async def test_the_runs_pane_spends_little_per_finished_job(
 
     from fibtui.core.runs import JobResult
     from fibtui.runners.events import JobFinished, RunStarted
+    from fibtui.ui import messages
     from fibtui.ui.app import make_app
     from fibtui.ui.panes.runs import RunsPane
 
@@ -1460,7 +1461,7 @@ async def test_the_runs_pane_spends_little_per_finished_job(
         for i, j in enumerate(header.jobs)
     ]
     app = make_app(ws)
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("3")
@@ -1490,7 +1491,7 @@ async def test_the_runs_pane_spends_little_per_finished_job(
             t0 = time.perf_counter()
             for i, r in enumerate(results):
                 pane.post_message(
-                    RunsPane.RunEvent(run_id, JobFinished(r, i + 1, n, i + 1, 0, None))
+                    messages.RunEvent(run_id, JobFinished(r, i + 1, n, i + 1, 0, None))
                 )
             pane.call_later(handled.set)  # queued behind them: set once every one was handled
             await handled.wait()
@@ -1499,7 +1500,7 @@ async def test_the_runs_pane_spends_little_per_finished_job(
         per_job, idle_per_message = [], []
         for _ in range(3):
             pane.post_message(
-                RunsPane.RunEvent(header.run_id, RunStarted(header, str(prepared.folder), False, 0))
+                messages.RunEvent(header.run_id, RunStarted(header, str(prepared.folder), False, 0))
             )
             await settle()
             assert str(table.get_row_at(n - 1)[0]) == "QUEUED"

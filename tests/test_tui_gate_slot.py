@@ -16,8 +16,8 @@ from fibtui.core.runs import JobResult, Journal, write_record
 from fibtui.core.workspace import open_workspace
 from fibtui.runners import session
 from fibtui.runners.events import JobFinished, RunFinished, RunStarted
+from fibtui.ui import messages
 from fibtui.ui.app import make_app
-from fibtui.ui.panes.runs import RunsPane
 from tests.runner_helpers import make_tiny_workspace
 
 
@@ -98,9 +98,9 @@ def gated_app(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(session, "prepare_run", prepare)
     monkeypatch.setattr(session, "prepare_resume", resume)
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
-    app._backend_name = "interpreter"
-    monkeypatch.setattr(app, "_warm_workers", lambda: None)
+    app.run_control.note_acknowledged = True
+    app.run_control.gates.backend_name = "interpreter"
+    monkeypatch.setattr(app.run_control.gates, "warm_workers", lambda: None)
     return app, gates
 
 
@@ -120,25 +120,25 @@ async def test_a_burst_of_saves_runs_one_gate_at_a_time_and_the_last_one_gives_t
     async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
         runs = app.pane("runs")
         await wait_for(pilot, lambda: runs.built)
-        app.watch_mode = True
+        app.run_control.watch.on = True
         kernel = str(app.workspace.active.source_dir / "kernel.py")
         for _ in range(10):
-            app.post_message(app.WatchFired([kernel], time.monotonic()))
+            app.post_message(messages.WatchFired([kernel], time.monotonic()))
             await pilot.pause(rng.uniform(0.05, 0.3))
             # decided on the UI thread at once: a save always finds the slot taken
             assert runs.busy
             assert gates.most_at_once <= 1
         gates.finish.set()
-        await wait_for(pilot, lambda: not runs.busy and not app._pending_watch_gate)
+        await wait_for(pilot, lambda: not runs.busy and not app.run_control.watch.pending_gate)
         await wait_for(pilot, lambda: gates.log and gates.log[-1][0] == "end")
-    assert app.watch_saves == 10
+    assert app.run_control.watch.saves == 10
     assert gates.most_at_once == 1
     # strictly alternating: each gate ended before the next began
     assert [kind for kind, _ in gates.log] == ["start", "end"] * (len(gates.log) // 2)
     finished = [
         m.run_id
         for m in events
-        if isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished)
+        if isinstance(m, messages.RunEvent) and isinstance(m.event, RunFinished)
     ]
     last = gates.log[-1][1]
     assert sorted(set(finished)) == sorted(gates.ended)  # each gate's end reached the pane
@@ -146,7 +146,7 @@ async def test_a_burst_of_saves_runs_one_gate_at_a_time_and_the_last_one_gives_t
     assert gates.ended[last] == "finished"
     assert all(how == "cancelled" for run_id, how in gates.ended.items() if run_id != last)
     # a message is seen once per node it bubbles through: each counted once
-    verdicts = {id(m): m for m in events if isinstance(m, RunsPane.VerdictReady)}.values()
+    verdicts = {id(m): m for m in events if isinstance(m, messages.VerdictReady)}.values()
     assert [v.run_id for v in verdicts if v.run_id == last] == [last]
 
 
@@ -161,7 +161,7 @@ async def test_a_cancel_while_the_gate_is_being_started_ends_it_before_it_runs(
         assert claimed is not None and runs.busy
         assert runs.claim() is None  # taken: a second start is refused on the UI thread
         assert runs.cancel()
-        runs.start(app._gate_options("rep"), "gate", claimed)
+        runs.start(app.run_control.gates.gate_options("rep"), "gate", claimed)
         await wait_for(pilot, lambda: not runs.busy)
     assert gates.log == []  # abandoned before it prepared: no run made
 
@@ -177,7 +177,7 @@ async def test_a_cancelled_gate_says_so_keeps_its_compile_error_and_r_resumes_it
     async with app.run_test(size=(80, 24)) as pilot:
         runs = app.pane("runs")
         await wait_for(pilot, lambda: runs.built)
-        assert app._start(app._gate_options("rep"), "gate")
+        assert app.run_control.start(app.run_control.gates.gate_options("rep"), "gate")
         await wait_for(pilot, lambda: runs.active_run is not None and runs._progress is not None)
         await wait_for(pilot, lambda: runs._progress[0] == 1)
         run_id = runs.active_run
@@ -215,7 +215,7 @@ async def test_cancel_and_quit_ends_the_app_once_the_runs_thread_has_ended(gated
     async with app.run_test(size=(80, 24)) as pilot:
         runs = app.pane("runs")
         await wait_for(pilot, lambda: runs.built)
-        assert app._start(app._gate_options("rep"), "gate")
+        assert app.run_control.start(app.run_control.gates.gate_options("rep"), "gate")
         await wait_for(pilot, lambda: runs.active_run is not None)
         await pilot.press("q")
         await pilot.pause()

@@ -13,6 +13,7 @@ import pytest
 from textual.widgets import DataTable, Markdown, TabbedContent
 
 from fibtui.core.workspace import open_workspace
+from fibtui.ui import messages
 from fibtui.ui.app import PANES, make_app
 from fibtui.ui.panes.ncu import NcuPane
 from fibtui.ui.panes.recon import ReconPane
@@ -152,7 +153,7 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
         from fibtui.runners.events import JobFinished, RunFinished
 
         unique = list(
-            {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()
+            {id(m): m for m in events if isinstance(m, messages.RunEvent)}.values()
         )  # messages bubble
         finished = [m.event for m in unique if isinstance(m.event, RunFinished)]
         assert finished and finished[0].state == "complete"
@@ -164,10 +165,12 @@ async def test_gate_runs_live_after_the_recon_note_warning(tmp_path: Path) -> No
         assert app.query_one("#main-tabs", TabbedContent).active == "runs"
         # the next gate's worker is started ahead of time (torch and triton imported)
         deadline = time.monotonic() + 120
-        while not (app._warm is not None and app._warm.count() == 1):
+        while not (
+            app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 1
+        ):
             assert time.monotonic() < deadline, "no worker was kept warm after the gate"
             await pilot.pause(0.1)
-    assert app._warm.count() == 0  # closed with the app
+    assert app.run_control.gates.warm.count() == 0  # closed with the app
 
 
 async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None:
@@ -178,24 +181,24 @@ async def test_no_warm_worker_when_the_workspace_says_so(tmp_path: Path) -> None
     (root / "fibtui.toml").write_text("[tui]\nkeep_worker_warm = false\n")
     events = []
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=SIZE, message_hook=events.append) as pilot:
         await settle(app, pilot)
         await pilot.press("g")
         deadline = time.monotonic() + 120
         while not any(
-            isinstance(m, RunsPane.RunEvent) and isinstance(m.event, RunFinished) for m in events
+            isinstance(m, messages.RunEvent) and isinstance(m.event, RunFinished) for m in events
         ):
             assert time.monotonic() < deadline, "the gate never finished"
             await pilot.pause(0.1)
         await pilot.pause(1.0)
         # no idle worker kept (the gate itself asked where started workers are kept)
-        assert app._warm is None or app._warm.count() == 0
+        assert app.run_control.gates.warm is None or app.run_control.gates.warm.count() == 0
 
 
 async def test_full_sweep_of_more_than_40_workloads_asks_first(demo_ws: Path) -> None:
     app = make_app(open_workspace(demo_ws))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pilot.press("s")
@@ -245,8 +248,8 @@ async def test_ncu_pane_table_and_diff(demo_ws: Path) -> None:
         assert "bottleneck latency, limiter registers" in log and "batch_size=64" in log
         # a load of the earlier report that finishes last (a busy machine) changes nothing
         v1_path = pane.reports[v1]
-        pane.post_message(NcuPane.Loaded(v1_path, [], None, None))
-        pane.post_message(NcuPane.Failed("stale failure", v1_path))
+        pane.post_message(messages.NcuLoaded(v1_path, [], None, None))
+        pane.post_message(messages.NcuFailed("stale failure", v1_path))
         await settle(app, pilot)
         assert [table.get_row_at(i) for i in range(table.row_count)] == rows
         assert "diff:" in str(pane.query_one("#ncu-status").render())
@@ -533,11 +536,11 @@ async def test_keeping_a_worker_warm_without_a_backend_is_silent(
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app._prewarm()
+        app.run_control.gates.prewarm()
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert not isinstance(app.screen, ErrorScreen)
-        assert app._warm is not None and app._warm.count() == 0
+        assert app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 0
 
 
 @pytest.mark.slow  # every pane key from each focusable widget of each pane: 33 s alone here
@@ -637,7 +640,11 @@ async def test_q_during_a_run_asks_and_back_keeps_the_run(tmp_path: Path) -> Non
         await pilot.pause()
         await pilot.press("e")  # quit when it ends
         await pilot.pause()
-        assert app.quit_when_run_ends and "QUITS AFTER THE RUN" in app.sub_title and app.is_running
+        assert (
+            app.run_control.quit_when_run_ends
+            and "QUITS AFTER THE RUN" in app.sub_title
+            and app.is_running
+        )
         deadline = time.monotonic() + 120
         while app.is_running:
             assert time.monotonic() < deadline, "the app did not quit when the run ended"
@@ -759,7 +766,9 @@ async def test_the_candidate_picker_chooses_what_g_and_watch_mode_run(demo_ws: P
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        assert app._gate_options("rep").solutions == []  # the workspace's solution by default
+        assert (
+            app.run_control.gates.gate_options("rep").solutions == []
+        )  # the workspace's solution by default
         await pilot.press("o")
         await pilot.pause()
         assert isinstance(app.screen, CandidateScreen)
@@ -780,20 +789,25 @@ async def test_the_candidate_picker_chooses_what_g_and_watch_mode_run(demo_ws: P
         await pilot.press("enter")
         await pilot.pause()
         assert not isinstance(app.screen, CandidateScreen)
-        options = app._gate_options("rep")
+        options = app.run_control.gates.gate_options("rep")
         cand = demo_ws / "candidates" / "v2_smallb_splitv"
         assert [Path(p).resolve() for p in options.solutions] == [cand.resolve()]
         assert (
             options.baseline is not None and Path(options.baseline).resolve() == demo_ws.resolve()
         )
         assert app.sub_title.startswith("v2_smallb_splitv vs "), app.sub_title
-        assert app._watch_folder() == cand  # watch mode watches the picked candidate's sources
+        assert (
+            app.run_control.gates.watch_folder() == cand
+        )  # watch mode watches the picked candidate's sources
         # Escape keeps the choice
         await pilot.press("o")
         await pilot.pause()
         await pilot.press("escape")
         await pilot.pause()
-        assert app.gate_choice is not None and app.gate_choice.path == cand
+        assert (
+            app.run_control.gates.gate_choice is not None
+            and app.run_control.gates.gate_choice.path == cand
+        )
 
 
 async def test_a_gate_runs_the_picked_candidate_against_the_picked_baseline(tmp_path: Path) -> None:
@@ -805,10 +819,10 @@ async def test_a_gate_runs_the_picked_candidate_against_the_picked_baseline(tmp_
     app = make_app(open_workspace(root))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        gates, baselines = app._choices()
-        app.gate_choice = next(c for c in gates if c.label == "plain_py")
-        app.base_choice = next(c for c in baselines if c.key == "solution")
-        assert isinstance(app.gate_choice, Choice)
+        gates, baselines = app.run_control.gates.choices()
+        app.run_control.gates.gate_choice = next(c for c in gates if c.label == "plain_py")
+        app.run_control.gates.base_choice = next(c for c in baselines if c.key == "solution")
+        assert isinstance(app.run_control.gates.gate_choice, Choice)
         await pilot.press("g")
         runs = app.query_one(RunsPane)
         deadline = time.monotonic() + 300
@@ -858,28 +872,33 @@ async def test_g_on_the_interpreter_is_the_quick_correctness_gate_and_G_the_full
     from fibtui.core import regimes
 
     app = make_app(open_workspace(demo_ws))
-    monkeypatch.setattr(app, "_backend", lambda: "interpreter")
+    monkeypatch.setattr(app.run_control.gates, "backend", lambda: "interpreter")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         pane = app.query_one(RegimesPane)
-        quick = app._gate_options("rep")
+        quick = app.run_control.gates.gate_options("rep")
         # the smallest of each band within the estimated-time cap (core.quick), in band order
-        assert app._quick_gate(quick.backend, quick.workloads) and app.quick_gate is not None
-        assert quick.representatives == app.quick_gate.workloads
+        assert (
+            app.run_control.gates.is_quick_gate(quick.backend, quick.workloads)
+            and app.run_control.gates.quick_gate is not None
+        )
+        assert quick.representatives == app.run_control.gates.quick_gate.workloads
         assert set(quick.representatives) <= set(regimes.smallest_per_band(pane.report))
-        assert "batch_size=64" in {e.band for e in app.quick_gate.excluded}
+        assert "batch_size=64" in {e.band for e in app.run_control.gates.quick_gate.excluded}
         sizes = {r["uuid"]: r["batch_size"] for r in pane.report.table.iter_rows(named=True)}
         assert sizes[quick.representatives[0]] == 1  # the smallest workload of the first band
-        full = app._gate_options("rep", quick=False)
-        assert full.representatives == pane.representatives() and not app._quick_gate(
-            full.backend, full.workloads, quick=False
+        full = app.run_control.gates.gate_options("rep", quick=False)
+        assert (
+            full.representatives == pane.representatives()
+            and not app.run_control.gates.is_quick_gate(full.backend, full.workloads, quick=False)
         )
     gpu = make_app(open_workspace(demo_ws))
-    monkeypatch.setattr(gpu, "_backend", lambda: "local")
+    monkeypatch.setattr(gpu.run_control.gates, "backend", lambda: "local")
     async with gpu.run_test(size=SIZE) as pilot:  # on a GPU, g is the representative gate
         await settle(gpu, pilot)
         assert (
-            gpu._gate_options("rep").representatives == gpu.query_one(RegimesPane).representatives()
+            gpu.run_control.gates.gate_options("rep").representatives
+            == gpu.query_one(RegimesPane).representatives()
         )
 
 
@@ -888,7 +907,7 @@ async def test_the_runs_pane_names_a_quick_correctness_gate(tmp_path: Path, monk
 
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
     app = make_app(open_workspace(root))
-    monkeypatch.setattr(app, "_backend", lambda: "interpreter")
+    monkeypatch.setattr(app.run_control.gates, "backend", lambda: "interpreter")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pilot.press("g")

@@ -182,7 +182,10 @@ async def test_the_backend_is_chosen_in_a_worker_by_the_shared_default(
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        assert app._backend_name == backend and app._gate_options("rep").backend == backend
+        assert (
+            app.run_control.gates.backend_name == backend
+            and app.run_control.gates.gate_options("rep").backend == backend
+        )
         assert len(threads) == 1 and threads[0] is not threading.main_thread()
 
 
@@ -201,15 +204,19 @@ async def test_a_gate_key_before_the_backend_is_known_waits_for_it_and_keys_stil
 
     monkeypatch.setattr(backends, "detect", slow_detect)
     app = make_app(open_workspace(demo_ws))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     started = []
-    monkeypatch.setattr(app, "_start", lambda options, label: started.append((options, label)))
+    monkeypatch.setattr(
+        app.run_control, "start", lambda options, label: started.append((options, label))
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("g")
         await pilot.pause()
         await pilot.press("3")  # the event loop is free: a pane key still acts at once
         await pilot.pause()
-        assert app.active_pane == "runs" and not started and app._backend_name is None
+        assert (
+            app.active_pane == "runs" and not started and app.run_control.gates.backend_name is None
+        )
         release.set()
         await settle(app, pilot)
         assert len(started) == 1 and started[0][0].backend == "interpreter"
@@ -224,7 +231,7 @@ async def test_a_sweep_counts_the_workloads_off_the_event_loop(
     from fibtui.ui.screens.confirm import ConfirmScreen
 
     app = make_app(open_workspace(demo_ws))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         threads = []
@@ -257,9 +264,11 @@ async def test_a_failed_backend_detection_shows_the_error_and_the_next_key_asks_
 
     monkeypatch.setattr(backends, "detect", detect)
     app = make_app(open_workspace(demo_ws))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     started = []
-    monkeypatch.setattr(app, "_start", lambda options, label: started.append(options.backend))
+    monkeypatch.setattr(
+        app.run_control, "start", lambda options, label: started.append(options.backend)
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)  # the first detection (after the first data) fails
         assert isinstance(app.screen, ErrorScreen) and not started
@@ -273,7 +282,7 @@ async def test_a_sweep_over_an_unreadable_workloads_file_says_why(demo_ws: Path)
     from fibtui.ui.screens.error import ErrorScreen
 
     app = make_app(open_workspace(demo_ws))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         wl = next((demo_ws / "dataset" / "workloads").rglob("*.jsonl"))

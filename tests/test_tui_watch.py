@@ -10,6 +10,7 @@ import pytest
 
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import JobFinished, JobStarted, JobStarting, RunFinished
+from fibtui.ui import messages
 from fibtui.ui.app import PANES, make_app
 from fibtui.ui.panes.runs import RunsPane
 from tests.runner_helpers import BODIES, GOOD_TRITON, PY_TEMPLATE, make_tiny_workspace
@@ -27,7 +28,7 @@ async def wait_until(pilot, condition, timeout: float = 60.0) -> None:
 
 
 def run_events(events) -> list:
-    return list({id(m): m.event for m in events if isinstance(m, RunsPane.RunEvent)}.values())
+    return list({id(m): m.event for m in events if isinstance(m, messages.RunEvent)}.values())
 
 
 def tiny_app(tmp_path: Path, monkeypatch, **workspace):
@@ -36,7 +37,7 @@ def tiny_app(tmp_path: Path, monkeypatch, **workspace):
     monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
     root = make_tiny_workspace(tmp_path / "ws", **workspace)
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     return root, app
 
 
@@ -48,11 +49,16 @@ async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
     events: list = []
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await pilot.press("w")
-        assert app.watch_mode and "WATCHING" in app.sub_title
-        await wait_until(pilot, lambda: app._warm is not None and app._warm.count() == 1)
+        assert app.run_control.watch.on and "WATCHING" in app.sub_title
+        await wait_until(
+            pilot,
+            lambda: (
+                app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 1
+            ),
+        )
         kernel.write_text(GOOD_TRITON + "\n# saved\n")
         await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)))
-        assert len(app.watch_latencies_ms) == 1
+        assert len(app.run_control.watch.latencies_ms) == 1
         done = [e for e in run_events(events) if isinstance(e, JobFinished)]
         assert [e.result.status for e in done] == ["PASSED", "PASSED"]
         # a broken save: the gate runs and reports COMPILE_ERROR; the app keeps going
@@ -64,7 +70,7 @@ async def test_save_reruns_the_gate_and_a_syntax_error_is_a_compile_failure(
         assert {e.result.status for e in done} == {"COMPILE_ERROR"}
         assert "SyntaxError" in done[0].result.error
         await pilot.press("w")
-        assert not app.watch_mode
+        assert not app.run_control.watch.on
 
 
 async def test_a_newer_save_cancels_the_gate_in_flight(tmp_path: Path, monkeypatch) -> None:
@@ -73,7 +79,12 @@ async def test_a_newer_save_cancels_the_gate_in_flight(tmp_path: Path, monkeypat
     events: list = []
     async with app.run_test(size=(120, 40), message_hook=events.append) as pilot:
         await pilot.press("w")
-        await wait_until(pilot, lambda: app._warm is not None and app._warm.count() == 1)
+        await wait_until(
+            pilot,
+            lambda: (
+                app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 1
+            ),
+        )
         kernel.write_text(kernel.read_text() + "\n# first save\n")
         await wait_until(pilot, lambda: any(isinstance(e, JobFinished) for e in run_events(events)))
         kernel.write_text(kernel.read_text() + "\n# second save\n")
@@ -100,12 +111,17 @@ async def test_watch_on_a_picked_candidate_shows_its_compile_error_within_second
     events: list = []
     app = make_app(open_workspace(root))
     async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
-        gates, baselines = app._choices()
-        app.gate_choice = next(c for c in gates if c.label == "next_v2")
-        app.base_choice = next(c for c in baselines if c.key == "solution")
+        gates, baselines = app.run_control.gates.choices()
+        app.run_control.gates.gate_choice = next(c for c in gates if c.label == "next_v2")
+        app.run_control.gates.base_choice = next(c for c in baselines if c.key == "solution")
         await pilot.press("w")
-        assert app._watch_folder() == cand
-        await wait_until(pilot, lambda: app._warm is not None and app._warm.count() == 1)
+        assert app.run_control.gates.watch_folder() == cand
+        await wait_until(
+            pilot,
+            lambda: (
+                app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 1
+            ),
+        )
         await pilot.pause(0.5)  # the watcher is armed
         saved = time.monotonic()
         (cand / "kernel.py").write_text(PY_TEMPLATE.format(body=BODIES["syntax"]))
@@ -161,7 +177,7 @@ async def test_without_file_events_watch_mode_polls_and_says_so(
         await pilot.pause(0.5)  # the first poll takes the folder's state
         kernel.write_text(GOOD_TRITON + "\n# saved\n")
         await wait_until(pilot, lambda: any(isinstance(e, RunFinished) for e in run_events(events)))
-        assert len(app.watch_latencies_ms) == 1
+        assert len(app.run_control.watch.latencies_ms) == 1
 
 
 async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
@@ -209,9 +225,9 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
             RunOptions(backend="interpreter", workloads="all", baseline=str(baseline)), "gate"
         )
         await wait_until(
-            pilot, lambda: any(isinstance(m, RunsPane.VerdictReady) for _, m in seen[start:])
+            pilot, lambda: any(isinstance(m, messages.VerdictReady) for _, m in seen[start:])
         )
-        ready = next(m for _, m in seen[start:] if isinstance(m, RunsPane.VerdictReady))
+        ready = next(m for _, m in seen[start:] if isinstance(m, messages.VerdictReady))
         run_id = ready.run_id
         assert ready.outcome is not None  # a paired run: the comparison travels with the line
         promotion = app.pane("promotion")

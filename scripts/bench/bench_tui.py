@@ -490,6 +490,7 @@ async def watch_latency(saves: int = 10) -> dict:
     from fibtui.core.workspace import open_workspace
     from fibtui.runners.events import RunFinished
     from fibtui.runners.service.client import Client, ServiceWorkers
+    from fibtui.ui import messages
     from fibtui.ui.app import make_app
     from fibtui.ui.panes.runs import RunsPane
     from tests.runner_helpers import GOOD_TRITON, make_tiny_workspace
@@ -505,13 +506,13 @@ async def watch_latency(saves: int = 10) -> dict:
     os.environ["FIBTUI_WORKERS_DAEMON"] = "1"
 
     def warm_ready() -> bool:
-        if isinstance(app._warm, ServiceWorkers):
+        if isinstance(app.run_control.gates.warm, ServiceWorkers):
             status = Client(create=False).ask({"op": "status"}) or {}
             return bool(status.get("ready"))
-        return app._warm is not None and app._warm.count() == 1
+        return app.run_control.gates.warm is not None and app.run_control.gates.warm.count() == 1
 
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     latencies = []
     async with app.run_test(size=(80, 24), message_hook=events.append) as pilot:
         await pilot.press("w")
@@ -525,10 +526,16 @@ async def watch_latency(saves: int = 10) -> dict:
 
         runs = app.query_one(RunsPane)
         for i in range(saves):
-            await until(lambda: app._warm is not None and warm_ready() and runs.active_run is None)
+            await until(
+                lambda: (
+                    app.run_control.gates.warm is not None
+                    and warm_ready()
+                    and runs.active_run is None
+                )
+            )
             finished = sum(
                 isinstance(m.event, RunFinished)
-                for m in {id(m): m for m in events if isinstance(m, RunsPane.RunEvent)}.values()
+                for m in {id(m): m for m in events if isinstance(m, messages.RunEvent)}.values()
             )
             runs.last_job_started_at = None
             t0 = time.monotonic()
@@ -540,7 +547,7 @@ async def watch_latency(saves: int = 10) -> dict:
                     sum(
                         isinstance(m.event, RunFinished)
                         for m in {
-                            id(m): m for m in events if isinstance(m, RunsPane.RunEvent)
+                            id(m): m for m in events if isinstance(m, messages.RunEvent)
                         }.values()
                     )
                     > before

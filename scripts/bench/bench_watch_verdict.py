@@ -65,7 +65,7 @@ async def measure(saves: int, size: tuple[int, int], wait_s: float = 120.0) -> d
 
     RunsPane._verdict_of = timed
     app = make_app(open_workspace(root))
-    app.note_acknowledged = True
+    app.run_control.note_acknowledged = True
     rows: list[dict] = []
     try:
         async with app.run_test(size=size, message_hook=hook) as pilot:
@@ -86,7 +86,7 @@ async def measure(saves: int, size: tuple[int, int], wait_s: float = 120.0) -> d
             t_start = time.monotonic()
             await pilot.press("w")
             await until(
-                lambda: app.watch_mode and app.pane("regimes").report is not None,
+                lambda: app.run_control.watch.on and app.pane("regimes").report is not None,
                 what="watch mode and the regime analysis",
             )
             print(f"watch mode on after {time.monotonic() - t_start:.1f} s", flush=True)
@@ -112,7 +112,7 @@ async def measure(saves: int, size: tuple[int, int], wait_s: float = 120.0) -> d
                 row["save"] = i
                 rows.append(row)
                 print(_line(row), flush=True)
-            backend = app._backend()
+            backend = app.run_control.gates.backend()
     finally:
         Client(create=False).stop()
         shutil.rmtree(base, ignore_errors=True)
@@ -152,6 +152,7 @@ async def _follow(until, messages: list, start: int, t0: float) -> dict:
     from textual.worker import Worker
 
     from fibtui.runners.events import JobFinished, RunFinished
+    from fibtui.ui import messages as ui_messages
     from fibtui.ui.panes.runs import RunsPane
 
     found: dict[str, float] = {}
@@ -176,13 +177,13 @@ async def _follow(until, messages: list, start: int, t0: float) -> dict:
                 found.setdefault("run_started_ms", (at - t0) * 1000)
                 if not run_id:
                     run_id.append(m.run_id)
-            elif isinstance(m, RunsPane.RunEvent) and run_id and m.run_id == run_id[0]:
+            elif isinstance(m, ui_messages.RunEvent) and run_id and m.run_id == run_id[0]:
                 if isinstance(m.event, JobFinished):
                     found.setdefault("first_job_ms", (at - t0) * 1000)
                 elif isinstance(m.event, RunFinished):
                     found.setdefault("run_finished_ms", (at - t0) * 1000)
                     found.setdefault("state", m.event.state)
-            elif isinstance(m, RunsPane.VerdictReady) and run_id and m.run_id == run_id[0]:
+            elif isinstance(m, ui_messages.VerdictReady) and run_id and m.run_id == run_id[0]:
                 found["verdict_ms"] = (at - t0) * 1000
                 found["verdict"] = m.text
                 return True

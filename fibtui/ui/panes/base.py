@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from textual import on
 from textual.app import ComposeResult
@@ -12,6 +13,9 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
+
+if TYPE_CHECKING:
+    from fibtui.core.workspace import Workspace
 
 #: chart markers, one per series, when colours cannot tell series apart (NO_COLOR)
 NO_COLOR_MARKERS = ("•", "x", "+", "o", "*", "#", "@", "%")
@@ -41,6 +45,19 @@ def elide_middle(text: str, width: int) -> str:
     return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
+@runtime_checkable
+class PaneHost(Protocol):
+    """What a pane asks of the app it is in (fibtui.ui.app.FibApp)."""
+
+    def is_shown(self, pane_id: str) -> bool:
+        """Is this pane the one in view?"""
+        ...
+
+    def report_worker_failure(self, worker: Worker[Any]) -> None:
+        """Show a failed worker in the app's one error dialog."""
+        ...
+
+
 class Pane(Vertical):
     """A pane of the main screen. Worker.StateChanged does not bubble, so each pane hands its
     failed workers to the app, which shows them in one place (the error dialog).
@@ -50,11 +67,22 @@ class Pane(Vertical):
     starts only the widgets of the pane in view. ``built_hook`` runs once the widgets exist
     (columns, timers); ``when_built`` runs a callback now or once the pane is built."""
 
-    def __init__(self, *, deferred: bool = False, **kwargs) -> None:
+    def __init__(self, *, deferred: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        #: the workspace the pane shows (the app sets it at once; set_workspace starts loading)
+        self.workspace: Workspace | None = None
         self.built = not deferred
         self._building: asyncio.Event | None = None
         self._after_build: list[Callable[[], object]] = []
+
+    def set_workspace(self, workspace: Workspace) -> None:
+        """The workspace is open: the pane starts loading its data (in its workers)."""
+        self.workspace = workspace
+        self.reload()
+
+    def reload(self) -> None:
+        """Load the pane's data again (``r``, and after a run's verdict where it reads the
+        archive)."""
 
     def compose(self) -> ComposeResult:
         if self.built:
@@ -97,8 +125,9 @@ class Pane(Vertical):
 
     @on(Worker.StateChanged)
     def _forward_failure(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.app.report_worker_failure(event.worker)
+        host = self.app
+        if event.state == WorkerState.ERROR and isinstance(host, PaneHost):
+            host.report_worker_failure(event.worker)
 
     def focus_target(self) -> Widget | None:
         """Where focus goes when the pane is shown: its first focusable table or list (an input

@@ -3,18 +3,22 @@ per candidate over time, all read from optimize_ops/ (the demo ships real ones).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.numbers import count
+from fibtui.ui.messages import DocLoaded, HistoryLoaded, OpenVerdict
 from fibtui.ui.panes.base import Pane, series_markers
+
+if TYPE_CHECKING:
+    from textual.widgets import Markdown
+
+    from fibtui.core.workspace import Workspace
 
 
 class HistoryPane(Pane):
@@ -26,28 +30,8 @@ class HistoryPane(Pane):
     HistoryPane #history-chart { height: 12; }
     """
 
-    @dataclass
-    class Loaded(Message):
-        rounds: list[Path]
-        series: dict[str, list[tuple[str, float]]]  # candidate -> [(started, mean latency ms)]
-        runs: int
-        #: the paired runs, newest first (core.past_verdicts): enter opens one's verdict
-        paired: list[Any] = None  # type: ignore[assignment]
-
-    @dataclass
-    class OpenVerdict(Message):
-        """Show this paired run's verdict in the Promotion pane (the app switches to it)."""
-
-        run_id: str
-
-    @dataclass
-    class DocLoaded(Message):
-        path: Path
-        text: str
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.rounds: list[Path] = []
 
     def compose_body(self) -> ComposeResult:
@@ -64,19 +48,23 @@ class HistoryPane(Pane):
             "round summaries · paired runs (enter: verdict)"
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.load()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self._markdown()
         self.load()
 
-    def _markdown(self):
+    def _markdown(self) -> Markdown:
         from textual.widgets import Markdown
 
-        found = self.query("#history-markdown")
-        if found:
-            return found.first()
+        found = self.query("#history-markdown").results(Markdown)
+        first = next(found, None)
+        if first is not None:
+            return first
         widget = Markdown("", id="history-markdown")
-        self.query_one("#history-doc", VerticalScroll).mount(widget)
+        _ = self.query_one("#history-doc", VerticalScroll).mount(widget)
         return widget
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
@@ -106,10 +94,10 @@ class HistoryPane(Pane):
                     series.setdefault(info["name"], []).append((r.started, info["mean_latency_ms"]))
         from fibtui.core.past_verdicts import paired_runs
 
-        self.post_message(self.Loaded(rounds, series, len(runs), paired_runs(ws)))
+        self.post_message(HistoryLoaded(rounds, series, len(runs), paired_runs(ws)))
 
-    @on(Loaded)
-    def _loaded(self, message: Loaded) -> None:
+    @on(HistoryLoaded)
+    def _loaded(self, message: HistoryLoaded) -> None:
         self.rounds = message.rounds
         table = self.query_one("#history-rounds", DataTable)
         table.clear()
@@ -121,7 +109,7 @@ class HistoryPane(Pane):
             f"{count(len(self.rounds), 'round summary', 'round summaries')} · {count(message.runs, 'run')} · chart: mean latency of complete GPU runs per candidate"
         )
         if not self.rounds:
-            self._markdown().update(
+            _ = self._markdown().update(
                 "*No round summary yet.* `fibtui round summary` writes one from the run records."
             )
         self._chart(message.series)
@@ -130,7 +118,7 @@ class HistoryPane(Pane):
     def _round(self, event: DataTable.RowHighlighted) -> None:
         key = str(event.row_key.value) if event.row_key is not None else ""
         if key.startswith("run:"):
-            self._markdown().update(
+            _ = self._markdown().update(
                 f"Paired run `{key[4:]}`: **enter** shows its verdict, per-band table and parity "
                 "in the Promotion pane."
             )
@@ -141,7 +129,7 @@ class HistoryPane(Pane):
     def _open_run(self, event: DataTable.RowSelected) -> None:
         key = str(event.row_key.value) if event.row_key is not None else ""
         if key.startswith("run:"):
-            self.post_message(self.OpenVerdict(key[4:]))
+            self.post_message(OpenVerdict(key[4:]))
 
     @work(thread=True, exclusive=True, group="history-doc", exit_on_error=False)
     def read_doc(self, path: Path) -> None:
@@ -149,19 +137,19 @@ class HistoryPane(Pane):
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             text = f"cannot read {path}: {exc.strerror}"
-        self.post_message(self.DocLoaded(path, text))
+        self.post_message(DocLoaded(path, text))
 
     @on(DocLoaded)
     def _doc(self, message: DocLoaded) -> None:
-        self._markdown().update(message.text)
+        _ = self._markdown().update(message.text)
 
     def _chart(self, series: dict[str, list[tuple[str, float]]]) -> None:
         holder = self.query_one("#history-chart", Vertical)
         if not holder.is_attached:  # the app is closing (q right after start): nothing to draw into
             return
-        holder.remove_children()
+        _ = holder.remove_children()
         if not series:
-            holder.mount(
+            _ = holder.mount(
                 Static(
                     "[dim]no complete GPU runs yet: the chart fills as rounds are measured[/dim]"
                 )
@@ -170,7 +158,7 @@ class HistoryPane(Pane):
         from textual_plotext import PlotextPlot
 
         plot = PlotextPlot()
-        holder.mount(plot)
+        _ = holder.mount(plot)
         plt = plot.plt
         stamps = sorted({t for points in series.values() for t, _ in points})
         index = {t: i for i, t in enumerate(stamps)}
@@ -189,7 +177,7 @@ class HistoryPane(Pane):
         # runs are counted, not measured: integer ticks 1..n (at most 8 labelled), and room either side
         step = max(1, -(-len(stamps) // 8))
         ticks = list(range(0, len(stamps), step))
-        plt.xticks(ticks, [str(i + 1) for i in ticks])
+        plt.xticks(list[float](ticks), [str(i + 1) for i in ticks])
         plt.xlim(-0.5, len(stamps) - 0.5)
         plt.title("mean latency (us) per candidate, run by run")
         plt.xlabel(f"run number (1 = oldest of {len(stamps)})")

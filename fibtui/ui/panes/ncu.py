@@ -13,7 +13,6 @@ change %, before, after, one block per kernel and band, the classifications in t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +21,16 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from fibtui.ui.messages import NcuFailed, NcuListed, NcuLoaded
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
     from textual.widgets import RichLog
+
+    from fibtui.core.ncu import ReportDiff
+    from fibtui.core.workspace import Workspace
 
 PATTERNS = ("*_details.csv", "*_details.txt")
 
@@ -75,25 +77,8 @@ class NcuPane(Pane):
     NcuPane.-short #ncu-findings { height: 5; }
     """
 
-    @dataclass
-    class Listed(Message):
-        reports: list[Path]
-
-    @dataclass
-    class Loaded(Message):
-        path: Path
-        summaries: list[Any]
-        diff: Any | None
-        baseline: Path | None
-
-    @dataclass
-    class Failed(Message):
-        reason: str
-        path: Path | None = None
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.reports: list[Path] = []
         self.labels: list[str] = []
         self.baseline: Path | None = None
@@ -118,14 +103,17 @@ class NcuPane(Pane):
         table.add_column("report", key="report")
         table.add_column("base", key="base")
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.refresh_reports()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.refresh_reports()
 
     @work(thread=True, exclusive=True, group="ncu-list", exit_on_error=False)
     def refresh_reports(self) -> None:
         if self.workspace is not None:
-            self.post_message(self.Listed(find_reports(self.workspace.archive_root)))
+            self.post_message(NcuListed(find_reports(self.workspace.archive_root)))
 
     # ---------------------------------------------------------------- layout and the report list
 
@@ -155,8 +143,8 @@ class NcuPane(Pane):
             # the label column, the base column, their padding and a scrollbar
             table.styles.width = max((len(label) for label in self.labels), default=6) + 10
 
-    @on(Listed)
-    def _listed(self, message: Listed) -> None:
+    @on(NcuListed)
+    def _listed(self, message: NcuListed) -> None:
         self.reports = message.reports
         self._fill_reports()
         if not self.reports:
@@ -207,18 +195,18 @@ class NcuPane(Pane):
             if baseline is not None and baseline != path:
                 diff = diff_reports(attach_request(load_report(baseline), baseline), report)
         except FibError as exc:
-            self.post_message(self.Failed(exc.one_line(), path))
+            self.post_message(NcuFailed(exc.one_line(), path))
             return
-        self.post_message(self.Loaded(path, summaries, diff, baseline))
+        self.post_message(NcuLoaded(path, summaries, diff, baseline))
 
-    @on(Failed)
-    def _failed(self, message: Failed) -> None:
+    @on(NcuFailed)
+    def _failed(self, message: NcuFailed) -> None:
         if message.path != self.selected:
             return
         self.query_one("#ncu-status", Static).update(Text(message.reason, style="red"))
 
-    @on(Loaded)
-    def _loaded(self, message: Loaded) -> None:
+    @on(NcuLoaded)
+    def _loaded(self, message: NcuLoaded) -> None:
         from fibtui.core.ncu import format_metric
 
         # a thread worker cannot be stopped, only told it was replaced: an older load that finishes
@@ -232,10 +220,12 @@ class NcuPane(Pane):
             return
         table = self.query_one("#ncu-table", DataTable)
         table.clear(columns=True)
-        log = self.query_one("#ncu-findings")
+        from textual.widgets import RichLog
+
+        log = self.query_one("#ncu-findings", RichLog)
         log.clear()
         if message.diff is not None:
-            self._show_diff(table, log, message)
+            self._show_diff(table, log, message.diff, message)
             return
         summaries = message.summaries
         shared = _shared_kernel([s.name for s in summaries])
@@ -261,10 +251,11 @@ class NcuPane(Pane):
             Text(f"{message.path.name} · {len(summaries)} kernel/band(s){kernel}")
         )
 
-    def _show_diff(self, table: DataTable, log: RichLog, message: Loaded) -> None:
+    def _show_diff(
+        self, table: DataTable[Any], log: RichLog, diff: ReportDiff, message: NcuLoaded
+    ) -> None:
         from fibtui.core.ncu import format_metric
 
-        diff = message.diff
         shared = _shared_kernel([p.kernel for p in diff.pairs])
         # the change first: it stays in view however narrow the table gets
         table.add_column("metric", key="metric")

@@ -6,7 +6,6 @@ fibtui.core.decisions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -14,18 +13,20 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.names import short_band_name
 from fibtui.core.numbers import count
+from fibtui.ui.messages import Decided, Evaluated, PairedListed, RowVerdict
 from fibtui.ui.panes.base import Pane
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
-    from fibtui.core.archive import DecisionResult
+    from collections.abc import Callable
+
     from fibtui.core.past_verdicts import PairedRun
     from fibtui.core.stats import CompareOutcome
+    from fibtui.core.workspace import Workspace
     from fibtui.runners.parity import ParityStatus
 
 
@@ -38,36 +39,10 @@ class PromotionPane(Pane):
     PromotionPane #decision-log { height: 6; border-top: solid $panel; }
     """
 
-    @dataclass
-    class Evaluated(Message):
-        run_id: str | None
-        outcome: CompareOutcome | None
-        reason: str = ""
-        parity: ParityStatus | None = None
-        #: which run this is and why (core.past_verdicts.default_shown, or "picked")
-        why: str = ""
-
-    @dataclass
-    class Listed(Message):
-        """Every paired run, newest first (core.past_verdicts.paired_runs)."""
-
-        runs: list[PairedRun]
-
-    @dataclass
-    class RowVerdict(Message):
-        run_id: str
-        word: str
-
-    @dataclass
-    class Decided(Message):
-        action: str
-        result: DecisionResult
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self.run_id: str | None = None
-        self.outcome = None
+        self.outcome: CompareOutcome | None = None
         #: the paired runs listed, newest first, and each one's verdict word once worked out
         self.paired: list[PairedRun] = []
         self._words: dict[tuple[str, str], str] = {}
@@ -94,7 +69,10 @@ class PromotionPane(Pane):
             "band", "n", "base us", "cand us", "change", "ratio", "interval", "W/T/L", ""
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.evaluate()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.evaluate()
 
@@ -118,7 +96,8 @@ class PromotionPane(Pane):
             return
         parity = parity_status(ws, ws.active.definition) if ws.active is not None else None
         runs = past_verdicts.paired_runs(ws)
-        self.post_message(self.Listed(runs))
+        self.post_message(PairedListed(runs))
+        chosen: str | None
         if picked and run_id is not None:
             chosen, why = run_id, "picked in the list"
         else:
@@ -128,7 +107,7 @@ class PromotionPane(Pane):
             outcome = None
         if chosen is None:
             self.post_message(
-                self.Evaluated(
+                Evaluated(
                     None,
                     None,
                     "no paired run yet: a gate (g) against a promoted best solution, "
@@ -141,14 +120,14 @@ class PromotionPane(Pane):
             try:
                 outcome = decisions.compare(ws, chosen)
             except FibError as exc:
-                self.post_message(self.Evaluated(chosen, None, exc.one_line(), parity, why))
+                self.post_message(Evaluated(chosen, None, exc.one_line(), parity, why))
                 return
-        self.post_message(self.Evaluated(chosen, outcome, "", parity, why))
+        self.post_message(Evaluated(chosen, outcome, "", parity, why))
         # keyed by the listing this thread read (self.paired is the UI thread's, and may not
         # hold it yet), so the list's words never compare the shown run a second time
         key = (chosen, next((r.state for r in runs if r.run_id == chosen), ""))
         self._words[key] = past_verdicts.verdict_word(outcome)
-        self.post_message(self.RowVerdict(chosen, self._words[key]))
+        self.post_message(RowVerdict(chosen, self._words[key]))
         self._fill_words(runs)
 
     def _fill_words(self, runs: list[PairedRun], most: int = 12) -> None:
@@ -168,10 +147,10 @@ class PromotionPane(Pane):
                 except FibError:
                     word = "cannot compare"
                 self._words[key] = word
-            self.post_message(self.RowVerdict(r.run_id, self._words[key]))
+            self.post_message(RowVerdict(r.run_id, self._words[key]))
 
-    @on(Listed)
-    def _listed(self, message: Listed) -> None:
+    @on(PairedListed)
+    def _listed(self, message: PairedListed) -> None:
         self.paired = message.runs
         table = self.query_one("#paired-runs", DataTable)
         keep = self.run_id
@@ -318,6 +297,9 @@ class PromotionPane(Pane):
             self.notify("no verdict to act on yet", severity="warning")
             return
         c = self.outcome.single or self.outcome.entries[0].comparison
+        if c is None:  # no entry of the outcome was compared
+            self.notify("no verdict to act on yet", severity="warning")
+            return
         facts = [
             ("run", self.run_id),
             ("candidate", c.candidate.name),
@@ -340,7 +322,7 @@ class PromotionPane(Pane):
 
             # nothing to confirm: say why and offer the way back only
             lines = "\n".join(f"{k}: {v}" for k, v in facts)
-            self.app.push_screen(
+            _ = self.app.push_screen(
                 ChoiceScreen(
                     "Promotion needs a PROMOTE verdict",
                     f"{lines}\n\nThe verdict is {c.verdict}, so the candidate cannot be promoted from here. "
@@ -349,26 +331,33 @@ class PromotionPane(Pane):
                 )
             )
             return
-        self.app.push_screen(
-            ConfirmScreen(what[0], facts, what[1]), lambda ok: self._decide(action) if ok else None
-        )
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self._decide(action)
+
+        _ = self.app.push_screen(ConfirmScreen(what[0], facts, what[1]), answered)
 
     @work(thread=True, exclusive=True, group="promotion-decide", exit_on_error=False)
     def _decide(self, action: str) -> None:
         from fibtui.core import decisions
 
-        ws = self.workspace
+        ws, run_id = self.workspace, self.run_id
+        if ws is None or run_id is None:  # decide() asked only with both
+            return
         if action == "promote":
-            result = decisions.promote(ws, [self.run_id])
+            result = decisions.promote(ws, [run_id])
         elif action == "reject":
-            result = decisions.reject(ws, [self.run_id])
+            result = decisions.reject(ws, [run_id])
         else:
-            result = decisions.archive_round(ws, [self.run_id])
-        self.post_message(self.Decided(action, result))
+            result = decisions.archive_round(ws, [run_id])
+        self.post_message(Decided(action, result))
 
     @on(Decided)
     def _decided(self, message: Decided) -> None:
-        log = self.query_one("#decision-log")
+        from textual.widgets import RichLog
+
+        log = self.query_one("#decision-log", RichLog)
         rec = message.result.record
         log.write(
             f"[b]{message.action}[/b]: {rec.decision} {rec.candidate.get('name', '')} (round {rec.round or '-'})"
@@ -381,10 +370,10 @@ class PromotionPane(Pane):
             log.write(f"  [yellow]{w}[/]")
         self.notify(f"{message.action}: done")
 
-    def palette_commands(self) -> list[tuple[str, Any, str]]:
+    def palette_commands(self) -> list[tuple[str, Callable[[], object], str]]:
         if self.outcome is None:
             return []
-        out = [
+        out: list[tuple[str, Callable[[], object], str]] = [
             (
                 "Archive this round",
                 lambda: self.decide("archive"),
@@ -409,7 +398,7 @@ class PromotionPane(Pane):
         return out
 
 
-def _parity_line(parity) -> str:
+def _parity_line(parity: ParityStatus | None) -> str:
     """Submission-ready needs one official-parity run (fibtui parity)."""
     if parity is None:
         return "[yellow]official parity: none yet[/] (`fibtui parity` runs flashinfer-bench in the official shape; submission-ready needs one)"

@@ -7,20 +7,22 @@ Keys: r refresh the repos, f search, a add the selected hit to the note (relevan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from fibtui.ui.messages import NoteLoaded, ReconFailed, ReconRefreshed, Searched
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
-    from fibtui.core.recon import ReconNote, RefRepo, RefreshResult, SearchResult
+    from fibtui.core.recon import ReconNote, SearchHit
+    from fibtui.core.workspace import Workspace
+
+    pass
 
 RELEVANCE = ("direct", "partial", "concept")
 
@@ -60,28 +62,10 @@ class ReconPane(Pane):
     ReconPane #recon-note { height: 8; }
     """
 
-    @dataclass
-    class Refreshed(Message):
-        results: list[RefreshResult]
-        repos: list[RefRepo]
-
-    @dataclass
-    class Searched(Message):
-        result: SearchResult
-
-    @dataclass
-    class NoteLoaded(Message):
-        note: ReconNote | None
-
-    @dataclass
-    class Failed(Message):
-        reason: str
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
-        self.hits: list[Any] = []
-        self.note = None
+        self.hits: list[SearchHit] = []
+        self.note: ReconNote | None = None
         self.dirty = False
 
     def compose_body(self) -> ComposeResult:
@@ -108,7 +92,10 @@ class ReconPane(Pane):
             "repo", "commit", "path", "relevance", "reusable piece", "next action"
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.refresh_repos()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.load()
 
@@ -121,29 +108,31 @@ class ReconPane(Pane):
             return
         repos = recon.discover_repos(ws.root)
         last = recon.last_refresh(ws.root) or []
-        self.post_message(self.Refreshed(last, repos))
+        self.post_message(ReconRefreshed(last, repos))
         if ws.active is not None:
-            self.post_message(self.NoteLoaded(recon.latest_note(ws.root, ws.active.definition)))
+            self.post_message(NoteLoaded(recon.latest_note(ws.root, ws.active.definition)))
 
     @work(thread=True, exclusive=True, group="recon-refresh", exit_on_error=False)
     def refresh_repos(self) -> None:
         from fibtui.core import recon
 
         ws = self.workspace
+        if ws is None:
+            return
         repos = recon.discover_repos(ws.root)
         if not repos:
             self.post_message(
-                self.Failed(
+                ReconFailed(
                     "no reference repos: clone some under reference/ (e.g. flashinfer, flashinfer-bench)"
                 )
             )
             return
         results = recon.refresh_all(repos)
         recon.save_refresh(ws.root, results)
-        self.post_message(self.Refreshed(results, repos))
+        self.post_message(ReconRefreshed(results, repos))
 
-    @on(Refreshed)
-    def _refreshed(self, message: Refreshed) -> None:
+    @on(ReconRefreshed)
+    def _refreshed(self, message: ReconRefreshed) -> None:
         self.repo_count = len(message.repos)
         table = self.query_one("#recon-repos", DataTable)
         table.clear()
@@ -172,8 +161,8 @@ class ReconPane(Pane):
             f"{n} repo(s) · r refresh (clean: fast-forward; dirty: fetch only, never stash) · f search · a add hit · ctrl+s write note"
         )
 
-    @on(Failed)
-    def _failed(self, message: Failed) -> None:
+    @on(ReconFailed)
+    def _failed(self, message: ReconFailed) -> None:
         self.query_one("#recon-status", Static).update(Text(message.reason, style="yellow"))
 
     def focus_search(self) -> None:
@@ -203,7 +192,7 @@ class ReconPane(Pane):
             terms = recon.search_terms(None, None, extra=user)
         else:
             terms = recon.search_terms(definition, op_type, table=recon.keyword_table(ws.root))
-        self.post_message(self.Searched(recon.search_repos(recon.discover_repos(ws.root), terms)))
+        self.post_message(Searched(recon.search_repos(recon.discover_repos(ws.root), terms)))
 
     @on(Searched)
     def _searched(self, message: Searched) -> None:

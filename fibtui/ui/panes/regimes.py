@@ -8,22 +8,23 @@ Latency comes from the newest GPU run of fibtui in this workspace; without one t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from fibtui.core.names import short_band_name
+from fibtui.ui.messages import Analyzed, RegimesFailed
 from fibtui.ui.panes.base import Pane
 
 if TYPE_CHECKING:
-    from fibtui.core.dataset import Definition, WorkloadSet
     from fibtui.core.regimes import RegimeReport
+    from fibtui.core.workspace import Workspace
+
+    pass
 
 
 class RegimesPane(Pane):
@@ -36,21 +37,9 @@ class RegimesPane(Pane):
     RegimesPane #workloads-table { height: 1fr; min-height: 5; }
     """
 
-    @dataclass
-    class Analyzed(Message):
-        report: RegimeReport
-        definition: Definition
-        workloads: WorkloadSet
-
-    @dataclass
-    class Failed(Message):
-        reason: str
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
-        self.report = None
-        self._chart = None
+        self.report: RegimeReport | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("loading the active definition…", id="regimes-summary")
@@ -68,7 +57,10 @@ class RegimesPane(Pane):
             "representative", "band", "latency", "reason"
         )
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.analyze()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.analyze()
 
@@ -80,19 +72,19 @@ class RegimesPane(Pane):
         ws = self.workspace
         if ws is None or ws.active is None:
             self.post_message(
-                self.Failed("no valid solution config in this workspace (run: fibtui check)")
+                RegimesFailed("no valid solution config in this workspace (run: fibtui check)")
             )
             return
         try:
             # the same analysis `fibtui run --workloads rep` gates on (core.plan)
             found = workspace_regimes(ws)
         except FibError as exc:
-            self.post_message(self.Failed(exc.one_line()))
+            self.post_message(RegimesFailed(exc.one_line()))
             return
-        self.post_message(self.Analyzed(found.report, found.definition, found.workloads))
+        self.post_message(Analyzed(found.report, found.definition, found.workloads))
 
-    @on(Failed)
-    def _failed(self, message: Failed) -> None:
+    @on(RegimesFailed)
+    def _failed(self, message: RegimesFailed) -> None:
         self.query_one("#regimes-summary", Static).update(Text(message.reason, style="red"))
 
     @on(Analyzed)
@@ -155,7 +147,7 @@ class RegimesPane(Pane):
         # would otherwise hold back the first frame that shows the workloads
         self.call_after_refresh(self._draw_chart, report)
 
-    def _fill_workloads(self, report) -> None:
+    def _fill_workloads(self, report: RegimeReport) -> None:
         from fibtui.core.roofline import format_speed_of_light
 
         table = self.query_one("#workloads-table", DataTable)
@@ -186,17 +178,17 @@ class RegimesPane(Pane):
             )
         table.add_rows(rows)
 
-    def _draw_chart(self, report) -> None:
+    def _draw_chart(self, report: RegimeReport) -> None:
         if report is not self.report:  # a newer analysis came in before this one was drawn
             return
         holder = self.query_one("#regimes-chart", Vertical)
         if not holder.is_attached:  # the app is closing (q right after start): nothing to draw into
             return
-        holder.remove_children()
+        _ = holder.remove_children()
         axis = report.dominant_axis
         frame = report.table
         if not report.has_latency or axis is None or "latency_ms" not in frame.columns:
-            holder.mount(Static("[dim]chart: no GPU latency yet[/dim]"))
+            _ = holder.mount(Static("[dim]chart: no GPU latency yet[/dim]"))
             return
         from textual_plotext import (
             PlotextPlot,  # plotext loads only when there is something to draw
@@ -204,7 +196,7 @@ class RegimesPane(Pane):
 
         data = frame.select([axis, "latency_ms", "floor_us"]).drop_nulls("latency_ms").sort(axis)
         plot = PlotextPlot()
-        holder.mount(plot)
+        _ = holder.mount(plot)
         plt = plot.plt
         xs = [float(v) for v in data.get_column(axis).to_list()]
         from fibtui.ui.panes.base import series_markers

@@ -9,92 +9,55 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, ProgressBar, Static
 
-from fibtui.core.measurement import Measurement
-from fibtui.core.presets import describe_judging
-from fibtui.ui.panes.base import Pane
-from fibtui.verdict_colours import colour_of
+from fibtui.ui.messages import (
+    LaunchEnded,
+    RecordLoaded,
+    RunEvent,
+    RunFailed,
+    RunsListed,
+    RunStartedHere,
+    VerdictReady,
+)
+from fibtui.ui.panes.base import Pane, PaneHost
+from fibtui.ui.panes.runs_launch import interrupt_slot, run_in_slot
+from fibtui.ui.panes.runs_view import (
+    JOB_COLUMNS,
+    NOT_RUN,
+    RESUMABLE,
+    STATE_STYLE,
+    JobView,
+    Row,
+    compute_floors,
+    detail_lines,
+    errors_text,
+    header_of_record,
+    header_of_start,
+    job_row,
+    status_text,
+    verdict_line,
+)
 
 if TYPE_CHECKING:
-    from fibtui.core.runs import JobResult, JobSpec, RunListing, RunRecord
-    from fibtui.runners.events import RunEvent as RunnerEvent
+    from textual.widgets import RichLog
 
-STATUS_STYLE = {
-    "PASSED": "bold green",
-    "INCORRECT_NUMERICAL": "bold red",
-    "INCORRECT_SHAPE": "bold red",
-    "INCORRECT_DTYPE": "bold red",
-    "RUNTIME_ERROR": "bold magenta",
-    "COMPILE_ERROR": "bold magenta",
-    "TIMEOUT": "bold yellow",
-    "INCORRECT_TIMED": "bold red",
-    "INPUT_MUTATED": "bold red",
-    "CACHED_TIMING": "bold red",
-    "HARNESS_TAMPERED": "bold red",
-    "INFRA_ERROR": "yellow",
-    "UNSUPPORTED_HERE": "yellow",
-    "RUNNING": "cyan",
-    "QUEUED": "dim",
-    "STARTING": "dim cyan",
-    "NOT RUN": "dim",  # a cancelled or interrupted run left it unfinished (resumable)
-    "SKIPPED": "dim",  # an adaptive run did not need it (its workload was decided)
-}
-#: what a job of a cancelled, interrupted or failed run that never finished shows (resumable)
-NOT_RUN = "NOT RUN"
-#: run states that ``r`` (and ``fibtui run --resume``) can pick up
-RESUMABLE = ("cancelled", "interrupted")
-JOB_COLUMNS = ("status", "role", "solution", "axes", "rep", "latency", "ref", "SoL %", "error")
+    from fibtui.core.runs import JobResult, JobSpec, RunRecord
+    from fibtui.core.stats import CompareOutcome
+    from fibtui.core.workspace import Workspace
+    from fibtui.runners.session import RunOptions
+    from fibtui.runners.split import Send
+
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
-STATE_STYLE = {
-    "complete": "green",
-    "running": "cyan",
-    "interrupted": "yellow",
-    "cancelled": "yellow",
-    "failed": "red",
-}
-
-
-def _official(timing: dict[str, Any], key: str) -> str:
-    """`` | 7.912 us`` when the job carries an official-equivalent timing, else empty."""
-    off = timing.get("official") if isinstance(timing, dict) else None
-    value = off.get(key) if isinstance(off, dict) else None
-    return f" | {fmt_latency(value)}" if isinstance(value, (int, float)) else ""
-
-
-def fmt_latency(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms:.2f} ms" if ms >= 1.0 else f"{ms * 1000:.2f} us"
-
-
-@dataclass
-class JobView(Measurement):
-    """What one row shows (derived from the record or from a live event)."""
-
-    key: str
-    uuid: str
-    axes: dict[str, int]
-    solution: str
-    role: str
-    repeat: int
-    status: str = "QUEUED"
-    speed_of_light_pct: float | None = None
-    timing: dict[str, Any] = field(default_factory=dict)
-    #: which evaluator judged it, with its numbers (JobResult.correctness)
-    correctness: dict[str, Any] = field(default_factory=dict)
 
 
 class RunsPane(Pane):
@@ -111,53 +74,11 @@ class RunsPane(Pane):
 
     # ---------------------------------------------------------------- messages
 
-    @dataclass
-    class RunsListed(Message):
-        runs: list[RunListing]
-
-    @dataclass
-    class RecordLoaded(Message):
-        run_id: str
-        record: RunRecord
-        #: every job of the plan, finished or not (the record holds the finished ones)
-        planned: list[JobSpec]
-        floors: dict[str, float]
-        verdict: str = ""
-
-    @dataclass
-    class VerdictReady(Message):
-        """A finished run's verdict line (a sample: what it measured per band; '' when the run
-        is not paired or has none), with the comparison it came from. Posted once after every
-        run this pane followed to its end, also when the verdict could not be had, so the app
-        can refresh the other panes after it (it bubbles)."""
-
-        run_id: str
-        text: str
-        outcome: Any = None
-
-    @dataclass
-    class RunEvent(Message):
-        run_id: str
-        event: RunnerEvent
-
-    @dataclass
-    class RunFailed(Message):
-        title: str
-        reason: str
-
-    @dataclass
-    class RunStartedHere(Message):
-        """A run this pane started (watch mode and the palette use it to follow along)."""
-
-        run_id: str
-        started_monotonic: float
-
     active_run: reactive[str | None] = reactive(None)
     shown_run: reactive[str | None] = reactive(None)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.workspace = None
         self._cancel: threading.Event | None = None
         self._jobs: dict[str, JobView] = {}
         self._floors: dict[str, float] = {}
@@ -166,9 +87,9 @@ class RunsPane(Pane):
         #: live updates are coalesced: rows and progress change in memory at once and reach the
         #: table at most every FLUSH_S seconds, only the cells that changed, only while shown
         self._dirty: set[str] = set()
-        self._pending_progress: tuple | None = None
+        self._pending_progress: tuple[int, int, int, int, float | None] | None = None
         self._flush_scheduled = False
-        self._rendered: dict[str, tuple] = {}
+        self._rendered: dict[str, Row] = {}
         self._by_task: dict[tuple[str, int], list[JobView]] = {}
         #: the job whose details the log below the table shows
         self._detail_key: str | None = None
@@ -203,7 +124,10 @@ class RunsPane(Pane):
 
     # ---------------------------------------------------------------- listing and opening
 
-    def set_workspace(self, workspace) -> None:
+    def reload(self) -> None:
+        self.refresh_list()
+
+    def set_workspace(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.refresh_list()
 
@@ -213,7 +137,7 @@ class RunsPane(Pane):
 
         if self.workspace is None:
             return
-        self.post_message(self.RunsListed(list(reversed(list_runs(self.workspace.archive_root)))))
+        self.post_message(RunsListed(list(reversed(list_runs(self.workspace.archive_root)))))
 
     @on(RunsListed)
     def _listed(self, message: RunsListed) -> None:
@@ -251,15 +175,13 @@ class RunsPane(Pane):
         record = build_record(folder, contents)
         planned = list(contents.header.jobs)
         floors = self._compute_floors(record.definition, planned, record.environment.get("gpu"))
-        self.post_message(
-            self.RecordLoaded(run_id, record, planned, floors, self._verdict_text(record))
-        )
+        self.post_message(RecordLoaded(run_id, record, planned, floors, self._verdict_text(record)))
 
     def _verdict_text(self, record: RunRecord) -> str:
         """The verdict line of a finished paired run (call from a thread), or ''."""
         return self._verdict_of(record)[0]
 
-    def _verdict_of(self, record: RunRecord) -> tuple[str, Any]:
+    def _verdict_of(self, record: RunRecord) -> tuple[str, CompareOutcome | None]:
         """(verdict line, comparison) of a finished paired run, or ('', None). From a thread."""
         from fibtui.core import decisions
 
@@ -272,7 +194,7 @@ class RunsPane(Pane):
         try:
             text, outcome = self._verdict_of(record)
         finally:  # whatever happened, the app hears that the run's verdict is settled
-            self.post_message(self.VerdictReady(run_id, text, outcome))
+            self.post_message(VerdictReady(run_id, text, outcome))
 
     @on(VerdictReady)
     def _verdict_ready(self, message: VerdictReady) -> None:
@@ -285,51 +207,22 @@ class RunsPane(Pane):
         self, definition_name: str, planned: list[JobSpec], gpu: str | None = None
     ) -> dict[str, float]:
         """Floor (us) per workload on the run's GPU (B200 when unknown or on the interpreter)."""
-        from fibtui.core import roofline
-        from fibtui.core.errors import FibError
-
-        try:
-            definition = self.workspace.dataset().definition(definition_name)
-            try:
-                device = roofline.get_device(gpu or "B200", self.workspace.root)
-            except FibError:
-                device = roofline.get_device("B200", self.workspace.root)
-            floors = {}
-            for job in planned:
-                if job.uuid not in floors:
-                    floors[job.uuid] = roofline.floor(
-                        definition, {**definition.const_axes, **job.axes}, device
-                    ).floor_us
-            return floors
-        except (FibError, KeyError, OSError):
+        if self.workspace is None:
             return {}
+        return compute_floors(self.workspace, definition_name, planned, gpu)
 
     @on(RecordLoaded)
     def _record_loaded(self, message: RecordLoaded) -> None:
         self.shown_run = message.run_id
         self._floors = message.floors
         record = message.record
-        self._header_info = {
-            "run_id": record.run_id,
-            "backend": record.backend,
-            "timing_kind": record.timing_kind,
-            "l2_policy": record.l2_policy,
-            "state": record.state,
-        }
-        self._header_info["judged"] = describe_judging(record.settings.get("engine"))
+        self._header_info = header_of_record(record)
         self._verdict = message.verdict
         stopped = set((record.adaptive or {}).get("workloads") or {})
         self._jobs = {}
         done = {j.key: j for j in record.jobs}
         for p in message.planned:
-            view = JobView(
-                key=p.key,
-                uuid=p.uuid,
-                axes=p.axes,
-                solution=p.solution,
-                role=p.role,
-                repeat=p.repeat,
-            )
+            view = JobView.of(p)
             j = done.get(p.key)
             if j is not None:
                 self._fill(view, j)
@@ -343,36 +236,10 @@ class RunsPane(Pane):
         self._update_progress(s.done, s.total, s.passed, s.done - s.passed, None)
 
     def _fill(self, view: JobView, j: JobResult) -> None:
-        from fibtui.core.roofline import speed_of_light_pct
+        view.fill(j, self._floors.get(view.uuid))
 
-        view.status = j.status
-        view.take_measurement(j)
-        view.timing = dict(j.timing or {})
-        view.correctness = dict(j.correctness or {})
-        view.speed_of_light_pct = speed_of_light_pct(view.latency_ms, self._floors.get(view.uuid))
-
-    def _row(self, v: JobView) -> tuple:
-        # imported here: roofline pulls in polars, which the first frame must not wait for
-        from fibtui.core.roofline import format_speed_of_light
-
-        axes = " ".join(f"{k}={val}" for k, val in v.axes.items())
-        pct = (
-            format_speed_of_light(v.speed_of_light_pct)
-            if self._header_info.get("timing_kind") == "cupti"
-            else "-"
-        )
-        return (
-            Text(v.status, style=STATUS_STYLE.get(v.status, "")),
-            v.role[:4],
-            v.solution[:28],
-            axes,
-            str(v.repeat),
-            # a job timed with --timing official shows that latency beside fibtui's own
-            fmt_latency(v.latency_ms) + _official(v.timing, "latency_ms"),
-            fmt_latency(v.reference_latency_ms) + _official(v.timing, "reference_latency_ms"),
-            pct,
-            (v.error or "")[:60],
-        )
+    def _row(self, v: JobView) -> Row:
+        return job_row(v, self._header_info.get("timing_kind") == "cupti")
 
     def _redraw_jobs(self) -> None:
         self._by_task = {}
@@ -411,53 +278,19 @@ class RunsPane(Pane):
     def _render_progress(self) -> None:
         if self._progress is None:
             return
-        done, total, passed, failed = self._progress
         h = self._header_info
-        kind = h.get("timing_kind") or ""
-        label = (
-            "CPU-interpreter timings"
-            if kind == "cpu-interpreter"
-            else f"{kind} L2 {h.get('l2_policy')}"
-        )
-        eta_text = ""
-        if self._eta_deadline is not None and done < total:
-            left = self._eta_deadline - time.monotonic()
-            eta_text = (
-                f" · ETA {int(left) // 60}:{int(left) % 60:02d}"
-                if left >= 1
-                else " · ETA passed (the jobs left take longer than the average so far)"
-            )
-        running = " · [cyan]running[/]" if self.active_run == h.get("run_id") else ""
-        state = h.get("state")
-        if not running and state in RESUMABLE and done < total:
-            running = f" · [yellow]{state}, resumable[/] (r resumes)"
-        elif not running and state and state != "complete":
-            running = f" · [yellow]{escape(str(state))}[/]"
-        judged = f"\n[dim]judged by the {escape(h['judged'])}[/]" if h.get("judged") else ""
-        what = self._labels.get(h.get("run_id", ""))
-        if what:
-            judged = f"\n[b]{escape(what)}[/b]" + judged
-        verdict = f"\n{self._verdict}" if self._verdict else ""
-        verdict += self._errors_text()
+        deadline = self._eta_deadline
+        verdict = (f"\n{self._verdict}" if self._verdict else "") + errors_text(self._jobs.values())
         self.query_one("#runs-status", Static).update(
-            f"[b]{h.get('run_id', '')}[/b] · {h.get('backend', '')} ({label}) · {done}/{total} done · "
-            f"[green]{passed} passed[/] · [red]{failed} failed[/]{eta_text}{running}{judged}{verdict}"
+            status_text(
+                h,
+                self._progress,
+                deadline - time.monotonic() if deadline is not None else None,
+                self.active_run == h.get("run_id"),
+                self._labels.get(h.get("run_id", "")),
+                verdict,
+            )
         )
-
-    def _errors_text(self) -> str:
-        """The run's build errors, on screen until the next run (a COMPILE_ERROR's first line,
-        with how many jobs it failed): a syntax error is seen without moving onto its row."""
-        errors: dict[str, int] = {}
-        for v in self._jobs.values():
-            if v.status == "COMPILE_ERROR":
-                first = (v.error or "compile error").strip().splitlines()[0][:160]
-                errors[first] = errors.get(first, 0) + 1
-        lines = [
-            f"\n[bold magenta]COMPILE_ERROR[/] {escape(e)}"
-            + (f" [dim]({n} jobs)[/]" if n > 1 else "")
-            for e, n in list(errors.items())[:2]
-        ]
-        return "".join(lines)
 
     @property
     def can_resume(self) -> bool:
@@ -487,46 +320,18 @@ class RunsPane(Pane):
         self._detail_key = str(event.row_key.value) if event.row_key is not None else None
         self._show_detail(self._jobs.get(self._detail_key) if self._detail_key else None)
 
+    def _job_log(self) -> RichLog:
+        from textual.widgets import RichLog
+
+        return self.query_one("#job-log", RichLog)
+
     def _show_detail(self, view: JobView | None) -> None:
-        log = self.query_one("#job-log")
+        log = self._job_log()
         log.clear()
         if view is None:
             return
-        log.write(
-            f"[b]{view.solution}[/b] ({view.role}) · {view.uuid} · {view.axes} · repeat {view.repeat} · {view.status}"
-        )
-        if view.error:
-            log.write(Text(view.error, style="red"))
-        if view.correctness.get("evaluator"):
-            numbers = " · ".join(
-                f"{k} {v:.4g}"
-                for k, v in view.correctness.items()
-                if k in ("matched_ratio", "tvd") and isinstance(v, (int, float))
-            )
-            log.write(
-                Text(
-                    f"judged by the {view.correctness['evaluator']} evaluator"
-                    + (f" · {numbers}" if numbers else ""),
-                    style="dim",
-                )
-            )
-        t = view.timing
-        if t.get("block_medians_ms"):
-            medians = ", ".join(fmt_latency(m) for m in t["block_medians_ms"])
-            log.write(
-                f"timing {t.get('kind')} · L2 {t.get('l2_policy')} · {t.get('blocks')} blocks x {t.get('calls_per_block')} calls · "
-                f"block medians: {medians}"
-            )
-            if t.get("kernel_names"):
-                log.write(
-                    f"kernels/call {t.get('kernels_per_call')}: {', '.join(t['kernel_names'])} · SM clocks {t.get('sm_clocks_mhz') or 'n/a'}"
-                )
-        env = t.get("environment") or {}
-        if env:
-            log.write(
-                f"[dim]{env.get('gpu') or env.get('cpu')} · torch {env.get('torch')} · triton {env.get('triton')} · "
-                f"driver {env.get('driver') or '-'} · worker {t.get('worker_device', '-')}[/dim]"
-            )
+        for line in detail_lines(view):
+            log.write(line)
 
     # ---------------------------------------------------------------- starting and following runs
 
@@ -552,7 +357,11 @@ class RunsPane(Pane):
         return self._cancel
 
     def start(
-        self, options, label: str, claimed: threading.Event | None = None, send: Any = None
+        self,
+        options: RunOptions | None,
+        label: str,
+        claimed: threading.Event | None = None,
+        send: Send | None = None,
     ) -> bool:
         """Start a run in the slot ``claimed`` (claim), or claim it now; False when busy.
         ``send`` (fibtui.runners.split.Send, already confirmed): instead of a new run, the jobs
@@ -567,52 +376,27 @@ class RunsPane(Pane):
         self._launch(options, label, claimed, send=send)
         return True
 
-    @dataclass
-    class LaunchEnded(Message):
-        """The thread of a run has ended (the run finished, failed to start or was abandoned):
-        the run slot is free again. ``run_id``: None when no run was made."""
-
-        cancel: threading.Event
-        run_id: str | None = None
-
     @work(thread=True, group="runs-active", exit_on_error=False)
     def _launch(
         self,
-        options,
+        options: RunOptions | None,
         label: str,
         cancel: threading.Event,
         retry_of: str | None = None,
         resume_of: str | None = None,
-        send: Any = None,
+        send: Send | None = None,
     ) -> None:
-        from fibtui.core.errors import FibError
-        from fibtui.runners import split
-        from fibtui.runners.session import prepare_resume, prepare_retry, prepare_run
-
-        run_id = None
-        try:
-            if cancel.is_set():  # replaced (a newer save) before it began: nothing to prepare
-                return
-            try:
-                if send is not None:
-                    prepared = split.prepare_send(self.workspace, send)
-                elif resume_of:
-                    prepared = prepare_resume(self.workspace, resume_of, options)
-                elif retry_of:
-                    prepared = prepare_retry(self.workspace, retry_of, options)
-                else:
-                    prepared = prepare_run(self.workspace, options)
-            except FibError as exc:
-                self.post_message(self.RunFailed(f"could not start the {label}", exc.one_line()))
-                return
-            run_id = prepared.run_id
-            self._labels[run_id] = label
-            self.post_message(self.RunStartedHere(run_id, time.monotonic()))
-            prepared.runner.run(
-                lambda event: self.post_message(self.RunEvent(run_id, event)), cancel
-            )
-        finally:
-            self.post_message(self.LaunchEnded(cancel, run_id))
+        run_in_slot(
+            self.workspace,
+            options,
+            label,
+            cancel,
+            self.post_message,
+            self._labels,
+            retry_of,
+            resume_of,
+            send,
+        )
 
     @on(LaunchEnded)
     def _launch_ended(self, message: LaunchEnded) -> None:
@@ -622,45 +406,19 @@ class RunsPane(Pane):
                 self.active_run = None
             self.app.refresh_bindings()
 
-    def retry_failed(self) -> None:
-        if self.shown_run is None:
-            self.notify("no run selected", severity="warning")
-            return
-        if self.busy:
-            self.notify("a run is going: wait or cancel it first", severity="warning")
-            return
-        self._retry_cost(self.shown_run)
-
-    @work(thread=True, exclusive=True, group="runs-retry-cost", exit_on_error=False)
-    def _retry_cost(self, run_id: str) -> None:
-        """A retry of a run that starts containers (Modal) asks first, with its worst case (issue
-        34); any other starts at once."""
-        from fibtui.runners.modal_runner import rerun_cost
-
-        found = rerun_cost(self.workspace, run_id, retry=True)
-        self.app.call_from_thread(self._confirm_retry, run_id, found)
-
-    def _retry(self, run_id: str) -> None:
+    def retry(self, run_id: str) -> bool:
+        """Run the failed jobs of ``run_id`` again, merged back into it (the run controller asks
+        first where that costs): False when a run holds the slot."""
         claimed = self.claim()
         if claimed is None:
             self.notify("a run is going: wait or cancel it first", severity="warning")
-            return
+            return False
         self._launch(None, "retry", claimed, retry_of=run_id)
+        return True
 
-    def _confirm_retry(self, run_id: str, found) -> None:
-        if found is None:
-            self._retry(run_id)
-            return
-        from fibtui.ui.screens.confirm import ConfirmScreen
-
-        cost, settings = found
-        lines = cost.lines(settings)
-        self.app.push_screen(
-            ConfirmScreen(
-                lines[0], [("", line.strip()) for line in lines[1:]], "Retry on Modal? (billed)"
-            ),
-            lambda ok: self._retry(run_id) if ok else None,
-        )
+    def interrupt(self, reason: str) -> None:
+        """Stop the run in flight because the app ends (runs_launch.interrupt_slot)."""
+        interrupt_slot(self._cancel, reason)
 
     def cancel(self) -> bool:
         """Cancel the run in the slot: running, or still being started (it then ends before it
@@ -681,7 +439,7 @@ class RunsPane(Pane):
     def _run_failed(self, message: RunFailed) -> None:
         from fibtui.ui.screens.error import ErrorScreen
 
-        self.app.push_screen(ErrorScreen(message.title, message.reason))
+        _ = self.app.push_screen(ErrorScreen(message.title, message.reason))
 
     @on(RunEvent)
     def _run_event(self, message: RunEvent) -> None:
@@ -696,28 +454,12 @@ class RunsPane(Pane):
         )
 
         event = message.event
-        log = self.query_one("#job-log")
+        log = self._job_log()
         if isinstance(event, RunStarted):
             self.active_run = message.run_id
             self.shown_run = message.run_id
-            self._header_info = {
-                "run_id": message.run_id,
-                "backend": event.header.backend,
-                "timing_kind": event.header.timing_kind,
-                "l2_policy": event.header.l2_policy,
-                "judged": describe_judging((event.header.settings or {}).get("engine")),
-            }
-            self._jobs = {
-                j.key: JobView(
-                    key=j.key,
-                    uuid=j.uuid,
-                    axes=j.axes,
-                    solution=j.solution,
-                    role=j.role,
-                    repeat=j.repeat,
-                )
-                for j in event.header.jobs
-            }
+            self._header_info = header_of_start(message.run_id, event.header)
+            self._jobs = {j.key: JobView.of(j) for j in event.header.jobs}
             self._floors = {}
             self._verdict = ""
             self._redraw_jobs()
@@ -739,10 +481,10 @@ class RunsPane(Pane):
                     self._mark(view)
         elif isinstance(event, JobFinished):
             r = event.result
-            view = self._jobs.get(r.key)
-            if view is not None:
-                self._fill(view, r)
-                self._mark(view)
+            finished = self._jobs.get(r.key)
+            if finished is not None:
+                self._fill(finished, r)
+                self._mark(finished)
             self._pending_progress = (
                 event.done,
                 event.total,
@@ -779,14 +521,13 @@ class RunsPane(Pane):
                 severity="information" if s.complete else "warning",
             )
             self._load_verdict(message.run_id, event.record)  # the list follows the verdict
-            ended = getattr(self.app, "run_ended", None)
-            if ended is not None:
-                ended()
 
     @work(thread=True, exclusive=True, group="runs-floors", exit_on_error=False)
     def _load_floors(self, run_id: str) -> None:
         from fibtui.core.runs import run_dir
 
+        if self.workspace is None:
+            return
         folder = run_dir(self.workspace.archive_root, run_id)
         from fibtui.core.runs import read_journal
 
@@ -810,7 +551,9 @@ class RunsPane(Pane):
         """Bring the table and the progress up to date: only the cells that changed, and only
         while the Runs pane is on screen (the rest waits in memory until it is)."""
         self._flush_scheduled = False
-        if not self.built or (not force and getattr(self.app, "active_pane", "runs") != "runs"):
+        host = self.app
+        shown = not isinstance(host, PaneHost) or host.is_shown("runs")
+        if not self.built or (not force and not shown):
             return
         if self._pending_progress is not None:
             self._update_progress(*self._pending_progress)
@@ -850,27 +593,3 @@ class RunsPane(Pane):
         from fibtui.core.locations import run_folder
 
         return run_folder(self.workspace.archive_root, self.shown_run)
-
-
-def verdict_line(outcome: Any) -> str:
-    """One line (rich markup) per candidate of a compared run: a sample (a representative gate)
-    says what it measured per band ("MIXED faster at batch_size=1 by 24% ..."); the full set its
-    verdict, the mean latency's change with its interval, p95 and G."""
-    lines = []
-    for entry in outcome.entries:
-        c = entry.comparison
-        if c is None:
-            continue
-        name = escape(c.candidate.name)
-        if c.scope == "sample" and c.measured is not None:
-            m = c.measured
-            style = f"bold {colour_of(m.word)}"
-            lines.append(
-                f"[{style}]{m.word.upper()}[/] {name}: {escape(m.text)} "
-                f"[dim](a sample of {c.workloads}: PROMOTE is the full sweep's)[/]"
-            )
-            continue
-        style = f"bold {colour_of(c.verdict)}"
-        short = c.short_line()  # the mean latency first, G as context (core decides the words)
-        lines.append(f"[{style}]{c.verdict}[/] {name}" + (f" {escape(short)}" if short else ""))
-    return "\n".join(lines)

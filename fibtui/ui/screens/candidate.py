@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -19,6 +20,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class CandidateScreen(ModalScreen["tuple[Choice, Choice] | None"]):
                     )
 
     @staticmethod
-    def _text(choice: Choice):
+    def _text(choice: Choice) -> Text:
         from rich.text import Text
 
         text = Text(choice.label)
@@ -103,7 +107,7 @@ class CandidateScreen(ModalScreen["tuple[Choice, Choice] | None"]):
         base = self.query_one("#pick-base", OptionList).highlighted
         if gate is None or base is None:
             return
-        self.dismiss((self._gates[gate], self._baselines[base]))
+        _ = self.dismiss((self._gates[gate], self._baselines[base]))
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        _ = self.dismiss(None)

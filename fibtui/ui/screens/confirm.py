@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+if TYPE_CHECKING:
+    from textual.widgets.button import ButtonVariant
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -54,10 +59,10 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button(self._no, id="no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        _ = self.dismiss(event.button.id == "yes")
 
     def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
+        _ = self.dismiss(yes)
 
 
 class ChoiceScreen(ModalScreen[str]):
@@ -89,11 +94,11 @@ class ChoiceScreen(ModalScreen[str]):
             yield Static(self._facts, id="choice-facts", markup=False)
             with Horizontal(id="choice-buttons"):
                 for i, (key, label, _value) in enumerate(self._choices):
-                    variant = "warning" if i == 0 else "default"
+                    variant: ButtonVariant = "warning" if i == 0 else "default"
                     yield Button(f"{label} ({key})", id=f"choice-{i}", variant=variant)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_choose(int(str(event.button.id).rsplit("-", 1)[1]))
 
     def action_choose(self, index: int) -> None:
-        self.dismiss(self._choices[index][2])
+        _ = self.dismiss(self._choices[index][2])

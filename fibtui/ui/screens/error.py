@@ -36,4 +36,4 @@ class ErrorScreen(ModalScreen[None]):
             yield Static("[dim]escape closes[/dim]", markup=True)
 
     def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)
+        _ = self.dismiss(None)

@@ -3,6 +3,8 @@ names) and what it does. The list scrolls at any size and ``/`` filters it."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -23,7 +25,7 @@ def matches(row: KeyRow, query: str) -> bool:
 
 class HelpKeysScreen(ModalScreen[None]):
     #: the list has focus (its keys scroll it); / moves to the filter
-    AUTO_FOCUS = "#help-table"
+    AUTO_FOCUS: ClassVar[str | None] = "#help-table"
     BINDINGS = [
         Binding(
             "escape,q,question_mark", "dismiss", "Close", id="help.close", tooltip="Close this list"
@@ -41,7 +43,9 @@ class HelpKeysScreen(ModalScreen[None]):
                 "[b]Keys[/b] by pane  [dim](remap by id: keymap.toml, config folder)[/dim]"
             )
             yield Input(placeholder="/ to filter: a key, a word, a pane", id="help-search")
-            table = DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+            table: DataTable[str] = DataTable(
+                id="help-table", cursor_type="row", zebra_stripes=True
+            )
             # the id is what keymap.toml names: it comes second, whole; the description wraps last
             table.add_column("key")
             table.add_column("id")
@@ -97,4 +101,4 @@ class HelpKeysScreen(ModalScreen[None]):
         if self.focused is search and search.value:
             search.value = ""  # escape in the filter clears it first
             return
-        self.dismiss(None)
+        _ = self.dismiss(None)

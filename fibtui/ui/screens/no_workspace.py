@@ -53,10 +53,10 @@ class NoWorkspaceScreen(ModalScreen[bool]):
                 yield Button("Quit (q)", id="quit")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "open-demo")
+        _ = self.dismiss(event.button.id == "open-demo")
 
     def action_choose(self, open_demo: bool) -> None:
-        self.dismiss(open_demo)
+        _ = self.dismiss(open_demo)
 
     def action_back(self) -> None:
-        self.dismiss(None)
+        _ = self.dismiss(None)
