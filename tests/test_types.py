@@ -1,5 +1,6 @@
-"""mypy over fibtui/core, fibtui/runners and fibtui/worker, with the settings in pyproject.toml's
-[tool.mypy] (torch and triton are not read: the worker's calls into them are Any).
+"""mypy over the whole package (fibtui/: core, worker, runners, services, ui, verbs, the CLI), with
+the settings in pyproject.toml's [tool.mypy] (torch and triton are not read: the worker's calls
+into them are Any).
 
 One test, so the planted checks reuse the first one's cache (the whole test took 28 s on a
 shared 2-core machine, most of it the cold check).
@@ -15,10 +16,14 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CHECKED = ("fibtui/core", "fibtui/runners", "fibtui/worker")
-#: a module of core, and one of the worker, and the line planted at the end of each: a str where
-#: an int is declared
-PLANTED_IN = ("fibtui/core/numbers.py", "fibtui/worker/wire.py")
+CHECKED = ("fibtui",)
+#: a module of each layer, and the line planted at the end of each: a str where an int is declared
+PLANTED_IN = (
+    "fibtui/core/numbers.py",
+    "fibtui/worker/wire.py",
+    "fibtui/ui/messages.py",
+    "fibtui/verbs/demo.py",
+)
 PLANTED = '\n\n_planted_by_test_types: int = "not an int"\n'
 
 
@@ -33,7 +38,7 @@ def _mypy(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_core_runners_and_worker_type_check_and_a_planted_error_fails(tmp_path: Path) -> None:
+def test_the_whole_package_type_checks_and_a_planted_error_fails(tmp_path: Path) -> None:
     assert importlib.util.find_spec("mypy") is not None, (
         "mypy is missing: it is in the test extra (pip install -e '.[test]')"
     )
