@@ -36,7 +36,7 @@ import pytest
 from fibtui.core.runs import list_runs, read_journal
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import LogLine
-from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 from tests.runner_helpers import PY_TEMPLATE, make_candidate, make_tiny_workspace
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
-"""mypy over fibtui/core, fibtui/runners and fibtui/worker, with the settings in pyproject.toml's
-[tool.mypy] (torch and triton are not read: the worker's calls into them are Any).
+"""mypy over fibtui/core, fibtui/runners, fibtui/services and fibtui/worker, with the settings in
+pyproject.toml's [tool.mypy] (torch and triton are not read: the worker's calls into them are Any).
 
 One test, so the planted checks reuse the first one's cache (the whole test took 28 s on a
 shared 2-core machine, most of it the cold check).
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CHECKED = ("fibtui/core", "fibtui/runners", "fibtui/worker")
+CHECKED = ("fibtui/core", "fibtui/runners", "fibtui/services", "fibtui/worker")
 #: a module of core, and one of the worker, and the line planted at the end of each: a str where
 #: an int is declared
 PLANTED_IN = ("fibtui/core/numbers.py", "fibtui/worker/wire.py")

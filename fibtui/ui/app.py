@@ -1209,7 +1209,7 @@ class FibApp(App[int]):
     def _gate_options(self, workloads: str, repeats: int = 1, quick: bool = True):
         """``quick``: on the CPU interpreter a gate takes the smallest workload of each band."""
         from fibtui.core import regimes
-        from fibtui.runners.session import RunOptions
+        from fibtui.services.runs import RunOptions
 
         if self.base_choice is None:
             best = self._baseline_dir()
@@ -1729,7 +1729,8 @@ class FibApp(App[int]):
 
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False)
     def _prewarm_with(self, options) -> None:
-        from fibtui.runners.session import check_backend, engine_config, worker_pool
+        from fibtui.runners.local import worker_pool
+        from fibtui.services.runs import check_backend, engine_config
 
         ws = self.workspace
         if self._warm is None:  # made on the event loop by _gate_options; a thread only reads it

@@ -261,9 +261,9 @@ class RunsPane(Pane):
 
     def _verdict_of(self, record: RunRecord) -> tuple[str, Any]:
         """(verdict line, comparison) of a finished paired run, or ('', None). From a thread."""
-        from fibtui.core import decisions
+        from fibtui.services import decide
 
-        outcome = decisions.run_verdict(self.workspace, record) if self.workspace else None
+        outcome = decide.run_verdict(self.workspace, record) if self.workspace else None
         return (verdict_line(outcome) if outcome is not None else ""), outcome
 
     @work(thread=True, exclusive=True, group="runs-verdict", exit_on_error=False)
@@ -587,7 +587,7 @@ class RunsPane(Pane):
     ) -> None:
         from fibtui.core.errors import FibError
         from fibtui.runners import split
-        from fibtui.runners.session import prepare_resume, prepare_retry, prepare_run
+        from fibtui.services.runs import prepare_resume, prepare_retry, prepare_run
 
         run_id = None
         try:
