@@ -1199,7 +1199,7 @@ class FibApp(App[int]):
 
     def _baseline_dir(self) -> Path | None:
         """The promoted best solution, when there is one: gates are paired against it."""
-        from fibtui.core.archive import best_solution_path
+        from fibtui.services.archive import best_solution_path
 
         ws = self.workspace
         if ws is None or ws.active is None:

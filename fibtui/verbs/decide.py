@@ -68,8 +68,8 @@ def _round_args(p: argparse.ArgumentParser) -> None:
 
 
 if TYPE_CHECKING:
-    from fibtui.core.archive import DecisionResult
     from fibtui.core.workspace import Workspace
+    from fibtui.services.archive import DecisionResult
     from fibtui.verbs._common import Common, Subparsers
 
 
@@ -273,8 +273,9 @@ def reject(args: argparse.Namespace) -> int:
 
 @_refused_as_json
 def archive(args: argparse.Namespace) -> int:
-    from fibtui.core import archive as arch
-    from fibtui.core.archive import DecisionResult, RoundRecord
+    from fibtui.core.archive import RoundRecord
+    from fibtui.services import archive as arch
+    from fibtui.services.archive import DecisionResult
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
@@ -317,6 +318,7 @@ def round_summary(args: argparse.Namespace) -> int:
     from fibtui.core import archive, stats
     from fibtui.core.errors import UsageError
     from fibtui.services import decide
+    from fibtui.services.archive import summary_for_runs
     from fibtui.verbs._common import emit_json, workspace_from
 
     ws = workspace_from(args)
@@ -329,7 +331,7 @@ def round_summary(args: argparse.Namespace) -> int:
             )
         first = archive.load_run(root, args.runs[0])
         d, workloads = decide.dataset_for(ws, first.record.get("definition"))
-        md, report = archive.summary_for_runs(
+        md, report = summary_for_runs(
             root,
             args.runs,
             args.candidate,

@@ -182,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
         # this machine's backend first; what its GPU cannot run goes to Modal's B200 after
         args.backend = default_backend()
     if args.baseline == "best":
-        from fibtui.core.archive import best_solution_path
         from fibtui.core.errors import UsageError
+        from fibtui.services.archive import best_solution_path
 
         best = best_solution_path(ws.archive_root, ws.config_for(args.definition).language)
         if best is None:

@@ -23,10 +23,10 @@ from fibtui.ui.panes.base import Pane
 from fibtui.verdict_colours import colour_of
 
 if TYPE_CHECKING:
-    from fibtui.core.archive import DecisionResult
     from fibtui.core.past_verdicts import PairedRun
     from fibtui.core.stats import CompareOutcome
     from fibtui.runners.parity import ParityStatus
+    from fibtui.services.archive import DecisionResult
 
 
 class PromotionPane(Pane):
