@@ -18,7 +18,7 @@ from fibtui.core.runs import list_runs, read_journal, run_state
 from fibtui.core.sequential import Assessment, SequentialPlan, WorkloadState
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import JobFinished, LogLine
-from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 from tests.runner_helpers import make_candidate, make_tiny_workspace
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""fibtui.core.archive: names, never-overwrite archiving, round records and summaries, promote,
+"""fibtui.core.archive and fibtui.services.archive: names, never-overwrite archiving, round records and summaries, promote,
 reject (restoring the kernel with git), archive, and their CLI verbs."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from fibtui.core import archive, stats
 from fibtui.core.dataset import Dataset
 from fibtui.core.errors import InputError
+from fibtui.services import archive as archive_ops
 from tests.conftest import DEMO, DEMO_DEFINITION, run_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ def _workspace_with_round(tmp_path: Path, *, git_init: bool = True) -> Path:
     ws = tmp_path / "ws"
     shutil.copytree(DEMO, ws, ignore=shutil.ignore_patterns("__pycache__"))
     for run in (GATE_RUN, SWEEP_RUN):
-        archive.archive_run(ws / "optimize_ops", RUNS / run)
+        archive_ops.archive_run(ws / "optimize_ops", RUNS / run)
     if git_init:
         _git_repo(ws)
     return ws
@@ -118,7 +119,7 @@ def test_archiving_never_overwrites(names: list[str]) -> None:
         for i, name in enumerate(names):
             f = src / name
             f.write_text(f"content {i}")
-            archived.append((archive.archive_file(root, f), f"content {i}"))
+            archived.append((archive_ops.archive_file(root, f), f"content {i}"))
             f.unlink()
         paths = [p for p, _ in archived]
         assert len(set(paths)) == len(paths)
@@ -133,22 +134,22 @@ def test_archive_run_drops_work_and_never_overwrites(tmp_path: Path) -> None:
     (src / "work" / "slot-0").mkdir(parents=True)
     (src / "work" / "slot-0" / "x").write_text("scratch")
     root = tmp_path / "optimize_ops"
-    first = archive.archive_run(root, src)
-    second = archive.archive_run(root, src)
+    first = archive_ops.archive_run(root, src)
+    second = archive_ops.archive_run(root, src)
     assert first.name == GATE_RUN and second.name == f"{GATE_RUN}_run2"
     assert not (first / "work").exists()
     assert (first / "journal.jsonl").is_file() and (first / "run.json").is_file()
     assert (first / "snapshots" / "candidate-v2_smallb_splitv" / "sources" / "kernel.py").is_file()
     assert sorted(p.name for p in first.glob("worker*.log"))
     with pytest.raises(InputError, match="journal"):
-        archive.archive_run(root, tmp_path)
+        archive_ops.archive_run(root, tmp_path)
 
 
 def test_best_snapshot_is_named_latency_first(tmp_path: Path) -> None:
     _need_round()
     snap = RUNS / SWEEP_RUN / "snapshots" / "candidate-v2_smallb_splitv"
     root = tmp_path / "optimize_ops"
-    written = archive.write_best(
+    written = archive_ops.write_best(
         root,
         snap,
         language="triton",
@@ -161,7 +162,7 @@ def test_best_snapshot_is_named_latency_first(tmp_path: Path) -> None:
     assert (written[1] / "sources" / "kernel.py").read_text() == (
         snap / "sources" / "kernel.py"
     ).read_text()
-    again = archive.write_best(
+    again = archive_ops.write_best(
         root,
         snap,
         language="triton",
@@ -171,7 +172,7 @@ def test_best_snapshot_is_named_latency_first(tmp_path: Path) -> None:
         latency_us=8.022,
     )
     assert again[0].name == "gdn_decode_demo_lat8p022us_run2.kernel.py"
-    best = archive.read_best(root, "triton")
+    best = archive_ops.read_best(root, "triton")
     assert best["current"] == again[0].name and best["history"][0]["current"] == written[0].name
 
 
@@ -186,14 +187,14 @@ def test_config_comments_survive(tmp_path: Path) -> None:
         '# my solution, do not lose this comment\n[solution]\nname = "old"  # the name\n'
         'definition = "d"\n\n# build notes\n[build]\nlanguage = "triton"\n'
     )
-    archive.set_config_value(cfg, "solution.name", "d_v2_smallb_splitv")
+    archive_ops.set_config_value(cfg, "solution.name", "d_v2_smallb_splitv")
     text = cfg.read_text()
     assert "# my solution, do not lose this comment" in text and "# build notes" in text
     assert 'name = "d_v2_smallb_splitv"' in text
     assert text.count("[solution]") == 1
     cfg.write_text("[solution\n")
     with pytest.raises(InputError):
-        archive.set_config_value(cfg, "solution.name", "x")
+        archive_ops.set_config_value(cfg, "solution.name", "x")
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,10 +211,10 @@ def test_round_summary_regenerates_identically(tmp_path: Path) -> None:
     ws = _workspace_with_round(tmp_path, git_init=False)
     root = ws / "optimize_ops"
     d, workloads = _demo_dataset()
-    inputs = archive.gather_round(root, definition_obj=d, workloads=workloads)
+    inputs = archive_ops.gather_round(root, definition_obj=d, workloads=workloads)
     assert [r.run_id for r in inputs.runs] == [GATE_RUN, SWEEP_RUN]
     assert inputs.deciding.run_id == SWEEP_RUN and inputs.deciding_kind == "sweep"
-    result = archive.archive_only(
+    result = archive_ops.archive_only(
         inputs, reason="kept for the test", definition_obj=d, workloads=workloads
     )
     md_path = root / result.record.summary
@@ -377,7 +378,7 @@ def test_reject_of_an_unmeasured_edit_leaves_the_recorded_rounds_alone(
 ) -> None:
     ws = _workspace_with_round(tmp_path)
     root = ws / "optimize_ops"
-    archive.archive_only(archive.gather_round(root), reason="kept")
+    archive_ops.archive_only(archive_ops.gather_round(root), reason="kept")
     before = (root / archive.ROUNDS_FILE).read_text()
     code, _, err = run_cli(capsys, "reject", "--workspace", str(ws))
     assert code == 2 and "already decided" in err  # nothing edited, the newest round is decided
@@ -412,7 +413,7 @@ def test_reject_restores_from_the_best_snapshot_without_git(tmp_path: Path) -> N
     shutil.copytree(DEMO, ws, ignore=shutil.ignore_patterns("__pycache__"))
     root = ws / "optimize_ops"
     snap = RUNS / SWEEP_RUN / "snapshots" / "baseline-triton"
-    archive.write_best(
+    archive_ops.write_best(
         root,
         snap,
         language="triton",
@@ -423,7 +424,7 @@ def test_reject_restores_from_the_best_snapshot_without_git(tmp_path: Path) -> N
     )
     kernel = ws / "solution" / "triton" / "kernel.py"
     kernel.write_text("broken candidate\n")
-    result = archive.reject(
+    result = archive_ops.reject(
         None,
         workspace_root=ws,
         source_dir=ws / "solution" / "triton",
@@ -460,7 +461,7 @@ def test_archive_verb_keeps_a_candidate_and_files(capsys, tmp_path: Path) -> Non
 def test_aa_sessions_include_same_code_paired_runs(tmp_path: Path) -> None:
     _need_round()
     root = tmp_path / "optimize_ops"
-    dest = archive.archive_run(root, RUNS / GATE_RUN)
+    dest = archive_ops.archive_run(root, RUNS / GATE_RUN)
     record = json.loads((dest / "run.json").read_text())
     for s in record["solutions"]:
         s["source_hash"] = "same"
@@ -668,7 +669,7 @@ def test_a_copy_refused_half_way_leaves_no_half_made_entry(
     (root / "runs").mkdir(parents=True)
     refused = _refuse_writes_under(monkeypatch, root, errno.EACCES, after=3)
     with pytest.raises(WriteFailed) as exc:
-        archive.archive_run(root, run_folder)
+        archive_ops.archive_run(root, run_folder)
     assert (
         refused and "Permission denied" in exc.value.one_line() and "\n" not in exc.value.one_line()
     )
@@ -711,13 +712,15 @@ def test_reading_best_json_with_a_huge_number_is_one_line(tmp_path: Path) -> Non
         '{"current": "k.kernel.py", "latency_us": 1' + "0" * 5000 + "}"
     )
     with pytest.raises(InputError) as exc:
-        archive.read_best(tmp_path, "triton")
+        archive_ops.read_best(tmp_path, "triton")
     assert (
         exc.value.one_line()
         == f"{folder / 'best.json'}: not JSON: a number with more than 4300 digits"
     )
     (folder / "best.json").write_bytes(b'\xef\xbb\xbf{"current": "k.kernel.py", "snapshot": "k"}')
-    assert archive.read_best(tmp_path, "triton")["snapshot"] == "k"  # a byte-order mark is accepted
+    assert (
+        archive_ops.read_best(tmp_path, "triton")["snapshot"] == "k"
+    )  # a byte-order mark is accepted
 
 
 # -- a decision refused by the file system archives nothing; a tampered run.json is one line ----

@@ -286,9 +286,10 @@ def test_a_gate_verdict_takes_the_shares_its_start_analysed(
     """fibtui run --workloads rep analyses the newest full run for its representatives, then its
     verdict names the bands' latency shares of that same analysis: the rows are analysed once,
     and the shares are the ones a fresh analysis gives. A changed run record is analysed again."""
-    from fibtui.core import decisions, plan, regimes
+    from fibtui.core import plan, regimes
     from fibtui.core.demo import create_demo_workspace
     from fibtui.core.workspace import open_workspace
+    from fibtui.services import decide
 
     _need_round()
     monkeypatch.setenv("FIBTUI_CACHE_DIR", str(tmp_path / "cache"))
@@ -296,14 +297,14 @@ def test_a_gate_verdict_takes_the_shares_its_start_analysed(
     ws = open_workspace(root)
     definition = ws.config_for(None).definition
     monkeypatch.setattr(regimes.analysis, "_SHARES_SEEN", {})
-    fresh = decisions.band_shares(ws, definition)  # nothing remembered: analysed here
+    fresh = decide.band_shares(ws, definition)  # nothing remembered: analysed here
     assert fresh[0] and SWEEP_RUN in str(fresh[1])
     analyses = _count_calls(monkeypatch, regimes, "analyze")
     reps = plan.gate_representatives(ws)
     assert len(reps) == 3 and len(analyses) == 1
-    assert decisions.band_shares(ws, definition) == fresh
+    assert decide.band_shares(ws, definition) == fresh
     assert len(analyses) == 1  # the verdict's shares came from the start's analysis
     sweep = root / "optimize_ops" / "runs" / SWEEP_RUN / "run.json"
     sweep.write_text(sweep.read_text())  # the same rows, but another file
-    assert decisions.band_shares(ws, definition) == fresh
+    assert decide.band_shares(ws, definition) == fresh
     assert len(analyses) == 2

@@ -31,7 +31,7 @@ import pytest
 from fibtui.core.runs import list_runs, read_journal
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.journaling import interrupt
-from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 from tests.conftest import REPO, run_cli
 from tests.runner_helpers import PY_TEMPLATE, make_tiny_workspace
 

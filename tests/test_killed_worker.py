@@ -17,7 +17,7 @@ import pytest
 from fibtui.core.runs import read_journal
 from fibtui.core.workspace import open_workspace
 from fibtui.runners import killed
-from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 from tests.runner_helpers import PY_TEMPLATE, make_tiny_workspace
 
 #: a correct kernel that writes its worker's pid, then takes a while (the test kills it meanwhile)

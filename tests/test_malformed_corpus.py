@@ -52,6 +52,7 @@ from fibtui.core import (
     workspace,
 )
 from fibtui.core.errors import InputError
+from fibtui.services import archive as archive_ops
 from tests.runner_helpers import TINY, TINY_DEFINITION, make_tiny_workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -711,7 +712,10 @@ def test_best_pointer_fuzz(fuzz_dir: Path, data: bytes) -> None:
     root = fuzz_dir / "archive_b"
     (root / "best_solution_triton").mkdir(parents=True, exist_ok=True)
     read_with(
-        lambda p: (archive.read_best(root, "triton"), archive.best_solution_path(root, "triton")),
+        lambda p: (
+            archive_ops.read_best(root, "triton"),
+            archive_ops.best_solution_path(root, "triton"),
+        ),
         root / "best_solution_triton" / "best.json",
         data,
     )

@@ -123,12 +123,12 @@ def test_compare_on_a_representative_record_in_the_demo(capsys, tmp_path) -> Non
     # what `fibtui run` prints after a paired run (the same comparison)
     from rich.console import Console
 
-    from fibtui.core import decisions
     from fibtui.core.workspace import open_workspace
+    from fibtui.services import decide
     from fibtui.verbs.compare import print_verdict
 
     con = Console(record=True, width=200)
-    print_verdict(con, decisions.compare(open_workspace(demo_ws), str(path)))
+    print_verdict(con, decide.compare(open_workspace(demo_ws), str(path)))
     text = con.export_text()
     assert "MIXED  faster at batch_size=1 by 24% (4.9% of latency); unchanged at" in text
     assert "batch_size=48: ratio 1.0004" in text and "unchanged, 19.6% of latency" in text

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from fibtui.core import decisions, measures, stats
+from fibtui.core import measures, stats
+from fibtui.services import decide
 from tests.conftest import run_cli
 from tests.typed_rows import typed
 
@@ -206,7 +207,7 @@ def test_a_named_baseline_comes_from_the_workspace_setting(tmp_path: Path) -> No
         ],
         definition="d",
     )
-    nums = decisions.score_numerators(ws, [SimpleNamespace(table=table)], stats.TimingKey("cupti"))
+    nums = decide.score_numerators(ws, [SimpleNamespace(table=table)], stats.TimingKey("cupti"))
     assert [(n.denominator, dict(n.latencies)) for n in nums] == [
         ("solution wrapper", {"a": pytest.approx(0.6)})
     ]
@@ -214,7 +215,7 @@ def test_a_named_baseline_comes_from_the_workspace_setting(tmp_path: Path) -> No
     from fibtui.core.errors import InputError
 
     with pytest.raises(InputError, match="score.baseline"):
-        decisions.score_numerators(ws, [], stats.TimingKey("cupti"))
+        decide.score_numerators(ws, [], stats.TimingKey("cupti"))
 
 
 def test_the_archived_round_still_promotes_under_the_mean_latency_rule() -> None:

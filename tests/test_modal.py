@@ -34,7 +34,7 @@ from fibtui.runners.modal_runner import (
     modal_settings,
     plan_modal,
 )
-from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 from tests.conftest import DEMO_DEFINITION, REPO
 from tests.runner_helpers import TINY, make_candidate, make_tiny_workspace
 
@@ -987,7 +987,7 @@ def test_modal_modules_are_imported_only_by_the_modal_backend(tmp_path: Path) ->
         "import fibtui.cli, fibtui.ui.app\n"
         "fibtui.cli.build_parser()\n"
         "from fibtui.core.workspace import open_workspace\n"
-        "from fibtui.runners.session import RunOptions, prepare_run\n"
+        "from fibtui.services.runs import RunOptions, prepare_run\n"
         f"prepare_run(open_workspace({str(root)!r}), RunOptions(backend='interpreter', workloads='all'))\n"
         "before = sorted(m for m in sys.modules if m == 'modal' or m.startswith(('modal.', 'fibtui.runners.modal')))\n"
         f"prepare_run(open_workspace({str(root)!r}), RunOptions(backend='modal', modal_in_process=True, workloads='all'))\n"

@@ -22,7 +22,7 @@ from fibtui.core.runs import read_journal
 from fibtui.core.settings import set_setting
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.modal_runner import plan_modal, worst_case_container_seconds
-from fibtui.runners.session import RunOptions, prepare_run
+from fibtui.services.runs import RunOptions, prepare_run
 from tests.fake_modal import FakeModal
 from tests.runner_helpers import PY_TEMPLATE, make_candidate, make_tiny_workspace
 

@@ -25,7 +25,7 @@ pytest.importorskip("modal_proto")
 from fibtui.core.workspace import open_workspace  # noqa: E402
 from fibtui.runners import modal_app  # noqa: E402
 from fibtui.runners.modal_runner import ModalRunner  # noqa: E402
-from fibtui.runners.session import RunOptions, prepare_run  # noqa: E402
+from fibtui.services.runs import RunOptions, prepare_run  # noqa: E402
 from tests.modal_servicer import ModalServer  # noqa: E402
 from tests.runner_helpers import PY_TEMPLATE, make_candidate, make_tiny_workspace  # noqa: E402
 from tests.test_modal_faults import HANGS, HOLDS_GIL  # noqa: E402
@@ -195,7 +195,9 @@ def test_the_doctor_checks_the_container_and_runs_a_one_workload_gate(
         app_name="doctor", gpu="B200", image_ref="python:3.11", timeout_s=300, max_containers=1
     )
     lines: list[str] = []
-    report = modal_doctor.run_doctor(ws, lines.append, handles=handles, engine="interpreter")
+    report = modal_doctor.run_doctor(
+        ws, lines.append, prepare=prepare_run, handles=handles, engine="interpreter"
+    )
     assert servicer.unimplemented == [], servicer.unimplemented
     checks = {c.name: c for c in report.checks}
     assert checks["modal client"].ok and checks["credentials"].ok
@@ -259,7 +261,7 @@ def test_ncu_on_modal_brings_the_report_back_or_says_it_cannot(
     import sys
 
     from fibtui.runners import modal_ncu
-    from fibtui.runners.session import profile_request
+    from fibtui.services.runs import profile_request
     from tests.test_ncu import BASE, TEXT_PAGE, details_csv, raw_csv
 
     bindir = tmp_path / "bin"

@@ -14,7 +14,7 @@ import pytest
 from fibtui.core.runs import read_journal
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import JobFinished, WorkerRestarted
-from fibtui.runners.session import RunOptions, prepare_run
+from fibtui.services.runs import RunOptions, prepare_run
 from tests.runner_helpers import make_candidate, make_tiny_workspace
 
 pytestmark = pytest.mark.slow
@@ -121,7 +121,7 @@ def test_gpus_visible_to_fibtui_follow_cuda_visible_devices(
 def test_each_gpu_worker_gets_the_users_own_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """CUDA_VISIBLE_DEVICES=2,0 on a 3-GPU box: two workers, on GPU 2 and GPU 0 (never 0 and 1)."""
     from fibtui.core import backends
-    from fibtui.runners.session import worker_pool
+    from fibtui.runners.local import worker_pool
 
     monkeypatch.setattr(backends, "_gpus", lambda: GPUS)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")

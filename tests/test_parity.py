@@ -32,7 +32,7 @@ from fibtui.runners.parity import (
     parity_status,
     parity_tau,
 )
-from fibtui.runners.session import RunOptions, prepare_run
+from fibtui.services.runs import RunOptions, prepare_run
 from tests.conftest import DEMO_DEFINITION, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "parity"

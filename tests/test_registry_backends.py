@@ -183,7 +183,7 @@ def test_a_toy_backend_gets_its_flag_help_and_a_run(toy: Any, tmp_path: Path, ca
 
 def test_a_toy_run_resumes_through_its_factory(toy: Any, tmp_path: Path, capsys) -> None:
     from fibtui.core.workspace import open_workspace
-    from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+    from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 
     ws = open_workspace(make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2, 3)))
     options = RunOptions(backend="toy", workloads="all", backend_options={"toy_speed": 4.0})

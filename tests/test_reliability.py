@@ -36,7 +36,7 @@ import pytest
 from fibtui.core.runs import list_runs, read_journal
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import LogLine
-from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 from tests.runner_helpers import PY_TEMPLATE, make_candidate, make_tiny_workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -951,7 +951,7 @@ def test_archiving_never_overwrites_under_random_collisions(tmp_path_factory) ->
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from fibtui.core.archive import archive_file
+    from fibtui.services.archive import archive_file
 
     names = st.sampled_from(
         ["a.json", "a.json", "a.json", "b.ncu-rep", "a", "a_run2.json", "x.tar.gz", "run", "r.log"]
@@ -1007,7 +1007,7 @@ def test_archiving_never_overwrites_under_random_collisions(tmp_path_factory) ->
 def test_concurrent_archiving_processes_never_overwrite(tmp_path: Path) -> None:
     """Four processes archive 15 files each under the same three names at the same time."""
     code = (
-        "import sys; from pathlib import Path; from fibtui.core.archive import archive_file\n"
+        "import sys; from pathlib import Path; from fibtui.services.archive import archive_file\n"
         "root, me = Path(sys.argv[1]), sys.argv[2]\n"
         "for i in range(15):\n"
         "    src = root / 'src' / f'{me}-{i}.json'\n"
@@ -1100,8 +1100,8 @@ def test_reject_archives_first_even_when_the_restore_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The order matters: when restoring blows up, the rejected kernel is already in the archive."""
-    from fibtui.core import archive
-    from fibtui.core.archive import decide
+    from fibtui.services import archive
+    from fibtui.services.archive import decide
 
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1,), kernel="good_py")
     git(root, "init", "-q")

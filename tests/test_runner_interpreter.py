@@ -17,7 +17,7 @@ import pytest
 from fibtui.core.runs import list_runs, read_journal
 from fibtui.core.workspace import open_workspace
 from fibtui.runners.events import JobFinished
-from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 from tests.runner_helpers import make_candidate, make_tiny_workspace
 
 pytestmark = pytest.mark.slow
@@ -315,7 +315,7 @@ def test_retry_failed_jobs_merges_back_into_the_same_run(tmp_path: Path) -> None
     record = prepared.runner.run(lambda e: None).to_json()
     assert record["summary"]["passed"] == 0
     # A retry reruns the run's own snapshot (never the workspace): still wrong, still one journal.
-    from fibtui.runners.session import prepare_retry
+    from fibtui.services.runs import prepare_retry
 
     record = prepare_retry(ws, prepared.run_id).runner.run(lambda e: None).to_json()
     contents = read_journal(prepared.folder / "journal.jsonl")

@@ -570,7 +570,7 @@ def test_a_tampered_snapshot_or_header_cannot_point_outside_the_run(tmp_path: Pa
     """A run's solution.json snapshot edited to hold '../' sources, and a journal header whose
     snapshot folder climbs out: resume refuses both with one line."""
     from fibtui.core.workspace import open_workspace
-    from fibtui.runners.session import RunOptions, prepare_resume, prepare_run
+    from fibtui.services.runs import RunOptions, prepare_resume, prepare_run
 
     root = make_tiny_workspace(tmp_path / "ws")
     ws = open_workspace(root)
@@ -908,7 +908,7 @@ def test_a_kernel_never_sees_any_kind_of_planted_secret(
     for each by name and by value (its source holds the names, never the values) and finds none;
     no value lands in any file of the run, its logs or the workspace."""
     from fibtui.core.workspace import open_workspace
-    from fibtui.runners.session import RunOptions, prepare_run
+    from fibtui.services.runs import RunOptions, prepare_run
 
     planted = {name: f"planted-{uuidlib.uuid4().hex}" for _, name in SECRET_TABLE}
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))

@@ -12,7 +12,7 @@ import pytest
 
 from fibtui.core.runs import read_journal
 from fibtui.core.workspace import open_workspace
-from fibtui.runners.session import RunOptions, prepare_run
+from fibtui.services.runs import RunOptions, prepare_run
 from fibtui.worker import sidefx
 from tests.runner_helpers import PY_TEMPLATE, make_tiny_workspace
 

@@ -14,8 +14,8 @@ import pytest
 
 from fibtui.core.runs import JobResult, Journal, write_record
 from fibtui.core.workspace import open_workspace
-from fibtui.runners import session
 from fibtui.runners.events import JobFinished, RunFinished, RunStarted
+from fibtui.services import runs as run_service
 from fibtui.ui import messages
 from fibtui.ui.app import make_app
 from tests.runner_helpers import make_tiny_workspace
@@ -81,22 +81,22 @@ def gated_app(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("FIBTUI_CONFIG_DIR", str(tmp_path / "config"))
     root = make_tiny_workspace(tmp_path / "ws", batch_sizes=(1, 2))
     gates = Gates()
-    real = session.prepare_run
+    real = run_service.prepare_run
 
     def prepare(ws, options):
         prepared = real(ws, options)
         prepared.runner = stand_in_runner(gates, prepared)
         return prepared
 
-    real_resume = session.prepare_resume
+    real_resume = run_service.prepare_resume
 
     def resume(ws, run_id, options=None):
         prepared = real_resume(ws, run_id, options)
         prepared.runner = stand_in_runner(gates, prepared)
         return prepared
 
-    monkeypatch.setattr(session, "prepare_run", prepare)
-    monkeypatch.setattr(session, "prepare_resume", resume)
+    monkeypatch.setattr(run_service, "prepare_run", prepare)
+    monkeypatch.setattr(run_service, "prepare_resume", resume)
     app = make_app(open_workspace(root))
     app.run_control.note_acknowledged = True
     app.run_control.gates.backend_name = "interpreter"

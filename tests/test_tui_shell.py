@@ -527,12 +527,12 @@ async def test_keeping_a_worker_warm_without_a_backend_is_silent(
 ) -> None:
     """After a Modal sweep on a machine without torch, say: nothing to keep warm, and no dialog."""
     from fibtui.core.errors import UsageError
-    from fibtui.runners import session
+    from fibtui.services import runs
 
     def no_backend(*_a, **_k):
         raise UsageError("the interpreter backend needs torch and triton")
 
-    monkeypatch.setattr(session, "check_backend", no_backend)
+    monkeypatch.setattr(runs, "check_backend", no_backend)
     app = make_app(open_workspace(demo_ws))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)

@@ -190,21 +190,21 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
 
     from textual.worker import Worker
 
-    from fibtui.core import decisions
     from fibtui.runners.session import RunOptions
+    from fibtui.services import decide
 
     monkeypatch.setenv("FIBTUI_WORKERS_DAEMON", "0")
     root, app = tiny_app(tmp_path, monkeypatch, batch_sizes=(1, 2))
     baseline = tmp_path / "baseline"
     shutil.copytree(root / "solution" / "triton", baseline)
     compared: list[str] = []
-    plain = decisions.compare
+    plain = decide.compare
 
     def counted(ws, run_id, *args, **kwargs):
         compared.append(run_id)
         return plain(ws, run_id, *args, **kwargs)
 
-    monkeypatch.setattr(decisions, "compare", counted)
+    monkeypatch.setattr(decide, "compare", counted)
     seen: list[tuple[float, object]] = []
     async with app.run_test(
         size=(120, 40), message_hook=lambda m: seen.append((time.monotonic(), m))

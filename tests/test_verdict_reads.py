@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fibtui.core import cachefile, decisions, stats
+from fibtui.core import cachefile, stats
 from fibtui.core.results import registry
 from fibtui.core.runs import RunRecord, list_runs
 from fibtui.core.workspace import open_workspace
+from fibtui.services import decide
 
 REPO = Path(__file__).resolve().parent.parent
 SWEEP_RUN = "20261129-103545_demo_local"
@@ -68,9 +69,9 @@ def test_the_run_verdict_reads_no_run_json(demo, monkeypatch: pytest.MonkeyPatch
     # is the listing's read, not the verdict's; the copied files count as settled at once
     monkeypatch.setattr(cachefile, "settled", lambda key: key is not None)
     list_runs(ws.archive_root)
-    expected = decisions.compare(ws, SWEEP_RUN)
+    expected = decide.compare(ws, SWEEP_RUN)
     opens = Opens(monkeypatch, path)
-    outcome = decisions.run_verdict(ws, record)
+    outcome = decide.run_verdict(ws, record)
     assert opens.count == 0
     assert outcome is not None and outcome.single is not None
     assert outcome.single.verdict == stats.PROMOTE

@@ -24,7 +24,7 @@ from fibtui.core.workspace import open_workspace  # noqa: E402
 from fibtui.runners.local import GIVE_BACKS, WarmWorkers  # noqa: E402
 from fibtui.runners.service.client import AdoptedWorker, Client, ServiceWorkers  # noqa: E402
 from fibtui.runners.service.common import PROTOCOL, log_path  # noqa: E402
-from fibtui.runners.session import RunOptions, prepare_run  # noqa: E402
+from fibtui.services.runs import RunOptions, prepare_run  # noqa: E402
 from fibtui.worker.engine import Engine, EngineConfig  # noqa: E402
 from tests.runner_helpers import TINY_DEFINITION, make_tiny_workspace  # noqa: E402
 from tests.test_worker_service import (  # noqa: E402

@@ -43,7 +43,7 @@ from fibtui.runners.service.common import (
     log_path,
     socket_path,
 )
-from fibtui.runners.session import RunOptions, prepare_run
+from fibtui.services.runs import RunOptions, prepare_run
 from tests.conftest import run_cli
 from tests.runner_helpers import make_candidate, make_tiny_workspace
 from tests.test_reliability import HOSTILE, add_kernel, kill_marked, marked_pids

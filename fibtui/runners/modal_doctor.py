@@ -23,6 +23,7 @@ from fibtui.core.errors import UsageError
 
 if TYPE_CHECKING:
     from fibtui.core.workspace import Workspace
+    from fibtui.runners.session import PreparedRun, RunOptions
 
 #: the modal client versions fibtui is tested with (pyproject.toml pins the same range)
 SUPPORTED = ((1, 6, 4), (1, 7, 0))
@@ -208,10 +209,13 @@ def run_doctor(
     ws: Workspace,
     say: Callable[[str], None],
     *,
+    prepare: Callable[[Workspace, RunOptions], PreparedRun],
     handles: Any = None,
     engine: str | None = None,
 ) -> DoctorReport:
-    """The local checks, then the probe and the 1-workload gate on Modal. ``handles``: the Modal
+    """The local checks, then the probe and the 1-workload gate on Modal. ``prepare``: how the
+    gate's run is prepared (:func:`fibtui.services.runs.prepare_run`: the application's, which a
+    runner does not import); ``handles``: the Modal
     app to use (default: built from the workspace's settings); ``engine``: the gate's engine
     (tests on a CPU pass ``interpreter``; on Modal it is the container's GPU)."""
     from fibtui.runners import modal_app
@@ -221,7 +225,7 @@ def run_doctor(
         container_rate_usd_per_hour,
         modal_settings,
     )
-    from fibtui.runners.session import RunOptions, prepare_run
+    from fibtui.runners.session import RunOptions
 
     report = DoctorReport(checks=[client_check(), credentials_check()])
     for c in report.checks:
@@ -266,7 +270,7 @@ def run_doctor(
         job_timeout_s=settings.job_timeout_s,
         modal_in_process=engine == "interpreter",
     )
-    prepared = prepare_run(ws, options)
+    prepared = prepare(ws, options)
     runner = prepared.runner
     assert isinstance(runner, ModalRunner)
     runner.settings = doctor_settings(runner.settings)

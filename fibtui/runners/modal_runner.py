@@ -736,7 +736,7 @@ def rerun_cost(ws: Workspace, run_id: str, retry: bool) -> tuple[RunCost, ModalS
 
 
 # --------------------------------------------------------------------------------------------
-# Wiring into runners.session (prepare_run / prepare_resume)
+# Wiring into the run service (fibtui.services.runs: prepare_run / prepare_resume)
 # --------------------------------------------------------------------------------------------
 
 

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from fibtui.core.plan import SweepEstimate
     from fibtui.core.workspace import Workspace
     from fibtui.runners.modal_runner import ModalPlan, ModalSettings, RunCost
-    from fibtui.runners.session import RunOptions
     from fibtui.runners.split import Send
+    from fibtui.services.runs import RunOptions
     from fibtui.ui.app import FibApp
     from fibtui.ui.messages import RunEvent, VerdictReady
     from fibtui.ui.screens.candidate import Choice

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fibtui.core.workspace import Candidate, Workspace
     from fibtui.runners.local import WarmWorkers
     from fibtui.runners.service.client import ServiceWorkers
-    from fibtui.runners.session import RunOptions
+    from fibtui.services.runs import RunOptions
     from fibtui.ui.app import FibApp
     from fibtui.ui.screens.candidate import Choice
 
@@ -105,7 +105,7 @@ class GatePlanner:
 
     def baseline_dir(self) -> Path | None:
         """The promoted best solution, when there is one: gates are paired against it."""
-        from fibtui.core.archive import best_solution_path
+        from fibtui.services.archive import best_solution_path
 
         ws = self.app.workspace
         if ws is None or ws.active is None:
@@ -115,7 +115,7 @@ class GatePlanner:
     def gate_options(self, workloads: str, repeats: int = 1, quick: bool = True) -> RunOptions:
         """``quick``: on the CPU interpreter a gate takes the smallest workload of each band."""
         from fibtui.core import regimes
-        from fibtui.runners.session import RunOptions
+        from fibtui.services.runs import RunOptions
 
         if self.base_choice is None:
             best = self.baseline_dir()
@@ -323,7 +323,7 @@ class GatePlanner:
 
     def _prewarm_in_thread(self, options: RunOptions) -> None:
         from fibtui.runners.local import worker_pool
-        from fibtui.runners.session import check_backend, engine_config
+        from fibtui.services.runs import check_backend, engine_config
 
         ws = self.workspace
         warm = self.warm

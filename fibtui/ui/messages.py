@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from fibtui.core.archive import DecisionResult
     from fibtui.core.dataset import Definition, WorkloadSet
     from fibtui.core.ncu import KernelSummary, ReportDiff
     from fibtui.core.past_verdicts import PairedRun
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from fibtui.core.stats import CompareOutcome
     from fibtui.runners.events import RunEvent as RunnerEvent
     from fibtui.runners.parity import ParityStatus
+    from fibtui.services.archive import DecisionResult
 
 # ---------------------------------------------------------------- the app
 

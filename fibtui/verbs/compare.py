@@ -121,13 +121,14 @@ def register(sub: Subparsers, common: Common) -> None:
 
 
 def compare(args: argparse.Namespace) -> int:
-    from fibtui.core import decisions, stats
+    from fibtui.core import stats
     from fibtui.core.errors import UsageError
+    from fibtui.services import decide
     from fibtui.verbs._common import emit_json, workspace_from
 
     ws = workspace_from(args, required=False)
     archive_root = ws.archive_root if ws is not None else None
-    outcome = decisions.compare(
+    outcome = decide.compare(
         ws,
         args.base,
         args.cand,

@@ -68,8 +68,8 @@ def _round_args(p: argparse.ArgumentParser) -> None:
 
 
 if TYPE_CHECKING:
-    from fibtui.core.archive import DecisionResult
     from fibtui.core.workspace import Workspace
+    from fibtui.services.archive import DecisionResult
     from fibtui.verbs._common import Common, Subparsers
 
 
@@ -243,12 +243,12 @@ def _refused_as_json(decide: Verb) -> Verb:
 
 @_refused_as_json
 def promote(args: argparse.Namespace) -> int:
-    from fibtui.core import decisions
+    from fibtui.services import decide
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
     assert ws is not None
-    result = decisions.promote(
+    result = decide.promote(
         ws,
         args.runs,
         args.candidate,
@@ -262,19 +262,20 @@ def promote(args: argparse.Namespace) -> int:
 
 @_refused_as_json
 def reject(args: argparse.Namespace) -> int:
-    from fibtui.core import decisions
+    from fibtui.services import decide
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
     assert ws is not None
-    result = decisions.reject(ws, args.runs, args.candidate, topic=args.topic, reason=args.reason)
+    result = decide.reject(ws, args.runs, args.candidate, topic=args.topic, reason=args.reason)
     return _report(ws, result, args)
 
 
 @_refused_as_json
 def archive(args: argparse.Namespace) -> int:
-    from fibtui.core import archive as arch
-    from fibtui.core.archive import DecisionResult, RoundRecord
+    from fibtui.core.archive import RoundRecord
+    from fibtui.services import archive as arch
+    from fibtui.services.archive import DecisionResult
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
@@ -303,9 +304,9 @@ def archive(args: argparse.Namespace) -> int:
             decision="archived",
         )
         return _report(ws, DecisionResult(rec, None, written, []), args)
-    from fibtui.core import decisions
+    from fibtui.services import decide
 
-    result = decisions.archive_round(
+    result = decide.archive_round(
         ws, args.runs, args.candidate, topic=args.topic, reason=args.reason
     )
     result.written = written + result.written
@@ -314,8 +315,10 @@ def archive(args: argparse.Namespace) -> int:
 
 def round_summary(args: argparse.Namespace) -> int:
 
-    from fibtui.core import archive, decisions, stats
+    from fibtui.core import archive, stats
     from fibtui.core.errors import UsageError
+    from fibtui.services import decide
+    from fibtui.services.archive import summary_for_runs
     from fibtui.verbs._common import emit_json, workspace_from
 
     ws = workspace_from(args)
@@ -327,8 +330,8 @@ def round_summary(args: argparse.Namespace) -> int:
                 "--runs summarizes undecided runs: it takes no ROUND and writes nothing"
             )
         first = archive.load_run(root, args.runs[0])
-        d, workloads = decisions.dataset_for(ws, first.record.get("definition"))
-        md, report = archive.summary_for_runs(
+        d, workloads = decide.dataset_for(ws, first.record.get("definition"))
+        md, report = summary_for_runs(
             root,
             args.runs,
             args.candidate,
@@ -338,7 +341,7 @@ def round_summary(args: argparse.Namespace) -> int:
         )
     else:
         rec = archive.find_round(root, args.round)
-        d, workloads = decisions.dataset_for(ws, rec.definition)
+        d, workloads = decide.dataset_for(ws, rec.definition)
         md, report = archive.render_round(root, rec, d, workloads)
         if args.write:
             for path in archive.write_round_summary(root, rec, d, workloads):

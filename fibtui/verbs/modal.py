@@ -43,6 +43,7 @@ def doctor(args: argparse.Namespace) -> int:
     from fibtui.core.errors import UsageError
     from fibtui.runners import modal_doctor
     from fibtui.runners.modal_runner import modal_settings
+    from fibtui.services.runs import prepare_run
     from fibtui.verbs._common import emit_json, workspace_from
 
     ws = workspace_from(args)
@@ -68,7 +69,7 @@ def doctor(args: argparse.Namespace) -> int:
                 f"the doctor's worst case (${worst:.2f}) is above [modal] confirm_above_usd "
                 f"(${limit:.2f}): nothing was launched; rerun with --yes"
             )
-        report = modal_doctor.run_doctor(ws, say)
+        report = modal_doctor.run_doctor(ws, say, prepare=prepare_run)
     if args.json:
         emit_json(report.to_json())
     return 0 if report.ok else 1

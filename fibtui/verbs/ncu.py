@@ -389,7 +389,7 @@ def ncu_profile(args: argparse.Namespace) -> int:
                 None, f"not a valid regular expression: {exc}", field="--kernel"
             ) from None
     from fibtui.core.plan import select_workloads
-    from fibtui.runners.session import profile_request
+    from fibtui.services.runs import profile_request
 
     ws = workspace_from(args)
     config = ws.config_for(args.definition)
@@ -468,7 +468,7 @@ def _profile_on_modal(
     from fibtui.core.ncu import attach_workloads, load_exported, report_to_json, summarize
     from fibtui.runners import modal_ncu
     from fibtui.runners import ncu as runner
-    from fibtui.runners.session import profile_request
+    from fibtui.services.runs import profile_request
     from fibtui.verbs._common import console, emit_json
 
     cost, limit = modal_ncu.profile_cost(ws, args.timeout)

@@ -25,7 +25,7 @@ def register(sub: Subparsers, common: Common) -> None:
 
 def _axes_lookup(args: argparse.Namespace) -> AxesLookup | None:
     """Join axes from the workspace's dataset when the result file has none."""
-    from fibtui.core.decisions import axes_lookup
+    from fibtui.services.decide import axes_lookup
     from fibtui.verbs._common import workspace_from
 
     return axes_lookup(workspace_from(args, required=False))

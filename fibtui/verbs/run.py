@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from fibtui.core.stats import CompareOutcome
     from fibtui.core.workspace import Workspace
     from fibtui.runners.service.client import ServiceWorkers
-    from fibtui.runners.session import PreparedRun, RunOptions
+    from fibtui.services.runs import PreparedRun, RunOptions
     from fibtui.verbs._common import CancelOnSignals, Common, Subparsers
 
 
@@ -171,12 +171,7 @@ def register(sub: Subparsers, common: Common) -> None:
 def run(args: argparse.Namespace) -> int:
     from fibtui.core.plan import check_workers
     from fibtui.runners.registry import default_backend
-    from fibtui.runners.session import (
-        RunOptions,
-        prepare_resume,
-        prepare_retry,
-        prepare_run,
-    )
+    from fibtui.services.runs import RunOptions, prepare_resume, prepare_retry, prepare_run
     from fibtui.verbs._common import workspace_from
 
     check_workers(args.workers)  # every backend, before anything is read
@@ -187,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
         # this machine's backend first; what its GPU cannot run goes to Modal's B200 after
         args.backend = default_backend()
     if args.baseline == "best":
-        from fibtui.core.archive import best_solution_path
         from fibtui.core.errors import UsageError
+        from fibtui.services.archive import best_solution_path
 
         best = best_solution_path(ws.archive_root, ws.config_for(args.definition).language)
         if best is None:
@@ -421,12 +416,12 @@ def run_exit_code(record: RunRecord) -> int:
 
 
 def _verdict(args: argparse.Namespace, record: RunRecord) -> CompareOutcome | None:
-    """The paired verdict of a finished paired run, or None (core.decisions.run_verdict)."""
-    from fibtui.core import decisions
+    """The paired verdict of a finished paired run, or None (fibtui.services.decide.run_verdict)."""
+    from fibtui.services import decide
     from fibtui.verbs._common import workspace_from
 
     ws = workspace_from(args)
-    return decisions.run_verdict(ws, record) if ws is not None else None
+    return decide.run_verdict(ws, record) if ws is not None else None
 
 
 class _quiet_if:

@@ -142,7 +142,7 @@ def tag(args: argparse.Namespace) -> int:
         scheme="per-definition" if args.per_definition else None,
         check_remote=not args.no_remote_check,
     )
-    from fibtui.core.archive.best import installed_is_not_best
+    from fibtui.services.archive.best import installed_is_not_best
 
     # what a tag proposes is the promoted best: other checked-in sources are refused (--next says
     # so; --create makes no tag)

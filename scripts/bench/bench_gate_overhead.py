@@ -19,7 +19,7 @@ On a fresh demo workspace (``fibtui demo DIR --no-tui``):
   a run stands when its last job was recorded) becomes the workspace's newest run; a fresh process
   does what ``fibtui run`` did before its jobs (the workspace, the representatives), then is
   timed from there as the CLI goes on after the last job: the recorder's finish (the end line,
-  run.json), the verdict (core.decisions.run_verdict), the summary and the verdict's lines.
+  run.json), the verdict (services.decide.run_verdict), the summary and the verdict's lines.
   Printed: finish, verdict, print and their sum (what bench_cli_gate.py's "record+summary" holds
   besides the worker's close).
 

@@ -25,13 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from fibtui.core.demo import create_demo_workspace  # noqa: E402
 from fibtui.core.workspace import open_workspace  # noqa: E402
 from fibtui.runners.events import JobFinished  # noqa: E402
-from fibtui.runners.local import WarmWorkers  # noqa: E402
-from fibtui.runners.session import (  # noqa: E402
+from fibtui.runners.local import WarmWorkers, worker_pool  # noqa: E402
+from fibtui.services.runs import (  # noqa: E402
     RunOptions,
     check_backend,
     engine_config,
     prepare_run,
-    worker_pool,
 )
 
 

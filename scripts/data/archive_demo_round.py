@@ -18,7 +18,7 @@ copied into ``<root>/optimize_ops/runs/`` (``work/`` left out; never overwriting
 an A/A session (two runs of the same code) into ``optimize_ops/benchmarks/aa.jsonl`` first (paths
 relative to the archive root are recorded when they are inside it).
 
-Then, through fibtui.core.archive and fibtui.core.stats: the verdict on the full sweep; PROMOTE
+Then, through fibtui.core.archive, fibtui.services.archive and fibtui.core.stats: the verdict on the full sweep; PROMOTE
 -> the candidate snapshot under v<major>/, the best snapshot under best_solution_<language>/, the
 round record in docs/rounds.jsonl and the round summary docs/round_<date>_<topic>.md (+ .json);
 any other verdict -> the candidate archived (decision "archived"). The bundled demo keeps its
@@ -43,6 +43,7 @@ from fibtui.core import archive, stats  # noqa: E402
 from fibtui.core.dataset import Dataset  # noqa: E402
 from fibtui.core.results import load_results  # noqa: E402
 from fibtui.core.runs import read_journal  # noqa: E402
+from fibtui.services import archive as archive_ops  # noqa: E402
 
 DEMO_DATASET = REPO / "kernels" / "gdn_decode_demo" / "dataset"
 
@@ -60,7 +61,7 @@ def _copy_runs(archive_root: Path, folders: list[Path]) -> list[str]:
             )
             ids.append(existing.name)
             continue
-        dest = archive.archive_run(archive_root, folder)
+        dest = archive_ops.archive_run(archive_root, folder)
         print(f"run {header.run_id}: archived to {dest.relative_to(archive_root.parent)}")
         ids.append(dest.name)
     return ids
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         rec = existing[-1]
     else:
-        inputs = archive.gather_round(
+        inputs = archive_ops.gather_round(
             archive_root, run_ids=run_ids, definition_obj=definition, workloads=workloads
         )
         notes = [
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             *args.note,
         ]
         if inputs.comparison.verdict == stats.PROMOTE and inputs.deciding_kind == "sweep":
-            result = archive.promote(
+            result = archive_ops.promote(
                 inputs,
                 topic=args.topic,
                 definition_obj=definition,
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 notes=notes,
             )
         else:
-            result = archive.archive_only(
+            result = archive_ops.archive_only(
                 inputs,
                 topic=args.topic,
                 definition_obj=definition,

@@ -2,7 +2,7 @@
 BLOCKED / INCOMPLETE with the geometric-mean ratio G, its interval, tau and where tau came from),
 the per-band breakdown, what blocked a promotion, and the decisions: A archive, P promote,
 R reject-and-restore (each confirmed first). All statistics come from fibtui.core.stats through
-fibtui.core.decisions."""
+fibtui.services.decide."""
 
 from __future__ import annotations
 
@@ -87,9 +87,10 @@ class PromotionPane(Pane):
         History) shows ``run_id``; else the default of core.past_verdicts (the newest GPU
         verdict: a CPU gate never hides it). ``outcome``: ``run_id``'s comparison when the
         caller already has it (the Runs pane's, at a run's end)."""
-        from fibtui.core import decisions, past_verdicts
+        from fibtui.core import past_verdicts
         from fibtui.core.errors import FibError
         from fibtui.runners.parity import parity_status
+        from fibtui.services import decide
 
         ws = self.workspace
         if ws is None:
@@ -118,7 +119,7 @@ class PromotionPane(Pane):
             return
         if outcome is None:
             try:
-                outcome = decisions.compare(ws, chosen)
+                outcome = decide.compare(ws, chosen)
             except FibError as exc:
                 self.post_message(Evaluated(chosen, None, exc.one_line(), parity, why))
                 return
@@ -134,8 +135,9 @@ class PromotionPane(Pane):
         """The verdict word of the newest listed runs not worked out yet (in this thread)."""
         from textual.worker import get_current_worker
 
-        from fibtui.core import decisions, past_verdicts
+        from fibtui.core import past_verdicts
         from fibtui.core.errors import FibError
+        from fibtui.services import decide
 
         for r in runs[:most]:
             if get_current_worker().is_cancelled:  # a newer evaluate took over
@@ -143,7 +145,7 @@ class PromotionPane(Pane):
             key = (r.run_id, r.state)
             if key not in self._words:
                 try:
-                    word = past_verdicts.verdict_word(decisions.compare(self.workspace, r.run_id))
+                    word = past_verdicts.verdict_word(decide.compare(self.workspace, r.run_id))
                 except FibError:
                     word = "cannot compare"
                 self._words[key] = word
@@ -340,17 +342,17 @@ class PromotionPane(Pane):
 
     @work(thread=True, exclusive=True, group="promotion-decide", exit_on_error=False)
     def _decide(self, action: str) -> None:
-        from fibtui.core import decisions
+        from fibtui.services import decide
 
         ws, run_id = self.workspace, self.run_id
         if ws is None or run_id is None:  # decide() asked only with both
             return
         if action == "promote":
-            result = decisions.promote(ws, [run_id])
+            result = decide.promote(ws, [run_id])
         elif action == "reject":
-            result = decisions.reject(ws, [run_id])
+            result = decide.reject(ws, [run_id])
         else:
-            result = decisions.archive_round(ws, [run_id])
+            result = decide.archive_round(ws, [run_id])
         self.post_message(Decided(action, result))
 
     @on(Decided)

@@ -1,7 +1,7 @@
 """Runs pane: every run of the workspace, the selected run's per-workload table (live while it
 runs), a progress bar with pass/fail counts and ETA, and the selected job's log.
 
-The pane starts runs through fibtui.runners.session in a thread worker; the runner's events come
+The pane starts runs through fibtui.services.runs in a thread worker; the runner's events come
 back as messages. It holds no domain logic: statuses, floors and records come from the core.
 """
 
@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from fibtui.core.runs import JobResult, JobSpec, RunRecord
     from fibtui.core.stats import CompareOutcome
     from fibtui.core.workspace import Workspace
-    from fibtui.runners.session import RunOptions
     from fibtui.runners.split import Send
+    from fibtui.services.runs import RunOptions
 
 FLUSH_S = 0.2
 ROWS_PER_FLUSH = 40
@@ -183,9 +183,9 @@ class RunsPane(Pane):
 
     def _verdict_of(self, record: RunRecord) -> tuple[str, CompareOutcome | None]:
         """(verdict line, comparison) of a finished paired run, or ('', None). From a thread."""
-        from fibtui.core import decisions
+        from fibtui.services import decide
 
-        outcome = decisions.run_verdict(self.workspace, record) if self.workspace else None
+        outcome = decide.run_verdict(self.workspace, record) if self.workspace else None
         return (verdict_line(outcome) if outcome is not None else ""), outcome
 
     @work(thread=True, exclusive=True, group="runs-verdict", exit_on_error=False)

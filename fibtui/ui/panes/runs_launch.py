@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from textual.message import Message
 
     from fibtui.core.workspace import Workspace
-    from fibtui.runners.session import RunOptions
     from fibtui.runners.split import Send
+    from fibtui.services.runs import RunOptions
 
 
 def run_in_slot(
@@ -35,7 +35,7 @@ def run_in_slot(
     always, once the thread is done (``labels`` learns what the run is)."""
     from fibtui.core.errors import FibError
     from fibtui.runners import split
-    from fibtui.runners.session import prepare_resume, prepare_retry, prepare_run
+    from fibtui.services.runs import prepare_resume, prepare_retry, prepare_run
 
     run_id = None
     try:

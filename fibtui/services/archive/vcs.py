@@ -1,10 +1,9 @@
 """The git operations of a decision, in one place (GitPython, imported when one runs): is a folder
 as the last commit has it, put a folder back to the last commit, commit exactly some paths.
 
-They stay in the core because :mod:`fibtui.core.decisions` (called by the CLI and, directly, by
-the TUI's Promotion pane) decides rounds and the core never imports :mod:`fibtui.runners`;
-:func:`fibtui.core.archive.decide.promote` and :func:`~fibtui.core.archive.decide.reject` reach
-git only through this module."""
+Git is the application's, not the domain's: :func:`fibtui.services.archive.decide.promote` and
+:func:`~fibtui.services.archive.decide.reject` (called through :mod:`fibtui.services.decide` by
+the CLI and the TUI's Promotion pane) reach git only through this module."""
 
 from __future__ import annotations
 

@@ -15,10 +15,10 @@ from fibtui.core.settings import get_setting
 from fibtui.core.workspace import SolutionConfig, Workspace
 
 if TYPE_CHECKING:
-    from fibtui.core import archive
     from fibtui.core.dataset import Dataset, Definition, WorkloadSet
     from fibtui.core.results import AxesLookup
     from fibtui.core.runs import RunRecord
+    from fibtui.services import archive
 
 
 def dataset_for(
@@ -472,12 +472,13 @@ def gather(
     required: bool = True,
     candidate_hash: str | None = None,
 ) -> Gathered | None:
-    from fibtui.core import archive  # only for rounds: a verdict does without it
+    from fibtui.core.archive import round_runs
+    from fibtui.services import archive  # only for rounds: a verdict does without it
 
     settings = stats.StatsSettings.from_workspace(ws.root)
     root = ws.archive_root
     try:
-        runs = archive.round_runs(root, run_ids or None, candidate, candidate_hash)
+        runs = round_runs(root, run_ids or None, candidate, candidate_hash)
     except UsageError:
         if required:
             raise
@@ -513,7 +514,7 @@ def promote(
     new_name: str | None = None,
     commit: bool = True,
 ) -> archive.DecisionResult:
-    from fibtui.core import archive  # only for rounds: a verdict does without it
+    from fibtui.services import archive  # only for rounds: a verdict does without it
 
     g = gather(ws, run_ids, candidate)
     cfg = config_for(ws, g.inputs.deciding.record.get("definition", ""))
@@ -556,7 +557,8 @@ def reject(
     reason: str | None = None,
 ) -> archive.DecisionResult:
     """Archive the rejected candidate first, then restore the checked-in kernel."""
-    from fibtui.core import archive  # only for rounds: a verdict does without it
+    from fibtui.core.archive import decided_round
+    from fibtui.services import archive  # only for rounds: a verdict does without it
 
     cfg = ws.config_for(None)
     g: Gathered | None
@@ -570,7 +572,7 @@ def reject(
     else:
         g = gather(ws, None, candidate, required=False)
         if g is not None:
-            done = archive.decided_round(ws.archive_root, [r.run_id for r in g.inputs.runs])
+            done = decided_round(ws.archive_root, [r.run_id for r in g.inputs.runs])
             if done is not None:
                 raise UsageError(
                     f"the newest round ({done.round}) was already decided ({done.decision}) and the checked-in "
@@ -598,7 +600,7 @@ def archive_round(
     topic: str | None = None,
     reason: str | None = None,
 ) -> archive.DecisionResult:
-    from fibtui.core import archive  # only for rounds: a verdict does without it
+    from fibtui.services import archive  # only for rounds: a verdict does without it
 
     g = gather(ws, run_ids, candidate)
     return archive.archive_only(

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fibtui.core.archive.best import read_best
 from fibtui.core.archive.layout import best_folder
-from fibtui.core.archive.vcs import restore_from_head
 from fibtui.core.errors import InputError, UsageError, WriteFailed
 from fibtui.core.fsio import atomic_write_bytes, atomic_write_text, make_dirs, read_input_text
+from fibtui.services.archive.best import read_best
+from fibtui.services.archive.vcs import restore_from_head
 
 
 def set_config_value(config_path: str | Path, dotted: str, value: Any) -> Path:
@@ -85,7 +85,7 @@ def restore_kernel(
     language: str | None = None,
 ) -> RestoreResult:
     """Put ``source_dir`` (the checked-in kernel folder) back to the previous best: the last
-    commit when it is in one, else the best snapshot (see :mod:`fibtui.core.archive`)."""
+    commit when it is in one, else the best snapshot (see :mod:`fibtui.services.archive`)."""
     root = Path(workspace_root).resolve()
     folder = Path(source_dir).resolve()
     head = restore_from_head(root, folder)

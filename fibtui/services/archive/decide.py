@@ -1,5 +1,5 @@
 """Decisions (``promote``, ``reject``, ``archive_only``): archive first, then act, then append a
-round record and regenerate the round summary. See :mod:`fibtui.core.archive` for what restoring
+round record and regenerate the round summary. See :mod:`fibtui.services.archive` for what restoring
 on reject does."""
 
 from __future__ import annotations
@@ -9,23 +9,23 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core import stats
-from fibtui.core.archive.best import write_best
-from fibtui.core.archive.checked_in import (
+from fibtui.core.archive.layout import best_folder, check_candidate_id, rel_path, safe_name
+from fibtui.core.archive.markdown import render_round, write_round_summary
+from fibtui.core.archive.report import band_map, compare_run, freeze_floor
+from fibtui.core.archive.rounds import RoundRecord, append_round, load_rounds
+from fibtui.core.archive.run_data import RunData, pair_key, round_runs, run_kind
+from fibtui.core.errors import CheckFailed
+from fibtui.core.fsio import make_dirs, reserve_unique_path
+from fibtui.services.archive.best import write_best
+from fibtui.services.archive.checked_in import (
     RestoreResult,
     mirror_sources,
     restore_kernel,
     same_files,
     set_config_value,
 )
-from fibtui.core.archive.layout import best_folder, check_candidate_id, rel_path, safe_name
-from fibtui.core.archive.markdown import render_round, write_round_summary
-from fibtui.core.archive.report import band_map, compare_run, freeze_floor
-from fibtui.core.archive.rounds import RoundRecord, append_round, load_rounds
-from fibtui.core.archive.run_data import RunData, pair_key, round_runs, run_kind
-from fibtui.core.archive.store import archive_snapshot, archive_sources
-from fibtui.core.archive.vcs import commit_paths, differs_from_head
-from fibtui.core.errors import CheckFailed
-from fibtui.core.fsio import make_dirs, reserve_unique_path
+from fibtui.services.archive.store import archive_snapshot, archive_sources
+from fibtui.services.archive.vcs import commit_paths, differs_from_head
 
 
 @dataclass

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from fibtui.core.archive.layout import BEST_POINTER, best_artifact_name, best_folder
-from fibtui.core.archive.store import claimed, copy_tree_into
 from fibtui.core.errors import InputError
 from fibtui.core.fsio import (
     atomic_copy_file,
@@ -18,6 +17,7 @@ from fibtui.core.fsio import (
     read_input_text,
     reserve_unique_path,
 )
+from fibtui.services.archive.store import claimed, copy_tree_into
 
 
 def write_best(
