@@ -216,8 +216,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fibtui/core/toolchain.py", "limits"): "the engine kind a toolchain check is for",
     ("fibtui/worker/wire.py", "timing_kind"): "the worker's own engine kind (EngineConfig)",
     # outside this change's files
-    ("fibtui/runners/session.py", "engine_config"): "retyped separately (issue 35, item 7)",
-    ("fibtui/ui/app.py", "_quick_gate"): "the TUI's part of issue 35 (not done here)",
     ("fibtui/verbs/ncu.py", "ncu_profile"): "ncu's own --backend (local|modal: where ncu runs)",
 }
 

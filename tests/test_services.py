@@ -66,7 +66,7 @@ def test_the_verbs_and_the_ui_do_reach_the_services() -> None:
         ("fibtui.verbs.run", "fibtui.services.decide"),
         ("fibtui.verbs.compare", "fibtui.services.decide"),
         ("fibtui.verbs.decide", "fibtui.services.decide"),
-        ("fibtui.ui.panes.runs", "fibtui.services.runs"),
+        ("fibtui.ui.panes.runs_launch", "fibtui.services.runs"),
         ("fibtui.ui.panes.runs", "fibtui.services.decide"),
         ("fibtui.ui.panes.promotion", "fibtui.services.decide"),
     ):

@@ -100,7 +100,9 @@ def engine_config(
     backend: str, definition: Definition, dataset_root: Path, options: RunOptions
 ) -> dict[str, Any]:
     preset = preset_for(definition)
-    interpreter = backend == "interpreter"
+    from fibtui.core.measurement import CPU_INTERPRETER
+
+    interpreter = registry.timing_kind(backend) == CPU_INTERPRETER
     plan: dict[str, int | str] = dict(INTERPRETER_PLAN if interpreter else GPU_PLAN)
     if options.calls_per_block:
         plan["calls_per_block"] = options.calls_per_block

@@ -199,10 +199,13 @@ class GatePlanner:
     def is_quick_gate(self, backend: str, workloads: str, quick: bool = True) -> bool:
         """Does a gate take the smallest workload of each band? On the CPU interpreter, for the
         representative selection, once the Regimes pane has its bands."""
+        from fibtui.core.measurement import CPU_INTERPRETER
+        from fibtui.runners.registry import timing_kind
+
         return (
             quick
             and workloads == "rep"
-            and backend == "interpreter"
+            and timing_kind(backend) == CPU_INTERPRETER
             and self.app.regimes_pane.report is not None
         )
 
