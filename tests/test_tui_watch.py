@@ -185,7 +185,7 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
 ) -> None:
     """At a paired run's end the Runs pane works out the verdict alone; History, Regimes and the
     Promotion panel refresh after its VerdictReady, and the panel is handed that comparison
-    (``compare`` runs once for the run, not twice)."""
+    (the comparison is made once for the run, from the record in memory, not twice)."""
     import shutil
 
     from textual.worker import Worker
@@ -197,14 +197,20 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
     root, app = tiny_app(tmp_path, monkeypatch, batch_sizes=(1, 2))
     baseline = tmp_path / "baseline"
     shutil.copytree(root / "solution" / "triton", baseline)
-    compared: list[str] = []
-    plain = decide.compare
+    compared: list[str] = []  # compare(RUN_ID): a run read again from disk
+    loaded: list[object] = []  # compare_loaded: every comparison made (compare's too)
+    plain, plain_loaded = decide.compare, decide.compare_loaded
 
     def counted(ws, run_id, *args, **kwargs):
         compared.append(run_id)
         return plain(ws, run_id, *args, **kwargs)
 
+    def counted_loaded(ws, base, *args, **kwargs):
+        loaded.append(base)
+        return plain_loaded(ws, base, *args, **kwargs)
+
     monkeypatch.setattr(decide, "compare", counted)
+    monkeypatch.setattr(decide, "compare_loaded", counted_loaded)
     seen: list[tuple[float, object]] = []
     async with app.run_test(
         size=(120, 40), message_hook=lambda m: seen.append((time.monotonic(), m))
@@ -220,6 +226,7 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
 
         await wait_until(pilot, lambda: runs.built and idle())
         compared.clear()
+        loaded.clear()
         start = len(seen)
         runs.start(
             RunOptions(backend="interpreter", workloads="all", baseline=str(baseline)), "gate"
@@ -233,7 +240,9 @@ async def test_the_verdict_comes_first_and_the_other_panes_follow_it(
         promotion = app.pane("promotion")
         await wait_until(pilot, lambda: promotion.run_id == run_id)
         await wait_until(pilot, idle)
-        assert compared == [run_id]  # the Runs pane's; the panel took it from the message
+        # one comparison, the Runs pane's, from the record it holds (nothing read again); the
+        # panel took it from the message
+        assert compared == [] and len(loaded) == 1, (compared, loaded)
         assert promotion.outcome is ready.outcome
         at_ready = next(t for t, m in seen[start:] if m is ready)
         for group in refreshes:
