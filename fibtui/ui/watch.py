@@ -20,6 +20,35 @@ if TYPE_CHECKING:
     from fibtui.ui.controller import RunControl
 
 WATCH_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc")
+#: the most files a folder's state records (a solution folder holds a handful)
+STATE_FILES = 5000
+
+#: path -> (mtime in ns, size) of each watched file
+TreeState = dict[str, tuple[int, int]]
+
+
+def tree_state(folder: Path) -> TreeState:
+    """The watched files under ``folder`` as they are now (symlinks and __pycache__ left out)."""
+    out: TreeState = {}
+    try:
+        for p in folder.rglob("*"):
+            if len(out) >= STATE_FILES:
+                break
+            if p.suffix in WATCH_SUFFIXES and "__pycache__" not in p.parts and not p.is_symlink():
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                out[str(p)] = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        pass
+    return out
+
+
+def changed_since(folder: Path, since: TreeState) -> list[str]:
+    """The watched files written, made or removed since ``since`` was taken."""
+    now = tree_state(folder)
+    return sorted(p for p in now.keys() | since.keys() if now.get(p) != since.get(p))
 
 
 class WatchMode:
@@ -50,14 +79,17 @@ class WatchMode:
             self.app.notify("watch mode off")
         else:
             self.on = True
-            self.watch(gates.watch_folder())
+            folder = gates.watch_folder()
+            self.watch(folder, tree_state(folder))
             gates.prewarm()
             self.app.notify(f"watching {gates.watch_folder()}: a save reruns the gate")
         self.app.set_titles()
 
-    def watch(self, folder: Path) -> None:
-        """Watch ``folder`` (in place of what was watched before)."""
-        work: Callable[[], Coroutine[None, None, None]] = partial(self._watch_loop, folder)
+    def watch(self, folder: Path, since: TreeState | None = None) -> None:
+        """Watch ``folder`` (in place of what was watched before). ``since``: the folder's state
+        when the user asked (:func:`tree_state`); a save between then and the moment the watcher
+        has taken its own first look is found by comparing the two, not lost."""
+        work: Callable[[], Coroutine[None, None, None]] = partial(self._watch_loop, folder, since)
         _: Worker[None] = self.app.run_worker(
             work,
             name="_watch",
@@ -69,14 +101,16 @@ class WatchMode:
     def restart(self) -> None:
         """The gate changed (o): watch its sources now."""
         self.app.workers.cancel_group(self.app, "watch")
-        self.watch(self.control.gates.watch_folder())
+        folder = self.control.gates.watch_folder()
+        self.watch(folder, tree_state(folder))
 
-    async def _watch_loop(self, folder: Path) -> None:
+    async def _watch_loop(self, folder: Path, since: TreeState | None = None) -> None:
         """Post WatchFired for the saves under ``folder``: from the file system's events, or,
         where those cannot be had (a host out of inotify instances or watches, a file system
         without them), by polling every 0.2 s, said once in a notification."""
+        state = {"since": since}
         try:
-            await self._watch_saves(folder, polling=False)
+            await self._watch_saves(folder, polling=False, state=state)
             why = "the file watcher stopped"
         except Exception as exc:  # noqa: BLE001 - whatever stops it, say so and poll
             why = f"{type(exc).__name__}: {exc}"
@@ -87,9 +121,14 @@ class WatchMode:
             severity="warning",
             timeout=10,
         )
-        await self._watch_saves(folder, polling=True)
+        await self._watch_saves(folder, polling=True, state=state)
 
-    async def _watch_saves(self, folder: Path, polling: bool) -> None:
+    async def _watch_saves(
+        self, folder: Path, polling: bool, state: dict[str, TreeState | None]
+    ) -> None:
+        """``state["since"]``: the folder's state before this watcher looked (None once it has
+        been compared): at the watcher's first answer (a change, or a quiet half second) the
+        files that differ from it count as saved too."""
         from watchfiles import awatch
 
         async for changes in awatch(
@@ -99,9 +138,15 @@ class WatchMode:
             recursive=True,
             force_polling=True if polling else None,
             poll_delay_ms=200,
+            rust_timeout=500,
+            yield_on_timeout=True,
         ):
             detected = time.monotonic()
             paths = [p for _, p in changes if p.endswith(WATCH_SUFFIXES) and "__pycache__" not in p]
+            since = state["since"]
+            if since is not None:
+                state["since"] = None
+                paths += [p for p in changed_since(folder, since) if p not in paths]
             if paths and self.on:
                 self.app.post_message(WatchFired(paths, detected))
 
