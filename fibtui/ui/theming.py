@@ -4,6 +4,7 @@ that restyles only what is on screen (the panes out of view as they are shown ne
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -18,6 +19,32 @@ if TYPE_CHECKING:
     from textual.css.stylesheet import CssSource
     from textual.dom import DOMNode
     from textual.theme import Theme
+
+
+@contextmanager
+def _one_refresh_each(nodes: list[DOMNode]) -> Iterator[None]:
+    """While the styles of ``nodes`` are replaced, each style set asks its widget (and, for an
+    inherited one such as a colour, every widget below it) to refresh: thousands of refreshes
+    per theme switch, most of its time. Within this block they are skipped, and each node is
+    refreshed once after, its layout included (what any of the skipped calls asked, at most).
+    Safe because ``update_nodes`` runs to its end without yielding to the event loop."""
+    from textual.css.styles import Styles
+
+    real = Styles.refresh
+
+    def skipped(self: Styles, **_: bool) -> None:
+        return None
+
+    Styles.refresh = skipped  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Styles.refresh = real  # type: ignore[method-assign]
+    from textual.widget import Widget
+
+    for node in nodes:
+        if isinstance(node, Widget) and node.is_mounted:
+            node.refresh(layout=True)
 
 
 class ThemedApp(App[int]):
@@ -92,7 +119,9 @@ class ThemedApp(App[int]):
                 if child not in hidden:
                     yield from walk(child)
 
-        stylesheet.update_nodes(walk(self), animate=animate)
+        shown_nodes = list(walk(self))
+        with _one_refresh_each(shown_nodes):
+            stylesheet.update_nodes(shown_nodes, animate=animate)
         self._css_stale = {tp.id for tp in hidden if tp.id is not None}
         try:
             if self.screen.is_mounted:

@@ -240,6 +240,7 @@ def pty_keys(ws: Path, rounds: int = 10, rows: int = 24, themes: int = 12) -> di
     quit_app(pid, fd)
     return {
         "theme_switch": {
+            "samples_ms": [round(t, 1) for t in theme],
             "n": len(theme),
             "median_ms": statistics.median(theme) if theme else None,
             "p95_ms": p95(theme) if theme else None,
