@@ -38,14 +38,24 @@ def app_for(root: Path):
 
 
 async def _settle(pilot) -> None:
+    """Until the screen stops changing: every worker done, the message queue empty, and the same
+    screen twice in a row (a pane draws some parts a frame after others, and a table fits its
+    columns after its rows: on a loaded machine that can take more than a few pauses)."""
+    import re
+
     from textual.worker import WorkerFailed
 
-    for _ in range(4):
+    before = None
+    for _ in range(40):
         try:
             await pilot.app.workers.wait_for_complete()
         except WorkerFailed:
             pass
         await pilot.pause()
+        shot = re.sub(r"terminal-\d+", "terminal", pilot.app.export_screenshot())
+        if shot == before:
+            return
+        before = shot
 
 
 def _before(*keys: str, select_ncu: bool = False):
