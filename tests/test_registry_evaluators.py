@@ -12,7 +12,9 @@ import pytest
 
 from fibtui.core import presets
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip(
+    "torch", reason="the worker's evaluators judge torch tensors: torch comes with the gpu extra"
+)
 
 
 @pytest.fixture

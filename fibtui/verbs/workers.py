@@ -70,10 +70,9 @@ def status(args: argparse.Namespace) -> int:
         path = client.path
         try:
             found = client.ask(bare(ServiceOp.STATUS), timeout=5.0)
-        except BlockingIOError:  # the socket's queue of waiting connections is full
-            found, why = None, "busy: its queue of waiting connections is full"
-        except (OSError, ServiceError) as exc:  # it took the connection and said nothing
-            found, why = None, str(exc) or type(exc).__name__
+        except (OSError, ServiceError) as exc:  # busy, or it took the connection and said nothing
+            found, why = None, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+            why = why or type(exc).__name__
         if found is not None and not found.get("ok"):
             why, found = str(found.get("error") or "it refused the request"), None
     alive = client is not None and (found is not None or client.alive())

@@ -10,6 +10,7 @@ run starts its own worker, as with ``--no-daemon``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -53,6 +54,11 @@ SPAWN_WAIT_S = 15.0
 ADOPT_TIMEOUT_S = 10.0
 #: the service's log is set aside (``.log.1``) when it is larger than this at a start
 _LOG_ROTATE_BYTES = 4 << 20
+
+
+class ServiceBusy(BlockingIOError):
+    """The service's queue of waiting connections is full (connect gave EAGAIN): it runs but
+    cannot take this request now. An OSError, as every other failure to reach it."""
 
 
 class ServiceError(Exception):
@@ -138,7 +144,12 @@ class Client:
         obj = {**obj, "protocol": obj.get("protocol", PROTOCOL)}
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(self.path))
+            try:
+                sock.connect(str(self.path))
+            except BlockingIOError:
+                raise ServiceBusy(
+                    errno.EAGAIN, "busy: its queue of waiting connections is full"
+                ) from None
             pid, uid, _ = peer_credentials(sock)
             if uid != os.getuid():
                 raise ServiceRefused(
