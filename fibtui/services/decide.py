@@ -418,23 +418,6 @@ def adaptive_rule(ws: Workspace, header: Any) -> Any:
     return AdaptiveRule(plan, scope, settings, floor_for, bands_for, timing)
 
 
-def latest_paired_run(ws: Workspace) -> str | None:
-    """The newest run with a baseline and a candidate and at least one finished job."""
-    from fibtui.core.runs import list_runs, read_journal
-
-    for listing in reversed(list_runs(ws.archive_root)):
-        if not listing.jobs_done:
-            continue
-        try:
-            header = read_journal(listing.path / "journal.jsonl").header
-        except InputError:
-            continue
-        roles = {s.role for s in header.solutions}
-        if {"baseline", "candidate"} <= roles:
-            return listing.run_id
-    return None
-
-
 @dataclass
 class Gathered:
     inputs: Any  # archive.RoundInputs
