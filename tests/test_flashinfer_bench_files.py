@@ -9,6 +9,9 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
+from fibtui.core.errors import InputError
 from fibtui.core.results import load_results
 from tests.conftest import run_cli
 
@@ -56,3 +59,26 @@ def test_compare_and_parity_read_it(tmp_path: Path, capsys) -> None:
     assert code != 2, err
     record = json.loads(out)
     assert "INCORRECT_NUMERICAL" in json.dumps(record)
+
+
+def test_a_run_without_the_baseline_profiled_reads_as_no_reference(tmp_path: Path) -> None:
+    """``flashinfer-bench run --no-profile-baseline`` writes a PASSED trace whose reference latency
+    and speedup are 0.0: nothing was measured, so both read as absent (never a refusal, never a
+    speedup of zero); a reference of zero beside a real speedup is still refused."""
+    line = json.loads(TRACES.read_text().splitlines()[0])
+    line["evaluation"]["status"] = "PASSED"
+    line["evaluation"]["correctness"] = {"max_absolute_error": 0.0, "max_relative_error": 0.0}
+    line["evaluation"]["performance"] = {
+        "latency_ms": 0.0123,
+        "reference_latency_ms": 0.0,
+        "speedup_factor": 0.0,
+    }
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    (row,) = load_results(path).rows
+    assert row.status == "PASSED" and row.latency_ms == 0.0123
+    assert row.reference_latency_ms is None and row.speedup is None
+    line["evaluation"]["performance"]["speedup_factor"] = 2.0
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(InputError, match="reference_latency_ms must be a finite positive number"):
+        load_results(path)

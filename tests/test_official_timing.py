@@ -185,6 +185,87 @@ def test_the_interpreter_worker_times_solution_and_reference_the_official_way() 
     assert result["latency_ms"] == result["timing"]["block_medians_ms"][0]
 
 
+def test_no_profile_baseline_leaves_the_reference_untimed_as_flashinfer_bench_does() -> None:
+    """``--no-profile-baseline`` (the plan's ``reference: false``): the solution is timed the
+    official way, the reference is not (no reference latency, no speedup), and the record says so;
+    the default plan writes no such key (its records stay as they were)."""
+    pytest.importorskip("torch")
+    from fibtui.worker.engine import execute
+    from tests.runner_helpers import GOOD_TRITON, TINY_DEFINITION
+
+    def request(official: dict) -> dict:
+        return {
+            "config": {
+                "backend": "interpreter",
+                "device": "cpu",
+                "correctness_trials": 1,
+                "plan": {"calls_per_block": 1, "blocks": 1, "warmup_calls": 0},
+                "timing": "official",
+                "official": official,
+            },
+            "definition": TINY_DEFINITION,
+            "solutions": [
+                {
+                    "id": "candidate-0",
+                    "name": "tiny",
+                    "spec": {
+                        "language": "triton",
+                        "entry_point": "kernel.py::scale",
+                        "destination_passing_style": True,
+                    },
+                    "sources": [{"path": "kernel.py", "content": GOOD_TRITON}],
+                }
+            ],
+            "jobs": [
+                {
+                    "job_id": "0|w",
+                    "repeat": 0,
+                    "workload": {
+                        "uuid": "w-noref",
+                        "axes": {"n": 4},
+                        "inputs": {
+                            "x": {"type": "random"},
+                            "alpha": {"type": "scalar", "value": 1.5},
+                        },
+                    },
+                }
+            ],
+        }
+
+    plan = {"warmup": 0, "iterations": 2, "trials": 2}
+    off = execute(request({**plan, "reference": False}))["jobs"][0]["results"][0]["timing"][
+        "official"
+    ]
+    assert off["latency_ms"] > 0 and len(off["trial_medians_ms"]) == 2
+    assert off["reference_latency_ms"] is None and off["speedup"] is None
+    assert off["reference_trial_medians_ms"] == [] and off["reference"] is False
+    timed = execute(request(plan))["jobs"][0]["results"][0]["timing"]["official"]
+    assert "reference" not in timed and timed["reference_latency_ms"] > 0
+
+
+def test_no_profile_baseline_is_a_flag_of_the_official_timing_only(tmp_path: Path) -> None:
+    from fibtui.core.errors import UsageError
+    from fibtui.runners.session import RunOptions, engine_config
+    from tests.runner_helpers import make_tiny_workspace
+
+    from fibtui.core.workspace import open_workspace
+
+    ws = open_workspace(make_tiny_workspace(tmp_path / "ws"))
+    definition = ws.dataset().definition(ws.active.definition)
+    cfg = engine_config(
+        "interpreter",
+        definition,
+        ws.dataset_root,
+        RunOptions(timing="official", profile_baseline=False),
+    )
+    assert cfg["official"]["reference"] is False
+    assert "reference" not in engine_config(
+        "interpreter", definition, ws.dataset_root, RunOptions(timing="official")
+    )["official"]
+    with pytest.raises(UsageError, match="--no-profile-baseline goes with --timing official"):
+        engine_config("interpreter", definition, ws.dataset_root, RunOptions(profile_baseline=False))
+
+
 def _record(path: Path, official: bool = True) -> Path:
     """A paired run record of 4 workloads: fibtui's latencies say the candidate is 10% faster,
     the official-equivalent ones (2 x the latency, the reference 50 ms) say it is 5% slower."""

@@ -66,6 +66,13 @@ def test_paired_run_with_good_wrong_and_unwritten_kernels(tmp_path: Path) -> Non
     assert all(
         0 < j["timing"]["job_cpu_s"] for j in good
     )  # the worker's CPU time for the job, beside its wall time
+    # and where the job's host time went, phase by phase (fibtui.worker.phases): the phases a
+    # checked, timed job passes through, none negative, together the job's wall time
+    for j in good:
+        phases = j["timing"]["job_phases_ms"]
+        assert {"make", "reference", "check", "judge", "setup", "warmup", "launch"} <= set(phases)
+        assert all(v >= 0 for v in phases.values())
+        assert sum(phases.values()) == pytest.approx(j["wall_s"] * 1000.0, rel=0.02, abs=0.5)
     wrong_jobs = [j for j in record["jobs"] if j["solution"] == "wrong_v2"]
     assert all(j["max_abs_error"] > 0 and "beyond atol" in j["error"] for j in wrong_jobs)
     lazy = next(j for j in record["jobs"] if j["solution"] == "lazy_v3")

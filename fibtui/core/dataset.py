@@ -1020,15 +1020,30 @@ def parse_trace_line(ctx: _Ctx, obj: dict[str, Any]) -> Trace:
     if perf is not None:
         perf = ctx.obj(perf, "evaluation.performance")
         trace.latency_ms = ctx.positive(perf, "latency_ms", "evaluation.performance.")
-        trace.reference_latency_ms = ctx.positive(
-            perf, "reference_latency_ms", "evaluation.performance."
-        )
-        trace.speedup = ctx.positive(perf, "speedup_factor", "evaluation.performance.")
+        if _baseline_not_profiled(perf):
+            # flashinfer-bench run --no-profile-baseline writes 0.0 for both: nothing measured
+            trace.reference_latency_ms = trace.speedup = None
+        else:
+            trace.reference_latency_ms = ctx.positive(
+                perf, "reference_latency_ms", "evaluation.performance."
+            )
+            trace.speedup = ctx.positive(perf, "speedup_factor", "evaluation.performance.")
     if status == "PASSED" and trace.latency_ms is None:
         raise ctx.fail(
             "evaluation.performance.latency_ms", "a PASSED evaluation must carry a latency"
         )
     return trace
+
+
+def _baseline_not_profiled(perf: dict[str, Any]) -> bool:
+    """Does a trace's ``performance`` say the reference went untimed: a reference latency of
+    exactly zero, with a speedup of zero or none (flashinfer-bench's --no-profile-baseline)?"""
+    ref, speedup = perf.get("reference_latency_ms"), perf.get("speedup_factor")
+
+    def zero(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0
+
+    return zero(ref) and (speedup is None or zero(speedup))
 
 
 _FLOAT_MIN = sys.float_info.min

@@ -346,7 +346,8 @@ def report_builds(
 
 def take_job_fields(r: dict[str, Any], job: dict[str, Any], started: str | None) -> dict[str, Any]:
     """Copy what the worker measured for the whole job onto one solution's result: when it started,
-    the job's wall time, and (into its timing) the worker's CPU time for the job. Every backend
+    the job's wall time, and (into its timing) the worker's CPU time and host time per phase for
+    the job (fibtui.worker.phases). Every backend
     records a job the same way."""
     r.setdefault("started", started)
     r["wall_s"] = job.get("wall_s")
@@ -354,6 +355,8 @@ def take_job_fields(r: dict[str, Any], job: dict[str, Any], started: str | None)
         r["side_effects"] = job["side_effects"]
     if isinstance(r.get("timing"), dict) and job.get("cpu_s") is not None:
         r["timing"]["job_cpu_s"] = job["cpu_s"]
+    if isinstance(r.get("timing"), dict) and isinstance(job.get("phases_ms"), dict):
+        r["timing"]["job_phases_ms"] = job["phases_ms"]
     return r
 
 

@@ -46,6 +46,9 @@ class RunOptions:
     #: ``official``: every job is also timed as flashinfer-bench main times it (the worker's
     #: official_timing), beside fibtui's own timing, which still decides
     timing: str = "fibtui"
+    #: with ``timing="official"``: time the reference too, for the official speedup (False:
+    #: flashinfer-bench's --no-profile-baseline, for definitions whose reference is slow)
+    profile_baseline: bool = True
     calls_per_block: int | None = None
     blocks: int | None = None
     correctness_trials: int | None = None
@@ -126,6 +129,10 @@ def engine_config(
     )
     if options.timing == "official":
         config.timing, config.official = "official", official_plan(preset, interpreter)
+        if not options.profile_baseline:
+            config.official["reference"] = False
+    elif not options.profile_baseline:
+        raise UsageError("--no-profile-baseline goes with --timing official")
     # as a JSON object: the run's header keeps it (settings.engine), the worker reads it back
     return config.to_dict()
 
@@ -135,7 +142,7 @@ def engine_config(
 INTERPRETER_OFFICIAL_PLAN = {"warmup": 0, "iterations": 3, "trials": 2}
 
 
-def official_plan(preset: Any, interpreter: bool = False) -> dict[str, int]:
+def official_plan(preset: Any, interpreter: bool = False) -> dict[str, int | bool]:
     """Warm-up, iterations and trials of the official-equivalent timing: the contest's for the
     definition (its flags in the preset, else flashinfer-bench's defaults)."""
     from fibtui.core.presets import official_timing

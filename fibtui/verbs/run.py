@@ -153,6 +153,13 @@ def register(sub: Subparsers, common: Common) -> None:
         "2 x L2 zero-fill before each, warm-up 10, 50 iterations, 3 trials), beside fibtui's own "
         "timing, which still decides (docs/measurement.md, Official-equivalent timing)",
     )
+    p.add_argument(
+        "--no-profile-baseline",
+        dest="profile_baseline",
+        action="store_false",
+        help="with --timing official: leave the reference untimed, as flashinfer-bench's own "
+        "--no-profile-baseline (no official speedup; for a definition whose reference is slow)",
+    )
     p.add_argument("--calls-per-block", type=int, metavar="N")
     p.add_argument("--blocks", type=int, metavar="N")
     p.add_argument("--json", action="store_true", help="print the final run record as JSON")
@@ -210,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
         job_timeout_s=args.timeout,
         l2_policy=args.l2,
         timing=args.timing,
+        profile_baseline=args.profile_baseline,
         calls_per_block=args.calls_per_block,
         blocks=args.blocks,
         definition=args.definition,

@@ -35,6 +35,7 @@ from fibtui.worker.build import (
 )
 from fibtui.worker.check import Tolerance
 from fibtui.worker.inputs import InputErrorW, InputMaker, seed_for, torch_dtype
+from fibtui.worker.phases import NOTHING, Phases
 from fibtui.worker.reference import ReferenceRunner
 from fibtui.worker.rotation import Keeper, Rotation, keep_copy
 from fibtui.worker.seal import Seal
@@ -116,6 +117,8 @@ class Engine:
         self.evaluator: evaluators.Evaluator = evaluators.Evaluator()
         self.reference: ReferenceRunner | None = None
         self.poisoned = False
+        #: the current job's host time per phase (fibtui.worker.phases)
+        self.phases: Phases = NOTHING
         #: the harness's seal, taken before the run's solutions are built (fibtui.worker.seal)
         self.seal: Seal | None = None
         #: why the worker must be restarted, when not for a lost CUDA context
@@ -362,6 +365,7 @@ class Engine:
         sids = [s for s in job.get("solutions", list(self.solutions) + list(self.build_errors))]
         t_start = time.monotonic()
         cpu_start = time.process_time()
+        ph = self.phases = Phases()
         results: dict[str, dict[str, Any]] = {}
         for sid in sids:
             if sid in self.build_errors:
@@ -384,15 +388,17 @@ class Engine:
                 if not alive:
                     break
                 seed = seed_for(uuid, trial, self.config.seed)
-                inputs = self.maker.make(workload, seed)
-                ref_out, lat = self.reference.outputs(
-                    workload,
-                    seed,
-                    self._clone(inputs),
-                    names,
-                    dtypes,
-                    time_it=self.config.time_reference and trial == 0,
-                )
+                with ph("make"):
+                    inputs = self.maker.make(workload, seed)
+                with ph("reference"):
+                    ref_out, lat = self.reference.outputs(
+                        workload,
+                        seed,
+                        self._clone(inputs),
+                        names,
+                        dtypes,
+                        time_it=self.config.time_reference and trial == 0,
+                    )
                 if trial == 0:
                     ref_latency = lat
                 checked_sets.append((seed, inputs, ref_out))
@@ -403,7 +409,8 @@ class Engine:
                     self._calling(Calling(job.get("job_id"), "check", sid))
                     args = self._clone(inputs)
                     try:
-                        outs = self._call(sol, args, workload, poison=True)
+                        with ph("check"):
+                            outs = self._call(sol, args, workload, poison=True)
                     except Exception as exc:  # noqa: BLE001 - the kernel's failure is its result
                         results[sid] = self._failure(exc, sol)
                         alive.remove(sid)
@@ -417,7 +424,8 @@ class Engine:
                         results[sid] = _tampered(broken)
                         alive.remove(sid)
                         raise HarnessBroken(sid)
-                    changed = self._changed_inputs(inputs, args)
+                    with ph("judge"):
+                        changed = self._changed_inputs(inputs, args)
                     if changed:
                         results[sid] = {
                             "status": INPUT_MUTATED,
@@ -439,17 +447,18 @@ class Engine:
                             sid if self.evaluator.name == "sampling" else None,
                         )
                     )
-                    verdict = self.evaluator.judge(
-                        evaluators.Judging(
-                            self.definition,
-                            names,
-                            inputs,
-                            outs,
-                            ref_out,
-                            tol,
-                            call=functools.partial(self._call_again, sol, workload),
+                    with ph("judge"):
+                        verdict = self.evaluator.judge(
+                            evaluators.Judging(
+                                self.definition,
+                                names,
+                                inputs,
+                                outs,
+                                ref_out,
+                                tol,
+                                call=functools.partial(self._call_again, sol, workload),
+                            )
                         )
-                    )
                     worst_abs, worst_rel = errors[sid]
                     errors[sid] = (
                         max(worst_abs, verdict.max_abs_error or 0.0),
@@ -487,7 +496,8 @@ class Engine:
                     alive = []
                     timings, rotation = {}, None
                 del checked_sets
-                failures = self._timed_failures(timings, rotation, workload, names, tol)
+                with ph("checks"):
+                    failures = self._timed_failures(timings, rotation, workload, names, tol)
                 for sid in alive:
                     t = timings[sid]
                     timing = t.to_json(self.config.timing_kind, self.config.plan)
@@ -506,7 +516,8 @@ class Engine:
                     if threads:
                         timing["checks"]["threads_left"] = threads[:8]
                 if self.config.timing == "official":
-                    self._time_official(alive, workload, results)
+                    with ph("official"):
+                        self._time_official(alive, workload, results)
         except HarnessBroken as exc:
             self.poisoned = True
             culprit = exc.args[0] if exc.args else None
@@ -555,6 +566,7 @@ class Engine:
                         else where
                     )
                     results.setdefault(sid, {"status": "INFRA_ERROR", "error": why})
+        t_finish = time.perf_counter()
         out = []
         for sid in sids:
             r = results.get(sid, {"status": "INFRA_ERROR", "error": "no result"})
@@ -578,13 +590,16 @@ class Engine:
             out.append(r)
         if self.device.type == "cuda" and not self.poisoned:
             torch.cuda.empty_cache()
+        ph.add("finish", (time.perf_counter() - t_finish) * 1000.0)
+        wall_s = time.monotonic() - t_start
         return {
             "job_id": job.get("job_id"),
             "uuid": uuid,
             "repeat": job.get("repeat", 0),
             "results": out,
-            "wall_s": time.monotonic() - t_start,
+            "wall_s": wall_s,
             "cpu_s": time.process_time() - cpu_start,
+            "phases_ms": ph.to_json(wall_s),
             "restart": self.poisoned,
             **(
                 {"restart_reason": self.restart_reason}
@@ -599,11 +614,42 @@ class Engine:
         workload: dict[str, Any],
         checked: list[tuple[int, list[Any], list[torch.Tensor]]],
     ) -> tuple[dict[str, SolutionTiming], Rotation | None]:
-        """Time the solutions (fibtui.worker.timing). With the checks, on a rotation of input
+        """Time the solutions (fibtui.worker.timing) on the inputs :meth:`_timing_inputs` makes."""
+        plan = self.config.plan
+        with self.phases("setup"):
+            inputs, rotation, pool_count, calls = self._timing_inputs(sids, workload, checked)
+        seal = self.seal.broken if self.seal is not None else None
+        probe_count = PROBE_SETS if plan.checks else 0
+        with torch.no_grad():
+            if self.config.timing_kind == "cupti":
+                got = time_cupti(
+                    calls,
+                    inputs,
+                    pool_count,
+                    probe_count,
+                    plan,
+                    self.device,
+                    clock=self._clock,
+                    seal=seal,
+                    phases=self.phases,
+                )
+            else:
+                got = time_wall(
+                    calls, inputs, pool_count, probe_count, plan, seal=seal, phases=self.phases
+                )
+        return got, rotation
+
+    def _timing_inputs(
+        self,
+        sids: list[str],
+        workload: dict[str, Any],
+        checked: list[tuple[int, list[Any], list[torch.Tensor]]],
+    ) -> tuple[Any, Rotation | None, int, dict[str, Timed]]:
+        """The timed calls' inputs and the calls themselves. With the checks, a rotation of input
         sets (fibtui.worker.rotation) whose pool is the correctness trials' own sets (``checked``:
         seed, inputs, reference outputs; their references are at hand), and one set of its own
-        more when there was a single trial; without them, on ``min(blocks, 4)`` sets by pointer,
-        as before the checks."""
+        more when there was a single trial; without them, ``min(blocks, 4)`` sets by pointer,
+        as before the checks. Returns (inputs, rotation or None, pool sets, calls)."""
         assert self.maker is not None and self.definition is not None and self.reference is not None
         plan = self.config.plan
         uuid = workload["uuid"]
@@ -655,24 +701,7 @@ class Engine:
                 lambda r: keep_copy(self.evaluator.normalize(r, names, dtypes, self.device)),
             )
 
-        calls = {sid: timed(sid) for sid in sids}
-        seal = self.seal.broken if self.seal is not None else None
-        probe_count = PROBE_SETS if plan.checks else 0
-        with torch.no_grad():
-            if self.config.timing_kind == "cupti":
-                got = time_cupti(
-                    calls,
-                    inputs,
-                    pool_count,
-                    probe_count,
-                    plan,
-                    self.device,
-                    clock=self._clock,
-                    seal=seal,
-                )
-            else:
-                got = time_wall(calls, inputs, pool_count, probe_count, plan, seal=seal)
-        return got, rotation
+        return inputs, rotation, pool_count, {sid: timed(sid) for sid in sids}
 
     def _time_official(
         self, sids: list[str], workload: dict[str, Any], results: dict[str, dict[str, Any]]

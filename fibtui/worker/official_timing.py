@@ -68,10 +68,17 @@ class OfficialPlan:
     warmup: int = 10
     iterations: int = 50
     trials: int = 3
+    #: time the reference too (its speedup); False is flashinfer-bench's --no-profile-baseline
+    reference: bool = True
 
     @classmethod
     def from_json(cls, obj: dict[str, Any] | None) -> OfficialPlan:
-        known = {k: int(v) for k, v in (obj or {}).items() if k in cls.__dataclass_fields__}
+        obj = obj or {}
+        known: dict[str, Any] = {
+            k: int(v) for k, v in obj.items() if k in ("warmup", "iterations", "trials")
+        }
+        if "reference" in obj:
+            known["reference"] = bool(obj["reference"])
         plan = cls(**known)
         if plan.warmup < 0 or plan.iterations < 1 or plan.trials < 1:
             raise ValueError(f"bad official timing plan: {plan}")
@@ -87,10 +94,13 @@ class OfficialTiming:
     plan: OfficialPlan = field(default_factory=OfficialPlan)
 
     def to_json(self) -> dict[str, Any]:
+        plan = asdict(self.plan)
+        if plan.pop("reference") is False:  # written only when the reference went untimed
+            plan["reference"] = False
         return {
             "latency_ms": self.latency_ms,
             "trial_medians_ms": list(self.trial_medians_ms),
-            **asdict(self.plan),
+            **plan,
         }
 
 
@@ -335,8 +345,8 @@ def _time_job(engine: Any, sids: list[str], workload: dict[str, Any]) -> dict[st
             str(engine.device),
             (plan.warmup, plan.iterations, plan.trials),
         )
-        ref = _REFERENCE.get(ref_key)
-        if ref is None:
+        ref = _REFERENCE.get(ref_key) if plan.reference else None
+        if ref is None and plan.reference:
             run = engine.reference.run
             ref = time_trials([functools.partial(run, *s) for s in sets], plan, timer)
             _REFERENCE[ref_key] = ref
@@ -354,9 +364,11 @@ def _time_job(engine: Any, sids: list[str], workload: dict[str, Any]) -> dict[st
                 "kind": KIND,
                 "method": METHOD,
                 **timing.to_json(),
-                "reference_latency_ms": ref.latency_ms,
-                "reference_trial_medians_ms": list(ref.trial_medians_ms),
-                "speedup": ref.latency_ms / timing.latency_ms if timing.latency_ms > 0 else None,
+                "reference_latency_ms": ref.latency_ms if ref else None,
+                "reference_trial_medians_ms": list(ref.trial_medians_ms) if ref else [],
+                "speedup": ref.latency_ms / timing.latency_ms
+                if ref and timing.latency_ms > 0
+                else None,
                 "flush_bytes": getattr(timer, "flush_bytes", None),
             }
     return out

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import torch
 
 from fibtui.worker import env as envmod
+from fibtui.worker.phases import NOTHING, Phases
 from fibtui.worker.wire import TimingPlan as TimingPlan  # re-exported: defined in the wire
 
 FLUSH_NAME = "_fibtui_l2_flush"
@@ -395,23 +396,28 @@ def time_cupti(
     device: torch.device,
     clock: Callable[[], envmod.BlockClock | None] | None = None,
     seal: Callable[[], list[str]] | None = None,
+    phases: Phases = NOTHING,
 ) -> dict[str, SolutionTiming]:
     """Time each solution (module docstring). ``seal()``: the harness's own check, run after the
     last solution call and before anything of the profile is read; what it returns (changes to
-    the timer or the judge) is raised as :class:`HarnessTampered`."""
+    the timer or the judge) is raised as :class:`HarnessTampered`. ``phases`` gets the host time
+    of the warm-up, of the launches (up to the profile's synchronization) and of reading the
+    profile."""
     from torch.profiler import ProfilerActivity, profile
 
     sync = torch.cuda.synchronize  # taken before any timed call: a call cannot swap it
-    flush, marker = _delimiters(device)
-    delim = flush if plan.l2_policy == "cold" else marker
-    rotate = plan.checks
-    sids = list(calls)
-    for sid in sids:  # warm-up: compile, autotune, module load; every pool set once
-        for i in range(warmup_calls(plan, pool_sets)):
-            k = i % max(pool_sets, 1)
-            inputs.refill(k)
-            calls[sid].call(inputs.args(k))
-    sync(device)
+    now = _CLOCK
+    with phases("warmup"):
+        flush, marker = _delimiters(device)
+        delim = flush if plan.l2_policy == "cold" else marker
+        rotate = plan.checks
+        sids = list(calls)
+        for sid in sids:  # warm-up: compile, autotune, module load; every pool set once
+            for i in range(warmup_calls(plan, pool_sets)):
+                k = i % max(pool_sets, 1)
+                inputs.refill(k)
+                calls[sid].call(inputs.args(k))
+        sync(device)
     blocks = schedule(sids, plan, pool_sets, probe_sets, rotate)
 
     def measure(
@@ -423,6 +429,7 @@ def time_cupti(
     ]:
         clocks: list[envmod.BlockClock | None] = []
         kept: list[tuple[Block, Kept]] = []
+        t0 = now()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for blk in todo:
                 clocks.append(clock() if clock else None)
@@ -444,6 +451,8 @@ def time_cupti(
             if tampered:
                 raise HarnessTampered(tampered)
             sync(device)
+            t1 = now()
+            phases.add("launch", (t1 - t0) * 1000.0)
         works = segment(_device_events(prof))
         expected = sum(len(b.sets) + (b.probe is not None) for b in todo)
         if len(works) != expected:
@@ -459,6 +468,7 @@ def time_cupti(
                 i += 1
             per_block.append((works[i : i + len(blk.sets)], probe_work))
             i += len(blk.sets)
+        phases.add("read", (now() - t1) * 1000.0)
         return per_block, clocks, kept
 
     per_block, clocks, kept = measure(blocks)
@@ -473,7 +483,8 @@ def time_cupti(
             per_block[i] = (p2[j][0], per_block[i][1])
             clocks[i] = c2[j]
         redone = len(sagged)
-    return _summaries(sids, blocks, per_block, clocks, kept, redone, cooled)
+    with phases("read"):
+        return _summaries(sids, blocks, per_block, clocks, kept, redone, cooled)
 
 
 def _summaries(
@@ -535,16 +546,19 @@ def time_wall(
     probe_sets: int,
     plan: TimingPlan,
     seal: Callable[[], list[str]] | None = None,
+    phases: Phases = NOTHING,
 ) -> dict[str, SolutionTiming]:
     """CPU-interpreter timing: wall time per call, blocks interleaved ABBA, with the same
     rotation, probes and kept calls as on the GPU."""
     clock = _CLOCK  # a local: a solution that swaps time.perf_counter cannot reach it
     sids = list(calls)
-    for sid in sids:
-        for i in range(warmup_calls(plan, pool_sets)):
-            k = i % max(pool_sets, 1)
-            inputs.refill(k)
-            calls[sid].call(inputs.args(k))
+    with phases("warmup"):
+        for sid in sids:
+            for i in range(warmup_calls(plan, pool_sets)):
+                k = i % max(pool_sets, 1)
+                inputs.refill(k)
+                calls[sid].call(inputs.args(k))
+    t_launch = clock()
     blocks = schedule(sids, plan, pool_sets, probe_sets, plan.checks)
     per: dict[str, list[float]] = {sid: [] for sid in sids}
     probe_ms: dict[str, list[float]] = {sid: [] for sid in sids}
@@ -573,6 +587,7 @@ def time_wall(
     tampered = seal() if seal is not None else []
     if tampered:
         raise HarnessTampered(tampered)
+    phases.add("launch", (clock() - t_launch) * 1000.0)
     return {
         sid: SolutionTiming(
             latency_ms=statistics.median(m),

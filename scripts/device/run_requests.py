@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -77,10 +78,13 @@ def run_case(name: str, env_extra: dict, cpu: bool, out_dir: Path) -> dict:
         )
     jobs_wall = 0.0
     statuses: dict[str, dict[str, int]] = {}
+    phases: dict[str, list[float]] = {}
     for e in events:
         if e.get("event") != "result":
             continue
         jobs_wall += float(e.get("wall_s") or 0.0)
+        for phase, ms in (e.get("phases_ms") or {}).items():
+            phases.setdefault(phase, []).append(float(ms))
         for r in e.get("results", []):
             sol = names.get(r.get("solution_id"), r.get("solution_id"))
             statuses.setdefault(sol, {}).setdefault(r.get("status"), 0)
@@ -106,6 +110,14 @@ def run_case(name: str, env_extra: dict, cpu: bool, out_dir: Path) -> dict:
     print(
         f"  {name}: exit {proc.returncode}, process {wall:.2f} s, jobs {jobs_wall:.3f} s, statuses {statuses}"
     )
+    if phases:
+        # the worker's host time per phase (fibtui.worker.phases): sum over the jobs, and median
+        print(
+            f"  {name}: phases (sum s / median ms a job): "
+            + ", ".join(
+                f"{p} {sum(v) / 1000:.3f}/{statistics.median(v):.2f}" for p, v in phases.items()
+            )
+        )
     if proc.returncode not in (0, 3) and not events:
         print("  " + proc.stderr[-1500:].replace("\n", "\n  "))
     return {
@@ -114,6 +126,7 @@ def run_case(name: str, env_extra: dict, cpu: bool, out_dir: Path) -> dict:
         "wall_s": wall,
         "jobs_s": jobs_wall,
         "statuses": statuses,
+        "phases_ms": {p: sum(v) for p, v in phases.items()},
     }
 
 
