@@ -259,11 +259,16 @@ def test_no_profile_baseline_is_a_flag_of_the_official_timing_only(tmp_path: Pat
         RunOptions(timing="official", profile_baseline=False),
     )
     assert cfg["official"]["reference"] is False
-    assert "reference" not in engine_config(
-        "interpreter", definition, ws.dataset_root, RunOptions(timing="official")
-    )["official"]
+    assert (
+        "reference"
+        not in engine_config(
+            "interpreter", definition, ws.dataset_root, RunOptions(timing="official")
+        )["official"]
+    )
     with pytest.raises(UsageError, match="--no-profile-baseline goes with --timing official"):
-        engine_config("interpreter", definition, ws.dataset_root, RunOptions(profile_baseline=False))
+        engine_config(
+            "interpreter", definition, ws.dataset_root, RunOptions(profile_baseline=False)
+        )
 
 
 def _record(path: Path, official: bool = True) -> Path:

@@ -110,7 +110,7 @@ def test_the_builtin_backends_register_themselves() -> None:
 RUN_FLAGS = (
     "-h --help --workspace -w --dataset --wide --backend --plan --workloads --quick --solution "
     "--baseline --repeats --adaptive --resume --send-unsupported --retry-failed --definition "
-    "--workers --timeout --l2 --timing --calls-per-block --blocks --json --no-daemon --yes"
+    "--workers --timeout --l2 --timing --no-profile-baseline --calls-per-block --blocks --json --no-daemon --yes"
 ).split()
 
 
