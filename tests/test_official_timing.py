@@ -245,10 +245,9 @@ def test_no_profile_baseline_leaves_the_reference_untimed_as_flashinfer_bench_do
 
 def test_no_profile_baseline_is_a_flag_of_the_official_timing_only(tmp_path: Path) -> None:
     from fibtui.core.errors import UsageError
+    from fibtui.core.workspace import open_workspace
     from fibtui.runners.session import RunOptions, engine_config
     from tests.runner_helpers import make_tiny_workspace
-
-    from fibtui.core.workspace import open_workspace
 
     ws = open_workspace(make_tiny_workspace(tmp_path / "ws"))
     definition = ws.dataset().definition(ws.active.definition)
