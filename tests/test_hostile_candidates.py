@@ -47,6 +47,26 @@ def scale(x, alpha, y):
     honest(x, alpha, y)
     _saved.append((x.clone(), alpha, y.clone()))
 """,
+    # the same, with the work of a miss done on another thread: the calling thread only waits,
+    # so its own CPU time would not show the work (the check counts the whole process's)
+    "cache_by_value_threaded": """
+import threading
+
+import torch
+
+_saved = []
+
+
+def scale(x, alpha, y):
+    for xs, a, ys in _saved:
+        if a == alpha and xs.shape == x.shape and torch.equal(xs, x):
+            y.copy_(ys)
+            return
+    worker = threading.Thread(target=honest, args=(x, alpha, y))
+    worker.start()
+    worker.join()
+    _saved.append((x.clone(), alpha, y.clone()))
+""",
     # computes, then scribbles over its input (a later call, or the baseline, would read it)
     "mutates_input": """
 def scale(x, alpha, y):
@@ -183,6 +203,7 @@ def test_each_attack_is_caught_with_a_named_status_and_never_promotes(
     expected = {
         "cache_by_address": ("INCORRECT_TIMED", "gave a wrong output"),
         "cache_by_value": ("CACHED_TIMING", "a call on unseen inputs"),
+        "cache_by_value_threaded": ("CACHED_TIMING", "a call on unseen inputs"),
         "mutates_input": ("INPUT_MUTATED", "wrote into its input(s) x"),
         "mutates_when_timed": ("INPUT_MUTATED", "timed call"),
         "nothing_after_first": ("INCORRECT_TIMED", "gave a wrong output"),

@@ -113,6 +113,53 @@ def test_timed_calls_are_read_against_a_call_on_unseen_inputs() -> None:
     assert engine._cached_timing(mixed, "cupti") is None
 
 
+def test_on_the_interpreter_a_probe_kept_waiting_by_a_loaded_machine_is_no_evidence() -> None:
+    """The interpreter's timer is the wall clock: a probe preempted by another process looks
+    tenfold slower in wall time but used no more CPU than the timed calls, and is not read as a
+    kept answer; a probe that did ten times the CPU work still is."""
+    waited = _timing(probe_ms=[0.5], probe_cpu_ms=[0.011], block_cpu_medians_ms=[0.010, 0.010])
+    assert engine._cached_timing(waited, "cpu-interpreter") is None
+    worked = _timing(probe_ms=[0.5], probe_cpu_ms=[0.45], block_cpu_medians_ms=[0.010, 0.011])
+    assert engine._cached_timing(worked, "cpu-interpreter")["status"] == "CACHED_TIMING"
+    # the CPU witness never clears what the wall clock does not accuse
+    assert (
+        engine._cached_timing(
+            _timing(probe_ms=[0.05], probe_cpu_ms=[5.0], block_cpu_medians_ms=[0.01]),
+            "cpu-interpreter",
+        )
+        is None
+    )
+
+
+def test_the_interpreters_timer_keeps_each_calls_process_cpu_time() -> None:
+    """time_wall records the process's CPU time of every probe and block beside the wall
+    time: a call that waits (sleeps) costs wall time, not CPU; one that computes costs both."""
+    import time as _time
+
+    from fibtui.worker.timing import PointerSets, Timed, time_wall
+
+    def busy(_args) -> None:
+        t = _time.process_time()
+        while _time.process_time() - t < 0.004:
+            pass
+
+    def sleepy(_args) -> None:
+        _time.sleep(0.004)
+
+    plan = TimingPlan(calls_per_block=2, blocks=2, warmup_calls=0, checks=False)
+    got = time_wall(
+        {"busy": Timed(busy, lambda r: []), "sleepy": Timed(sleepy, lambda r: [])},
+        PointerSets([[0]]),
+        1,
+        0,
+        plan,
+    )
+    assert len(got["busy"].block_cpu_medians_ms) == 2
+    assert min(got["busy"].block_cpu_medians_ms) >= 3.5
+    assert min(got["sleepy"].block_medians_ms) >= 3.5
+    assert max(got["sleepy"].block_cpu_medians_ms) < 2.0
+
+
 def test_the_seal_sees_a_patch_and_a_patch_undone() -> None:
     import statistics
 

@@ -987,7 +987,7 @@ def _cached_timing(t: SolutionTiming, kind: str) -> dict[str, Any] | None:
     # the slowest block against the fastest probe: noise must make every timed block fast and
     # every probe slow before an honest kernel is flagged
     slowest = max(t.block_medians_ms, default=t.latency_ms)
-    if probe is not None and probe > 0 and slowest * ratio < probe:
+    if probe is not None and probe > 0 and slowest * ratio < probe and _cpu_agrees(t, ratio):
         return {
             "status": CACHED_TIMING,
             "error": f"timed calls took {t.latency_ms * 1000:.2f} us (slowest block "
@@ -995,6 +995,19 @@ def _cached_timing(t: SolutionTiming, kind: str) -> dict[str, Any] | None:
             f"{ratio:g}x (an answer kept from earlier calls?)",
         }
     return None
+
+
+def _cpu_agrees(t: SolutionTiming, ratio: float) -> bool:
+    """On the CPU interpreter, whose timer is the wall clock: do the calls' CPU times (the
+    process's, every thread) say the same, the slowest block's median ``ratio`` times below the
+    probe's? A probe that was only kept waiting (another process had the CPU: a loaded machine)
+    used no more CPU than the timed calls, and is no evidence. A kept answer cannot hide behind
+    it: work moved to another thread is still the process's, and a thread spinning beside the
+    timed calls adds at most their wall time per core (docs/measurement.md). True where there
+    are no CPU times (the GPU's timer)."""
+    if not t.probe_cpu_ms or not t.block_cpu_medians_ms:
+        return True
+    return max(t.block_cpu_medians_ms) * ratio < min(t.probe_cpu_ms)
 
 
 def _gpu_uuid(device: torch.device) -> str | None:

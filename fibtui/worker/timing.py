@@ -41,6 +41,9 @@ REFILL_NAME = "_fibtui_refill"
 KEEP_NAME = "_fibtui_keep"
 #: the wall clock of the CPU timer, taken when this module is imported (before any solution runs)
 _CLOCK = time.perf_counter
+#: the process's CPU time (all its threads), taken likewise: beside the interpreter's wall times,
+#: what a call cost in CPU, which another process taking the CPU does not inflate
+_PROCESS_CPU = time.process_time
 
 
 class TimingError(Exception):
@@ -70,6 +73,10 @@ class SolutionTiming:
     late_kernels: int = 0
     #: sampled timed calls' outputs, for the worker to check (not written to the record)
     kept: list[Kept] = field(default_factory=list)
+    #: CPU interpreter: the process's CPU time of the probe calls and each block's median
+    #: (the cached-answer check's second witness, not written to the record)
+    probe_cpu_ms: list[float] = field(default_factory=list)
+    block_cpu_medians_ms: list[float] = field(default_factory=list)
 
     def to_json(self, kind: str, plan: TimingPlan) -> dict[str, Any]:
         checks: dict[str, Any] = {"rotation": plan.checks}
@@ -549,8 +556,9 @@ def time_wall(
     phases: Phases = NOTHING,
 ) -> dict[str, SolutionTiming]:
     """CPU-interpreter timing: wall time per call, blocks interleaved ABBA, with the same
-    rotation, probes and kept calls as on the GPU."""
+    rotation, probes and kept calls as on the GPU; each call's process CPU time beside it."""
     clock = _CLOCK  # a local: a solution that swaps time.perf_counter cannot reach it
+    cpu = _PROCESS_CPU
     sids = list(calls)
     with phases("warmup"):
         for sid in sids:
@@ -562,28 +570,36 @@ def time_wall(
     blocks = schedule(sids, plan, pool_sets, probe_sets, plan.checks)
     per: dict[str, list[float]] = {sid: [] for sid in sids}
     probe_ms: dict[str, list[float]] = {sid: [] for sid in sids}
+    probe_cpu: dict[str, list[float]] = {sid: [] for sid in sids}
+    block_cpu: dict[str, list[float]] = {sid: [] for sid in sids}
     kept: dict[str, list[Kept]] = {sid: [] for sid in sids}
     for blk in blocks:
         fn = calls[blk.sid]
         if blk.probe is not None:
             inputs.probe(blk.probe)
             args = inputs.args(blk.probe, probe=True)
-            t0 = clock()
+            c0, t0 = cpu(), clock()
             fn.call(args)
-            probe_ms[blk.sid].append((clock() - t0) * 1000.0)
+            t1, c1 = clock(), cpu()
+            probe_ms[blk.sid].append((t1 - t0) * 1000.0)
+            probe_cpu[blk.sid].append((c1 - c0) * 1000.0)
         samples = []
+        cpu_samples = []
         last = len(blk.sets) - 1
         for c, k in enumerate(blk.sets):
             inputs.refill(k)
             args = inputs.args(k)
-            t0 = clock()
+            c0, t0 = cpu(), clock()
             result = fn.call(args)
-            samples.append((clock() - t0) * 1000.0)
+            t1, c1 = clock(), cpu()
+            samples.append((t1 - t0) * 1000.0)
+            cpu_samples.append((c1 - c0) * 1000.0)
             if blk.keep_last and c == last:
                 kept[blk.sid].append(
                     Kept(blk.number, c, k, fn.keep(result), inputs.live_snapshot())
                 )
         per[blk.sid].append(statistics.median(samples))
+        block_cpu[blk.sid].append(statistics.median(cpu_samples))
     tampered = seal() if seal is not None else []
     if tampered:
         raise HarnessTampered(tampered)
@@ -595,6 +611,8 @@ def time_wall(
             probe_ms=probe_ms[sid],
             timed_calls=sum(len(b.sets) for b in blocks if b.sid == sid),
             kept=kept[sid],
+            probe_cpu_ms=probe_cpu[sid],
+            block_cpu_medians_ms=block_cpu[sid],
         )
         for sid, m in per.items()
     }

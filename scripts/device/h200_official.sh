@@ -32,7 +32,9 @@
 # (.tar.xz) and fibtui's own runtime wheels as for the other scripts; .devdata/flashinfer-trace: a
 # copy of ../shared/datasets/flashinfer-trace.
 # Knobs: FB_S (seconds for flashinfer-bench, default 330), FB_GROUPS (3), EVERY (1: every
-# workload; 2: every other one), SWEEP=0 skips step 1.
+# workload; 2: every other one), SWEEP=0 skips step 1, NOREF=1 leaves the reference untimed in
+# both tools (fibtui's and flashinfer-bench's --no-profile-baseline: the definition's Python
+# reference takes 4-150 ms a call, and timing it 180 times a workload is most of both tools' time).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 source scripts/device/_site.sh
@@ -58,7 +60,8 @@ fi
 WS=/tmp/ws54
 shared_sweep_workspace $WS || exit 2
 say "official twin: fibtui run --timing official, 54 workloads"
-$F run --backend local --workloads all --timing official --workspace $WS --no-daemon --json \
+$F run --backend local --workloads all --timing official ${NOREF:+--no-profile-baseline} \
+  --workspace $WS --no-daemon --json \
   > $R/twin.json 2> $R/twin.err
 say "twin rc=$?"
 TWIN=$(python3 -c "import json; print(json.load(open('$R/twin.json'))['run_id'])" 2>/dev/null)
@@ -91,7 +94,7 @@ for ((g = 0; g < ${FB_GROUPS:-3}; g++)); do
   LEFT=$(( END - $(date +%s) ))
   [ $LEFT -lt 30 ] && { say "group $g not started: ${LEFT}s left"; break; }
   timeout $LEFT python3 -c 'import sys; from flashinfer_bench.cli.main import cli; sys.argv[0]="flashinfer-bench"; sys.exit(cli())' \
-    run --local /tmp/fbg$g --save-results >> $R/fb_console.log 2>&1
+    run --local /tmp/fbg$g --save-results ${NOREF:+--no-profile-baseline} >> $R/fb_console.log 2>&1
   say "flashinfer-bench group $g rc=$?"
 done
 mkdir -p /tmp/fbtraces/traces
