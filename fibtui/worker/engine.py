@@ -944,6 +944,10 @@ def _take_seal() -> Seal:
         except Exception:  # noqa: BLE001 - not there: nothing of it to seal
             pass
     if torch.cuda.is_available():
+        try:  # fibtui's own kernels are sealed with the rest of fibtui
+            __import__("fibtui.worker.gpu_kernels")
+        except Exception:  # noqa: BLE001 - no Triton: the timed calls will meet and report it
+            pass
         try:  # the first CUDA profile loads what it loads now, not inside the timed calls
             from torch.profiler import ProfilerActivity, profile
 

@@ -277,12 +277,8 @@ def _zero_fill(device: Any, nbytes: int) -> Callable[[], None]:
     own, as flashinfer's ``buffer.zero_()`` of a 2 x L2 int8 buffer does."""
     import torch
     import triton
-    import triton.language as tl
 
-    @triton.jit  # type: ignore[untyped-decorator]  # triton ships no types: its kernels are Any
-    def _fibtui_official_flush(ptr: Any, n: int, BLOCK: tl.constexpr) -> None:
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(ptr + offs, tl.zeros((BLOCK,), dtype=tl.int32), mask=offs < n)
+    from fibtui.worker.gpu_kernels import _fibtui_official_flush
 
     n = nbytes // 4
     buf = torch.empty(n, dtype=torch.int32, device=device)

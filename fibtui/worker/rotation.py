@@ -248,20 +248,7 @@ def _copy_kernels() -> tuple[Any, Any]:
     (the live inputs before a call) and ``_fibtui_keep`` (a kept call's outputs after it). Two
     kernels of one body: the profile tells them apart by name."""
     if "refill" not in _copy_kernel:
-        import triton
-        import triton.language as tl
-
-        @triton.jit  # type: ignore[untyped-decorator]  # triton ships no types: its kernels are Any
-        def _fibtui_refill(src: Any, dst: Any, n: int, BLOCK: tl.constexpr) -> None:
-            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-            mask = offs < n
-            tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
-
-        @triton.jit  # type: ignore[untyped-decorator]  # as above
-        def _fibtui_keep(src: Any, dst: Any, n: int, BLOCK: tl.constexpr) -> None:
-            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-            mask = offs < n
-            tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+        from fibtui.worker.gpu_kernels import _fibtui_keep, _fibtui_refill
 
         _copy_kernel["refill"], _copy_kernel["keep"] = _fibtui_refill, _fibtui_keep
     return _copy_kernel["refill"], _copy_kernel["keep"]

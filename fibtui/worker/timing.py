@@ -148,21 +148,8 @@ def _delimiters(device: torch.device) -> tuple[Callable[[], Any], Callable[[], A
     if key in _delims:
         return _delims[key]
     import triton
-    import triton.language as tl
 
-    @triton.jit  # type: ignore[untyped-decorator]  # triton ships no types: its kernels are Any
-    def _fibtui_l2_flush(ptr: Any, sink: Any, n: int, BLOCK: tl.constexpr) -> None:
-        # Read (not write) twice the L2: the cache ends up full of clean lines, so the next call
-        # pays cold misses but never the write-back of a dirty flush buffer. The store below is
-        # never taken (the buffer holds zeros) but keeps the loads alive.
-        pid = tl.program_id(0)
-        offs = pid * BLOCK + tl.arange(0, BLOCK)
-        total = tl.sum(tl.load(ptr + offs, mask=offs < n, other=0), axis=0)
-        tl.store(sink + pid, total, mask=total == 123456789)
-
-    @triton.jit  # type: ignore[untyped-decorator]  # as above
-    def _fibtui_marker(ptr: Any) -> None:
-        tl.store(ptr, 1)
+    from fibtui.worker.gpu_kernels import _fibtui_l2_flush, _fibtui_marker
 
     props = torch.cuda.get_device_properties(device)
     l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
