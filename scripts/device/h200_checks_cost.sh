@@ -13,8 +13,8 @@
 # 3. The official twin and flashinfer-bench main on the shared 54-workload definition, both with
 #    the reference untimed (scripts/device/h200_official.sh with SWEEP=0 NOREF=1; FB_S seconds
 #    for flashinfer-bench, default 240).
-# Files: $OUT/checks/ (log, sweeps.txt, the py-spy breakdown), $OUT/official_summary.txt and
-# $OUT/official.tgz.
+# Files: $OUT/checks/ (log, sweeps.txt, the py-spy breakdown), $OUT/checks_raw.tgz (the worker's
+# events, the py-spy stacks), $OUT/official_summary.txt and $OUT/official.tgz.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
@@ -43,6 +43,9 @@ say "3. official twin and flashinfer-bench main, the reference untimed"
 SWEEP=0 NOREF=1 FB_S=${FB_S:-240} bash scripts/device/h200_official.sh > $R/official_console.txt 2>&1
 say "official rc=$?"
 say "done"
+# the raw events and stacks in one archive (the device returns a bounded number of files)
+tar -czf $OUT/checks_raw.tgz -C $R gate_events gate_spy sweep_on.stacks.gz 2>/dev/null \
+  && rm -rf $R/gate_events $R/gate_spy $R/sweep_on.stacks.gz
 grep -E "exit|phases" $R/sweeps.txt
 head -30 $R/spy_run_job.txt 2>/dev/null
 head -30 $R/spy_time_cupti.txt 2>/dev/null
