@@ -160,15 +160,57 @@ def mismatch_flag(out: Any, ref: torch.Tensor, tol: Tolerance) -> torch.Tensor:
         return torch.ones((), dtype=torch.bool, device=device)
     if out.numel() == 0:
         return torch.zeros((), dtype=torch.bool, device=device)
-    x = out.detach().to(device=device, dtype=torch.float32)
-    y = ref.to(torch.float32)
-    abs_err = (x - y).abs()
-    # flashinfer-bench's rule: an element fails when abs > atol and abs / (|y| + 1e-8) > rtol;
-    # a NaN compares as failing (a NaN in the reference as not failing, as there)
-    fails = (abs_err > tol.atol) & (abs_err > tol.rtol * (y.abs() + 1e-8))
-    fails |= ~torch.isfinite(x) | (torch.isnan(abs_err) & ~torch.isnan(y))
-    allowed = (1.0 - tol.ratio(1.0)) * x.numel()
-    return fails.sum() > allowed
+    return mismatch_flags([out], [ref], tol)[0]
+
+
+#: the most bytes one stacked operand of :func:`mismatch_flags` holds (as float32): more kept
+#: outputs than fit are compared in several stacks
+STACK_BYTES = 512 * 2**20
+
+
+def mismatch_flags(outs: list[Any], refs: list[torch.Tensor], tol: Tolerance) -> torch.Tensor:
+    """:func:`mismatch_flag` of many pairs at once: one device-side bool per pair, True where
+    that pair fails. Pairs of one shape and dtype are stacked and compared together (one
+    sequence of kernels for all of them, not one per pair: the gate compares every kept call
+    of a job, and on the H200 the per-pair kernels' launches were most of the checks' cost),
+    in stacks of at most :data:`STACK_BYTES`."""
+    assert len(outs) == len(refs)
+    if not refs:
+        return torch.zeros(0, dtype=torch.bool)
+    device = refs[0].device
+    flags: list[torch.Tensor | None] = [None] * len(refs)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, (out, ref) in enumerate(zip(outs, refs, strict=True)):
+        if (
+            not isinstance(out, torch.Tensor)
+            or tuple(out.shape) != tuple(ref.shape)
+            or out.dtype != ref.dtype
+            or out.numel() == 0
+            or ref.device != device
+        ):
+            flags[i] = mismatch_flag(out, ref, tol).reshape(1).to(device)
+        else:
+            groups.setdefault((tuple(ref.shape), ref.dtype), []).append(i)
+    allowed_share = 1.0 - tol.ratio(1.0)
+    for idx in groups.values():
+        per = max(1, STACK_BYTES // max(1, refs[idx[0]].numel() * 4))
+        for start in range(0, len(idx), per):
+            part = idx[start : start + per]
+            x = torch.stack([outs[i].detach() for i in part]).to(device=device, dtype=torch.float32)
+            y = torch.stack([refs[i] for i in part]).to(torch.float32)
+            abs_err = (x - y).abs()
+            # flashinfer-bench's rule: a NaN or an infinity anywhere in the output fails it
+            # whatever the matched ratio; else an element fails when abs > atol and
+            # abs / (|y| + 1e-8) > rtol, and more failing elements than the ratio allows fail it
+            fails = (abs_err > tol.atol) & (abs_err > tol.rtol * (y.abs() + 1e-8))
+            rows = len(part)
+            numel = x[0].numel()
+            got = (fails.reshape(rows, -1).sum(dim=1) > allowed_share * numel) | (
+                ~torch.isfinite(x)
+            ).reshape(rows, -1).any(dim=1)
+            for j, i in enumerate(part):
+                flags[i] = got[j : j + 1]
+    return torch.cat([f for f in flags if f is not None])
 
 
 def compare(

@@ -772,30 +772,61 @@ class Engine:
         input_names = list(self.definition["inputs"])
         outputs = set(self.definition["outputs"])
         fast = self.evaluator.name == "default"
+        # one flag per kept call for its inputs (all of them at once), one per kept output; the
+        # outputs of every kept call are compared in stacks (check.mismatch_flags)
         flags: list[torch.Tensor] = []
         where: list[tuple[str, Kept, str, Any]] = []  # sid, kept, what, detail
+        got_outs: list[Any] = []
+        ref_outs: list[torch.Tensor] = []
+        out_where: list[tuple[str, Kept, str, Any]] = []
         for sid, t in timings.items():
             for kept in t.kept:
                 if kept.inputs_after is not None:
-                    for name, flag in rotation.input_changes(
+                    flag = rotation.input_flag(
                         kept.inputs_after, kept.set_index, input_names, outputs
-                    ):
+                    )
+                    if flag is not None:
                         flags.append(flag)
-                        where.append((sid, kept, "input", name))
+                        where.append((sid, kept, "input", None))
                 if fast:
                     refs = self._pool_ref(kept.set_index, rotation, workload, names)
                     for name, got, ref in zip(names, kept.outputs, refs, strict=False):
-                        flags.append(check.mismatch_flag(got, ref, tol))
-                        where.append((sid, kept, "output", name))
-        bad = torch.stack([f.reshape(()) for f in flags]).tolist() if flags else []
-        for (sid, kept, what, detail), is_bad in zip(where, bad, strict=True):
-            if not is_bad or sid in out:
+                        got_outs.append(got)
+                        ref_outs.append(ref)
+                        out_where.append((sid, kept, "output", name))
+        if ref_outs:
+            flags.append(check.mismatch_flags(got_outs, ref_outs, tol))
+            where += out_where
+        bad = torch.cat([f.reshape(-1) for f in flags]).tolist() if flags else []
+        # in the order a solution's calls ran: its first kept call found wrong decides, and for
+        # one call its inputs before its outputs
+        order = {id(k): (sid, i) for sid, t in timings.items() for i, k in enumerate(t.kept)}
+        found = sorted(
+            (w for w, is_bad in zip(where, bad, strict=True) if is_bad),
+            key=lambda w: (order[id(w[1])], w[2] != "input"),
+        )
+        for sid, kept, what, detail in found:
+            if sid in out:
                 continue
             if what == "input":
+                assert kept.inputs_after is not None
+                changed = [
+                    name
+                    for name, flag in rotation.input_changes(
+                        kept.inputs_after, kept.set_index, input_names, outputs
+                    )
+                    if bool(flag)
+                ]
+                which = (
+                    f"its input {', '.join(changed)}, which the definition does not name as an "
+                    "output"
+                    if changed
+                    else "the input buffer's padding between its inputs"
+                )
                 out[sid] = {
                     "status": INPUT_MUTATED,
-                    "error": f"timed call {kept.call + 1} of block {kept.block + 1} wrote into its "
-                    f"input {detail}, which the definition does not name as an output",
+                    "error": f"timed call {kept.call + 1} of block {kept.block + 1} wrote into "
+                    + which,
                 }
             else:
                 out[sid] = self._kept_verdict(kept, rotation, workload, names, tol) or {

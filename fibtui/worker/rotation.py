@@ -87,6 +87,8 @@ class Rotation:
     _live: Arena | None = None
     _copies: dict[int, Callable[[], None]] = field(default_factory=dict)
     _snapshot: Keeper | None = None
+    _mask_key: tuple[Any, ...] | None = None
+    _mask: torch.Tensor | None = None
 
     @classmethod
     def build(
@@ -178,6 +180,37 @@ class Rotation:
 
     def pool_bytes(self, k: int) -> torch.Tensor:
         return self._pool[k].buffer
+
+    def input_flag(
+        self, snapshot: torch.Tensor, k: int, names: list[str], outputs: set[str]
+    ) -> torch.Tensor | None:
+        """One device-side flag (shape ``[1]``) for all of :meth:`input_changes` at once: do
+        the bytes of any packed input the definition does not name as an output differ in
+        ``snapshot`` from pool set ``k``'s? Three kernels over the arena whatever the number of
+        inputs; :meth:`input_changes` names them once a flag is up. None: no input is checked."""
+        mask = self._checked_mask(names, outputs)
+        if mask is None:
+            return None
+        return ((snapshot != self._pool[k].buffer) & mask).any().reshape(1)
+
+    def _checked_mask(self, names: list[str], outputs: set[str]) -> torch.Tensor | None:
+        key = (tuple(names), tuple(sorted(outputs)))
+        if self._mask_key == key:
+            return self._mask
+        assert self._live is not None
+        mask = torch.zeros(self.live_bytes, dtype=torch.bool, device=self._live.buffer.device)
+        base = self._live.buffer.data_ptr()
+        any_checked = False
+        for name, view in zip(names, self._live.views, strict=False):
+            if view is None or name in outputs:
+                continue
+            nbytes = view.numel() * view.element_size()
+            if nbytes:
+                start = view.data_ptr() - base
+                mask[start : start + nbytes] = True
+                any_checked = True
+        self._mask_key, self._mask = key, (mask if any_checked else None)
+        return self._mask
 
     def input_changes(
         self, snapshot: torch.Tensor, k: int, names: list[str], outputs: set[str]
