@@ -9,6 +9,10 @@ it cannot resolve inside a kernel (``ptr: Any``) fails the compile. On the H200 
 job of every run an INFRA_ERROR (2026-12-04), while the CPU interpreter, which does not compile,
 passed every test. mypy is told (pyproject.toml) that this module's kernels are untyped.
 
+The two copy kernels take ``n`` unspecialized (``do_not_specialize``): one compiled kernel then
+copies any length, so the rotation compiles each once per process and launches it straight
+after, instead of going through Triton's JIT for every arena of every job (fibtui.worker.rotation).
+
 Imported only where a GPU path needs the kernels: importing it imports Triton.
 """
 
@@ -34,14 +38,14 @@ def _fibtui_marker(ptr):
     tl.store(ptr, 1)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])
 def _fibtui_refill(src, dst, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])
 def _fibtui_keep(src, dst, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n

@@ -290,23 +290,42 @@ def _copy_kernels() -> tuple[Any, Any]:
 _BLOCK = 4096
 
 
+#: compiled copy kernels, by kernel, dtypes, the pointers' 16-byte alignment (what Triton
+#: specializes a pointer on), n's width and the device: each compiled once per process (n is not
+#: specialized: fibtui.worker.gpu_kernels), then launched for any arena of any job
+_compiled: dict[tuple[Any, ...], Any] = {}
+
+
 def _launcher(kernel: Any, src: torch.Tensor, dst: torch.Tensor) -> Callable[[Any, Any], None]:
-    """Copy ``src`` into ``dst`` now (through Triton's JIT, which compiles the kernel) and return
-    a launcher that copies a pair of tensors of the same size again without the JIT's binding,
-    checked by one launch; the JIT's own launch where this Triton has no such launcher."""
+    """Copy ``src`` into ``dst`` now and return a launcher that copies a pair of tensors of the
+    same size again without the JIT's binding, checked by one launch; the JIT's own launch where
+    this Triton has no such launcher. The kernel goes through Triton's JIT (which compiles it)
+    only the first time its key (:data:`_compiled`) is met in this process."""
     import triton
 
     from fibtui.worker.timing import grid3
 
     n = int(src.numel())
     grid = (triton.cdiv(n, _BLOCK),)
-    compiled = kernel[grid](src, dst, n, BLOCK=_BLOCK)
     stream = torch.cuda.current_stream(src.device).cuda_stream
+    key = (
+        id(kernel),
+        src.dtype,
+        dst.dtype,
+        src.data_ptr() % 16 == 0,
+        dst.data_ptr() % 16 == 0,
+        n < 2**31,
+        str(src.device),
+    )
+    compiled = _compiled.get(key)
+    if compiled is None:
+        compiled = kernel[grid](src, dst, n, BLOCK=_BLOCK)  # compiles; copies
     try:
         runner = compiled[grid3(grid)]
-        runner(src, dst, n, _BLOCK, stream=stream)  # once more: a launcher that fails is not used
+        runner(src, dst, n, _BLOCK, stream=stream)  # a launcher that fails is not used
     except Exception:  # noqa: BLE001 - another Triton: the JIT launches it
         return lambda s, d: kernel[grid](s, d, n, BLOCK=_BLOCK)
+    _compiled[key] = compiled
     return lambda s, d: runner(s, d, n, _BLOCK, stream=stream)
 
 

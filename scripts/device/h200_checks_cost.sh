@@ -12,7 +12,9 @@
 #    where the host time goes, by frame (scripts/bench/pyspy_breakdown.py). SPY=0 skips it.
 # 3. The official twin and flashinfer-bench main on the shared 54-workload definition, both with
 #    the reference untimed (scripts/device/h200_official.sh with SWEEP=0 NOREF=1; FB_S seconds
-#    for flashinfer-bench, default 240).
+#    for flashinfer-bench, default 240). OFFICIAL=0 skips it.
+# 4. DEMO=1: the GDN demo's paired full sweep through `fibtui run` (50 workloads x 3 repeats,
+#    scripts/device/_site.sh demo_paired_sweep), its verdict and wall time.
 # Files: $OUT/checks/ (log, sweeps.txt, the py-spy breakdown), $OUT/checks_raw.tgz (the worker's
 # events, the py-spy stacks), $OUT/official_summary.txt and $OUT/official.tgz.
 set -uo pipefail
@@ -39,9 +41,18 @@ if [ "${SPY:-1}" = 1 ] && [ -x /tmp/spy/bin/py-spy ]; then
     --top 40 > $R/spy_time_cupti.txt 2>&1
   gzip -f $R/sweep_on.stacks
 fi
-say "3. official twin and flashinfer-bench main, the reference untimed"
-SWEEP=0 NOREF=1 FB_S=${FB_S:-240} bash scripts/device/h200_official.sh > $R/official_console.txt 2>&1
-say "official rc=$?"
+if [ "${OFFICIAL:-1}" = 1 ]; then
+  say "3. official twin and flashinfer-bench main, the reference untimed"
+  SWEEP=0 NOREF=1 FB_S=${FB_S:-240} bash scripts/device/h200_official.sh > $R/official_console.txt 2>&1
+  say "official rc=$?"
+fi
+if [ "${DEMO:-0}" = 1 ]; then
+  say "4. the demo's paired full sweep through fibtui run (the user's path)"
+  F="python3 -m fibtui"
+  private_runtime checks
+  ( time demo_paired_sweep ) 2> $R/demo_sweep_time.txt
+  tail -3 $R/demo_sweep_time.txt
+fi
 say "done"
 # the raw events and stacks in one archive (the device returns a bounded number of files)
 tar -czf $OUT/checks_raw.tgz -C $R gate_events gate_spy sweep_on.stacks.gz 2>/dev/null \
@@ -50,3 +61,4 @@ grep -E "exit|phases" $R/sweeps.txt
 head -30 $R/spy_run_job.txt 2>/dev/null
 head -30 $R/spy_time_cupti.txt 2>/dev/null
 grep -E "geometric|within|PASSED with|workloads|errors|clock" $OUT/official_summary.txt 2>/dev/null | head -12
+head -30 $R/demo_compare.txt 2>/dev/null
