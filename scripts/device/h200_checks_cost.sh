@@ -15,8 +15,11 @@
 #    for flashinfer-bench, default 240). OFFICIAL=0 skips it.
 # 4. DEMO=1: the GDN demo's paired full sweep through `fibtui run` (50 workloads x 3 repeats,
 #    scripts/device/_site.sh demo_paired_sweep), its verdict and wall time.
-# Files: $OUT/checks/ (log, sweeps.txt, the py-spy breakdown), $OUT/checks_raw.tgz (the worker's
-# events, the py-spy stacks), $OUT/official_summary.txt and $OUT/official.tgz.
+# 5. LOOP=1: the CLI gate (scripts/bench/bench_cli_gate.py: --no-daemon once, the worker service 4
+#    times, 2 at once) and watch mode in the real TUI at 120x40 and 80x24 (bench_watch_verdict.py,
+#    SAVES saves, default 6): issue 36's figures as the code stands.
+# Files: $OUT/checks.tgz (everything), $OUT/checks_summary.txt, and with step 3
+# $OUT/official_summary.txt and $OUT/official.tgz.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
@@ -53,12 +56,32 @@ if [ "${DEMO:-0}" = 1 ]; then
   ( time demo_paired_sweep ) 2> $R/demo_sweep_time.txt
   tail -3 $R/demo_sweep_time.txt
 fi
+if [ "${LOOP:-0}" = 1 ]; then
+  say "5. the CLI gate (scripts/bench/bench_cli_gate.py) and watch mode (bench_watch_verdict.py)"
+  F="python3 -m fibtui"
+  private_runtime checks
+  timeout 240 python3 scripts/bench/bench_cli_gate.py --backend local --plain 1 --daemon 4 \
+    --at-once 2 --json $R/cli_gate.json -- --baseline solution/triton \
+    --solution candidates/v2_smallb_splitv > $R/cli_gate.txt 2>&1
+  say "cli gate rc=$?"
+  $F workers stop > /dev/null 2>&1
+  for size in 120x40 80x24; do
+    timeout -k 10 150 python3 scripts/bench/bench_watch_verdict.py --saves ${SAVES:-6} \
+      --size $size --wait 45 --json $R/watch_$size.json > $R/watch_$size.txt 2>&1
+    say "watch $size rc=$? $(tail -1 $R/watch_$size.txt)"
+  done
+  $F workers stop > /dev/null 2>&1
+fi
 say "done"
-# the raw events and stacks in one archive (the device returns a bounded number of files)
-tar -czf $OUT/checks_raw.tgz -C $R gate_events gate_spy sweep_on.stacks.gz 2>/dev/null \
-  && rm -rf $R/gate_events $R/gate_spy $R/sweep_on.stacks.gz
-grep -E "exit|phases" $R/sweeps.txt
-head -30 $R/spy_run_job.txt 2>/dev/null
-head -30 $R/spy_time_cupti.txt 2>/dev/null
-grep -E "geometric|within|PASSED with|workloads|errors|clock" $OUT/official_summary.txt 2>/dev/null | head -12
-head -30 $R/demo_compare.txt 2>/dev/null
+{
+  cat $R/log.txt; echo
+  grep -E "exit|phases" $R/sweeps.txt
+  head -30 $R/spy_time_cupti.txt 2>/dev/null
+  grep -E "geometric|within|PASSED with|workloads|errors|clock" $OUT/official_summary.txt 2>/dev/null | head -12
+  head -30 $R/demo_compare.txt 2>/dev/null
+  grep -E "^call|waited|    python" $R/cli_gate.txt 2>/dev/null
+  tail -4 $R/watch_*.txt 2>/dev/null
+} > $OUT/checks_summary.txt
+# everything in one archive (the device returns a bounded number of files)
+tar -czf $OUT/checks.tgz -C $OUT checks && rm -rf $R
+cat $OUT/checks_summary.txt
