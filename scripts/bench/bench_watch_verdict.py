@@ -153,7 +153,6 @@ async def _follow(until, messages: list, start: int, t0: float) -> dict:
 
     from fibtui.runners.events import JobFinished, RunFinished
     from fibtui.ui import messages as ui_messages
-    from fibtui.ui.panes.runs import RunsPane
 
     found: dict[str, float] = {}
     run_id: list[str] = []
@@ -173,7 +172,7 @@ async def _follow(until, messages: list, start: int, t0: float) -> dict:
                     span[1] = round((at - t0) * 1000, 1)
             elif name == "WatchFired":
                 found.setdefault("fired_ms", (at - t0) * 1000)
-            elif isinstance(m, RunsPane.RunStartedHere):
+            elif isinstance(m, ui_messages.RunStartedHere):
                 found.setdefault("run_started_ms", (at - t0) * 1000)
                 if not run_id:
                     run_id.append(m.run_id)
