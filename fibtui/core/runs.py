@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+import statistics
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -861,6 +862,49 @@ def not_judged(jobs: list[JobResult]) -> list[NotJudged]:
             )
         )
     return sorted(out, key=lambda g: -g.jobs)
+
+
+@dataclass(frozen=True)
+class HostPhases:
+    """The worker's host time a job, by phase (``timing.job_phases_ms``, fibtui.worker.phases):
+    the median over the run's jobs of each phase, in the order the worker wrote them."""
+
+    jobs: int
+    median_ms: dict[str, float]
+
+    @property
+    def total_ms(self) -> float:
+        return sum(self.median_ms.values())
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in self.median_ms.items() if v >= 0.05)
+        return f"host time a job (median of {self.jobs}, ms): {parts}"
+
+
+def host_phases(jobs: list[JobResult]) -> HostPhases | None:
+    """The median host time per phase over the run's worker jobs (a job's phases are recorded
+    on each of its solutions' rows: counted once per workload and repeat), or None when no row carries them (a run of an older fibtui, or nothing measured)."""
+    per_job: dict[tuple[str, int], dict[str, float]] = {}
+    for job in jobs:
+        phases = job.timing.get("job_phases_ms") if isinstance(job.timing, dict) else None
+        if not isinstance(phases, dict):
+            continue
+        clean = {
+            str(k): float(v)
+            for k, v in phases.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        }
+        if clean:
+            per_job[(job.uuid, job.repeat)] = clean
+    if not per_job:
+        return None
+    names: list[str] = []
+    for phases in per_job.values():
+        names += [n for n in phases if n not in names]
+    return HostPhases(
+        len(per_job),
+        {n: statistics.median([p.get(n, 0.0) for p in per_job.values()]) for n in names},
+    )
 
 
 def _environment(results: list[JobResult]) -> dict[str, Any]:

@@ -675,7 +675,12 @@ class _Printer:
                 )
         if record.timing_kind == "cpu-interpreter":
             self.con.print("  [yellow](CPU-interpreter timings)[/]")
-        from fibtui.core.runs import not_judged
+        from fibtui.core.runs import host_phases, not_judged
+
+        phases = host_phases(record.jobs)
+        if phases is not None:
+            # what the harness itself cost a job (the gate's checks among it): measured, shown
+            self.con.print(f"  [dim]{escape(phases.describe())}[/]")
 
         for group in not_judged(record.jobs):
             self.con.print(f"  [yellow]UNSUPPORTED_HERE: {escape(group.describe())}[/]")
