@@ -81,9 +81,9 @@ class OutputCheck:
     detail: str | None = None
 
 
-def check_output(
-    name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, required_ratio: float
-) -> OutputCheck:
+def _host_check(name: str, out: Any, ref: torch.Tensor) -> OutputCheck | None:
+    """What is known of an output without reading the device: a wrong shape or dtype (a
+    status), an empty output (nothing to compare), else None."""
     if tuple(out.shape) != tuple(ref.shape):
         return OutputCheck(
             "INCORRECT_SHAPE",
@@ -102,26 +102,103 @@ def check_output(
             True,
             f"{name}: dtype {out.dtype}, expected {ref.dtype}",
         )
-    x = out.detach().to(device=ref.device, dtype=torch.float32)
-    y = ref.to(torch.float32)
-    if x.numel() == 0:
+    if out.numel() == 0:
         return OutputCheck(None, 0.0, 0.0, 1.0, False)
-    if bool(torch.isinf(x).any()):
-        n = int(torch.isinf(x).sum())
+    return None
+
+
+def _error_numbers(x: torch.Tensor, y: torch.Tensor, tol: Tolerance) -> torch.Tensor:
+    """Infinities and NaNs in float32 ``x``, its elements beyond tolerance against ``y``, the
+    largest absolute and relative errors: one float64 tensor of five, on the device (every
+    output of a check is read back in one synchronization, not five each)."""
+    abs_err = (x - y).abs()
+    rel_err = abs_err / (y.abs() + 1e-8)
+    failing = (abs_err > tol.atol) & (rel_err > tol.rtol)
+    return torch.stack(
+        [
+            torch.isinf(x).sum().double(),
+            torch.isnan(x).sum().double(),
+            failing.sum().double(),
+            abs_err.max().double(),
+            rel_err.max().double(),
+        ]
+    )
+
+
+def _from_numbers(
+    name: str,
+    numel: int,
+    numbers: list[float],
+    tol: Tolerance,
+    required_ratio: float,
+    nonfinite: bool = True,
+) -> OutputCheck:
+    n_inf, n_nan, n_fail, max_abs, max_rel = numbers
+    if nonfinite and n_inf:
         return OutputCheck(
-            "INCORRECT_NUMERICAL", math.inf, math.inf, 0.0, True, f"{name}: {n} infinite value(s)"
+            "INCORRECT_NUMERICAL",
+            math.inf,
+            math.inf,
+            0.0,
+            True,
+            f"{name}: {int(n_inf)} infinite value(s)",
         )
-    if bool(torch.isnan(x).any()):
-        n = int(torch.isnan(x).sum())
+    if nonfinite and n_nan:
         return OutputCheck(
             "INCORRECT_NUMERICAL",
             math.nan,
             math.nan,
             0.0,
             True,
-            f"{name}: {n} NaN value(s) (unwritten outputs read as NaN)",
+            f"{name}: {int(n_nan)} NaN value(s) (unwritten outputs read as NaN)",
         )
-    return elementwise(name, x, y, tol, required_ratio)
+    fails = int(n_fail)
+    ratio = min(1.0, max(0.0, 1.0 - fails / numel))
+    exceeds = ratio < required_ratio
+    detail = (
+        (
+            f"{name}: {fails} of {numel} elements beyond atol={tol.atol:g} rtol={tol.rtol:g}"
+            f" (matched {ratio:.4f}, required {required_ratio:g})"
+        )
+        if exceeds
+        else None
+    )
+    return OutputCheck(None, max_abs, max_rel, ratio, exceeds, detail)
+
+
+def check_output(
+    name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, required_ratio: float
+) -> OutputCheck:
+    return check_outputs([name], [out], [ref], tol, required_ratio)[0]
+
+
+def check_outputs(
+    names: list[str],
+    outputs: list[torch.Tensor],
+    references: list[torch.Tensor],
+    tol: Tolerance,
+    required_ratio: float,
+) -> list[OutputCheck]:
+    """Each output against its reference, in order, up to and with the first whose shape or
+    dtype is wrong; the device is read once for all of them."""
+    host: list[OutputCheck | None] = []
+    pending: list[tuple[int, torch.Tensor]] = []
+    for i, (name, out, ref) in enumerate(zip(names, outputs, references, strict=False)):
+        known = _host_check(name, out, ref)
+        host.append(known)
+        if known is None:
+            x = out.detach().to(device=ref.device, dtype=torch.float32)
+            pending.append((i, _error_numbers(x, ref.to(torch.float32), tol)))
+        elif known.status is not None:
+            break
+    read = torch.stack([n.to(pending[0][1].device) for _, n in pending]).tolist() if pending else []
+    numbers = {i: row for (i, _), row in zip(pending, read, strict=True)}
+    return [
+        known
+        if known is not None
+        else _from_numbers(names[i], outputs[i].numel(), numbers[i], tol, required_ratio)
+        for i, known in enumerate(host)
+    ]
 
 
 def elementwise(
@@ -129,21 +206,8 @@ def elementwise(
 ) -> OutputCheck:
     """abs/rel errors of float32 ``x`` against ``y``, the share within tolerance, and whether it
     is under ``required_ratio``."""
-    abs_err = (x - y).abs()
-    rel_err = abs_err / (y.abs() + 1e-8)
-    failing = (abs_err > tol.atol) & (rel_err > tol.rtol)
-    n_fail = int(failing.sum())
-    ratio = min(1.0, max(0.0, 1.0 - n_fail / x.numel()))
-    exceeds = ratio < required_ratio
-    detail = (
-        (
-            f"{name}: {n_fail} of {x.numel()} elements beyond atol={tol.atol:g} rtol={tol.rtol:g}"
-            f" (matched {ratio:.4f}, required {required_ratio:g})"
-        )
-        if exceeds
-        else None
-    )
-    return OutputCheck(None, float(abs_err.max()), float(rel_err.max()), ratio, exceeds, detail)
+    numbers = _error_numbers(x, y, tol).tolist()
+    return _from_numbers(name, x.numel(), numbers, tol, required_ratio, nonfinite=False)
 
 
 def mismatch_flag(out: Any, ref: torch.Tensor, tol: Tolerance) -> torch.Tensor:
@@ -226,8 +290,9 @@ def compare(
     worst = 1.0
     failing: list[str] = []
     required = tol.ratio(default_ratio)
-    for name, out, ref in zip(names, outputs, references, strict=False):
-        c = check_output(name, out, ref, tol, required)
+    for name, c in zip(
+        names, check_outputs(names, outputs, references, tol, required), strict=False
+    ):
         if c.status is not None:
             return Verdict(
                 c.status,
