@@ -18,6 +18,21 @@ from tests.runner_helpers import GOOD_TRITON, TINY, make_tiny_workspace
 # every hostile kernel computes honestly through this Triton kernel when it does compute
 HONEST = GOOD_TRITON.replace("def scale(x, alpha, y):", "def honest(x, alpha, y):")
 
+
+def value_cache(miss: str, imports: str = "") -> str:
+    """A kernel that keeps its answer per input value: an earlier call's saved output when the
+    values come again, else ``miss`` (the body that computes into ``y``) and the answer saved."""
+    return (
+        f"\n{imports}import torch\n\n_saved = []\n\n\ndef scale(x, alpha, y):\n"
+        "    for xs, a, ys in _saved:\n"
+        "        if a == alpha and xs.shape == x.shape and torch.equal(xs, x):\n"
+        "            y.copy_(ys)\n"
+        "            return\n"
+        f"{miss}"
+        "    _saved.append((x.clone(), alpha, y.clone()))\n"
+    )
+
+
 ATTACKS: dict[str, str] = {
     # an answer saved per input buffer, copied back on every later call on that buffer
     "cache_by_address": """
@@ -33,40 +48,15 @@ def scale(x, alpha, y):
     _saved[key] = y.clone()
 """,
     # an answer saved per input value, returned when the same values come again
-    "cache_by_value": """
-import torch
-
-_saved = []
-
-
-def scale(x, alpha, y):
-    for xs, a, ys in _saved:
-        if a == alpha and xs.shape == x.shape and torch.equal(xs, x):
-            y.copy_(ys)
-            return
-    honest(x, alpha, y)
-    _saved.append((x.clone(), alpha, y.clone()))
-""",
+    "cache_by_value": value_cache("    honest(x, alpha, y)\n"),
     # the same, with the work of a miss done on another thread: the calling thread only waits,
     # so its own CPU time would not show the work (the check counts the whole process's)
-    "cache_by_value_threaded": """
-import threading
-
-import torch
-
-_saved = []
-
-
-def scale(x, alpha, y):
-    for xs, a, ys in _saved:
-        if a == alpha and xs.shape == x.shape and torch.equal(xs, x):
-            y.copy_(ys)
-            return
-    worker = threading.Thread(target=honest, args=(x, alpha, y))
-    worker.start()
-    worker.join()
-    _saved.append((x.clone(), alpha, y.clone()))
-""",
+    "cache_by_value_threaded": value_cache(
+        "    worker = threading.Thread(target=honest, args=(x, alpha, y))\n"
+        "    worker.start()\n"
+        "    worker.join()\n",
+        imports="import threading\n",
+    ),
     # computes, then scribbles over its input (a later call, or the baseline, would read it)
     "mutates_input": """
 def scale(x, alpha, y):

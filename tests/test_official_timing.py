@@ -132,19 +132,19 @@ def test_the_plan_is_the_contests_for_the_definition() -> None:
         ot.OfficialPlan.from_json({"iterations": 0})
 
 
-def test_the_interpreter_worker_times_solution_and_reference_the_official_way() -> None:
-    pytest.importorskip("torch")
-    from fibtui.worker.engine import execute
+def _tiny_request(official: dict, uuid: str = "w") -> dict:
+    """A worker request: the tiny scale definition's Triton kernel on one workload, on the CPU
+    interpreter, timed the official way with ``official``'s plan."""
     from tests.runner_helpers import GOOD_TRITON, TINY_DEFINITION
 
-    request = {
+    return {
         "config": {
             "backend": "interpreter",
             "device": "cpu",
             "correctness_trials": 1,
             "plan": {"calls_per_block": 1, "blocks": 1, "warmup_calls": 0},
             "timing": "official",
-            "official": {"warmup": 1, "iterations": 3, "trials": 2},
+            "official": official,
         },
         "definition": TINY_DEFINITION,
         "solutions": [
@@ -164,13 +164,20 @@ def test_the_interpreter_worker_times_solution_and_reference_the_official_way() 
                 "job_id": "0|w",
                 "repeat": 0,
                 "workload": {
-                    "uuid": "w",
+                    "uuid": uuid,
                     "axes": {"n": 4},
                     "inputs": {"x": {"type": "random"}, "alpha": {"type": "scalar", "value": 1.5}},
                 },
             }
         ],
     }
+
+
+def test_the_interpreter_worker_times_solution_and_reference_the_official_way() -> None:
+    pytest.importorskip("torch")
+    from fibtui.worker.engine import execute
+
+    request = _tiny_request({"warmup": 1, "iterations": 3, "trials": 2})
     out = execute(request)
     result = out["jobs"][0]["results"][0]
     assert result["status"] == "PASSED", result
@@ -191,46 +198,9 @@ def test_no_profile_baseline_leaves_the_reference_untimed_as_flashinfer_bench_do
     the default plan writes no such key (its records stay as they were)."""
     pytest.importorskip("torch")
     from fibtui.worker.engine import execute
-    from tests.runner_helpers import GOOD_TRITON, TINY_DEFINITION
 
     def request(official: dict) -> dict:
-        return {
-            "config": {
-                "backend": "interpreter",
-                "device": "cpu",
-                "correctness_trials": 1,
-                "plan": {"calls_per_block": 1, "blocks": 1, "warmup_calls": 0},
-                "timing": "official",
-                "official": official,
-            },
-            "definition": TINY_DEFINITION,
-            "solutions": [
-                {
-                    "id": "candidate-0",
-                    "name": "tiny",
-                    "spec": {
-                        "language": "triton",
-                        "entry_point": "kernel.py::scale",
-                        "destination_passing_style": True,
-                    },
-                    "sources": [{"path": "kernel.py", "content": GOOD_TRITON}],
-                }
-            ],
-            "jobs": [
-                {
-                    "job_id": "0|w",
-                    "repeat": 0,
-                    "workload": {
-                        "uuid": "w-noref",
-                        "axes": {"n": 4},
-                        "inputs": {
-                            "x": {"type": "random"},
-                            "alpha": {"type": "scalar", "value": 1.5},
-                        },
-                    },
-                }
-            ],
-        }
+        return _tiny_request(official, uuid="w-noref")
 
     plan = {"warmup": 0, "iterations": 2, "trials": 2}
     off = execute(request({**plan, "reference": False}))["jobs"][0]["results"][0]["timing"][

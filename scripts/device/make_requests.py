@@ -37,7 +37,7 @@ from fibtui.core.plan import solution_from_config  # noqa: E402
 from fibtui.core.workspace import load_config  # noqa: E402
 from fibtui.runners.session import GPU_PLAN  # noqa: E402
 from tests.runner_helpers import GOOD_TRITON, TINY_DEFINITION  # noqa: E402
-from tests.test_hostile_candidates import ATTACKS  # noqa: E402
+from tests.test_hostile_candidates import ATTACKS, value_cache  # noqa: E402
 
 OUT = REPO / ".devreq"
 KERNELS = REPO / "scripts" / "device" / "kernels"
@@ -175,21 +175,7 @@ HOSTILE = {
 } | {
     # an answer kept by value where computing costs far more than comparing (a heavy kernel,
     # here the honest one 64 times): the only kind of value cache that would pay
-    "cache_by_value_heavy": """
-import torch
-
-_saved = []
-
-
-def scale(x, alpha, y):
-    for xs, a, ys in _saved:
-        if a == alpha and xs.shape == x.shape and torch.equal(xs, x):
-            y.copy_(ys)
-            return
-    for _ in range(64):
-        honest(x, alpha, y)
-    _saved.append((x.clone(), alpha, y.clone()))
-""",
+    "cache_by_value_heavy": value_cache("    for _ in range(64):\n        honest(x, alpha, y)\n"),
     # the work on a side stream, joined back: measured into the call
     "side_stream_joined": """
 import torch
